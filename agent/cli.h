@@ -1,0 +1,27 @@
+// Shared command-line conventions of the ehprof subcommands: `--help` on
+// each, and exit code 2 with a one-line reason for bad usage.
+#ifndef EHPROF_AGENT_CLI_H_
+#define EHPROF_AGENT_CLI_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ehprof {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// Prints "ehprof SUBCOMMAND: REASON (see 'ehprof SUBCOMMAND --help')" and
+// returns kExitUsage.
+int UsageError(std::string_view subcommand, std::string_view reason);
+
+bool IsHelpFlag(std::string_view arg);
+
+// Subcommand entry points; args exclude the program and subcommand names.
+int RunTablesCommand(const std::vector<std::string>& args);
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_CLI_H_

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs everything ehprof needs to build, test and benchmark, from Debian's packages.
+# Idempotent: packages already present are skipped by apt-get.
+set -euo pipefail
+PKGS=(
+  build-essential cmake pkg-config git python3
+  libelf-dev libdw-dev elfutils binutils zlib1g-dev libzstd-dev liblzma-dev
+  libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  clang llvm libclang-rt-14-dev libbpf-dev bpftool
+  linux-perf fio libc6-dbg libllvm15 python3.11 libssl3 gdb
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,384 @@
+#include "unwind_tables/cfa_program.h"
+
+#include <dwarf.h>
+
+#include <array>
+
+#include "absl/strings/str_format.h"
+#include "unwind_tables/byte_reader.h"
+
+namespace ehprof {
+namespace {
+
+// GCC nests remember_state a few levels at most; the bound keeps a hostile
+// program from growing memory without limit.
+constexpr size_t kMaxRememberDepth = 64;
+
+enum class OpKind : uint8_t { kBreg, kConst, kDeref, kAnd, kGe, kShl, kPlus, kMinus, kPlusUconst };
+struct Op {
+  OpKind kind;
+  uint64_t reg = 0;
+  int64_t value = 0;
+  bool operator==(const Op&) const = default;
+};
+constexpr size_t kMaxOps = 12;
+
+// Decodes the few DWARF expression operations unwinding rules use; false on
+// anything else (or more than kMaxOps operations).
+bool DecodeOps(std::span<const uint8_t> expr, std::array<Op, kMaxOps>* ops,
+               size_t* n) {
+  ByteReader r(expr);
+  *n = 0;
+  while (!r.at_end()) {
+    if (*n == kMaxOps) return false;
+    Op op{OpKind::kConst};
+    uint8_t code = r.u8();
+    if (code >= DW_OP_breg0 && code <= DW_OP_breg31) {
+      op = {OpKind::kBreg, static_cast<uint64_t>(code - DW_OP_breg0), r.sleb128()};
+    } else if (code >= DW_OP_lit0 && code <= DW_OP_lit31) {
+      op.value = code - DW_OP_lit0;
+    } else {
+      switch (code) {
+        case DW_OP_bregx: op.kind = OpKind::kBreg; op.reg = r.uleb128(); op.value = r.sleb128(); break;
+        case DW_OP_const1u: op.value = r.u8(); break;
+        case DW_OP_const1s: op.value = r.s8(); break;
+        case DW_OP_const2u: op.value = r.u16(); break;
+        case DW_OP_const2s: op.value = r.s16(); break;
+        case DW_OP_const4u: op.value = r.u32(); break;
+        case DW_OP_const4s: op.value = r.s32(); break;
+        case DW_OP_const8u: case DW_OP_const8s: op.value = r.s64(); break;
+        case DW_OP_constu: op.value = static_cast<int64_t>(r.uleb128()); break;
+        case DW_OP_consts: op.value = r.sleb128(); break;
+        case DW_OP_deref: op.kind = OpKind::kDeref; break;
+        case DW_OP_and: op.kind = OpKind::kAnd; break;
+        case DW_OP_ge: op.kind = OpKind::kGe; break;
+        case DW_OP_shl: op.kind = OpKind::kShl; break;
+        case DW_OP_plus: op.kind = OpKind::kPlus; break;
+        case DW_OP_minus: op.kind = OpKind::kMinus; break;
+        case DW_OP_plus_uconst: op.kind = OpKind::kPlusUconst; op.value = static_cast<int64_t>(r.uleb128()); break;
+        default: return false;
+      }
+    }
+    if (!r.ok()) return false;
+    (*ops)[(*n)++] = op;
+  }
+  return true;
+}
+
+Op Breg(uint64_t reg, int64_t v) { return {OpKind::kBreg, reg, v}; }
+Op Const(int64_t v) { return {OpKind::kConst, 0, v}; }
+Op Bare(OpKind k) { return {k, 0, 0}; }
+
+// binutils' PLT CFA: rsp + 8 + ((rip & 15) >= THRESHOLD) << 3.
+bool IsPlt(const std::array<Op, kMaxOps>& ops, size_t n, int64_t threshold) {
+  const Op want[] = {Breg(EHP_REG_RSP, 8), Breg(EHP_REG_RIP, 0), Const(15),
+                     Bare(OpKind::kAnd), Const(threshold), Bare(OpKind::kGe),
+                     Const(3), Bare(OpKind::kShl), Bare(OpKind::kPlus)};
+  if (n != std::size(want)) return false;
+  for (size_t i = 0; i < n; ++i) {
+    if (!(ops[i] == want[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void ClassifyCfaExpression(std::span<const uint8_t> expr, UnwindRule* rule) {
+  rule->cfa_kind = EHP_CFA_EXPR;
+  rule->cfa_reg = 0;
+  rule->cfa_offset = 0;
+  rule->cfa_deref_add = 0;
+  std::array<Op, kMaxOps> ops;
+  size_t n = 0;
+  if (!DecodeOps(expr, &ops, &n) || n == 0) return;
+  if (IsPlt(ops, n, 11)) {
+    rule->cfa_kind = EHP_CFA_PLT_LIT11;
+    return;
+  }
+  if (IsPlt(ops, n, 10)) {
+    rule->cfa_kind = EHP_CFA_PLT_LIT10;
+    return;
+  }
+  if (ops[0].kind != OpKind::kBreg || ops[0].reg > 255) return;
+  const auto reg = static_cast<uint8_t>(ops[0].reg);
+  if (n == 1) {
+    rule->cfa_kind = EHP_CFA_REG;
+    rule->cfa_reg = reg;
+    rule->cfa_offset = ops[0].value;
+    return;
+  }
+  if (ops[1].kind != OpKind::kDeref) return;
+  int64_t add = 0;
+  if (n == 3 && ops[2].kind == OpKind::kPlusUconst) {
+    add = ops[2].value;
+  } else if (n == 4 && ops[2].kind == OpKind::kConst &&
+             (ops[3].kind == OpKind::kPlus || ops[3].kind == OpKind::kMinus)) {
+    add = ops[3].kind == OpKind::kPlus ? ops[2].value : -ops[2].value;
+  } else if (n != 2) {
+    return;
+  }
+  rule->cfa_kind = EHP_CFA_DEREF;
+  rule->cfa_reg = reg;
+  rule->cfa_offset = ops[0].value;
+  rule->cfa_deref_add = add;
+}
+
+namespace {
+
+class Interpreter {
+ public:
+  Interpreter(const CfiRecords& recs, const Cie& cie, const Fde& fde)
+      : recs_(recs), cie_(cie), fde_(fde) {}
+
+  absl::Status Run(std::vector<UnwindRow>* out, uint64_t* cfi_rows) {
+    state_.flags = cie_.signal_frame ? EHP_RULE_FLAG_SIGNAL : 0;
+    // Without a rule in the CIE the return address cannot be found: mark it
+    // unsupported rather than pretend it is the stack's bottom.
+    state_.ra_kind = EHP_RULE_OTHER;
+    state_.cfa_kind = EHP_CFA_EXPR;  // until a def_cfa
+    in_cie_ = true;
+    if (auto st = Execute(cie_.initial_instructions); !st.ok()) return st;
+    initial_ = state_;
+    in_cie_ = false;
+    out_ = out;
+    first_ = out->size();
+    loc_ = fde_.pc_begin;
+    auto st = Execute(fde_.instructions);
+    if (!st.ok()) {
+      out->resize(first_);
+      return st;
+    }
+    if (!done_) AdvanceTo(fde_.pc_end);
+    *cfi_rows += rows_;
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Error(std::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %s: FDE at 0x%x: %s", recs_.file, CfiSectionName(recs_.kind),
+        fde_.offset, what));
+  }
+
+  // The current state governs [loc_, to).
+  void AdvanceTo(uint64_t to) {
+    if (in_cie_ || done_) return;
+    if (to >= fde_.pc_end) {
+      to = fde_.pc_end;
+      done_ = true;
+    }
+    if (to <= loc_) return;
+    ++rows_;
+    if (out_->size() == first_ || !(out_->back().rule == state_)) {
+      out_->push_back({loc_, state_});
+    }
+    loc_ = to;
+  }
+
+  void SetReg(uint64_t reg, uint8_t kind, int64_t offset, uint8_t base_reg = 0) {
+    if (kind == EHP_RULE_SAME || kind == EHP_RULE_UNDEFINED || kind == EHP_RULE_OTHER) {
+      offset = 0;
+      base_reg = 0;
+    }
+    if (reg == EHP_REG_RBP) {
+      state_.rbp_kind = kind;
+      state_.rbp_offset = offset;
+      state_.rbp_reg = base_reg;
+    }
+    if (reg == cie_.ra_reg) {
+      // The return address cannot live in another register or at *(reg+N).
+      state_.ra_kind = kind == EHP_RULE_DEREF || kind == EHP_RULE_SAME ? EHP_RULE_OTHER : kind;
+      state_.ra_offset = kind == EHP_RULE_CFA_OFFSET ? offset : 0;
+    }
+  }
+
+  void RestoreReg(uint64_t reg) {
+    if (reg == EHP_REG_RBP) {
+      state_.rbp_kind = initial_.rbp_kind;
+      state_.rbp_offset = initial_.rbp_offset;
+      state_.rbp_reg = initial_.rbp_reg;
+    }
+    if (reg == cie_.ra_reg) {
+      state_.ra_kind = initial_.ra_kind;
+      state_.ra_offset = initial_.ra_offset;
+    }
+  }
+
+  void SetCfaReg(uint64_t reg, int64_t offset) {
+    state_.cfa_kind = reg <= 255 ? EHP_CFA_REG : EHP_CFA_EXPR;
+    state_.cfa_reg = reg <= 255 ? static_cast<uint8_t>(reg) : 0;
+    state_.cfa_offset = reg <= 255 ? offset : 0;
+    state_.cfa_deref_add = 0;
+  }
+
+  void ExpressionRule(uint64_t reg, std::span<const uint8_t> expr) {
+    std::array<Op, kMaxOps> ops;
+    size_t n = 0;
+    if (DecodeOps(expr, &ops, &n) && n == 1 && ops[0].kind == OpKind::kBreg &&
+        ops[0].reg <= 255) {
+      SetReg(reg, EHP_RULE_DEREF, ops[0].value, static_cast<uint8_t>(ops[0].reg));
+    } else {
+      SetReg(reg, EHP_RULE_OTHER, 0);
+    }
+  }
+
+  absl::Status Execute(std::span<const uint8_t> program) {
+    ByteReader r(program);
+    const int64_t da = cie_.data_align;
+    const uint64_t ca = cie_.code_align;
+    while (!r.at_end() && !done_) {
+      const uint8_t op = r.u8();
+      const uint8_t hi = op & 0xc0, low = op & 0x3f;
+      if (hi == DW_CFA_advance_loc) {
+        AdvanceTo(loc_ + low * ca);
+        continue;
+      }
+      if (hi == DW_CFA_offset) {
+        SetReg(low, EHP_RULE_CFA_OFFSET, static_cast<int64_t>(r.uleb128()) * da);
+        continue;
+      }
+      if (hi == DW_CFA_restore) {
+        RestoreReg(low);
+        continue;
+      }
+      switch (op) {
+        case DW_CFA_nop: break;
+        case DW_CFA_set_loc: {
+          uint64_t to = 0;
+          const uint64_t field = recs_.section_vaddr +
+              static_cast<uint64_t>(r.pos() - recs_.section_data.data());
+          uint8_t enc = recs_.kind == CfiSectionKind::kEhFrame ? cie_.fde_encoding
+                                                               : DW_EH_PE_absptr;
+          if (!ReadEncodedPointer(r, enc, field, &to)) return Error("bad DW_CFA_set_loc");
+          if (to < loc_) return Error("DW_CFA_set_loc moves backwards");
+          AdvanceTo(to);
+          break;
+        }
+        case DW_CFA_advance_loc1: AdvanceTo(loc_ + r.u8() * ca); break;
+        case DW_CFA_advance_loc2: AdvanceTo(loc_ + r.u16() * ca); break;
+        case DW_CFA_advance_loc4: AdvanceTo(loc_ + r.u32() * ca); break;
+        case DW_CFA_MIPS_advance_loc8: {
+          uint64_t d = r.u64();
+          AdvanceTo(d > fde_.pc_end - loc_ ? fde_.pc_end : loc_ + d * ca);
+          break;
+        }
+        case DW_CFA_offset_extended: {
+          uint64_t reg = r.uleb128();
+          SetReg(reg, EHP_RULE_CFA_OFFSET, static_cast<int64_t>(r.uleb128()) * da);
+          break;
+        }
+        case DW_CFA_offset_extended_sf: {
+          uint64_t reg = r.uleb128();
+          SetReg(reg, EHP_RULE_CFA_OFFSET, r.sleb128() * da);
+          break;
+        }
+        case DW_CFA_GNU_negative_offset_extended: {
+          uint64_t reg = r.uleb128();
+          SetReg(reg, EHP_RULE_CFA_OFFSET, -static_cast<int64_t>(r.uleb128()) * da);
+          break;
+        }
+        case DW_CFA_restore_extended: RestoreReg(r.uleb128()); break;
+        case DW_CFA_undefined: SetReg(r.uleb128(), EHP_RULE_UNDEFINED, 0); break;
+        case DW_CFA_same_value: SetReg(r.uleb128(), EHP_RULE_SAME, 0); break;
+        case DW_CFA_register: {
+          uint64_t reg = r.uleb128();
+          uint64_t from = r.uleb128();
+          SetReg(reg, reg == from ? EHP_RULE_SAME : EHP_RULE_OTHER, 0);
+          break;
+        }
+        case DW_CFA_val_offset:
+        case DW_CFA_val_offset_sf: {
+          uint64_t reg = r.uleb128();
+          if (op == DW_CFA_val_offset) r.uleb128(); else r.sleb128();
+          SetReg(reg, EHP_RULE_OTHER, 0);
+          break;
+        }
+        case DW_CFA_remember_state:
+          if (stack_.size() == kMaxRememberDepth) return Error("DW_CFA_remember_state nested too deep");
+          stack_.push_back(state_);
+          break;
+        case DW_CFA_restore_state:
+          if (stack_.empty()) return Error("DW_CFA_restore_state without remember_state");
+          state_ = stack_.back();
+          stack_.pop_back();
+          break;
+        case DW_CFA_def_cfa: {
+          uint64_t reg = r.uleb128();
+          SetCfaReg(reg, static_cast<int64_t>(r.uleb128()));
+          break;
+        }
+        case DW_CFA_def_cfa_sf: {
+          uint64_t reg = r.uleb128();
+          SetCfaReg(reg, r.sleb128() * da);
+          break;
+        }
+        case DW_CFA_def_cfa_register: {
+          uint64_t reg = r.uleb128();
+          // Only meaningful after a reg+offset rule; keep its offset.
+          int64_t off = state_.cfa_kind == EHP_CFA_REG ? state_.cfa_offset : 0;
+          SetCfaReg(reg, off);
+          break;
+        }
+        case DW_CFA_def_cfa_offset:
+          if (state_.cfa_kind == EHP_CFA_REG) state_.cfa_offset = static_cast<int64_t>(r.uleb128());
+          else r.uleb128();
+          break;
+        case DW_CFA_def_cfa_offset_sf:
+          if (state_.cfa_kind == EHP_CFA_REG) state_.cfa_offset = r.sleb128() * da;
+          else r.sleb128();
+          break;
+        case DW_CFA_def_cfa_expression: {
+          uint64_t len = r.uleb128();
+          ByteReader e = r.sub(len);
+          if (!r.ok()) return Error("truncated DW_CFA_def_cfa_expression");
+          ClassifyCfaExpression({e.pos(), e.remaining()}, &state_);
+          break;
+        }
+        case DW_CFA_expression:
+        case DW_CFA_val_expression: {
+          uint64_t reg = r.uleb128();
+          uint64_t len = r.uleb128();
+          ByteReader e = r.sub(len);
+          if (!r.ok()) return Error("truncated DW_CFA_expression");
+          if (op == DW_CFA_expression) ExpressionRule(reg, {e.pos(), e.remaining()});
+          else SetReg(reg, EHP_RULE_OTHER, 0);
+          break;
+        }
+        case DW_CFA_GNU_args_size: r.uleb128(); break;
+        case DW_CFA_GNU_window_save: break;
+        default:
+          return Error(absl::StrFormat("unknown call frame instruction 0x%02x", op));
+      }
+      if (!r.ok()) return Error(absl::StrFormat("truncated operand of instruction 0x%02x", op));
+    }
+    if (!r.ok()) return Error("truncated call frame instructions");
+    return absl::OkStatus();
+  }
+
+  const CfiRecords& recs_;
+  const Cie& cie_;
+  const Fde& fde_;
+  UnwindRule state_;
+  UnwindRule initial_;
+  std::vector<UnwindRule> stack_;
+  std::vector<UnwindRow>* out_ = nullptr;
+  size_t first_ = 0;
+  uint64_t loc_ = 0;
+  uint64_t rows_ = 0;
+  bool in_cie_ = false;
+  bool done_ = false;
+};
+
+}  // namespace
+
+absl::Status RunCfaProgram(const CfiRecords& records, const Fde& fde,
+                           std::vector<UnwindRow>* out, uint64_t* cfi_rows) {
+  if (fde.cie >= records.cies.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %s: FDE at 0x%x: no CIE", records.file, CfiSectionName(records.kind),
+        fde.offset));
+  }
+  return Interpreter(records, records.cies[fde.cie], fde).Run(out, cfi_rows);
+}
+
+}  // namespace ehprof

@@ -1,0 +1,199 @@
+#include "unwind_tables/compact_table.h"
+
+#include <cstring>
+#include <limits>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "bpf/compact_lookup.h"
+#include "unwind_tables/abi_checks.h"
+
+namespace ehprof {
+namespace {
+
+// A hostile file could spread a few rows over the whole address space;
+// bound the dense page array (8 MiB of page entries at most).
+constexpr uint64_t kMaxPages = 1u << 20;
+constexpr uint64_t kMaxRules = std::numeric_limits<uint16_t>::max() + 1ull;
+
+template <typename T>
+bool Fits(int64_t v) {
+  return v >= std::numeric_limits<T>::min() && v <= std::numeric_limits<T>::max();
+}
+
+std::pair<uint64_t, uint64_t> Key(const ehp_rule& r) {
+  static_assert(sizeof(ehp_rule) == 16);
+  std::pair<uint64_t, uint64_t> k;
+  std::memcpy(&k, &r, sizeof(r));
+  return k;
+}
+
+// Fills pages / addr_low / palette for one page size; false when some page
+// needs more than EHP_PALETTE_MAX distinct rules.
+bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids,
+            uint32_t shift, CompactTable* t) {
+  const uint64_t page_size = uint64_t{1} << shift;
+  const uint64_t num_pages = ((t->end - 1 - t->start) >> shift) + 1;
+  t->page_shift = shift;
+  t->pages.clear();
+  t->addr_low.clear();
+  t->palette_index.clear();
+  t->palette.clear();
+  t->pages.reserve(num_pages + 1);
+  t->addr_low.reserve(rows.size() + num_pages);
+  t->palette_index.reserve(rows.size() + num_pages);
+  // slot_of[rule id] = palette slot + 1 in the current page (0: not yet).
+  std::vector<uint16_t> slot_of(t->rules.size(), 0);
+  std::vector<uint16_t> page_rules;
+  size_t i = 0;  // next row to place
+  for (uint64_t p = 0; p < num_pages; ++p) {
+    const uint64_t lo = t->start + (p << shift);
+    const uint64_t hi = lo + page_size;
+    t->pages.push_back({static_cast<uint32_t>(t->addr_low.size()),
+                        static_cast<uint32_t>(t->palette.size())});
+    page_rules.clear();
+    auto place = [&](uint64_t addr, uint16_t id) {
+      if (slot_of[id] == 0) {
+        if (page_rules.size() == EHP_PALETTE_MAX) return false;
+        page_rules.push_back(id);
+        slot_of[id] = static_cast<uint16_t>(page_rules.size());
+      }
+      t->addr_low.push_back(static_cast<uint16_t>(addr - lo));
+      t->palette_index.push_back(static_cast<uint8_t>(slot_of[id] - 1));
+      return true;
+    };
+    bool ok = true;
+    // Every page starts with a row at offset 0: the one in force there.
+    if (i == rows.size() || rows[i].addr != lo) ok = place(lo, ids[i - 1]);
+    for (; ok && i < rows.size() && rows[i].addr < hi; ++i) ok = place(rows[i].addr, ids[i]);
+    for (uint16_t id : page_rules) slot_of[id] = 0;
+    if (!ok) return false;
+    t->palette.insert(t->palette.end(), page_rules.begin(), page_rules.end());
+  }
+  t->pages.push_back({static_cast<uint32_t>(t->addr_low.size()),
+                      static_cast<uint32_t>(t->palette.size())});
+  return true;
+}
+
+}  // namespace
+
+bool ToCompactRule(const UnwindRule& in, ehp_rule* out) {
+  *out = ehp_rule{};
+  bool ok = true;
+  out->cfa_kind = in.cfa_kind;
+  out->cfa_reg = in.cfa_reg;
+  out->flags = in.flags;
+  if ((in.cfa_kind == EHP_CFA_REG || in.cfa_kind == EHP_CFA_DEREF) &&
+      Fits<int32_t>(in.cfa_offset) && Fits<int16_t>(in.cfa_deref_add)) {
+    out->cfa_offset = static_cast<int32_t>(in.cfa_offset);
+    out->cfa_deref_add = static_cast<int16_t>(in.cfa_deref_add);
+  } else if (in.cfa_kind == EHP_CFA_REG || in.cfa_kind == EHP_CFA_DEREF) {
+    out->cfa_kind = EHP_CFA_EXPR;
+    out->cfa_reg = 0;
+    ok = false;
+  }
+  if (in.cfa_kind == EHP_CFA_NONE) return true;
+  out->rbp_kind = in.rbp_kind;
+  out->rbp_reg = in.rbp_reg;
+  if (in.rbp_kind == EHP_RULE_CFA_OFFSET || in.rbp_kind == EHP_RULE_DEREF) {
+    if (Fits<int16_t>(in.rbp_offset)) {
+      out->rbp_offset = static_cast<int16_t>(in.rbp_offset);
+    } else {
+      out->rbp_kind = EHP_RULE_OTHER;
+      out->rbp_reg = 0;
+      ok = false;
+    }
+  }
+  out->ra_kind = in.ra_kind;
+  if (in.ra_kind == EHP_RULE_CFA_OFFSET) {
+    if (Fits<int16_t>(in.ra_offset)) {
+      out->ra_offset = static_cast<int16_t>(in.ra_offset);
+    } else {
+      out->ra_kind = EHP_RULE_OTHER;
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+UnwindRule FromCompactRule(const ehp_rule& r) {
+  UnwindRule u;
+  u.cfa_kind = r.cfa_kind;
+  if (r.cfa_kind == EHP_CFA_NONE) return u;
+  u.cfa_reg = r.cfa_reg;
+  u.cfa_offset = r.cfa_offset;
+  u.cfa_deref_add = r.cfa_deref_add;
+  u.rbp_kind = r.rbp_kind;
+  u.rbp_reg = r.rbp_reg;
+  u.rbp_offset = r.rbp_offset;
+  u.ra_kind = r.ra_kind;
+  u.ra_offset = r.ra_offset;
+  u.flags = r.flags;
+  return u;
+}
+
+uint64_t CompactTable::bytes() const {
+  return pages.size() * sizeof(ehp_page) + addr_low.size() * sizeof(uint16_t) +
+         palette_index.size() + palette.size() * sizeof(uint16_t) +
+         rules.size() * sizeof(ehp_rule) + 2 * sizeof(uint64_t) + sizeof(uint32_t);
+}
+
+absl::StatusOr<CompactTable> EncodeCompactTable(const std::vector<UnwindRow>& rows,
+                                                std::string_view name) {
+  CompactTable t;
+  if (rows.empty()) {
+    t.pages.push_back({0, 0});
+    return t;
+  }
+  if (!rows.back().rule.is_none()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(name), ": unwind rows must end with a none row"));
+  }
+  std::vector<uint16_t> ids(rows.size());
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, uint16_t> rule_ids;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i > 0 && rows[i].addr <= rows[i - 1].addr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(name), ": unwind rows are not sorted at row ", i));
+    }
+    ehp_rule r;
+    if (!ToCompactRule(rows[i].rule, &r)) ++t.unencodable_rows;
+    auto [it, added] = rule_ids.try_emplace(Key(r), static_cast<uint16_t>(t.rules.size()));
+    if (added) {
+      if (t.rules.size() == kMaxRules) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            std::string(name), ": more than ", kMaxRules, " distinct unwind rules"));
+      }
+      t.rules.push_back(r);
+    }
+    ids[i] = it->second;
+  }
+  t.start = rows.front().addr;
+  t.end = rows.back().addr;
+  if (t.end == t.start) {
+    t.pages.push_back({0, 0});
+    return t;
+  }
+  for (uint32_t shift = EHP_PAGE_SHIFT_MAX; shift >= EHP_PAGE_SHIFT_MIN; --shift) {
+    if (((t.end - 1 - t.start) >> shift) + 1 > kMaxPages) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          std::string(name), ": unwind rows span 0x", absl::Hex(t.end - t.start),
+          " bytes, too sparse for the page index"));
+    }
+    // A 256-byte page holds at most 256 rows, so the last try always fits.
+    if (Layout(rows, ids, shift, &t)) return t;
+  }
+  return absl::InternalError(absl::StrCat(std::string(name), ": no page size fits"));
+}
+
+ehp_rule CompactLookup(const CompactTable& t, uint64_t pc) {
+  ehp_u32 page;
+  ehp_u16 key;
+  if (!ehp_page_of(pc, t.start, t.end, t.page_shift, &page, &key)) return ehp_rule{};
+  const ehp_page& pg = t.pages[page];
+  const ehp_u32 n = t.pages[page + 1].first_row - pg.first_row;
+  const ehp_u32 row = pg.first_row + ehp_search_page(&t.addr_low[pg.first_row], n, key);
+  return t.rules[t.palette[pg.first_palette + t.palette_index[row]]];
+}
+
+}  // namespace ehprof

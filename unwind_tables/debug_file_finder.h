@@ -1,0 +1,22 @@
+// Finds the separate debug file of an ELF (Debian's -dbg / -dbgsym layout).
+#ifndef EHPROF_UNWIND_TABLES_DEBUG_FILE_FINDER_H_
+#define EHPROF_UNWIND_TABLES_DEBUG_FILE_FINDER_H_
+
+#include <optional>
+#include <string>
+
+#include "unwind_tables/elf_file.h"
+
+namespace ehprof {
+
+// Tries, in order: <root>/usr/lib/debug/.build-id/xx/rest.debug, then the
+// .gnu_debuglink name in the file's dir, its .debug/ subdir and
+// <root>/usr/lib/debug/<dir>/. A candidate whose build-id differs from the
+// file's is rejected. `root` prefixes absolute lookups (e.g.
+// /proc/PID/root for a container); empty for the host.
+std::optional<std::string> FindSeparateDebugFile(const ElfFile& elf,
+                                                 const std::string& root = "");
+
+}  // namespace ehprof
+
+#endif  // EHPROF_UNWIND_TABLES_DEBUG_FILE_FINDER_H_

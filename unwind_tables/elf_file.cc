@@ -1,0 +1,172 @@
+#include "unwind_tables/elf_file.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <gelf.h>
+
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "unwind_tables/status_macros.h"
+
+namespace ehprof {
+namespace {
+
+absl::Status ElfError(const std::string& path, std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": ", std::string(what), " (", elf_errmsg(-1), ")"));
+}
+
+}  // namespace
+
+absl::StatusOr<ElfFile> ElfFile::Open(const std::string& path) {
+  ElfFile f;
+  f.path_ = path;
+  f.fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!f.fd_.valid()) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  elf_version(EV_CURRENT);
+  f.elf_.reset(elf_begin(f.fd_.get(), ELF_C_READ_MMAP, nullptr));
+  if (!f.elf_) return ElfError(path, "not a readable ELF file");
+  EHP_RETURN_IF_ERROR(f.Init());
+  return f;
+}
+
+absl::StatusOr<ElfFile> ElfFile::FromBytes(std::string name,
+                                           std::vector<uint8_t> bytes) {
+  ElfFile f;
+  f.path_ = std::move(name);
+  f.owned_bytes_ = std::move(bytes);
+  elf_version(EV_CURRENT);
+  // libelf does not write through this pointer in read mode.
+  f.elf_.reset(elf_memory(reinterpret_cast<char*>(f.owned_bytes_.data()),
+                          f.owned_bytes_.size()));
+  if (!f.elf_) return ElfError(f.path_, "not a readable ELF image");
+  EHP_RETURN_IF_ERROR(f.Init());
+  return f;
+}
+
+absl::Status ElfFile::Init() {
+  Elf* e = elf_.get();
+  if (elf_kind(e) != ELF_K_ELF) {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": not an ELF file"));
+  }
+  size_t raw_size = 0;
+  const char* raw = elf_rawfile(e, &raw_size);
+  if (!raw) return ElfError(path_, "cannot map the file");
+  image_ = {reinterpret_cast<const uint8_t*>(raw), raw_size};
+  if (raw_size < EI_NIDENT || raw[EI_CLASS] != ELFCLASS64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": not a 64-bit ELF file (only x86-64 is supported)"));
+  }
+  if (raw[EI_DATA] != ELFDATA2LSB) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": big-endian ELF (only x86-64 is supported)"));
+  }
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(e, &ehdr)) return ElfError(path_, "bad ELF header");
+  if (ehdr.e_machine != EM_X86_64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path_, ": machine ", ehdr.e_machine, " is not x86-64"));
+  }
+  elf_type_ = ehdr.e_type;
+  if (elf_getshdrstrndx(e, &shstrndx_) != 0) shstrndx_ = 0;
+  size_t phnum = 0;
+  if (elf_getphdrnum(e, &phnum) != 0) phnum = 0;
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(e, static_cast<int>(i), &ph)) {
+      return ElfError(path_, absl::StrCat("bad program header ", i));
+    }
+    segments_.push_back({ph.p_type, ph.p_flags, ph.p_offset, ph.p_vaddr,
+                         ph.p_filesz, ph.p_memsz});
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<ElfSection>> ElfFile::Section(
+    std::string_view name) const {
+  Elf* e = elf_.get();
+  if (shstrndx_ == 0) return std::nullopt;
+  for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh)) continue;
+    const char* sname = elf_strptr(e, shstrndx_, sh.sh_name);
+    if (!sname || name != sname) continue;
+    ElfSection s;
+    s.name = sname;
+    s.addr = sh.sh_addr;
+    s.size = sh.sh_size;
+    s.type = sh.sh_type;
+    if (sh.sh_type == SHT_NOBITS || sh.sh_size == 0) return s;
+    if (sh.sh_flags & SHF_COMPRESSED) {
+      // Decompresses in libelf-owned memory, which lives as long as elf_.
+      if (elf_compress(scn, 0, 0) < 0) {
+        return ElfError(path_, absl::StrCat("cannot decompress section ", std::string(name)));
+      }
+    }
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    if (!d) return ElfError(path_, absl::StrCat("cannot read section ", std::string(name)));
+    if (d->d_buf && d->d_size) {
+      s.data = {static_cast<const uint8_t*>(d->d_buf), d->d_size};
+    }
+    s.size = s.data.size();
+    return s;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::span<const uint8_t>> ElfFile::BytesAtVaddr(
+    uint64_t vaddr, uint64_t size) const {
+  for (const ElfSegment& s : segments_) {
+    if (s.type != PT_LOAD || vaddr < s.vaddr) continue;
+    uint64_t rel = vaddr - s.vaddr;
+    if (rel > s.filesz || size > s.filesz - rel) continue;
+    uint64_t off = s.offset + rel;
+    if (off > image_.size() || size > image_.size() - off) return std::nullopt;
+    return image_.subspan(off, size);
+  }
+  return std::nullopt;
+}
+
+std::string ElfFile::BuildId() const {
+  Elf* e = elf_.get();
+  for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
+    Elf_Data* d = elf_getdata(scn, nullptr);
+    if (!d || !d->d_buf) continue;
+    size_t off = 0, name_off = 0, desc_off = 0;
+    GElf_Nhdr nh;
+    while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+      if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+          std::memcmp(static_cast<char*>(d->d_buf) + name_off, "GNU", 4) != 0) {
+        continue;
+      }
+      static constexpr char kHex[] = "0123456789abcdef";
+      const auto* p = static_cast<const uint8_t*>(d->d_buf) + desc_off;
+      std::string hex;
+      for (size_t i = 0; i < nh.n_descsz; ++i) {
+        hex += kHex[p[i] >> 4];
+        hex += kHex[p[i] & 15];
+      }
+      return hex;
+    }
+  }
+  return "";
+}
+
+std::optional<std::string> ElfFile::DebugLink() const {
+  auto s = Section(".gnu_debuglink");
+  if (!s.ok() || !*s || (*s)->data.empty()) return std::nullopt;
+  auto data = (*s)->data;
+  const void* nul = std::memchr(data.data(), 0, data.size());
+  if (!nul || nul == data.data()) return std::nullopt;
+  return std::string(reinterpret_cast<const char*>(data.data()),
+                     static_cast<const uint8_t*>(nul) - data.data());
+}
+
+}  // namespace ehprof

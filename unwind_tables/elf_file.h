@@ -1,0 +1,91 @@
+// Read-only access to one 64-bit little-endian x86-64 ELF file via libelf.
+//
+// Everything returned points into memory owned by the ElfFile, which must
+// outlive it. Files are untrusted: every header and section is validated by
+// libelf or here before use, and errors name the file and what was wrong.
+#ifndef EHPROF_UNWIND_TABLES_ELF_FILE_H_
+#define EHPROF_UNWIND_TABLES_ELF_FILE_H_
+
+#include <libelf.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "unwind_tables/unique_fd.h"
+
+namespace ehprof {
+
+struct ElfSection {
+  std::string_view name;
+  uint64_t addr = 0;  // sh_addr: where the section is mapped (0 if not)
+  uint64_t size = 0;
+  uint32_t type = 0;  // SHT_*
+  std::span<const uint8_t> data;  // empty for SHT_NOBITS
+};
+
+struct ElfSegment {
+  uint32_t type = 0;  // PT_*
+  uint32_t flags = 0; // PF_*
+  uint64_t offset = 0;
+  uint64_t vaddr = 0;
+  uint64_t filesz = 0;
+  uint64_t memsz = 0;
+};
+
+struct ElfDeleter {
+  void operator()(Elf* e) const { elf_end(e); }
+};
+using ElfPtr = std::unique_ptr<Elf, ElfDeleter>;
+
+class ElfFile {
+ public:
+  // Opens `path`; fails for non-ELF, 32-bit, big-endian or non-x86-64 files.
+  static absl::StatusOr<ElfFile> Open(const std::string& path);
+  // Parses an in-memory image (a vDSO copy, a fuzzer input). `name` is used
+  // in messages.
+  static absl::StatusOr<ElfFile> FromBytes(std::string name,
+                                           std::vector<uint8_t> bytes);
+
+  ElfFile(ElfFile&&) = default;
+  ElfFile& operator=(ElfFile&&) = default;
+
+  const std::string& path() const { return path_; }
+  uint16_t elf_type() const { return elf_type_; }  // ET_EXEC, ET_DYN, ...
+
+  // The named section; nullopt when absent. Compressed (SHF_COMPRESSED)
+  // sections are returned decompressed; an error when they cannot be.
+  absl::StatusOr<std::optional<ElfSection>> Section(std::string_view name) const;
+  const std::vector<ElfSegment>& segments() const { return segments_; }
+
+  // Bytes at [vaddr, vaddr + size) as mapped by a PT_LOAD's file contents.
+  std::optional<std::span<const uint8_t>> BytesAtVaddr(uint64_t vaddr,
+                                                       uint64_t size) const;
+  // The GNU build-id as lowercase hex, or empty.
+  std::string BuildId() const;
+  // .gnu_debuglink's file name, if any (the CRC is not checked: the
+  // build-id lookup comes first and is exact).
+  std::optional<std::string> DebugLink() const;
+
+ private:
+  ElfFile() = default;
+  absl::Status Init();
+
+  std::string path_;
+  std::vector<uint8_t> owned_bytes_;  // for FromBytes
+  std::span<const uint8_t> image_;    // the whole file
+  UniqueFd fd_;
+  ElfPtr elf_;
+  uint16_t elf_type_ = 0;
+  size_t shstrndx_ = 0;
+  std::vector<ElfSegment> segments_;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_UNWIND_TABLES_ELF_FILE_H_

@@ -1,0 +1,224 @@
+#include "unwind_tables/table_builder.h"
+
+#include <elf.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "unwind_tables/byte_reader.h"
+#include "unwind_tables/cfa_program.h"
+#include "unwind_tables/cfi_records.h"
+#include "unwind_tables/debug_file_finder.h"
+#include "unwind_tables/status_macros.h"
+
+namespace ehprof {
+namespace {
+
+constexpr size_t kMaxWarnings = 20;
+
+void Warn(UnwindTable* t, std::string msg) {
+  if (t->warnings.size() < kMaxWarnings) {
+    t->warnings.push_back(std::move(msg));
+  } else if (t->warnings.size() == kMaxWarnings) {
+    t->warnings.push_back("further warnings suppressed");
+  }
+}
+
+// .eh_frame by section header, else through PT_GNU_EH_FRAME's
+// eh_frame_ptr (files without section headers, memory images).
+absl::StatusOr<std::optional<CfiSectionRef>> LocateEhFrame(const ElfFile& elf) {
+  EHP_ASSIGN_OR_RETURN(auto sec, elf.Section(".eh_frame"));
+  if (sec && sec->type != SHT_NOBITS && !sec->data.empty()) {
+    return CfiSectionRef{CfiSectionKind::kEhFrame, sec->data, sec->addr, elf.path()};
+  }
+  if (sec) return std::nullopt;  // NOBITS: a separate debug file
+  for (const ElfSegment& seg : elf.segments()) {
+    if (seg.type != PT_GNU_EH_FRAME) continue;
+    auto hdr = elf.BytesAtVaddr(seg.vaddr, seg.filesz);
+    if (!hdr) break;
+    ByteReader r(*hdr);
+    uint8_t version = r.u8(), ptr_enc = r.u8();
+    r.u8();
+    r.u8();
+    uint64_t eh_vaddr = 0;
+    if (version != 1 || !ReadEncodedPointer(r, ptr_enc, seg.vaddr + 4, &eh_vaddr)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(elf.path(), ": .eh_frame_hdr: unsupported header"));
+    }
+    for (const ElfSegment& load : elf.segments()) {
+      if (load.type != PT_LOAD || eh_vaddr < load.vaddr ||
+          eh_vaddr >= load.vaddr + load.filesz) {
+        continue;
+      }
+      auto bytes = elf.BytesAtVaddr(eh_vaddr, load.vaddr + load.filesz - eh_vaddr);
+      if (bytes) {
+        return CfiSectionRef{CfiSectionKind::kEhFrame, *bytes, eh_vaddr, elf.path()};
+      }
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        elf.path(), ": .eh_frame_hdr points outside the loaded segments"));
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<std::optional<CfiSectionRef>> LocateDebugFrame(const ElfFile& elf) {
+  EHP_ASSIGN_OR_RETURN(auto sec, elf.Section(".debug_frame"));
+  if (!sec || sec->type == SHT_NOBITS || sec->data.empty()) return std::nullopt;
+  return CfiSectionRef{CfiSectionKind::kDebugFrame, sec->data, sec->addr, elf.path()};
+}
+
+void Push(std::vector<UnwindRow>* out, uint64_t addr, const UnwindRule& rule) {
+  if (!out->empty() && out->back().addr == addr) {
+    out->back().rule = rule;  // replaces a zero-width predecessor
+    if (out->size() >= 2 && (*out)[out->size() - 2].rule == rule) out->pop_back();
+    return;
+  }
+  if (out->empty() || !(out->back().rule == rule)) out->push_back({addr, rule});
+}
+
+// Parses a section and interprets its FDEs in address order straight into
+// one sorted row list with explicit gaps. FDEs overlapping an earlier one
+// (malformed CFI) are trimmed: the first by address wins, as in a binary
+// search over .eh_frame_hdr.
+absl::StatusOr<std::vector<UnwindRow>> FlattenSection(const CfiSectionRef& ref,
+                                                      UnwindTable* table) {
+  EHP_ASSIGN_OR_RETURN(CfiRecords recs, ParseCfiRecords(ref));
+  std::vector<const Fde*> order;
+  order.reserve(recs.fdes.size());
+  for (const Fde& f : recs.fdes) {
+    if (f.pc_end > f.pc_begin) order.push_back(&f);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const Fde* a, const Fde* b) {
+    return a->pc_begin < b->pc_begin;
+  });
+  std::vector<UnwindRow> out;
+  // About one row per 5 bytes of CFI; untouched capacity costs nothing.
+  out.reserve(ref.data.size() / 4 + 16);
+  std::vector<UnwindRow> scratch;
+  uint64_t covered = 0;
+  size_t overlaps = 0;
+  for (const Fde* f : order) {
+    if (!out.empty() && f->pc_end <= covered) {
+      ++overlaps;
+      continue;
+    }
+    scratch.clear();
+    absl::Status st = RunCfaProgram(recs, *f, &scratch, &table->cfi_rows);
+    if (!st.ok()) {
+      Warn(table, std::string(st.message()));
+      continue;
+    }
+    ++table->fdes;
+    uint64_t begin = f->pc_begin;
+    size_t k = 0;
+    if (!out.empty() && begin < covered) {
+      ++overlaps;
+      begin = covered;
+      while (k + 1 < scratch.size() && scratch[k + 1].addr <= begin) ++k;
+    }
+    if (!out.empty() && begin > covered) Push(&out, covered, UnwindRule::None());
+    Push(&out, begin, scratch[k].rule);
+    for (++k; k < scratch.size(); ++k) Push(&out, scratch[k].addr, scratch[k].rule);
+    covered = f->pc_end;
+  }
+  if (!out.empty()) Push(&out, covered, UnwindRule::None());
+  if (overlaps) {
+    Warn(table, absl::StrFormat("%s: %s: %d overlapping FDEs trimmed", ref.file,
+                                CfiSectionName(ref.kind), overlaps));
+  }
+  return out;
+}
+
+// Where `primary` has no CFI, `secondary`'s rows apply. Both sorted step
+// functions; the result is one too.
+std::vector<UnwindRow> Overlay(const std::vector<UnwindRow>& primary,
+                               const std::vector<UnwindRow>& secondary, bool* used) {
+  std::vector<UnwindRow> out;
+  out.reserve(primary.size() + secondary.size());
+  size_t i = 0, j = 0;
+  UnwindRule p = UnwindRule::None(), s = UnwindRule::None();
+  *used = false;
+  while (i < primary.size() || j < secondary.size()) {
+    uint64_t addr = std::min(i < primary.size() ? primary[i].addr : UINT64_MAX,
+                             j < secondary.size() ? secondary[j].addr : UINT64_MAX);
+    while (i < primary.size() && primary[i].addr == addr) p = primary[i++].rule;
+    while (j < secondary.size() && secondary[j].addr == addr) s = secondary[j++].rule;
+    if (p.is_none() && !s.is_none()) *used = true;
+    Push(&out, addr, p.is_none() ? s : p);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string UnwindTable::source() const {
+  std::string s;
+  if (from_eh_frame) s = "eh_frame";
+  if (from_debug_frame) s += s.empty() ? "debug_frame" : "+debug_frame";
+  return s.empty() ? "none" : s;
+}
+
+absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
+                                             const TableBuildOptions& options) {
+  UnwindTable table;
+  std::vector<UnwindRow> eh_rows, dbg_rows;
+  EHP_ASSIGN_OR_RETURN(auto eh, LocateEhFrame(elf));
+  if (eh) {
+    EHP_ASSIGN_OR_RETURN(eh_rows, FlattenSection(*eh, &table));
+    table.from_eh_frame = !eh_rows.empty();
+  }
+  EHP_ASSIGN_OR_RETURN(auto dbg, LocateDebugFrame(elf));
+  // Owns the bytes `dbg` points into until its rows are built.
+  std::optional<ElfFile> debug_elf;
+  if (!dbg && options.find_debug_file) {
+    if (auto path = FindSeparateDebugFile(elf, options.debug_root)) {
+      auto f = ElfFile::Open(*path);
+      if (f.ok()) {
+        debug_elf.emplace(std::move(*f));
+        auto d = LocateDebugFrame(*debug_elf);
+        if (d.ok()) {
+          dbg = *d;
+          table.debug_file = *path;
+        } else {
+          Warn(&table, std::string(d.status().message()));
+        }
+      } else {
+        Warn(&table, std::string(f.status().message()));
+      }
+    }
+  }
+  if (dbg) {
+    auto rows = FlattenSection(*dbg, &table);
+    if (rows.ok()) {
+      dbg_rows = std::move(*rows);
+    } else if (!eh) {
+      return rows.status();
+    } else {
+      // .debug_frame only fills gaps: a broken one costs those, not the table.
+      Warn(&table, std::string(rows.status().message()));
+    }
+  }
+  if (dbg_rows.empty()) {
+    table.rows = std::move(eh_rows);
+  } else {
+    table.rows = Overlay(eh_rows, dbg_rows, &table.from_debug_frame);
+  }
+  return table;
+}
+
+absl::StatusOr<UnwindTable> BuildUnwindTableFromPath(const std::string& path,
+                                                     const TableBuildOptions& options) {
+  EHP_ASSIGN_OR_RETURN(ElfFile elf, ElfFile::Open(path));
+  return BuildUnwindTable(elf, options);
+}
+
+UnwindRule LookupPlainRow(const std::vector<UnwindRow>& rows, uint64_t addr) {
+  auto it = std::upper_bound(rows.begin(), rows.end(), addr,
+                             [](uint64_t a, const UnwindRow& r) { return a < r.addr; });
+  if (it == rows.begin()) return UnwindRule::None();
+  return std::prev(it)->rule;
+}
+
+}  // namespace ehprof

@@ -1,0 +1,49 @@
+// ELF in, sorted unwind rows out. Pure: no BPF, no process state, so it is
+// tested and fuzzed without privileges.
+#ifndef EHPROF_UNWIND_TABLES_TABLE_BUILDER_H_
+#define EHPROF_UNWIND_TABLES_TABLE_BUILDER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "unwind_tables/elf_file.h"
+#include "unwind_tables/unwind_row.h"
+
+namespace ehprof {
+
+struct TableBuildOptions {
+  // Look for a separate debug file when the ELF has no .debug_frame.
+  bool find_debug_file = true;
+  // Prefix for absolute debug-file lookups (/proc/PID/root).
+  std::string debug_root;
+};
+
+struct UnwindTable {
+  // Sorted by address, no two neighbours with equal rules; gaps between
+  // FDEs are explicit EHP_CFA_NONE rows and the last row is always one.
+  std::vector<UnwindRow> rows;
+  uint64_t cfi_rows = 0;  // rows the CFI programs define (readelf's count)
+  uint64_t fdes = 0;
+  bool from_eh_frame = false;
+  bool from_debug_frame = false;
+  std::string debug_file;  // the separate debug file used, if any
+  // Problems that did not stop the build (overlapping FDEs, a separate debug
+  // file that could not be read, ...), each naming file and section.
+  std::vector<std::string> warnings;
+
+  std::string source() const;  // "eh_frame", "eh_frame+debug_frame", ...
+};
+
+absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
+                                             const TableBuildOptions& options = {});
+absl::StatusOr<UnwindTable> BuildUnwindTableFromPath(
+    const std::string& path, const TableBuildOptions& options = {});
+
+// The row governing `addr` in sorted `rows` (binary search), or a none rule.
+UnwindRule LookupPlainRow(const std::vector<UnwindRow>& rows, uint64_t addr);
+
+}  // namespace ehprof
+
+#endif  // EHPROF_UNWIND_TABLES_TABLE_BUILDER_H_
