@@ -80,17 +80,27 @@ struct ehp_rule {
 /* Compact table layout (per ELF file):
  *  - a dense array of pages, one per (1 << page_shift) bytes of address
  *    space from the table's start, plus one sentinel page;
- *  - per row: a u16 address within its page and a u8 index into the page's
- *    palette (the distinct rules used in that page, at most 256);
+ *  - per row EHP_ROW_BYTES bytes: a little-endian u16 address within its
+ *    page, then a u8 index into the page's palette (the distinct rules used
+ *    in that page, at most 256). Interleaved so the index is in the cache
+ *    line the search just read;
+ *  - per page EHP_BUCKETS_PER_PAGE u16 bucket starts (see below);
  *  - palettes: u16 rule indexes; rules: struct ehp_rule.
  * Every page's first row sits at offset 0 (the builder repeats the rule in
  * force there), so a lookup never has to look into an earlier page. */
 #define EHP_PAGE_SHIFT_MAX 16
 #define EHP_PAGE_SHIFT_MIN 8
 #define EHP_PALETTE_MAX 256
+#define EHP_ROW_BYTES 3
 /* A page holds at most 1 << EHP_PAGE_SHIFT_MAX rows, so a binary search
  * over it takes at most this many steps. */
 #define EHP_LOOKUP_STEPS 17
+/* Each page is split into this many buckets; buckets[page * N + b] is the
+ * page-relative index of the row in force at bucket b's first address, so
+ * a lookup searches one bucket's rows (a few cache lines) instead of the
+ * page's. */
+#define EHP_BUCKET_BITS 4
+#define EHP_BUCKETS_PER_PAGE (1 << EHP_BUCKET_BITS)
 
 struct ehp_page {
   ehp_u32 first_row;     /* index of the page's first row */

@@ -28,7 +28,7 @@ std::pair<uint64_t, uint64_t> Key(const ehp_rule& r) {
   return k;
 }
 
-// Fills pages / addr_low / palette for one page size; false when some page
+// Fills pages / buckets / rows / palette for one page size; false when some page
 // needs more than EHP_PALETTE_MAX distinct rules.
 bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids,
             uint32_t shift, CompactTable* t) {
@@ -36,12 +36,12 @@ bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids
   const uint64_t num_pages = ((t->end - 1 - t->start) >> shift) + 1;
   t->page_shift = shift;
   t->pages.clear();
-  t->addr_low.clear();
-  t->palette_index.clear();
+  t->buckets.clear();
+  t->rows.clear();
   t->palette.clear();
   t->pages.reserve(num_pages + 1);
-  t->addr_low.reserve(rows.size() + num_pages);
-  t->palette_index.reserve(rows.size() + num_pages);
+  t->buckets.reserve(num_pages * EHP_BUCKETS_PER_PAGE);
+  t->rows.reserve((rows.size() + num_pages) * EHP_ROW_BYTES);
   // slot_of[rule id] = palette slot + 1 in the current page (0: not yet).
   std::vector<uint16_t> slot_of(t->rules.size(), 0);
   std::vector<uint16_t> page_rules;
@@ -49,7 +49,7 @@ bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids
   for (uint64_t p = 0; p < num_pages; ++p) {
     const uint64_t lo = t->start + (p << shift);
     const uint64_t hi = lo + page_size;
-    t->pages.push_back({static_cast<uint32_t>(t->addr_low.size()),
+    t->pages.push_back({static_cast<uint32_t>(t->num_rows()),
                         static_cast<uint32_t>(t->palette.size())});
     page_rules.clear();
     auto place = [&](uint64_t addr, uint16_t id) {
@@ -58,8 +58,10 @@ bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids
         page_rules.push_back(id);
         slot_of[id] = static_cast<uint16_t>(page_rules.size());
       }
-      t->addr_low.push_back(static_cast<uint16_t>(addr - lo));
-      t->palette_index.push_back(static_cast<uint8_t>(slot_of[id] - 1));
+      const auto a = static_cast<uint16_t>(addr - lo);
+      t->rows.push_back(static_cast<uint8_t>(a & 0xff));
+      t->rows.push_back(static_cast<uint8_t>(a >> 8));
+      t->rows.push_back(static_cast<uint8_t>(slot_of[id] - 1));
       return true;
     };
     bool ok = true;
@@ -68,9 +70,18 @@ bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids
     for (; ok && i < rows.size() && rows[i].addr < hi; ++i) ok = place(rows[i].addr, ids[i]);
     for (uint16_t id : page_rules) slot_of[id] = 0;
     if (!ok) return false;
+    // Bucket starts: the last row at or before each bucket's first address.
+    const uint32_t first = t->pages.back().first_row;
+    const uint32_t count = static_cast<uint32_t>(t->num_rows()) - first;
+    uint32_t k = 0;
+    for (uint32_t b = 0; b < EHP_BUCKETS_PER_PAGE; ++b) {
+      const uint32_t bucket_key = b << (shift - EHP_BUCKET_BITS);
+      while (k + 1 < count && ehp_row_addr(t->rows.data(), first + k + 1) <= bucket_key) ++k;
+      t->buckets.push_back(static_cast<uint16_t>(k));
+    }
     t->palette.insert(t->palette.end(), page_rules.begin(), page_rules.end());
   }
-  t->pages.push_back({static_cast<uint32_t>(t->addr_low.size()),
+  t->pages.push_back({static_cast<uint32_t>(t->num_rows()),
                       static_cast<uint32_t>(t->palette.size())});
   return true;
 }
@@ -133,8 +144,8 @@ UnwindRule FromCompactRule(const ehp_rule& r) {
 }
 
 uint64_t CompactTable::bytes() const {
-  return pages.size() * sizeof(ehp_page) + addr_low.size() * sizeof(uint16_t) +
-         palette_index.size() + palette.size() * sizeof(uint16_t) +
+  return pages.size() * sizeof(ehp_page) + buckets.size() * sizeof(uint16_t) +
+         rows.size() + palette.size() * sizeof(uint16_t) +
          rules.size() * sizeof(ehp_rule) + 2 * sizeof(uint64_t) + sizeof(uint32_t);
 }
 
@@ -191,9 +202,13 @@ ehp_rule CompactLookup(const CompactTable& t, uint64_t pc) {
   ehp_u16 key;
   if (!ehp_page_of(pc, t.start, t.end, t.page_shift, &page, &key)) return ehp_rule{};
   const ehp_page& pg = t.pages[page];
-  const ehp_u32 n = t.pages[page + 1].first_row - pg.first_row;
-  const ehp_u32 row = pg.first_row + ehp_search_page(&t.addr_low[pg.first_row], n, key);
-  return t.rules[t.palette[pg.first_palette + t.palette_index[row]]];
+  ehp_u32 lo, hi;
+  ehp_bucket_range(&t.buckets[size_t{page} * EHP_BUCKETS_PER_PAGE],
+                   t.pages[page + 1].first_row - pg.first_row, t.page_shift, key, &lo, &hi);
+  const ehp_u32 base = pg.first_row + lo;
+  const ehp_u8* rows = t.rows.data() + size_t{base} * EHP_ROW_BYTES;
+  const ehp_u32 row = ehp_search_page(rows, hi - lo, key);
+  return t.rules[t.palette[pg.first_palette + ehp_row_palette(rows, row)]];
 }
 
 }  // namespace ehprof

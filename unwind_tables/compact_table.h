@@ -2,8 +2,8 @@
 // bpf/ehprof_abi.h), and its user-space lookup running the BPF search.
 //
 // Cost per row: 2 bytes of address + 1 byte of palette index, plus per page
-// (64 KiB of code by default) 8 bytes and its palette, plus the distinct
-// rules. The page size shrinks (down to 256 bytes) only when a page would
+// (64 KiB of code by default) 8 bytes, 32 bytes of bucket starts and its
+// palette, plus the distinct rules. The page size shrinks (down to 256 bytes) only when a page would
 // need more than 256 distinct rules.
 #ifndef EHPROF_UNWIND_TABLES_COMPACT_TABLE_H_
 #define EHPROF_UNWIND_TABLES_COMPACT_TABLE_H_
@@ -23,8 +23,8 @@ struct CompactTable {
   uint64_t end = 0;    // the final none row: lookups at or past it miss
   uint32_t page_shift = EHP_PAGE_SHIFT_MAX;
   std::vector<ehp_page> pages;  // one per page, plus a sentinel
-  std::vector<uint16_t> addr_low;
-  std::vector<uint8_t> palette_index;
+  std::vector<uint16_t> buckets;  // EHP_BUCKETS_PER_PAGE per page
+  std::vector<uint8_t> rows;  // EHP_ROW_BYTES per row
   std::vector<uint16_t> palette;
   std::vector<ehp_rule> rules;
   // Rows whose offsets did not fit ehp_rule's fields; their rule was
@@ -33,6 +33,7 @@ struct CompactTable {
 
   uint64_t bytes() const;  // everything above, as it would sit in maps
   size_t num_pages() const { return pages.empty() ? 0 : pages.size() - 1; }
+  size_t num_rows() const { return rows.size() / EHP_ROW_BYTES; }
 };
 
 absl::StatusOr<CompactTable> EncodeCompactTable(const std::vector<UnwindRow>& rows,

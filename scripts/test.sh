@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs the dependencies, builds everything and runs every test (ctest):
+# unit tests, readelf/libdw agreement, bounded fuzz runs, and the privileged
+# tests (which need root with CAP_BPF and CAP_PERFMON).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh
+bash scripts/build.sh
+cd "${EHPROF_BUILD_DIR:-build}"
+ctest --output-on-failure -j"$(nproc)" "$@"

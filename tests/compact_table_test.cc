@@ -1,0 +1,132 @@
+// The compact encoding must answer every lookup exactly as the plain rows do.
+#include "unwind_tables/compact_table.h"
+
+#include <random>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
+#include "unwind_tables/table_builder.h"
+
+namespace ehprof {
+namespace {
+
+UnwindRule Expected(const std::vector<UnwindRow>& rows, uint64_t addr) {
+  ehp_rule r;
+  ToCompactRule(LookupPlainRow(rows, addr), &r);
+  return FromCompactRule(r);
+}
+
+// Checks every row start, the byte before it, and random addresses; returns
+// the number of mismatches (reporting the first few).
+size_t RoundTrip(const std::vector<UnwindRow>& rows, const CompactTable& t) {
+  size_t bad = 0;
+  auto check = [&](uint64_t addr) {
+    UnwindRule want = Expected(rows, addr);
+    UnwindRule got = FromCompactRule(CompactLookup(t, addr));
+    if (!(want == got) && ++bad <= 5) {
+      ADD_FAILURE() << absl::StrFormat("at 0x%x: plain %s, compact %s", addr,
+                                       FormatRule(want), FormatRule(got));
+    }
+  };
+  for (const UnwindRow& row : rows) {
+    check(row.addr);
+    check(row.addr - 1);
+    check(row.addr + 1);
+  }
+  std::mt19937_64 rng(42);
+  if (!rows.empty()) {
+    std::uniform_int_distribution<uint64_t> dist(rows.front().addr - 100, rows.back().addr + 100);
+    for (int i = 0; i < 100000; ++i) check(dist(rng));
+  }
+  check(0);
+  check(~uint64_t{0});
+  return bad;
+}
+
+UnwindRule RspRule(int64_t off) {
+  UnwindRule r;
+  r.cfa_kind = EHP_CFA_REG;
+  r.cfa_reg = EHP_REG_RSP;
+  r.cfa_offset = off;
+  r.ra_kind = EHP_RULE_CFA_OFFSET;
+  r.ra_offset = -8;
+  return r;
+}
+
+class CompactRealBinary : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CompactRealBinary, LookupsEqualPlainRowsAndFitFourBytesARow) {
+  auto table = BuildUnwindTableFromPath(GetParam());
+  ASSERT_TRUE(table.ok()) << table.status();
+  auto compact = EncodeCompactTable(table->rows, GetParam());
+  ASSERT_TRUE(compact.ok()) << compact.status();
+  EXPECT_EQ(compact->unencodable_rows, 0u);
+  EXPECT_EQ(RoundTrip(table->rows, *compact), 0u);
+  EXPECT_LE(static_cast<double>(compact->bytes()) / table->rows.size(), 4.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Debian, CompactRealBinary,
+                         ::testing::Values("/usr/bin/fio",
+                                           "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                                           "/usr/bin/python3.11",
+                                           "/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1"));
+
+TEST(CompactTable, PageWithManyDistinctRulesShrinksThePageSize) {
+  std::vector<UnwindRow> rows;
+  for (int i = 0; i < 600; ++i) rows.push_back({0x10000 + uint64_t(i) * 4, RspRule(8 + 8 * i)});
+  rows.push_back({0x10000 + 600 * 4, UnwindRule::None()});
+  auto t = EncodeCompactTable(rows, "synthetic");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_LT(t->page_shift, 16u);
+  EXPECT_EQ(t->rules.size(), 601u);
+  EXPECT_EQ(RoundTrip(rows, *t), 0u);
+}
+
+TEST(CompactTable, EveryPageStartsWithTheRuleInForce) {
+  // One rule spanning several 64 KiB pages with no row inside them.
+  std::vector<UnwindRow> rows = {{0x1000, RspRule(16)},
+                                 {0x50000, RspRule(24)},
+                                 {0x50010, UnwindRule::None()}};
+  auto t = EncodeCompactTable(rows, "sparse");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(FromCompactRule(CompactLookup(*t, 0x3ffff)), RspRule(16));
+  EXPECT_EQ(FromCompactRule(CompactLookup(*t, 0x40000)), RspRule(16));
+  EXPECT_EQ(FromCompactRule(CompactLookup(*t, 0x50008)), RspRule(24));
+  EXPECT_TRUE(FromCompactRule(CompactLookup(*t, 0x50010)).is_none());
+  EXPECT_TRUE(FromCompactRule(CompactLookup(*t, 0xfff)).is_none());
+  EXPECT_EQ(RoundTrip(rows, *t), 0u);
+}
+
+TEST(CompactTable, OversizedOffsetsAreCountedNotTruncated) {
+  UnwindRule big = RspRule(int64_t{1} << 40);
+  UnwindRule big_rbp = RspRule(16);
+  big_rbp.rbp_kind = EHP_RULE_CFA_OFFSET;
+  big_rbp.rbp_offset = -70000;
+  std::vector<UnwindRow> rows = {{0x1000, big}, {0x1010, big_rbp}, {0x1020, UnwindRule::None()}};
+  auto t = EncodeCompactTable(rows, "big");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->unencodable_rows, 2u);
+  EXPECT_EQ(CompactLookup(*t, 0x1000).cfa_kind, EHP_CFA_EXPR);
+  ehp_rule r = CompactLookup(*t, 0x1010);
+  EXPECT_EQ(r.cfa_kind, EHP_CFA_REG);
+  EXPECT_EQ(r.rbp_kind, EHP_RULE_OTHER);
+}
+
+TEST(CompactTable, RejectsUnsortedRowsAndMissingEnd) {
+  std::vector<UnwindRow> unsorted = {{0x2000, RspRule(8)}, {0x1000, UnwindRule::None()}};
+  EXPECT_FALSE(EncodeCompactTable(unsorted, "x").ok());
+  std::vector<UnwindRow> open = {{0x1000, RspRule(8)}};
+  auto st = EncodeCompactTable(open, "x");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("none row"), std::string::npos);
+}
+
+TEST(CompactTable, EmptyTableMissesEverything) {
+  auto t = EncodeCompactTable({}, "empty");
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(FromCompactRule(CompactLookup(*t, 0x1234)).is_none());
+}
+
+}  // namespace
+}  // namespace ehprof
