@@ -77,16 +77,41 @@ TEST(TableBuilder, HandWrittenAssemblyCfiIsFollowed) {
   EXPECT_EQ(offsets.back(), 8);
 }
 
-TEST(TableBuilder, RealignedFunctionUsesRbpOrADereference) {
-  UnwindTable t = Build(TestdataPath("realign"));
-  bool via_frame = false;
+TEST(TableBuilder, RealignedStackUsesTheDereferenceRule) {
+  // GCC realigns through r10: DW_CFA_def_cfa_expression(breg6 -8; deref)
+  // and rbp saved at DW_CFA_expression(breg6 0).
+  UnwindTable t = Build(TestdataPath("realign.stripped"));
+  auto sym = FindSymbol(TestdataPath("realign"), "realign_frame");
+  ASSERT_TRUE(sym);
+  bool deref = false;
   for (const UnwindRow& r : RowsOf(t, "realign", "realign_frame")) {
-    if ((r.rule.cfa_kind == EHP_CFA_REG && r.rule.cfa_reg == EHP_REG_RBP) ||
-        r.rule.cfa_kind == EHP_CFA_DEREF) {
-      via_frame = true;
-    }
+    if (r.rule.cfa_kind != EHP_CFA_DEREF) continue;
+    deref = true;
+    EXPECT_EQ(FormatRule(r.rule), "cfa=*(rbp-8) rbp=*(rbp+0) ra=cfa-8");
   }
-  EXPECT_TRUE(via_frame) << "after 'and $-64, %rsp' the CFA can only come from rbp";
+  EXPECT_TRUE(deref);
+}
+
+TEST(TableBuilder, SeparateDebugFileFillsWhatEhFrameLacks) {
+  // Built -fno-asynchronous-unwind-tables: only crt code has .eh_frame; the
+  // program's own CFI is in .debug_frame, which the stripped copy keeps in
+  // debugframe_only.debug (found through .gnu_debuglink).
+  UnwindTable full = Build(TestdataPath("debugframe_only"));
+  UnwindTable split = Build(TestdataPath("debugframe_only.stripped"));
+  EXPECT_EQ(full.source(), "eh_frame+debug_frame");
+  EXPECT_EQ(split.source(), "eh_frame+debug_frame");
+  EXPECT_EQ(split.debug_file, TestdataPath("debugframe_only.debug"));
+  EXPECT_EQ(full.rows, split.rows);
+  auto inner = FindSymbol(TestdataPath("debugframe_only"), "plt_inner");
+  ASSERT_TRUE(inner);
+  EXPECT_FALSE(LookupPlainRow(split.rows, inner->addr).is_none());
+
+  TableBuildOptions no_debug;
+  no_debug.find_debug_file = false;
+  auto alone = BuildUnwindTableFromPath(TestdataPath("debugframe_only.stripped"), no_debug);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(alone->source(), "eh_frame");
+  EXPECT_TRUE(LookupPlainRow(alone->rows, inner->addr).is_none());
 }
 
 TEST(TableBuilder, PltRowsUseThePltExpression) {

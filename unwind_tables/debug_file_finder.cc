@@ -41,7 +41,10 @@ std::optional<std::string> FindSeparateDebugFile(const ElfFile& elf,
   }
   std::optional<std::string> link = elf.DebugLink();
   if (!link || link->find('/') != std::string::npos) return std::nullopt;
-  std::string dir = std::filesystem::path(elf.path()).parent_path().string();
+  std::error_code ec;
+  std::string dir =
+      std::filesystem::absolute(elf.path(), ec).lexically_normal().parent_path().string();
+  if (ec) return std::nullopt;
   std::string host_dir = dir;  // the file's dir as the target system sees it
   if (!root.empty() && host_dir.rfind(root, 0) == 0) host_dir = host_dir.substr(root.size());
   for (const std::string& p :
