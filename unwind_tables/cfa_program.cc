@@ -205,6 +205,8 @@ class Interpreter {
   }
 
   void SetCfaReg(uint64_t reg, int64_t offset) {
+    cfa_.reg = reg;
+    cfa_.offset = offset;
     state_.cfa_kind = reg <= 255 ? EHP_CFA_REG : EHP_CFA_EXPR;
     state_.cfa_reg = reg <= 255 ? static_cast<uint8_t>(reg) : 0;
     state_.cfa_offset = reg <= 255 ? offset : 0;
@@ -295,11 +297,12 @@ class Interpreter {
         }
         case DW_CFA_remember_state:
           if (stack_.size() == kMaxRememberDepth) return Error("DW_CFA_remember_state nested too deep");
-          stack_.push_back(state_);
+          stack_.push_back({state_, cfa_});
           break;
         case DW_CFA_restore_state:
           if (stack_.empty()) return Error("DW_CFA_restore_state without remember_state");
-          state_ = stack_.back();
+          state_ = stack_.back().rule;
+          cfa_ = stack_.back().cfa;
           stack_.pop_back();
           break;
         case DW_CFA_def_cfa: {
@@ -312,20 +315,17 @@ class Interpreter {
           SetCfaReg(reg, r.sleb128() * da);
           break;
         }
-        case DW_CFA_def_cfa_register: {
-          uint64_t reg = r.uleb128();
-          // Only meaningful after a reg+offset rule; keep its offset.
-          int64_t off = state_.cfa_kind == EHP_CFA_REG ? state_.cfa_offset : 0;
-          SetCfaReg(reg, off);
+        // After an expression, these use the last register+offset rule's
+        // values, as libgcc's unwinder and readelf do: the register alone
+        // switches back to reg+offset, the offset alone does not.
+        case DW_CFA_def_cfa_register:
+          SetCfaReg(r.uleb128(), cfa_.offset);
           break;
-        }
         case DW_CFA_def_cfa_offset:
-          if (state_.cfa_kind == EHP_CFA_REG) state_.cfa_offset = static_cast<int64_t>(r.uleb128());
-          else r.uleb128();
-          break;
         case DW_CFA_def_cfa_offset_sf:
-          if (state_.cfa_kind == EHP_CFA_REG) state_.cfa_offset = r.sleb128() * da;
-          else r.sleb128();
+          cfa_.offset = op == DW_CFA_def_cfa_offset ? static_cast<int64_t>(r.uleb128())
+                                                    : r.sleb128() * da;
+          if (state_.cfa_kind == EHP_CFA_REG) state_.cfa_offset = cfa_.offset;
           break;
         case DW_CFA_def_cfa_expression: {
           uint64_t len = r.uleb128();
@@ -358,9 +358,19 @@ class Interpreter {
   const CfiRecords& recs_;
   const Cie& cie_;
   const Fde& fde_;
+  // The last register+offset CFA rule, kept while an expression is in force.
+  struct CfaRegOffset {
+    uint64_t reg = 0;
+    int64_t offset = 0;
+  };
+  struct Saved {
+    UnwindRule rule;
+    CfaRegOffset cfa;
+  };
   UnwindRule state_;
   UnwindRule initial_;
-  std::vector<UnwindRule> stack_;
+  CfaRegOffset cfa_;
+  std::vector<Saved> stack_;
   std::vector<UnwindRow>* out_ = nullptr;
   size_t first_ = 0;
   uint64_t loc_ = 0;

@@ -1,0 +1,837 @@
+#!/usr/bin/env python3
+"""Cross-check `ehprof tables FILE` against binutils' CFI interpreter.
+
+The reference is `readelf --debug-dump=frames-interp FILE`: binutils replays
+every CIE/FDE program itself and prints the resulting table, so agreeing with
+it is strong evidence our builder interprets CFI correctly.  Only what the
+profiler needs is compared: the CFA rule, the rbp rule, the return-address
+rule and the signal-frame flag.
+
+Usage:
+    readelf_compare.py --ehprof build/ehprof FILE [FILE...]
+    readelf_compare.py --ehprof build/ehprof --tree /usr/lib /usr/bin [-j N] [--json OUT]
+    readelf_compare.py --self-test        # parser/matcher unit checks, no ehprof needed
+
+Per file: readelf_rows = rows readelf printed for FDEs plus FDEs that print
+none (they inherit the CIE's initial row); checked = those rows actually
+compared (inside [START, END) of a non-empty FDE, last of any rows sharing a
+LOC, .debug_frame rows only where no .eh_frame FDE covers the address);
+overlaps = FDEs overlapping another FDE of the same section, whose rows are
+tallied separately (overlap_rows/overlap_mismatches in --json) because
+which of them the builder should honour is undefined.
+
+Exit status: 1 if any file had mismatches or ehprof failed on it, else 0.
+Non-ELF, non-x86-64, relocatable and CFI-less files are skipped, not failed.
+Standard library only (plus the `readelf` binary).
+"""
+
+import argparse
+import bisect
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+EM_X86_64 = 62
+ET_REL = 1
+ET_CORE = 4
+
+# readelf line shapes (binutils 2.40).  FDE/CIE ids are printed with a width
+# that depends on the DWARF format (32/64-bit), so only shape is assumed.
+RE_SECTION = re.compile(r"^Contents of the (\S+) section")
+RE_CIE = re.compile(r'^([0-9a-f]+) [0-9a-f]+ [0-9a-f]+ CIE "([^"]*)"')
+RE_FDE = re.compile(
+    r"^([0-9a-f]+) [0-9a-f]+ [0-9a-f]+ FDE cie=([0-9a-f]+) "
+    r"pc=([0-9a-f]+)\.\.([0-9a-f]+)")
+
+
+# --------------------------------------------------------------------------
+# Field matching.  Each returns None when readelf's cell and our field agree,
+# or a short reason string.  Both sides are plain strings so results can be
+# cached per distinct (readelf cells, our row) pair, which is what keeps the
+# per-row cost low on a library with ~10^6 rows.
+# --------------------------------------------------------------------------
+
+def _norm_off(s):
+    # readelf prints "%+d" ("rsp-8"); a printer that appends a signed offset
+    # to "+" yields "rsp+-8".  Treat both as the same rule.
+    return s.replace("+-", "-")
+
+
+def match_cfa(re_cfa, ours):
+    if ours is None:
+        return "cfa missing"
+    if re_cfa == "exp":
+        # DW_CFA_def_cfa_expression: readelf does not show the expression,
+        # so any of our expression-derived forms is acceptable.
+        if ours in ("plt", "plt10", "expr") or ours.startswith("*("):
+            return None
+        return "cfa"
+    if _norm_off(re_cfa) == _norm_off(ours):
+        return None
+    return "cfa"
+
+
+def _cfa_offset_form(cell):
+    # "c-16" (DW_CFA_offset family) -> "cfa-16"; None if not that form.
+    if len(cell) >= 3 and cell[0] == "c" and cell[1] in "+-" and cell[2:].isdigit():
+        return "cfa" + _norm_off(cell[1:])
+    return None
+
+
+def match_ra(re_ra, ours):
+    if ours is None:
+        return "ra missing"
+    # An absent ra column means the CIE never set it: DWARF-undefined.
+    if re_ra is None or re_ra == "u":
+        return None if ours == "undef" else "ra"
+    want = _cfa_offset_form(re_ra)
+    if want is not None:
+        return None if _norm_off(ours) == want else "ra"
+    return None if ours == "other" else "ra"
+
+
+def match_rbp(re_rbp, ours):
+    if ours is None:
+        return "rbp missing"
+    # readelf prints "u" both for "never mentioned" and DW_CFA_undefined and
+    # omits the column when the FDE never touches rbp; our builder may render
+    # "never mentioned" as same-value, so both are accepted.
+    if re_rbp is None or re_rbp == "u":
+        return None if ours in ("same", "undef") else "rbp"
+    if re_rbp == "s":
+        return None if ours == "same" else "rbp"
+    want = _cfa_offset_form(re_rbp)
+    if want is not None:
+        return None if _norm_off(ours) == want else "rbp"
+    if re_rbp == "exp":
+        return None if (ours == "other" or ours.startswith("*(")) else "rbp"
+    # v+N, vexp, "rN (name)" (DW_CFA_register), n/a
+    return None if ours == "other" else "rbp"
+
+
+def parse_our_row(rest):
+    """'cfa=rsp+8 rbp=same ra=cfa-8 signal' -> (cfa, rbp, ra, signal, none)."""
+    fields = {}
+    flags = set()
+    for tok in rest.split():
+        k, sep, v = tok.partition("=")
+        if sep:
+            fields[k] = v
+        else:
+            flags.add(tok)
+    if "none" in flags:
+        return (None, None, None, False, True)
+    return (fields.get("cfa"), fields.get("rbp"), fields.get("ra"),
+            "signal" in flags, False)
+
+
+def compare_row(cells, ours_rest, want_signal, _cache={}):
+    """cells = (cfa, rbp, ra) as readelf printed them (rbp/ra may be None).
+
+    ours_rest is our row text after the address, or None if no row of ours
+    is in force.  Returns None on agreement, else a comma-joined list of the
+    fields that differ.
+    """
+    key = (cells, ours_rest, want_signal)
+    r = _cache.get(key, 0)
+    if r != 0:
+        return r
+    if ours_rest is None:
+        r = "no row"
+    else:
+        cfa, rbp, ra, signal, none = parse_our_row(ours_rest)
+        if none:
+            r = "none"
+        else:
+            bad = [x for x in (match_cfa(cells[0], cfa),
+                               match_rbp(cells[1], rbp),
+                               match_ra(cells[2], ra)) if x]
+            if signal != want_signal:
+                bad.append("signal")
+            r = ",".join(bad) or None
+    if len(_cache) < 200000:
+        _cache[key] = r
+    return r
+
+
+# --------------------------------------------------------------------------
+# Our side: `ehprof tables FILE`.
+# --------------------------------------------------------------------------
+
+class OurTable:
+    """Sorted rows; row i governs [addrs[i], addrs[i+1])."""
+
+    def __init__(self, text):
+        addrs, rests = [], []
+        for line in text.splitlines():
+            if not line or line[0] == "#":
+                continue
+            addr, _, rest = line.partition(" ")
+            addrs.append(int(addr, 16))
+            rests.append(sys.intern(rest.strip()))
+        self.unsorted = any(addrs[i] > addrs[i + 1] for i in range(len(addrs) - 1))
+        if self.unsorted:
+            # Not our contract, but still let the comparison run; the flag is
+            # reported so the ordering bug is not silently hidden.
+            order = sorted(range(len(addrs)), key=addrs.__getitem__)
+            addrs = [addrs[i] for i in order]
+            rests = [rests[i] for i in order]
+        self.addrs = addrs
+        self.rests = rests
+
+    def lookup(self, addr):
+        """(row address, row text) in force at addr, or (None, None)."""
+        i = bisect.bisect_right(self.addrs, addr) - 1
+        if i < 0:
+            return None, None
+        return self.addrs[i], self.rests[i]
+
+
+# --------------------------------------------------------------------------
+# readelf side.
+# --------------------------------------------------------------------------
+
+def split_row(line):
+    """Tokenise a readelf row/header.
+
+    DW_CFA_register cells print as "r3 (rbx)", i.e. with a space, so a token
+    starting with "(" belongs to the previous one.  Column widths are not
+    fixed either (%-5s overflows), hence tokens rather than slicing.
+    """
+    toks = line.split()
+    if "(" in line:
+        merged = []
+        for t in toks:
+            if t[0] == "(" and merged:
+                merged[-1] += " " + t
+            else:
+                merged.append(t)
+        toks = merged
+    return toks
+
+
+class Fde:
+    __slots__ = ("section", "offset", "start", "end", "aug", "n_checked",
+                 "mismatches", "rows", "unchecked")
+
+    def __init__(self, section, offset, start, end, aug):
+        self.section = section
+        self.offset = offset
+        self.start = start
+        self.end = end
+        self.aug = aug
+        self.n_checked = 0
+        self.mismatches = []
+        # For .debug_frame only: every checked (loc, mismatch-or-None), since
+        # whether a row counts depends on .eh_frame coverage known at the end.
+        self.rows = [] if section.startswith(".debug_frame") else None
+        self.unchecked = 0
+
+
+class ReadelfChecker:
+    """Consumes readelf lines one at a time and checks each row immediately.
+
+    Rows are checked as they stream (only mismatches are kept), so memory
+    stays bounded on large libraries; decisions that need the whole file
+    (FDE overlaps, .eh_frame coverage for .debug_frame rows) are applied in
+    finish().
+    """
+
+    def __init__(self, table):
+        self.table = table
+        self.section = None
+        self.cies = {}          # (section, offset) -> (aug, cells-or-None)
+        self.fdes = []
+        self.readelf_rows = 0
+        self.unparsed = []      # unexpected lines, for diagnosing format drift
+        self.cur_cie = None     # (section, offset, aug) while in a CIE
+        self.cur_fde = None
+        self.header = None      # (ncols, rbp index, ra index) of this block
+        self.pending = None     # (loc, cells) of the FDE row awaiting check
+        self.fde_had_rows = False
+        self.cie_cells = None   # initial row of the current FDE's CIE
+
+    # -- helpers ----------------------------------------------------------
+
+    def _set_header(self, toks):
+        # toks = ["LOC", "CFA", reg, reg, ..., "ra"]; column i of a row is
+        # toks[i] of the header.
+        rbp = ra = None
+        for i, name in enumerate(toks):
+            if name == "rbp":
+                rbp = i
+            elif name == "ra":
+                ra = i
+        self.header = (len(toks), rbp, ra)
+
+    def _cells(self, toks):
+        n, rbp, ra = self.header
+        if len(toks) != n:
+            return None
+        return (toks[1],
+                toks[rbp] if rbp is not None else None,
+                toks[ra] if ra is not None else None)
+
+    def _check(self, fde, loc, cells):
+        if not (fde.start <= loc < fde.end):
+            return
+        if cells is None:
+            fde.unchecked += 1
+            return
+        row_addr, rest = self.table.lookup(loc)
+        bad = compare_row(cells, rest, "S" in fde.aug)
+        if fde.rows is not None:
+            fde.rows.append((loc, bad and (loc, cells, row_addr, rest, bad)))
+            return
+        fde.n_checked += 1
+        if bad:
+            fde.mismatches.append((loc, cells, row_addr, rest, bad))
+
+    def _flush_pending(self):
+        # readelf prints a row at every advance, so two rows can share a LOC
+        # (advance by 0); only the last one is the rule in force there.
+        if self.pending is not None:
+            loc, cells = self.pending
+            self.pending = None
+            self._check(self.cur_fde, loc, cells)
+
+    # -- main entry -------------------------------------------------------
+
+    def feed(self, line):
+        c = line[:1]
+        if c == "" or line == "\n":
+            return
+        if c in "0123456789abcdef":
+            # Rows: 16-digit LOC then a space.  CIE/FDE lines could share
+            # that prefix under 64-bit DWARF offsets, but only they carry
+            # upper-case words.
+            if line[16:17] == " " and self.header is not None \
+                    and "FDE" not in line and "CIE" not in line:
+                self._row(line)
+                return
+            m = RE_FDE.match(line)
+            if m:
+                self._fde(m)
+                return
+            m = RE_CIE.match(line)
+            if m:
+                self._end_block()
+                self.cur_cie = (self.section, int(m.group(1), 16), m.group(2))
+                self.cies[(self.section, self.cur_cie[1])] = (m.group(2), None)
+                return
+            if "ZERO terminator" in line:
+                self._end_block()
+                return
+        elif line.startswith("   LOC"):
+            self._set_header(split_row(line))
+            return
+        else:
+            m = RE_SECTION.match(line)
+            if m:
+                self._end_block()
+                self.section = m.group(1)
+                return
+        if len(self.unparsed) < 50:
+            self.unparsed.append(line.rstrip("\n"))
+
+    def _row(self, line):
+        toks = split_row(line)
+        loc = int(toks[0], 16)
+        cells = self._cells(toks)
+        if self.cur_cie is not None:
+            # CIE rows are the initial state; keep the last one for FDEs that
+            # print nothing of their own.
+            cie = self.cur_cie
+            self.cies[(cie[0], cie[1])] = (cie[2], cells)
+            return
+        self.readelf_rows += 1
+        self.fde_had_rows = True
+        if self.pending is not None and self.pending[0] != loc:
+            self._flush_pending()
+        self.pending = (loc, cells)
+
+    def _fde(self, m):
+        self._end_block()
+        off = int(m.group(1), 16)
+        cie_off = int(m.group(2), 16)
+        start, end = int(m.group(3), 16), int(m.group(4), 16)
+        aug, cie_cells = self.cies.get((self.section, cie_off), ("", None))
+        fde = Fde(self.section, off, start, end, aug)
+        self.fdes.append(fde)
+        self.cur_fde = fde
+        self.cie_cells = cie_cells
+        self.fde_had_rows = False
+
+    def _end_block(self):
+        fde = self.cur_fde
+        if fde is not None:
+            self._flush_pending()
+            if not self.fde_had_rows:
+                self.readelf_rows += 1
+                if fde.start < fde.end:
+                    cells = self.cie_cells
+                    if cells is None:
+                        # e.g. glibc's signal-trampoline CIE has no initial
+                        # instructions, so readelf shows no state to compare.
+                        fde.unchecked += 1
+                    else:
+                        self._check(fde, fde.start, cells)
+        self.cur_fde = None
+        self.cur_cie = None
+        self.header = None
+        self.pending = None
+
+    def finish(self, max_examples):
+        self._end_block()
+        res = {"readelf_rows": self.readelf_rows, "checked": 0, "mismatches": 0,
+               "overlaps": 0, "overlap_rows": 0, "overlap_mismatches": 0,
+               "unchecked": 0, "fdes": 0, "zero_length_fdes": 0,
+               "debug_frame_rows_shadowed": 0, "examples": [],
+               "unparsed_lines": self.unparsed[:10]}
+        live = []
+        for f in self.fdes:
+            if f.start >= f.end:
+                res["zero_length_fdes"] += 1
+            else:
+                live.append(f)
+        res["fdes"] = len(live)
+
+        overlapping = set()
+        by_section = {}
+        for f in live:
+            by_section.setdefault(f.section, []).append(f)
+        for fl in by_section.values():
+            fl.sort(key=lambda f: (f.start, f.end))
+            holder = None
+            for f in fl:
+                if holder is not None and f.start < holder.end:
+                    overlapping.add(id(f))
+                    overlapping.add(id(holder))
+                if holder is None or f.end > holder.end:
+                    holder = f
+        res["overlaps"] = len(overlapping)
+
+        # Merged .eh_frame coverage; .debug_frame rows inside it are not ours
+        # to judge because the builder prefers .eh_frame there.
+        iv = sorted((f.start, f.end) for f in live if f.rows is None)
+        merged = []
+        for s, e in iv:
+            if merged and s <= merged[-1][1]:
+                if e > merged[-1][1]:
+                    merged[-1][1] = e
+            else:
+                merged.append([s, e])
+        mstarts = [s for s, _ in merged]
+
+        def eh_covered(a):
+            i = bisect.bisect_right(mstarts, a) - 1
+            return i >= 0 and a < merged[i][1]
+
+        mism = []
+        for f in live:
+            if f.rows is not None:
+                checked, bad = 0, []
+                for loc, mm in f.rows:
+                    if eh_covered(loc):
+                        res["debug_frame_rows_shadowed"] += 1
+                        continue
+                    checked += 1
+                    if mm:
+                        bad.append(mm)
+            else:
+                checked, bad = f.n_checked, f.mismatches
+            res["unchecked"] += f.unchecked
+            if id(f) in overlapping:
+                res["overlap_rows"] += checked
+                res["overlap_mismatches"] += len(bad)
+                continue
+            res["checked"] += checked
+            res["mismatches"] += len(bad)
+            for mm in bad:
+                if len(mism) < max_examples:
+                    mism.append((f, mm))
+        for f, (loc, cells, row_addr, rest, why) in mism:
+            res["examples"].append({
+                "loc": "%016x" % loc,
+                "section": f.section,
+                "fde_offset": "%08x" % f.offset,
+                "fde_range": "%x..%x" % (f.start, f.end),
+                "augmentation": f.aug,
+                "readelf": {"cfa": cells[0], "rbp": cells[1], "ra": cells[2]},
+                "ours": None if rest is None else "%016x %s" % (row_addr, rest),
+                "differs": why,
+            })
+        return res
+
+
+# --------------------------------------------------------------------------
+# Per-file driver.
+# --------------------------------------------------------------------------
+
+def elf_kind(path):
+    """None if usable, else a skip reason."""
+    try:
+        with open(path, "rb") as fh:
+            hdr = fh.read(20)
+    except OSError as e:
+        return "unreadable: %s" % e.strerror
+    if len(hdr) < 20 or hdr[:4] != b"\x7fELF":
+        return "not ELF"
+    endian = "<" if hdr[5] == 1 else ">"
+    e_type, e_machine = struct.unpack(endian + "HH", hdr[16:20])
+    if e_machine != EM_X86_64 or hdr[4] != 2:
+        # Register names and the profiler itself are x86-64 (ELF64) only;
+        # ELFCLASS32 with EM_X86_64 is the x32 ABI.
+        return "not x86-64 (e_machine=%d, class=%d)" % (e_machine, hdr[4])
+    if e_type == ET_REL:
+        # Relocatable objects are never mapped by a profiled process, and
+        # their CFI addresses are section-relative until linked.
+        return "relocatable object"
+    if e_type == ET_CORE:
+        return "core file"
+    return None
+
+
+def check_file(path, ehprof, max_examples=10, timeout=600):
+    t0 = time.monotonic()
+    res = {"file": path}
+    why = elf_kind(path)
+    if why:
+        res.update(status="skipped", reason=why)
+        return res
+
+    # ehprof writes to a pipe we drain fully before streaming readelf; readelf
+    # blocks on its own full pipe meanwhile, which costs little because the
+    # Python side of readelf parsing is the bottleneck anyway.
+    env = dict(os.environ, LC_ALL="C")
+    try:
+        ours = subprocess.Popen([ehprof, "tables", path], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+    except OSError as e:
+        # Typically the binary being relinked under a long --tree run.
+        res.update(status="failed", reason="cannot run ehprof: %s" % e)
+        return res
+    # no-follow-links: following .gnu_debuglink is readelf's default, and the
+    # linked debug file's CFI is not what `ehprof tables FILE` reads.
+    # stderr goes to a file so a flood of warnings cannot block readelf
+    # while we are still reading its stdout.
+    relf_errf = tempfile.TemporaryFile()
+    relf = subprocess.Popen(
+        ["readelf", "--wide", "--debug-dump=no-follow-links",
+         "--debug-dump=frames-interp", path],
+        stdout=subprocess.PIPE, stderr=relf_errf, env=env,
+        text=True, errors="replace", bufsize=1 << 20)
+    try:
+        out, err = ours.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        ours.kill()
+        ours.communicate()
+        out, err = None, b"timeout after %ds" % timeout
+    table = None
+    if out is not None and ours.returncode == 0:
+        try:
+            table = OurTable(out.decode("ascii", "replace"))
+        except ValueError as e:
+            err = ("unparsable ehprof output: %s" % e).encode()
+    checker = ReadelfChecker(table or OurTable(""))
+    for line in relf.stdout:
+        checker.feed(line)
+    relf.wait()
+    relf_errf.seek(0)
+    relf_err = relf_errf.read().decode("utf-8", "replace")
+    relf_errf.close()
+    r = checker.finish(max_examples)
+    res["elapsed_s"] = round(time.monotonic() - t0, 3)
+
+    # A file readelf shows no CFI for is skipped whatever ehprof said, since
+    # refusing such a file is legitimate.
+    if not checker.fdes:
+        res.update(status="skipped", reason="no CFI in readelf output")
+        return res
+    if table is None:
+        # Row checks against an empty table would only be noise.
+        msg = (err or b"").decode("utf-8", "replace").strip().splitlines()
+        res.update(status="failed", readelf_rows=r["readelf_rows"],
+                   reason="ehprof rc=%s: %s" % (ours.returncode, msg[0] if msg else ""))
+        return res
+    res.update(r)
+    res["ehprof_rows"] = len(table.addrs)
+    if table.unsorted:
+        res["ehprof_unsorted"] = True
+    if relf.returncode != 0:
+        res["readelf_stderr"] = relf_err.strip()[:500]
+    res["status"] = "mismatch" if r["mismatches"] else "ok"
+    return res
+
+
+def format_result(res):
+    f = res["file"]
+    st = res["status"]
+    if st == "skipped":
+        return "%s: skipped (%s)" % (f, res["reason"])
+    if st == "failed":
+        return "%s: ehprof failed (%s)" % (f, res["reason"])
+    line = "%s: readelf_rows=%d checked=%d mismatches=%d overlaps=%d" % (
+        f, res["readelf_rows"], res["checked"], res["mismatches"], res["overlaps"])
+    extra = []
+    if res.get("overlap_mismatches"):
+        extra.append("overlap_mismatches=%d" % res["overlap_mismatches"])
+    if res.get("unchecked"):
+        extra.append("unchecked=%d" % res["unchecked"])
+    if res.get("ehprof_unsorted"):
+        extra.append("EHPROF-OUTPUT-UNSORTED")
+    if extra:
+        line += " (" + " ".join(extra) + ")"
+    return line
+
+
+def format_examples(res):
+    out = []
+    for ex in res.get("examples", []):
+        rd = ex["readelf"]
+        out.append("  %s %s fde@%s [%s] aug=\"%s\": readelf cfa=%s rbp=%s ra=%s | ours: %s  <- %s" % (
+            ex["loc"], ex["section"], ex["fde_offset"], ex["fde_range"],
+            ex["augmentation"], rd["cfa"], rd["rbp"] or "absent", rd["ra"] or "absent",
+            ex["ours"] or "(no row)", ex["differs"]))
+    return out
+
+
+def walk_elf_files(dirs):
+    seen = set()
+
+    def candidates(d):
+        if not os.path.isdir(d):
+            yield d   # a plain file named on the command line
+            return
+        # os.walk does not descend into symlinked directories; symlinked
+        # files are resolved and deduplicated by realpath below.
+        for root, _dirs, files in os.walk(d):
+            for name in files:
+                yield os.path.join(root, name)
+
+    for d in dirs:
+        for p in candidates(d):
+            try:
+                rp = os.path.realpath(p)
+                if rp in seen or not os.path.isfile(rp):
+                    continue
+                seen.add(rp)
+                with open(rp, "rb") as fh:
+                    if fh.read(4) != b"\x7fELF":
+                        continue
+            except OSError:
+                continue
+            yield rp
+
+
+def _check_for_pool(args):
+    path, ehprof, max_examples, timeout = args
+    try:
+        return check_file(path, ehprof, max_examples, timeout)
+    except Exception as e:  # keep one odd file from killing the sweep
+        return {"file": path, "status": "failed", "reason": "checker error: %r" % e}
+
+
+def run_tree(args):
+    files = sorted(walk_elf_files(args.tree))
+    results = []
+    jobs = [(p, args.ehprof, args.max_examples, args.timeout) for p in files]
+    # Processes, not threads: the readelf parsing is pure-Python CPU work.
+    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as ex:
+        for res in ex.map(_check_for_pool, jobs, chunksize=1):
+            results.append(res)
+            if res["status"] in ("mismatch", "failed"):
+                print(format_result(res), flush=True)
+    n_mis = sum(1 for r in results if r["status"] == "mismatch")
+    n_fail = sum(1 for r in results if r["status"] == "failed")
+    n_skip = sum(1 for r in results if r["status"] == "skipped")
+    judged = [r for r in results if r["status"] in ("ok", "mismatch")]
+    print("TOTAL: files=%d files_with_mismatches=%d rows_checked=%d mismatches=%d "
+          "(failed=%d skipped=%d overlaps=%d)" % (
+              len(results), n_mis,
+              sum(r["checked"] for r in judged),
+              sum(r["mismatches"] for r in judged),
+              n_fail, n_skip, sum(r["overlaps"] for r in judged)))
+    return results
+
+
+def run_files(args):
+    results = []
+    for p in args.files:
+        res = check_file(p, args.ehprof, args.max_examples, args.timeout)
+        results.append(res)
+        print(format_result(res))
+        for l in format_examples(res):
+            print(l)
+        sys.stdout.flush()
+    return results
+
+
+# --------------------------------------------------------------------------
+# Self test: the readelf parser and the matching rules, on canned text.
+# --------------------------------------------------------------------------
+
+_SAMPLE = """\
+Contents of the .eh_frame section:
+
+
+00000000 0000000000000014 00000000 CIE "zR" cf=1 df=-8 ra=16
+   LOC           CFA      ra    
+0000000000000000 rsp+8    u     
+
+00000018 0000000000000014 0000001c FDE cie=00000000 pc=0000000000001000..0000000000001010
+
+00000030 0000000000000014 00000000 CIE "zR" cf=1 df=-8 ra=16
+   LOC           CFA      ra    
+0000000000000000 rsp+8    c-8   
+
+00000048 0000000000000024 0000001c FDE cie=00000030 pc=0000000000002000..0000000000002100
+   LOC           CFA      rbx   rbp   ra    
+0000000000002000 rsp+8    u     u     c-8   
+0000000000002001 rsp+16   u     c-16  c-8   
+0000000000002004 rbp+16   u     c-16  c-8   
+0000000000002008 rbp+16   c-24  c-16  c-8   
+0000000000002008 rbp+16   c-24  c-16  c-8   
+0000000000002050 exp      r3 (rbx) c-16  c-8   
+0000000000002060 rsp+8    u     u     c-8   
+0000000000002100 rsp+8    u     u     c-8   
+
+00000070 0000000000000014 00000044 FDE cie=00000030 pc=0000000000003000..0000000000003000
+
+0000252c 0000000000000010 00000000 CIE "zRS" cf=1 df=-8 ra=16
+
+00002540 0000000000000078 00000018 FDE cie=0000252c pc=0000000000004000..0000000000004010
+   LOC           CFA      rbp   ra    
+0000000000004000 exp      exp   exp   
+
+00002580 0000000000000018 00000044 FDE cie=00000030 pc=0000000000005000..0000000000005020
+
+00002598 0000000000000018 0000005c FDE cie=00000030 pc=0000000000005010..0000000000005030
+
+000025b0 ZERO terminator
+
+Contents of the .debug_frame section:
+
+
+00000000 0000000000000014 ffffffff CIE "" cf=1 df=-8 ra=16
+   LOC           CFA      ra    
+0000000000000000 rsp+8    c-8   
+
+00000018 000000000000009c 00000000 FDE cie=00000000 pc=0000000000002000..0000000000002010
+
+00000030 000000000000009c 00000000 FDE cie=00000000 pc=0000000000006000..0000000000006010
+
+"""
+
+_OURS_GOOD = """\
+# comment
+0000000000001000 cfa=rsp+8 rbp=same ra=undef
+0000000000001010 none
+0000000000002000 cfa=rsp+8 rbp=same ra=cfa-8
+0000000000002001 cfa=rsp+16 rbp=cfa-16 ra=cfa-8
+0000000000002004 cfa=rbp+16 rbp=cfa-16 ra=cfa-8
+0000000000002050 cfa=*(rsp+8)+8 rbp=cfa-16 ra=cfa-8
+0000000000002060 cfa=rsp+8 rbp=undef ra=cfa-8
+0000000000002100 none
+0000000000004000 cfa=expr rbp=*(rdi+120) ra=other signal
+0000000000004010 none
+0000000000005000 cfa=rsp+8 rbp=same ra=cfa-8
+0000000000005030 none
+0000000000006000 cfa=rsp+8 rbp=same ra=cfa-8
+0000000000006010 none
+"""
+
+
+def self_test():
+    def run(ours_text):
+        ck = ReadelfChecker(OurTable(ours_text))
+        for line in _SAMPLE.splitlines(True):
+            ck.feed(line)
+        return ck.finish(100)
+
+    r = run(_OURS_GOOD)
+    assert r["unparsed_lines"] == [], r["unparsed_lines"]
+    # printed FDE rows: 8 + 1; no-row FDEs: 1000, 3000(zero len), 5000, 5010,
+    # debug 2000, debug 6000
+    assert r["readelf_rows"] == 9 + 6, r
+    assert r["zero_length_fdes"] == 1, r
+    assert r["overlaps"] == 2, r
+    assert r["debug_frame_rows_shadowed"] == 1, r
+    # 1000; 2000,2001,2004,2008,2050,2060 (2100 is at END); 4000; 6000
+    assert r["checked"] == 9, r
+    assert r["mismatches"] == 0, r["examples"]
+    assert r["unchecked"] == 0, r
+
+    def mism(old, new):
+        assert old in _OURS_GOOD, old
+        rr = run(_OURS_GOOD.replace(old, new))
+        return [(e["loc"][-4:], e["differs"]) for e in rr["examples"]]
+
+    assert mism("2001 cfa=rsp+16", "2001 cfa=rsp+24") == [("2001", "cfa")]
+    assert mism("2004 cfa=rbp+16 rbp=cfa-16", "2004 cfa=rbp+16 rbp=same") == \
+        [("2004", "rbp"), ("2008", "rbp")]
+    assert mism("4000 cfa=expr rbp=*(rdi+120) ra=other signal",
+                "4000 cfa=expr rbp=*(rdi+120) ra=other") == [("4000", "signal")]
+    assert mism("1000 cfa=rsp+8 rbp=same ra=undef",
+                "1000 cfa=rsp+8 rbp=same ra=cfa-8") == [("1000", "ra")]
+    assert mism("2050 cfa=*(rsp+8)+8", "2050 cfa=rsp+8") == [("2050", "cfa")]
+    # Dropping a boundary makes the earlier row govern.
+    assert mism("0000000000002004 cfa=rbp+16 rbp=cfa-16 ra=cfa-8\n", "") == \
+        [("2004", "cfa"), ("2008", "cfa")]
+    assert mism("0000000000006000 cfa=rsp+8", "0000000000006000 none") == [("6000", "none")]
+    # Overlapping FDEs never produce mismatches, only the overlap count.
+    assert mism("0000000000005000 cfa=rsp+8", "0000000000005000 cfa=rsp+16") == []
+    assert split_row("0 rsp+8 u r3 (rbx) r10 (r10) c-8") == \
+        ["0", "rsp+8", "u", "r3 (rbx)", "r10 (r10)", "c-8"]
+    assert match_cfa("rsp-8", "rsp+-8") is None
+    assert match_rbp("v+16", "other") is None
+    assert match_rbp("r3 (rbx)", "other") is None
+    assert match_rbp("exp", "*(rbp+0)") is None
+    assert match_ra("c+8", "cfa+8") is None
+    assert match_ra("c-8", "cfa-16") == "ra"
+    print("self-test OK")
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ehprof", help="path to the ehprof binary")
+    ap.add_argument("--tree", nargs="+", metavar="DIR",
+                    help="check every ELF file under these directories")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--json", metavar="OUT", help="write all per-file results here")
+    ap.add_argument("--max-examples", type=int, default=10)
+    ap.add_argument("--timeout", type=int, default=600,
+                    help="seconds allowed for one `ehprof tables` run")
+    ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("files", nargs="*")
+    args = ap.parse_args(argv)
+
+    if args.self_test:
+        return self_test()
+    if not args.ehprof:
+        ap.error("--ehprof is required")
+    if bool(args.tree) == bool(args.files):
+        ap.error("give either FILE... or --tree DIR...")
+    if not (os.path.isfile(args.ehprof) and os.access(args.ehprof, os.X_OK)):
+        ap.error("--ehprof %s is not an executable file" % args.ehprof)
+    if shutil.which("readelf") is None:
+        ap.error("readelf (binutils) not found on PATH")
+
+    results = run_tree(args) if args.tree else run_files(args)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=1)
+    bad = any(r["status"] in ("mismatch", "failed") for r in results)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
