@@ -13,25 +13,36 @@
 #define EHP_INLINE static inline __attribute__((always_inline))
 #endif
 
+/* Row indexes are masked before every access. User space keeps a table's
+ * rows in one array (no mask); the BPF side keeps them in chunks of
+ * EHP_ROW_CHUNK_ROWS rows that no page straddles and defines the mask to
+ * the chunk size, which changes nothing for valid tables but lets the
+ * verifier prove every access in bounds. */
+#ifndef EHP_ROW_INDEX_MASK
+#define EHP_ROW_INDEX_MASK 0xffffffffu
+#endif
+
 /* The address-within-page of packed row i. */
 EHP_INLINE ehp_u16 ehp_row_addr(const ehp_u8 *rows, ehp_u32 i)
 {
-	return (ehp_u16)(rows[i * EHP_ROW_BYTES] | (rows[i * EHP_ROW_BYTES + 1] << 8));
+	ehp_u32 at = (i & EHP_ROW_INDEX_MASK) * EHP_ROW_BYTES;
+	return (ehp_u16)(rows[at] | (rows[at + 1] << 8));
 }
 
 EHP_INLINE ehp_u8 ehp_row_palette(const ehp_u8 *rows, ehp_u32 i)
 {
-	return rows[i * EHP_ROW_BYTES + 2];
+	return rows[(i & EHP_ROW_INDEX_MASK) * EHP_ROW_BYTES + 2];
 }
 
-/* Index, relative to `rows`, of the last of the first `n` rows whose
- * address-within-page is <= key. Requires n >= 1 and rows[0] == 0 (every
- * page starts with a row at offset 0), so the answer always exists.
- * Branch-free halving: the loop runs a fixed number of times, which both the
- * verifier and the CPU's branch predictor like. */
-EHP_INLINE ehp_u32 ehp_search_page(const ehp_u8 *rows, ehp_u32 n, ehp_u16 key)
+/* Index of the last of rows [first, first + n) whose address-within-page
+ * is <= key. Requires n >= 1 and the row at `first` <= key (a page's first
+ * row is at offset 0; a bucket's first row is the one in force at its
+ * start), so the answer always exists. Branch-free halving with a fixed
+ * bound, which both the verifier and the CPU's branch predictor like. */
+EHP_INLINE ehp_u32 ehp_search_rows(const ehp_u8 *rows, ehp_u32 first, ehp_u32 n,
+				   ehp_u16 key)
 {
-	ehp_u32 base = 0;
+	ehp_u32 base = first;
 	for (int i = 0; i < EHP_LOOKUP_STEPS; i++) {
 		ehp_u32 half = n >> 1;
 		if (half == 0)
@@ -57,15 +68,18 @@ EHP_INLINE int ehp_page_of(ehp_u64 pc, ehp_u64 start, ehp_u64 end,
 
 /* The page-relative rows [*lo, *hi) that hold the answer for `key`, from
  * the page's bucket starts and its row count. The row at *lo is <= key. */
-EHP_INLINE void ehp_bucket_range(const ehp_u16 *buckets, ehp_u32 page_rows,
+EHP_INLINE void ehp_bucket_range(const struct ehp_buckets *buckets, ehp_u32 page_rows,
 				 ehp_u32 page_shift, ehp_u16 key,
 				 ehp_u32 *lo, ehp_u32 *hi)
 {
 	ehp_u32 b = (ehp_u32)key >> (page_shift - EHP_BUCKET_BITS);
-	*lo = buckets[b];
+	b &= EHP_BUCKETS_PER_PAGE - 1;
+	*lo = buckets->start[b];
 	/* The next bucket's first row may start exactly at its boundary, so
 	 * it is included; the search never picks it for a smaller key. */
-	*hi = b + 1 < EHP_BUCKETS_PER_PAGE ? (ehp_u32)buckets[b + 1] + 1 : page_rows;
+	*hi = b + 1 < EHP_BUCKETS_PER_PAGE
+		      ? (ehp_u32)buckets->start[(b + 1) & (EHP_BUCKETS_PER_PAGE - 1)] + 1
+		      : page_rows;
 	if (*hi > page_rows)
 		*hi = page_rows;
 }

@@ -79,32 +79,43 @@ struct ehp_rule {
 
 /* Compact table layout (per ELF file):
  *  - a dense array of pages, one per (1 << page_shift) bytes of address
- *    space from the table's start, plus one sentinel page;
+ *    space from the table's start;
+ *  - per page EHP_BUCKETS_PER_PAGE u16 bucket starts (see below);
  *  - per row EHP_ROW_BYTES bytes: a little-endian u16 address within its
  *    page, then a u8 index into the page's palette (the distinct rules used
- *    in that page, at most 256). Interleaved so the index is in the cache
- *    line the search just read;
- *  - per page EHP_BUCKETS_PER_PAGE u16 bucket starts (see below);
+ *    in that page, at most EHP_PALETTE_MAX). Interleaved so the index is in
+ *    the cache line the search just read;
  *  - palettes: u16 rule indexes; rules: struct ehp_rule.
  * Every page's first row sits at offset 0 (the builder repeats the rule in
- * force there), so a lookup never has to look into an earlier page. */
+ * force there), so a lookup never has to look into an earlier page. A page
+ * holds at most EHP_MAX_PAGE_ROWS rows: the page size shrinks (down to
+ * 1 << EHP_PAGE_SHIFT_MIN bytes, where the bound always holds) until every
+ * page fits, so in BPF maps a page's rows and palette can always be placed
+ * inside one fixed-size chunk. */
 #define EHP_PAGE_SHIFT_MAX 16
 #define EHP_PAGE_SHIFT_MIN 8
 #define EHP_PALETTE_MAX 256
 #define EHP_ROW_BYTES 3
-/* A page holds at most 1 << EHP_PAGE_SHIFT_MAX rows, so a binary search
- * over it takes at most this many steps. */
-#define EHP_LOOKUP_STEPS 17
-/* Each page is split into this many buckets; buckets[page * N + b] is the
- * page-relative index of the row in force at bucket b's first address, so
+#define EHP_MAX_PAGE_ROWS 4096
+/* A binary search over EHP_MAX_PAGE_ROWS rows takes at most this many
+ * halvings. */
+#define EHP_LOOKUP_STEPS 13
+/* Each page is split into this many buckets; bucket b's entry is the
+ * page-relative index of the row in force at the bucket's first address, so
  * a lookup searches one bucket's rows (a few cache lines) instead of the
  * page's. */
 #define EHP_BUCKET_BITS 4
 #define EHP_BUCKETS_PER_PAGE (1 << EHP_BUCKET_BITS)
 
 struct ehp_page {
-  ehp_u32 first_row;     /* index of the page's first row */
-  ehp_u32 first_palette; /* index of the page's first palette entry */
+	ehp_u32 first_row;     /* index of the page's first row */
+	ehp_u32 num_rows;      /* >= 1 and <= EHP_MAX_PAGE_ROWS */
+	ehp_u32 first_palette; /* index of the page's first palette entry */
+	ehp_u32 pad;
+};
+
+struct ehp_buckets {
+	ehp_u16 start[EHP_BUCKETS_PER_PAGE];
 };
 
 #endif /* EHPROF_BPF_EHPROF_ABI_H_ */

@@ -83,6 +83,21 @@ TEST(CompactTable, PageWithManyDistinctRulesShrinksThePageSize) {
   EXPECT_EQ(RoundTrip(rows, *t), 0u);
 }
 
+TEST(CompactTable, DensePagesShrinkUntilEveryPageFitsAChunk) {
+  // 10,000 rows in 40 KB: more than EHP_MAX_PAGE_ROWS in a 64 KiB page.
+  std::vector<UnwindRow> rows;
+  for (int i = 0; i < 10000; ++i) rows.push_back({0x20000 + uint64_t(i) * 4, RspRule(8 + 8 * (i % 2))});
+  rows.push_back({0x20000 + 10000 * 4, UnwindRule::None()});
+  auto t = EncodeCompactTable(rows, "dense");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_LT(t->page_shift, 16u);
+  for (const ehp_page& p : t->pages) {
+    EXPECT_GE(p.num_rows, 1u);
+    EXPECT_LE(p.num_rows, uint32_t{EHP_MAX_PAGE_ROWS});
+  }
+  EXPECT_EQ(RoundTrip(rows, *t), 0u);
+}
+
 TEST(CompactTable, EveryPageStartsWithTheRuleInForce) {
   // One rule spanning several 64 KiB pages with no row inside them.
   std::vector<UnwindRow> rows = {{0x1000, RspRule(16)},

@@ -10,8 +10,13 @@
 static_assert(sizeof(ehp_rule) == 16);
 static_assert(offsetof(ehp_rule, cfa_kind) == 10);
 static_assert(offsetof(ehp_rule, flags) == 15);
-static_assert(sizeof(ehp_page) == 8);
-static_assert((1u << EHP_PAGE_SHIFT_MAX) <= (1u << (EHP_LOOKUP_STEPS - 1)),
+static_assert(sizeof(ehp_page) == 16);
+static_assert(sizeof(ehp_buckets) == 2 * EHP_BUCKETS_PER_PAGE);
+static_assert(EHP_MAX_PAGE_ROWS <= (1u << (EHP_LOOKUP_STEPS - 1)),
               "a page's rows must be searchable in EHP_LOOKUP_STEPS halvings");
+static_assert((1u << EHP_PAGE_SHIFT_MIN) <= EHP_MAX_PAGE_ROWS &&
+                  (1u << EHP_PAGE_SHIFT_MIN) <= EHP_PALETTE_MAX,
+              "the smallest page must always fit (one row per byte at most)");
+static_assert(EHP_MAX_PAGE_ROWS - 1 <= 0xffff, "bucket starts are u16");
 
 #endif  // EHPROF_UNWIND_TABLES_ABI_CHECKS_H_

@@ -28,8 +28,9 @@ std::pair<uint64_t, uint64_t> Key(const ehp_rule& r) {
   return k;
 }
 
-// Fills pages / buckets / rows / palette for one page size; false when some page
-// needs more than EHP_PALETTE_MAX distinct rules.
+// Fills pages / buckets / rows / palette for one page size; false when some
+// page needs more than EHP_PALETTE_MAX distinct rules or EHP_MAX_PAGE_ROWS
+// rows.
 bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids,
             uint32_t shift, CompactTable* t) {
   const uint64_t page_size = uint64_t{1} << shift;
@@ -39,8 +40,8 @@ bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids
   t->buckets.clear();
   t->rows.clear();
   t->palette.clear();
-  t->pages.reserve(num_pages + 1);
-  t->buckets.reserve(num_pages * EHP_BUCKETS_PER_PAGE);
+  t->pages.reserve(num_pages);
+  t->buckets.reserve(num_pages);
   t->rows.reserve((rows.size() + num_pages) * EHP_ROW_BYTES);
   // slot_of[rule id] = palette slot + 1 in the current page (0: not yet).
   std::vector<uint16_t> slot_of(t->rules.size(), 0);
@@ -49,10 +50,10 @@ bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids
   for (uint64_t p = 0; p < num_pages; ++p) {
     const uint64_t lo = t->start + (p << shift);
     const uint64_t hi = lo + page_size;
-    t->pages.push_back({static_cast<uint32_t>(t->num_rows()),
-                        static_cast<uint32_t>(t->palette.size())});
+    const auto first = static_cast<uint32_t>(t->num_rows());
     page_rules.clear();
     auto place = [&](uint64_t addr, uint16_t id) {
+      if (t->num_rows() - first == EHP_MAX_PAGE_ROWS) return false;
       if (slot_of[id] == 0) {
         if (page_rules.size() == EHP_PALETTE_MAX) return false;
         page_rules.push_back(id);
@@ -70,19 +71,18 @@ bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids
     for (; ok && i < rows.size() && rows[i].addr < hi; ++i) ok = place(rows[i].addr, ids[i]);
     for (uint16_t id : page_rules) slot_of[id] = 0;
     if (!ok) return false;
+    const auto count = static_cast<uint32_t>(t->num_rows()) - first;
+    t->pages.push_back({first, count, static_cast<uint32_t>(t->palette.size()), 0});
     // Bucket starts: the last row at or before each bucket's first address.
-    const uint32_t first = t->pages.back().first_row;
-    const uint32_t count = static_cast<uint32_t>(t->num_rows()) - first;
+    ehp_buckets& bk = t->buckets.emplace_back();
     uint32_t k = 0;
     for (uint32_t b = 0; b < EHP_BUCKETS_PER_PAGE; ++b) {
       const uint32_t bucket_key = b << (shift - EHP_BUCKET_BITS);
       while (k + 1 < count && ehp_row_addr(t->rows.data(), first + k + 1) <= bucket_key) ++k;
-      t->buckets.push_back(static_cast<uint16_t>(k));
+      bk.start[b] = static_cast<uint16_t>(k);
     }
     t->palette.insert(t->palette.end(), page_rules.begin(), page_rules.end());
   }
-  t->pages.push_back({static_cast<uint32_t>(t->num_rows()),
-                      static_cast<uint32_t>(t->palette.size())});
   return true;
 }
 
@@ -144,7 +144,7 @@ UnwindRule FromCompactRule(const ehp_rule& r) {
 }
 
 uint64_t CompactTable::bytes() const {
-  return pages.size() * sizeof(ehp_page) + buckets.size() * sizeof(uint16_t) +
+  return pages.size() * sizeof(ehp_page) + buckets.size() * sizeof(ehp_buckets) +
          rows.size() + palette.size() * sizeof(uint16_t) +
          rules.size() * sizeof(ehp_rule) + 2 * sizeof(uint64_t) + sizeof(uint32_t);
 }
@@ -152,10 +152,7 @@ uint64_t CompactTable::bytes() const {
 absl::StatusOr<CompactTable> EncodeCompactTable(const std::vector<UnwindRow>& rows,
                                                 std::string_view name) {
   CompactTable t;
-  if (rows.empty()) {
-    t.pages.push_back({0, 0});
-    return t;
-  }
+  if (rows.empty()) return t;
   if (!rows.back().rule.is_none()) {
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(name), ": unwind rows must end with a none row"));
@@ -181,17 +178,15 @@ absl::StatusOr<CompactTable> EncodeCompactTable(const std::vector<UnwindRow>& ro
   }
   t.start = rows.front().addr;
   t.end = rows.back().addr;
-  if (t.end == t.start) {
-    t.pages.push_back({0, 0});
-    return t;
-  }
+  if (t.end == t.start) return t;
   for (uint32_t shift = EHP_PAGE_SHIFT_MAX; shift >= EHP_PAGE_SHIFT_MIN; --shift) {
     if (((t.end - 1 - t.start) >> shift) + 1 > kMaxPages) {
       return absl::ResourceExhaustedError(absl::StrCat(
           std::string(name), ": unwind rows span 0x", absl::Hex(t.end - t.start),
           " bytes, too sparse for the page index"));
     }
-    // A 256-byte page holds at most 256 rows, so the last try always fits.
+    // A 256-byte page holds at most 256 rows, so the last try always fits
+    // (abi_checks.h).
     if (Layout(rows, ids, shift, &t)) return t;
   }
   return absl::InternalError(absl::StrCat(std::string(name), ": no page size fits"));
@@ -203,12 +198,9 @@ ehp_rule CompactLookup(const CompactTable& t, uint64_t pc) {
   if (!ehp_page_of(pc, t.start, t.end, t.page_shift, &page, &key)) return ehp_rule{};
   const ehp_page& pg = t.pages[page];
   ehp_u32 lo, hi;
-  ehp_bucket_range(&t.buckets[size_t{page} * EHP_BUCKETS_PER_PAGE],
-                   t.pages[page + 1].first_row - pg.first_row, t.page_shift, key, &lo, &hi);
-  const ehp_u32 base = pg.first_row + lo;
-  const ehp_u8* rows = t.rows.data() + size_t{base} * EHP_ROW_BYTES;
-  const ehp_u32 row = ehp_search_page(rows, hi - lo, key);
-  return t.rules[t.palette[pg.first_palette + ehp_row_palette(rows, row)]];
+  ehp_bucket_range(&t.buckets[page], pg.num_rows, t.page_shift, key, &lo, &hi);
+  const ehp_u32 row = ehp_search_rows(t.rows.data(), pg.first_row + lo, hi - lo, key);
+  return t.rules[t.palette[pg.first_palette + ehp_row_palette(t.rows.data(), row)]];
 }
 
 }  // namespace ehprof

@@ -22,8 +22,8 @@ struct CompactTable {
   uint64_t start = 0;  // address of page 0 (the first row)
   uint64_t end = 0;    // the final none row: lookups at or past it miss
   uint32_t page_shift = EHP_PAGE_SHIFT_MAX;
-  std::vector<ehp_page> pages;  // one per page, plus a sentinel
-  std::vector<uint16_t> buckets;  // EHP_BUCKETS_PER_PAGE per page
+  std::vector<ehp_page> pages;  // first_row / first_palette relative to the table
+  std::vector<ehp_buckets> buckets;  // one per page
   std::vector<uint8_t> rows;  // EHP_ROW_BYTES per row
   std::vector<uint16_t> palette;
   std::vector<ehp_rule> rules;
@@ -32,7 +32,7 @@ struct CompactTable {
   uint64_t unencodable_rows = 0;
 
   uint64_t bytes() const;  // everything above, as it would sit in maps
-  size_t num_pages() const { return pages.empty() ? 0 : pages.size() - 1; }
+  size_t num_pages() const { return pages.size(); }
   size_t num_rows() const { return rows.size() / EHP_ROW_BYTES; }
 };
 
