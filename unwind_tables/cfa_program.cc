@@ -113,6 +113,7 @@ void ClassifyCfaExpression(std::span<const uint8_t> expr, UnwindRule* rule) {
     add = ops[2].value;
   } else if (n == 4 && ops[2].kind == OpKind::kConst &&
              (ops[3].kind == OpKind::kPlus || ops[3].kind == OpKind::kMinus)) {
+    if (ops[3].kind == OpKind::kMinus && ops[2].value == INT64_MIN) return;
     add = ops[3].kind == OpKind::kPlus ? ops[2].value : -ops[2].value;
   } else if (n != 2) {
     return;
@@ -125,21 +126,55 @@ void ClassifyCfaExpression(std::span<const uint8_t> expr, UnwindRule* rule) {
 
 namespace {
 
+// The last register+offset CFA rule, kept while an expression is in force.
+struct CfaRegOffset {
+  uint64_t reg = 0;
+  int64_t offset = 0;
+};
+struct Saved {
+  UnwindRule rule;
+  CfaRegOffset cfa;
+};
+
+}  // namespace
+
+// The state after a CIE's initial instructions, computed once per CIE.
+struct CfaProgramRunner::CieState {
+  absl::Status status;
+  UnwindRule rule;
+  CfaRegOffset cfa;
+  std::vector<Saved> stack;
+};
+
+namespace {
+
 class Interpreter {
  public:
   Interpreter(const CfiRecords& recs, const Cie& cie, const Fde& fde)
       : recs_(recs), cie_(cie), fde_(fde) {}
 
-  absl::Status Run(std::vector<UnwindRow>* out, uint64_t* cfi_rows) {
+  // Runs the CIE's initial instructions (once per CIE: the result is cached
+  // by CfaProgramRunner, so a long CIE shared by many FDEs costs once).
+  void RunCie(CfaProgramRunner::CieState* out) {
     state_.flags = cie_.signal_frame ? EHP_RULE_FLAG_SIGNAL : 0;
     // Without a rule in the CIE the return address cannot be found: mark it
     // unsupported rather than pretend it is the stack's bottom.
     state_.ra_kind = EHP_RULE_OTHER;
     state_.cfa_kind = EHP_CFA_EXPR;  // until a def_cfa
     in_cie_ = true;
-    if (auto st = Execute(cie_.initial_instructions); !st.ok()) return st;
-    initial_ = state_;
+    out->status = Execute(cie_.initial_instructions);
     in_cie_ = false;
+    out->rule = state_;
+    out->cfa = cfa_;
+    out->stack = stack_;
+  }
+
+  absl::Status Run(const CfaProgramRunner::CieState& cie, std::vector<UnwindRow>* out,
+                   uint64_t* cfi_rows) {
+    if (!cie.status.ok()) return cie.status;
+    state_ = initial_ = cie.rule;
+    cfa_ = cie.cfa;
+    stack_ = cie.stack;
     out_ = out;
     first_ = out->size();
     loc_ = fde_.pc_begin;
@@ -192,6 +227,27 @@ class Interpreter {
     }
   }
 
+  // factored * data_align; hostile values that overflow make the rule
+  // unsupported instead of wrapping.
+  void SetRegScaled(uint64_t reg, int64_t factored) {
+    int64_t off;
+    if (__builtin_mul_overflow(factored, cie_.data_align, &off)) {
+      SetReg(reg, EHP_RULE_OTHER, 0);
+    } else {
+      SetReg(reg, EHP_RULE_CFA_OFFSET, off);
+    }
+  }
+  void SetCfaScaled(uint64_t reg, int64_t factored) {
+    int64_t off;
+    if (__builtin_mul_overflow(factored, cie_.data_align, &off)) {
+      SetCfaReg(reg, 0);
+      state_.cfa_kind = EHP_CFA_EXPR;
+      state_.cfa_reg = 0;
+    } else {
+      SetCfaReg(reg, off);
+    }
+  }
+
   void RestoreReg(uint64_t reg) {
     if (reg == EHP_REG_RBP) {
       state_.rbp_kind = initial_.rbp_kind;
@@ -236,7 +292,7 @@ class Interpreter {
         continue;
       }
       if (hi == DW_CFA_offset) {
-        SetReg(low, EHP_RULE_CFA_OFFSET, static_cast<int64_t>(r.uleb128()) * da);
+        SetRegScaled(low, static_cast<int64_t>(r.uleb128()));
         continue;
       }
       if (hi == DW_CFA_restore) {
@@ -266,17 +322,17 @@ class Interpreter {
         }
         case DW_CFA_offset_extended: {
           uint64_t reg = r.uleb128();
-          SetReg(reg, EHP_RULE_CFA_OFFSET, static_cast<int64_t>(r.uleb128()) * da);
+          SetRegScaled(reg, static_cast<int64_t>(r.uleb128()));
           break;
         }
         case DW_CFA_offset_extended_sf: {
           uint64_t reg = r.uleb128();
-          SetReg(reg, EHP_RULE_CFA_OFFSET, r.sleb128() * da);
+          SetRegScaled(reg, r.sleb128());
           break;
         }
         case DW_CFA_GNU_negative_offset_extended: {
           uint64_t reg = r.uleb128();
-          SetReg(reg, EHP_RULE_CFA_OFFSET, -static_cast<int64_t>(r.uleb128()) * da);
+          SetRegScaled(reg, static_cast<int64_t>(0 - r.uleb128()));
           break;
         }
         case DW_CFA_restore_extended: RestoreReg(r.uleb128()); break;
@@ -312,7 +368,7 @@ class Interpreter {
         }
         case DW_CFA_def_cfa_sf: {
           uint64_t reg = r.uleb128();
-          SetCfaReg(reg, r.sleb128() * da);
+          SetCfaScaled(reg, r.sleb128());
           break;
         }
         // After an expression, these use the last register+offset rule's
@@ -322,11 +378,21 @@ class Interpreter {
           SetCfaReg(r.uleb128(), cfa_.offset);
           break;
         case DW_CFA_def_cfa_offset:
-        case DW_CFA_def_cfa_offset_sf:
-          cfa_.offset = op == DW_CFA_def_cfa_offset ? static_cast<int64_t>(r.uleb128())
-                                                    : r.sleb128() * da;
+          cfa_.offset = static_cast<int64_t>(r.uleb128());
           if (state_.cfa_kind == EHP_CFA_REG) state_.cfa_offset = cfa_.offset;
           break;
+        case DW_CFA_def_cfa_offset_sf: {
+          int64_t off;
+          if (__builtin_mul_overflow(r.sleb128(), da, &off)) {
+            state_.cfa_kind = EHP_CFA_EXPR;
+            state_.cfa_reg = 0;
+            state_.cfa_offset = 0;
+            break;
+          }
+          cfa_.offset = off;
+          if (state_.cfa_kind == EHP_CFA_REG) state_.cfa_offset = cfa_.offset;
+          break;
+        }
         case DW_CFA_def_cfa_expression: {
           uint64_t len = r.uleb128();
           ByteReader e = r.sub(len);
@@ -358,15 +424,6 @@ class Interpreter {
   const CfiRecords& recs_;
   const Cie& cie_;
   const Fde& fde_;
-  // The last register+offset CFA rule, kept while an expression is in force.
-  struct CfaRegOffset {
-    uint64_t reg = 0;
-    int64_t offset = 0;
-  };
-  struct Saved {
-    UnwindRule rule;
-    CfaRegOffset cfa;
-  };
   UnwindRule state_;
   UnwindRule initial_;
   CfaRegOffset cfa_;
@@ -381,14 +438,30 @@ class Interpreter {
 
 }  // namespace
 
-absl::Status RunCfaProgram(const CfiRecords& records, const Fde& fde,
-                           std::vector<UnwindRow>* out, uint64_t* cfi_rows) {
-  if (fde.cie >= records.cies.size()) {
+CfaProgramRunner::CfaProgramRunner(const CfiRecords& records)
+    : records_(records), cie_states_(records.cies.size()) {}
+
+CfaProgramRunner::~CfaProgramRunner() = default;
+
+absl::Status CfaProgramRunner::Run(const Fde& fde, std::vector<UnwindRow>* out,
+                                   uint64_t* cfi_rows) {
+  if (fde.cie >= records_.cies.size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: %s: FDE at 0x%x: no CIE", records.file, CfiSectionName(records.kind),
+        "%s: %s: FDE at 0x%x: no CIE", records_.file, CfiSectionName(records_.kind),
         fde.offset));
   }
-  return Interpreter(records, records.cies[fde.cie], fde).Run(out, cfi_rows);
+  const Cie& cie = records_.cies[fde.cie];
+  std::unique_ptr<CieState>& state = cie_states_[fde.cie];
+  if (!state) {
+    state = std::make_unique<CieState>();
+    Interpreter(records_, cie, fde).RunCie(state.get());
+  }
+  return Interpreter(records_, cie, fde).Run(*state, out, cfi_rows);
+}
+
+absl::Status RunCfaProgram(const CfiRecords& records, const Fde& fde,
+                           std::vector<UnwindRow>* out, uint64_t* cfi_rows) {
+  return CfaProgramRunner(records).Run(fde, out, cfi_rows);
 }
 
 }  // namespace ehprof

@@ -9,6 +9,7 @@
 #define EHPROF_UNWIND_TABLES_CFA_PROGRAM_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -24,6 +25,22 @@ namespace ehprof {
 // appended and the message names the file, section and FDE.
 absl::Status RunCfaProgram(const CfiRecords& records, const Fde& fde,
                            std::vector<UnwindRow>* out, uint64_t* cfi_rows);
+
+// RunCfaProgram for many FDEs of one section: each CIE's initial
+// instructions run once, not once per FDE (a long CIE shared by many FDEs
+// would otherwise cost their product). `records` must outlive it.
+class CfaProgramRunner {
+ public:
+  explicit CfaProgramRunner(const CfiRecords& records);
+  ~CfaProgramRunner();
+  absl::Status Run(const Fde& fde, std::vector<UnwindRow>* out, uint64_t* cfi_rows);
+
+  struct CieState;
+
+ private:
+  const CfiRecords& records_;
+  std::vector<std::unique_ptr<CieState>> cie_states_;
+};
 
 // Classifies a DW_CFA_def_cfa_expression block into the rule's cfa fields
 // (PLT patterns, *(reg+off)+add, reg+off), or EHP_CFA_EXPR.

@@ -144,6 +144,7 @@ class Parser {
     if (eh()) {
       const uint64_t field_vaddr = s_.vaddr + b.abs_offset();
       if (!ReadEncodedPointer(b, cie.fde_encoding, field_vaddr, &begin)) {
+        if (!b.ok()) return Error(entry_off, "truncated FDE");
         return Error(entry_off, absl::StrFormat(
             "unsupported FDE pointer encoding 0x%x", cie.fde_encoding));
       }

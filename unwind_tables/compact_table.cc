@@ -49,7 +49,6 @@ bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids
   size_t i = 0;  // next row to place
   for (uint64_t p = 0; p < num_pages; ++p) {
     const uint64_t lo = t->start + (p << shift);
-    const uint64_t hi = lo + page_size;
     const auto first = static_cast<uint32_t>(t->num_rows());
     page_rules.clear();
     auto place = [&](uint64_t addr, uint16_t id) {
@@ -68,7 +67,11 @@ bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids
     bool ok = true;
     // Every page starts with a row at offset 0: the one in force there.
     if (i == rows.size() || rows[i].addr != lo) ok = place(lo, ids[i - 1]);
-    for (; ok && i < rows.size() && rows[i].addr < hi; ++i) ok = place(rows[i].addr, ids[i]);
+    // rows[i].addr >= lo here, so the difference cannot wrap even for the
+    // last page of the address space (where lo + page_size would).
+    for (; ok && i < rows.size() && rows[i].addr - lo < page_size; ++i) {
+      ok = place(rows[i].addr, ids[i]);
+    }
     for (uint16_t id : page_rules) slot_of[id] = 0;
     if (!ok) return false;
     const auto count = static_cast<uint32_t>(t->num_rows()) - first;

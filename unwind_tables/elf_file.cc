@@ -73,6 +73,16 @@ absl::Status ElfFile::Init() {
         path_, ": machine ", ehdr.e_machine, " is not x86-64"));
   }
   elf_type_ = ehdr.e_type;
+  // libelf reports zero headers when their table runs past the end of the
+  // file; that is a truncated file, not one without CFI.
+  auto table_fits = [&](uint64_t off, uint64_t num, uint64_t entsize) {
+    return num == 0 || (off <= raw_size && num * entsize <= raw_size - off);
+  };
+  if (!table_fits(ehdr.e_phoff, ehdr.e_phnum, ehdr.e_phentsize) ||
+      !table_fits(ehdr.e_shoff, ehdr.e_shnum, ehdr.e_shentsize)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path_, ": truncated ELF file (program or section headers past its end)"));
+  }
   if (elf_getshdrstrndx(e, &shstrndx_) != 0) shstrndx_ = 0;
   size_t phnum = 0;
   if (elf_getphdrnum(e, &phnum) != 0) phnum = 0;

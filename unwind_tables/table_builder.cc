@@ -97,6 +97,7 @@ absl::StatusOr<std::vector<UnwindRow>> FlattenSection(const CfiSectionRef& ref,
   // About one row per 5 bytes of CFI; untouched capacity costs nothing.
   out.reserve(ref.data.size() / 4 + 16);
   std::vector<UnwindRow> scratch;
+  CfaProgramRunner runner(recs);
   uint64_t covered = 0;
   size_t overlaps = 0;
   for (const Fde* f : order) {
@@ -105,7 +106,7 @@ absl::StatusOr<std::vector<UnwindRow>> FlattenSection(const CfiSectionRef& ref,
       continue;
     }
     scratch.clear();
-    absl::Status st = RunCfaProgram(recs, *f, &scratch, &table->cfi_rows);
+    absl::Status st = runner.Run(*f, &scratch, &table->cfi_rows);
     if (!st.ok()) {
       Warn(table, std::string(st.message()));
       continue;
