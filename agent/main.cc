@@ -10,6 +10,7 @@ namespace {
 constexpr char kHelp[] = R"(usage: ehprof COMMAND [ARGS]
 
 commands:
+  record         sample CPU stacks (unwound in the kernel with CFI) and write a profile
   tables FILE    print the unwind rows built from an ELF file's CFI
 
 'ehprof COMMAND --help' describes each command.
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
     return ehprof::kExitOk;
   }
   if (cmd == "tables") return ehprof::RunTablesCommand(args);
+  if (cmd == "record") return ehprof::RunRecordCommand(args);
   std::fprintf(stderr, "ehprof: unknown command '%s' (see 'ehprof --help')\n", cmd.c_str());
   return ehprof::kExitUsage;
 }

@@ -118,4 +118,134 @@ struct ehp_buckets {
 	ehp_u16 start[EHP_BUCKETS_PER_PAGE];
 };
 
+/* ---- The in-kernel walker ------------------------------------------------ */
+
+/* BPF keeps rows and palettes in fixed chunks (array-map values are capped
+ * and 8-byte rounded); the loader places each page's rows and palette
+ * inside one chunk, so one map lookup serves a whole search. */
+#define EHP_ROW_CHUNK_ROWS 4096
+#define EHP_PALETTE_CHUNK 4096
+
+#define EHP_MAX_USER_FRAMES 1024
+#define EHP_MAX_KERNEL_FRAMES 127 /* perf_event_max_stack's default */
+#define EHP_MAX_MAPPINGS 1024     /* executable mappings per process */
+#define EHP_MAPPING_SEARCH_STEPS 11
+#define EHP_COMM_LEN 16
+
+/* User frame addresses are below 2^47; the walker marks how it found each
+ * one in the top bits. */
+#define EHP_FRAME_EXACT (1ull << 63) /* an interrupted pc, not a return address */
+#define EHP_FRAME_FP (1ull << 62)    /* found by the frame-pointer fallback */
+#define EHP_FRAME_ADDR_MASK ((1ull << 62) - 1)
+
+/* Why a user walk stopped. */
+enum ehp_stop_reason {
+	EHP_STOP_NONE = 0,             /* still walking (internal) */
+	EHP_STOP_END_OF_STACK = 1,     /* return address undefined: _start, clone3 */
+	EHP_STOP_NO_PROC = 2,          /* the process is not known (yet) */
+	EHP_STOP_NO_MAPPING = 3,       /* pc in no known executable mapping */
+	EHP_STOP_NO_TABLE = 4,         /* mapping known, its table not loaded */
+	EHP_STOP_NO_CFI = 5,           /* the table has no row for pc */
+	EHP_STOP_UNSUPPORTED_RULE = 6, /* expression, unknown register, ... */
+	EHP_STOP_READ_FAULT = 7,       /* reading the stack failed */
+	EHP_STOP_DEPTH_LIMIT = 8,
+	EHP_STOP_BAD_FRAME = 9,        /* zero pc, stack not growing */
+	EHP_STOP_FP_END = 10,          /* frame-pointer chain ended (rbp 0) */
+	EHP_STOP_NO_USER_STACK = 11,   /* kernel thread */
+	EHP_STOP_NOT_WALKED = 12,      /* user stacks not requested */
+	EHP_STOP_REASON_COUNT = 13,
+};
+
+enum ehp_unwinder {
+	EHP_UNWINDER_DWARF = 0, /* CFI tables, frame pointers where no CFI */
+	EHP_UNWINDER_FP = 1,
+	EHP_UNWINDER_BOTH = 2,  /* both walks of the same sample */
+};
+
+enum ehp_mapping_flags {
+	EHP_MAPPING_HAS_TABLE = 1,
+	EHP_MAPPING_PENDING = 2, /* its table is being built: stop, don't guess */
+};
+
+/* One executable mapping: ELF address = pc - bias. */
+struct ehp_mapping {
+	ehp_u64 begin;
+	ehp_u64 end;
+	ehp_u64 bias;
+	ehp_u32 table_id;
+	ehp_u32 flags; /* enum ehp_mapping_flags */
+};
+
+/* A process's executable mappings, sorted by begin, non-overlapping. */
+struct ehp_proc {
+	ehp_u32 n_mappings;
+	ehp_u32 pad;
+	struct ehp_mapping mappings[EHP_MAX_MAPPINGS];
+};
+
+/* Where one file's compact table sits in the global maps. Pages'
+ * first_row / first_palette are global indexes there. */
+struct ehp_table_info {
+	ehp_u64 start;
+	ehp_u64 end;
+	ehp_u32 page_shift;
+	ehp_u32 num_pages;
+	ehp_u32 page_base;
+	ehp_u32 rule_base;
+};
+
+enum ehp_event_kind {
+	EHP_EVENT_SAMPLE = 1,
+	EHP_EVENT_UNKNOWN_PID = 2, /* a sampled process user space has no tables for */
+	EHP_EVENT_UNKNOWN_PC = 3,  /* a pc outside every known mapping */
+	EHP_EVENT_EXEC = 4,
+	EHP_EVENT_EXIT = 5,
+	EHP_EVENT_FORK = 6,        /* a followed process forked */
+};
+
+enum ehp_sample_flags {
+	EHP_SAMPLE_USER_MODE = 1, /* the sample hit user mode */
+};
+
+/* Every ring-buffer record starts with this; samples are followed by
+ * n_kernel kernel frames, n_user user frames, then n_user_fp frames of the
+ * frame-pointer walk (with --unwinder both), each a u64. */
+struct ehp_event {
+	ehp_u32 kind; /* enum ehp_event_kind */
+	ehp_u32 pid;  /* tgid */
+	ehp_u32 tid;
+	ehp_u32 cpu;
+	ehp_u64 time_ns;
+	ehp_u64 addr; /* UNKNOWN_PC: the pc; FORK: the child pid */
+	char comm[EHP_COMM_LEN];
+	ehp_u16 n_kernel;
+	ehp_u16 n_user;
+	ehp_u16 n_user_fp;
+	ehp_u8 stop_reason;    /* enum ehp_stop_reason */
+	ehp_u8 fp_stop_reason; /* for the frame-pointer walk */
+	ehp_u32 flags;         /* enum ehp_sample_flags */
+	ehp_u32 pad;
+};
+
+#define EHP_MAX_EVENT_FRAMES (EHP_MAX_KERNEL_FRAMES + 2 * EHP_MAX_USER_FRAMES)
+
+/* Counters in the per-CPU stats map, summed by user space. */
+enum ehp_stat {
+	EHP_STAT_SAMPLES = 0,
+	EHP_STAT_RINGBUF_DROPS = 1,
+	EHP_STAT_EVENT_DROPS = 2,
+	EHP_STAT_FILTERED = 3,
+	EHP_STAT_COUNT = 4,
+};
+
+/* Load-time settings (the program's .rodata). */
+struct ehp_config {
+	ehp_u32 unwinder;     /* enum ehp_unwinder */
+	ehp_u32 user_stacks;  /* 0 with -K */
+	ehp_u32 kernel_stacks;/* 0 with -U */
+	ehp_u32 filter_pids;  /* only pids in the targets map */
+	ehp_u32 max_frames;   /* <= EHP_MAX_USER_FRAMES */
+	ehp_u32 self_pid;     /* never sampled */
+};
+
 #endif /* EHPROF_BPF_EHPROF_ABI_H_ */

@@ -1,0 +1,167 @@
+#include "agent/bpf_session.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "profiler.skel.h"
+
+namespace ehprof {
+
+void BpfLinkDeleter::operator()(bpf_link* l) const { bpf_link__destroy(l); }
+void SkeletonDeleter::operator()(ehprof_bpf* s) const { ehprof_bpf__destroy(s); }
+
+uint64_t MapSizes::table_bytes() const {
+  return uint64_t{tables} * sizeof(ehp_table_info) + uint64_t{pages} * sizeof(ehp_page) +
+         uint64_t{pages} * sizeof(ehp_buckets) +
+         uint64_t{row_chunks} * EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES +
+         uint64_t{palette_chunks} * EHP_PALETTE_CHUNK * 2 + uint64_t{rules} * sizeof(ehp_rule);
+}
+
+std::vector<int> OnlineCpus() {
+  std::vector<int> cpus;
+  std::ifstream f("/sys/devices/system/cpu/online");
+  std::string text;
+  std::getline(f, text);
+  for (absl::string_view range : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::vector<std::string> ends = absl::StrSplit(range, '-');
+    int lo = 0, hi = 0;
+    if (!absl::SimpleAtoi(ends[0], &lo)) continue;
+    hi = lo;
+    if (ends.size() > 1 && !absl::SimpleAtoi(ends[1], &hi)) continue;
+    for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+  }
+  if (cpus.empty()) {
+    for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN); ++c) cpus.push_back(static_cast<int>(c));
+  }
+  return cpus;
+}
+
+namespace {
+
+std::string Errno(int err) { return std::strerror(err < 0 ? -err : err); }
+
+absl::Status PermissionHint(int err, const std::string& what) {
+  std::string msg = absl::StrCat(what, ": ", Errno(err));
+  if (err == EPERM || err == -EPERM || err == EACCES || err == -EACCES) {
+    absl::StrAppend(&msg, " (ehprof needs root, or CAP_BPF + CAP_PERFMON)");
+    return absl::PermissionDeniedError(msg);
+  }
+  return absl::InternalError(msg);
+}
+
+int OpenPerfEvent(const SessionOptions& o, int cpu) {
+  perf_event_attr attr{};
+  attr.size = sizeof(attr);
+  attr.type = o.event_type;
+  attr.config = o.event_config;
+  attr.freq = 1;
+  attr.sample_freq = o.frequency_hz;
+  return static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptions& o) {
+  auto session = std::unique_ptr<BpfSession>(new BpfSession());
+  libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
+  session->skel_.reset(ehprof_bpf__open());
+  if (!session->skel_) return PermissionHint(errno, "opening the BPF object");
+  ehprof_bpf* skel = session->skel_.get();
+  skel->rodata->cfg = o.config;
+
+  const MapSizes& z = o.sizes;
+  struct {
+    bpf_map* map;
+    uint32_t entries;
+  } sizes[] = {{skel->maps.tables, z.tables},   {skel->maps.pages, z.pages},
+               {skel->maps.buckets, z.pages},   {skel->maps.rows, z.row_chunks},
+               {skel->maps.palettes, z.palette_chunks}, {skel->maps.rules, z.rules},
+               {skel->maps.procs, z.procs},     {skel->maps.events, z.ringbuf_bytes}};
+  for (auto& s : sizes) {
+    if (int err = bpf_map__set_max_entries(s.map, s.entries)) {
+      return absl::InternalError(absl::StrCat("sizing BPF map ", bpf_map__name(s.map), ": ",
+                                              Errno(err)));
+    }
+  }
+  if (int err = ehprof_bpf__load(skel)) {
+    if (geteuid() == 0) {
+      return absl::InternalError(absl::StrCat(
+          "loading the BPF programs: ", Errno(err),
+          " (the verifier rejected them or the kernel lacks a feature; libbpf printed its log above)"));
+    }
+    return PermissionHint(err, "loading the BPF programs");
+  }
+  session->maps_ = MapFds{bpf_map__fd(skel->maps.procs),    bpf_map__fd(skel->maps.targets),
+                          bpf_map__fd(skel->maps.tables),   bpf_map__fd(skel->maps.pages),
+                          bpf_map__fd(skel->maps.buckets),  bpf_map__fd(skel->maps.rows),
+                          bpf_map__fd(skel->maps.palettes), bpf_map__fd(skel->maps.rules),
+                          bpf_map__fd(skel->maps.events),   bpf_map__fd(skel->maps.stats)};
+
+  for (bpf_program* prog : {skel->progs.ehprof_fork, skel->progs.ehprof_exec, skel->progs.ehprof_exit}) {
+    BpfLinkPtr link(bpf_program__attach(prog));
+    if (!link) return PermissionHint(errno, absl::StrCat("attaching ", bpf_program__name(prog)));
+    session->links_.push_back(std::move(link));
+  }
+  for (int cpu : OnlineCpus()) {
+    int fd = OpenPerfEvent(o, cpu);
+    if (fd < 0) {
+      int err = errno;
+      if (err == ENOENT || err == EOPNOTSUPP) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "perf event type ", o.event_type, " config ", o.event_config,
+            " is not supported here (no hardware PMU in this VM?); the default cpu-clock works"));
+      }
+      return PermissionHint(err, absl::StrCat("perf_event_open on CPU ", cpu));
+    }
+    BpfLinkPtr link(bpf_program__attach_perf_event(skel->progs.ehprof_sample, fd));
+    if (!link) {
+      int err = errno;
+      ::close(fd);
+      return PermissionHint(err, absl::StrCat("attaching the sampler on CPU ", cpu));
+    }
+    session->links_.push_back(std::move(link));
+    ++session->num_cpus_;
+  }
+  return session;
+}
+
+BpfSession::~BpfSession() {
+  links_.clear();
+  skel_.reset();
+}
+
+std::vector<uint64_t> BpfSession::ReadStats() const {
+  std::vector<uint64_t> totals(EHP_STAT_COUNT, 0);
+  const int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return totals;
+  std::vector<uint64_t> per_cpu(ncpu);
+  for (uint32_t k = 0; k < EHP_STAT_COUNT; ++k) {
+    if (bpf_map_lookup_elem(maps_.stats, &k, per_cpu.data()) != 0) continue;
+    for (uint64_t v : per_cpu) totals[k] += v;
+  }
+  return totals;
+}
+
+BpfSession::ProgStats BpfSession::SampleProgStats() const {
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  ProgStats out;
+  if (bpf_obj_get_info_by_fd(bpf_program__fd(skel_->progs.ehprof_sample), &info, &len) == 0) {
+    out.run_time_ns = info.run_time_ns;
+    out.run_cnt = info.run_cnt;
+  }
+  return out;
+}
+
+}  // namespace ehprof

@@ -1,0 +1,273 @@
+// `ehprof record`: sample, unwind in BPF, write the profile.
+#include <linux/perf_event.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "agent/cli.h"
+#include "agent/output_folded.h"
+#include "agent/output_perf_script.h"
+#include "agent/profile_resolver.h"
+#include "agent/recorder.h"
+#include "agent/stop_reasons.h"
+#include "symbolizer/symbol_cache.h"
+
+namespace ehprof {
+namespace {
+
+constexpr char kHelp[] = R"(usage: ehprof record [options] [-- COMMAND [ARGS...]]
+
+Samples CPU stacks and unwinds user stacks in the kernel with the binaries'
+CFI (no frame pointers needed). Target: a COMMAND (and its children, until
+it exits), -p, -t, or -a. Ctrl-C ends a recording and still writes it.
+
+options:
+  -F HZ              sampling frequency (default 99)
+  -d SECONDS         stop after this long
+  -p PID[,PID...]    profile these processes (until they exit or Ctrl-C)
+  -t TID[,TID...]    profile these threads
+  -a                 profile the whole system
+  -e EVENT           cpu-clock (default, works in VMs), task-clock, cycles
+  -K                 kernel stacks only      -U  user stacks only
+  --unwinder U       dwarf (default: CFI, frame pointers where no CFI),
+                     fp (frame pointers only), both (record both walks)
+  -o FILE            output file (default ehprof.folded)
+  --format F         folded | perf-script (default: from the -o extension:
+                     .folded/.collapsed -> folded, else perf-script)
+  --fp-walk          with --unwinder both: write the frame-pointer walk
+  --table-memory MB  memory for unwind tables in BPF maps (default 64)
+  -q                 no live status line
+  -h, --help         this text
+)";
+
+bool ParseIdList(const std::string& s, std::vector<uint32_t>* out) {
+  for (absl::string_view part : absl::StrSplit(s, ',')) {
+    uint32_t v;
+    if (!absl::SimpleAtoi(part, &v) || v == 0) return false;
+    out->push_back(v);
+  }
+  return !out->empty();
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+MapSizes SizesForMemory(uint64_t mb) {
+  // Rows dominate (3 bytes each); the rest scales with them.
+  MapSizes z;
+  const uint64_t bytes = mb << 20;
+  z.row_chunks = static_cast<uint32_t>(std::max<uint64_t>(16, bytes * 7 / 10 / (EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES)));
+  z.pages = std::max<uint32_t>(1024, z.row_chunks * 16);
+  z.palette_chunks = std::max<uint32_t>(8, z.row_chunks / 8);
+  z.rules = std::max<uint32_t>(4096, z.row_chunks * 64);
+  return z;
+}
+
+void PrintSummary(const Recorder& rec, const std::string& output) {
+  const RecordSummary& s = rec.summary();
+  std::map<unsigned, uint64_t> reasons;
+  uint64_t user_walked = 0;
+  for (const RawSample& r : rec.samples()) {
+    if (r.stop_reason == EHP_STOP_NOT_WALKED || r.stop_reason == EHP_STOP_NO_USER_STACK) continue;
+    ++user_walked;
+    ++reasons[r.stop_reason];
+  }
+  std::fprintf(stderr, "ehprof: %llu samples in %.1f s (%llu lost), ended by %s\n",
+               static_cast<unsigned long long>(s.samples), s.seconds,
+               static_cast<unsigned long long>(s.ringbuf_drops), s.ended_by.c_str());
+  if (user_walked) {
+    std::vector<std::pair<uint64_t, unsigned>> top;
+    for (auto [r, n] : reasons) top.push_back({n, r});
+    std::sort(top.rbegin(), top.rend());
+    std::string line;
+    for (size_t i = 0; i < top.size() && i < 4; ++i) {
+      absl::StrAppendFormat(&line, "%s%s %.1f%%", i ? ", " : "", StopReasonName(top[i].second),
+                            100.0 * top[i].first / user_walked);
+    }
+    std::fprintf(stderr, "ehprof: user stacks complete (reached the bottom): %.1f%%; stop reasons: %s\n",
+                 100.0 * reasons[EHP_STOP_END_OF_STACK] / user_walked, line.c_str());
+  }
+  if (s.prog.run_cnt) {
+    std::fprintf(stderr, "ehprof: BPF time per sample %.2f us (kernel.bpf_stats_enabled)\n",
+                 s.prog.run_time_ns / 1e3 / s.prog.run_cnt);
+  }
+  if (s.seconds > 0) {
+    std::fprintf(stderr, "ehprof: own CPU time %.2f%% of the recording\n",
+                 100.0 * s.cpu_time_ns / 1e9 / s.seconds);
+  }
+  if (!output.empty()) std::fprintf(stderr, "ehprof: wrote %s\n", output.c_str());
+}
+
+// Writes via a temporary file in the same directory, renamed at the end, so
+// a failed write never leaves a truncated profile under the final name.
+absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::string& path,
+                         const std::string& format) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
+    absl::Status st = format == "folded" ? WriteFolded(samples, out) : WritePerfScript(samples, out);
+    if (!st.ok()) return st;
+    out.flush();
+    if (!out) {
+      return absl::DataLossError(absl::StrCat("writing ", tmp, " failed (disk full?): ",
+                                              std::strerror(errno), "; partial output kept there"));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", tmp, " to ", path, ": ",
+                                                    std::strerror(errno), "; the profile is in ", tmp));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunRecordCommand(const std::vector<std::string>& args) {
+  RecordOptions o;
+  o.live_status = isatty(STDERR_FILENO);
+  std::string output = "ehprof.folded", format;
+  bool use_fp_walk = false;
+  uint64_t table_mb = 64;
+  int targets = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](std::string* v) {
+      if (i + 1 >= args.size()) return false;
+      *v = args[++i];
+      return true;
+    };
+    std::string v;
+    if (IsHelpFlag(a)) {
+      std::fputs(kHelp, stdout);
+      return kExitOk;
+    } else if (a == "--") {
+      o.command.assign(args.begin() + i + 1, args.end());
+      if (o.command.empty()) return UsageError("record", "-- needs a COMMAND");
+      ++targets;
+      break;
+    } else if (a == "-F") {
+      if (!value(&v) || !absl::SimpleAtoi(v, &o.frequency_hz) || o.frequency_hz == 0 ||
+          o.frequency_hz > 100000) {
+        return UsageError("record", "-F takes a frequency in Hz (1..100000)");
+      }
+    } else if (a == "-d") {
+      if (!value(&v) || !absl::SimpleAtod(v, &o.duration_s) || o.duration_s <= 0) {
+        return UsageError("record", "-d takes a positive number of seconds");
+      }
+    } else if (a == "-p") {
+      if (!value(&v) || !ParseIdList(v, &o.pids)) return UsageError("record", "-p takes PID[,PID...]");
+      ++targets;
+    } else if (a == "-t") {
+      if (!value(&v) || !ParseIdList(v, &o.tids)) return UsageError("record", "-t takes TID[,TID...]");
+      ++targets;
+    } else if (a == "-a") {
+      o.all = true;
+      ++targets;
+    } else if (a == "-K") {
+      o.user = false;
+    } else if (a == "-U") {
+      o.kernel = false;
+    } else if (a == "-q") {
+      o.live_status = false;
+    } else if (a == "--fp-walk") {
+      use_fp_walk = true;
+    } else if (a == "-e") {
+      if (!value(&v)) return UsageError("record", "-e takes an event");
+      if (v == "cpu-clock") {
+        o.event_type = PERF_TYPE_SOFTWARE;
+        o.event_config = PERF_COUNT_SW_CPU_CLOCK;
+      } else if (v == "task-clock") {
+        o.event_type = PERF_TYPE_SOFTWARE;
+        o.event_config = PERF_COUNT_SW_TASK_CLOCK;
+      } else if (v == "cycles") {
+        o.event_type = PERF_TYPE_HARDWARE;
+        o.event_config = PERF_COUNT_HW_CPU_CYCLES;
+      } else {
+        return UsageError("record", absl::StrCat("unknown event ", v, " (cpu-clock, task-clock, cycles)"));
+      }
+    } else if (a == "--unwinder") {
+      if (!value(&v)) return UsageError("record", "--unwinder takes dwarf, fp or both");
+      if (v == "dwarf") o.unwinder = EHP_UNWINDER_DWARF;
+      else if (v == "fp") o.unwinder = EHP_UNWINDER_FP;
+      else if (v == "both") o.unwinder = EHP_UNWINDER_BOTH;
+      else return UsageError("record", "--unwinder takes dwarf, fp or both");
+    } else if (a == "-o") {
+      if (!value(&output) || output.empty()) return UsageError("record", "-o takes a file");
+    } else if (a == "--format") {
+      if (!value(&format) || (format != "folded" && format != "perf-script")) {
+        return UsageError("record", "--format takes folded or perf-script");
+      }
+    } else if (a == "--table-memory") {
+      if (!value(&v) || !absl::SimpleAtoi(v, &table_mb) || table_mb < 4 || table_mb > 65536) {
+        return UsageError("record", "--table-memory takes megabytes (4..65536)");
+      }
+    } else {
+      return UsageError("record", absl::StrCat("unknown option ", a));
+    }
+  }
+  if (targets == 0) return UsageError("record", "say what to profile: -- COMMAND, -p, -t or -a");
+  if (targets > 1) return UsageError("record", "give one of -- COMMAND, -p, -t, -a");
+  if (!o.user && !o.kernel) return UsageError("record", "-K and -U exclude each other");
+  if (use_fp_walk && o.unwinder != EHP_UNWINDER_BOTH) {
+    return UsageError("record", "--fp-walk needs --unwinder both");
+  }
+  if (format.empty()) {
+    format = EndsWith(output, ".folded") || EndsWith(output, ".collapsed") ? "folded" : "perf-script";
+  }
+  o.sizes = SizesForMemory(table_mb);
+
+  InstallStopSignalHandlers();
+  Recorder rec(std::move(o));
+  absl::Status run = rec.Run();
+  for (const std::string& w : rec.TakeWarnings()) {
+    std::fprintf(stderr, "ehprof: warning: %s\n", w.c_str());
+  }
+  if (!run.ok()) {
+    std::fprintf(stderr, "ehprof record: %s\n", std::string(run.message()).c_str());
+    if (rec.samples().empty()) return kExitFailure;
+  }
+
+  // Symbolize and write what was collected, whatever ended the recording.
+  std::vector<uint8_t> vdso = ReadOwnVdso();
+  ResolveOptions ro;
+  ro.use_fp_walk = use_fp_walk;
+  std::string vdso_path;
+  if (!vdso.empty()) {
+    vdso_path = absl::StrCat("/tmp/ehprof-vdso-", getpid(), ".so");
+    std::ofstream(vdso_path, std::ios::binary).write(reinterpret_cast<const char*>(vdso.data()), vdso.size());
+    ro.symbol_file_alias["[vdso]"] = vdso_path;
+  }
+  auto kallsyms = Kallsyms::Load();
+  if (!kallsyms.ok() && rec.summary().samples) {
+    std::fprintf(stderr, "ehprof: warning: kernel symbols unavailable: %s\n",
+                 std::string(kallsyms.status().message()).c_str());
+  }
+  SymbolCache symbols;
+  std::vector<ResolvedSample> resolved = ResolveSamples(
+      rec.samples(), *rec.tracker(), symbols, kallsyms.ok() ? &*kallsyms : nullptr, ro);
+  if (!vdso_path.empty()) ::unlink(vdso_path.c_str());
+  for (const std::string& w : symbols.TakeWarnings()) {
+    std::fprintf(stderr, "ehprof: warning: %s\n", w.c_str());
+  }
+  absl::Status wst = WriteOutput(resolved, output, format);
+  if (!wst.ok()) {
+    std::fprintf(stderr, "ehprof record: %s\n", std::string(wst.message()).c_str());
+    PrintSummary(rec, "");
+    return kExitFailure;
+  }
+  PrintSummary(rec, absl::StrCat(output, " (", format, ")"));
+  return run.ok() ? kExitOk : kExitFailure;
+}
+
+}  // namespace ehprof

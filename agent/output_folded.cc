@@ -1,0 +1,64 @@
+#include "agent/output_folded.h"
+
+#include <cstdint>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+
+namespace ehprof {
+namespace {
+
+std::string Sanitize(const std::string& name) {
+  if (name.empty()) return "[unknown]";
+  std::string s = name;
+  for (char& c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == ';') {
+      c = ':';
+    } else if (u < 0x20 || u == 0x7f) {
+      c = '?';
+    }
+  }
+  for (size_t i = s.size(); i > 0 && s[i - 1] == ' '; --i) s[i - 1] = '_';
+  return s;
+}
+
+std::string FoldedComm(const std::string& comm) {
+  std::string s = Sanitize(comm);
+  // Both stackcollapse scripts do this, so the comm stays one token.
+  for (char& c : s) {
+    if (c == ' ') c = '_';
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string FoldedFrameName(const ResolvedFrame& frame) {
+  std::string name = Sanitize(frame.symbol);
+  if (frame.inlined) return absl::StrCat(name, "_[i]");
+  if (frame.kernel) return absl::StrCat(name, "_[k]");
+  return name;
+}
+
+absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostream& out) {
+  // std::map: the lines come out sorted, so equal profiles give equal files.
+  std::map<std::string, uint64_t> stacks;
+  for (const ResolvedSample& sample : samples) {
+    if (sample.count == 0) continue;
+    std::string key = FoldedComm(sample.comm);
+    for (auto it = sample.frames.rbegin(); it != sample.frames.rend(); ++it) {
+      absl::StrAppend(&key, ";", FoldedFrameName(*it));
+    }
+    stacks[key] += sample.count;
+  }
+  for (const auto& [stack, count] : stacks) {
+    out << stack << ' ' << count << '\n';
+    if (!out) break;
+  }
+  out.flush();
+  if (!out) return absl::DataLossError("folded output: write failed");
+  return absl::OkStatus();
+}
+
+}  // namespace ehprof

@@ -1,0 +1,46 @@
+#include "agent/output_perf_script.h"
+
+#include <string>
+
+#include "absl/strings/str_format.h"
+
+namespace ehprof {
+namespace {
+
+std::string OneLine(const std::string& name) {
+  if (name.empty()) return "[unknown]";
+  std::string s = name;
+  for (char& c : s) {
+    if (c == '\n' || c == '\r') c = '?';
+  }
+  return s;
+}
+
+std::string FormatSample(const ResolvedSample& sample) {
+  // perf 6.1 builtin-script.c: "%s " for the comm when a callchain follows,
+  // "%5d " for the tid (signed: perf shows -1 for an unknown thread).
+  std::string text = absl::StrFormat("%s %5d \n", OneLine(sample.comm),
+                                     static_cast<int32_t>(sample.tid));
+  for (const ResolvedFrame& f : sample.frames) {
+    // evsel_fprintf.c: an inlined frame prints " (inlined)" instead of its dso.
+    absl::StrAppendFormat(&text, "\t%16x %s (%s)\n", f.addr, OneLine(f.symbol),
+                          f.inlined ? std::string("inlined") : OneLine(f.dso));
+  }
+  text += '\n';
+  return text;
+}
+
+}  // namespace
+
+absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::ostream& out) {
+  for (const ResolvedSample& sample : samples) {
+    if (sample.count == 0) continue;
+    const std::string text = FormatSample(sample);
+    for (uint64_t i = 0; i < sample.count && out; ++i) out << text;
+  }
+  out.flush();
+  if (!out) return absl::DataLossError("perf script output: write failed");
+  return absl::OkStatus();
+}
+
+}  // namespace ehprof

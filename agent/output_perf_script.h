@@ -1,0 +1,27 @@
+// Samples as `perf script -F comm,tid,ip,sym,dso` prints them (perf 6.1),
+// so stackcollapse-perf.pl, speedscope, Firefox Profiler and the other
+// tools that read perf's text take ehprof's output unchanged, and the two
+// profilers' outputs can be diffed.
+#ifndef EHPROF_AGENT_OUTPUT_PERF_SCRIPT_H_
+#define EHPROF_AGENT_OUTPUT_PERF_SCRIPT_H_
+
+#include <ostream>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "agent/resolved_sample.h"
+
+namespace ehprof {
+
+// Per sample, `count` times:
+//   "COMM TID \n"                       (TID as "%5d", then a space)
+//   "\t%16lx SYMBOL (DSO)\n"            per frame, leaf first
+//   "\t%16lx SYMBOL (inlined)\n"        for an inlined frame (perf drops the dso)
+//   "\n"
+// Empty symbol/dso print as "[unknown]". Newlines and carriage returns in
+// names become '?' (perf prints them raw, which splits the record).
+absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::ostream& out);
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_OUTPUT_PERF_SCRIPT_H_

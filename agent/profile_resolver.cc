@@ -1,0 +1,93 @@
+#include "agent/profile_resolver.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace ehprof {
+namespace {
+
+constexpr char kUnknown[] = "[unknown]";
+
+class Resolver {
+ public:
+  Resolver(const ProcessTracker& t, Symbolizer& s, const Kallsyms* k, const ResolveOptions& o)
+      : tracker_(t), symbols_(s), kernel_(k), options_(o) {}
+
+  ResolvedSample Resolve(const RawSample& raw) {
+    ResolvedSample out;
+    out.comm = raw.comm;
+    out.pid = raw.pid;
+    out.tid = raw.tid;
+    out.cpu = raw.cpu;
+    out.time_ns = raw.time_ns;
+    for (uint64_t addr : raw.kernel) out.frames.push_back(KernelFrame(addr));
+    const std::vector<uint64_t>& user = options_.use_fp_walk ? raw.user_fp : raw.user;
+    for (uint64_t value : user) out.frames.push_back(UserFrame(raw, value));
+    return out;
+  }
+
+ private:
+  ResolvedFrame KernelFrame(uint64_t addr) {
+    ResolvedFrame f;
+    f.addr = addr;
+    f.kernel = true;
+    f.dso = "[kernel.kallsyms]";
+    f.symbol = kUnknown;
+    if (kernel_) {
+      if (auto sym = kernel_->Find(addr)) {
+        f.symbol = sym->name;
+        if (!sym->module.empty()) f.dso = absl::StrCat("[", sym->module, "]");
+      }
+    }
+    return f;
+  }
+
+  ResolvedFrame UserFrame(const RawSample& raw, uint64_t value) {
+    const uint64_t addr = value & EHP_FRAME_ADDR_MASK;
+    // Return addresses are shown (and symbolized) at the call site.
+    const uint64_t site = (value & EHP_FRAME_EXACT) ? addr : addr - 1;
+    ResolvedFrame f;
+    f.addr = site;
+    f.dso = kUnknown;
+    f.symbol = kUnknown;
+    auto r = tracker_.Resolve(raw.pid, raw.time_ns, site);
+    if (!r) return f;
+    f.addr = r->elf_vaddr;
+    f.dso = r->mapping->path;
+    f.symbol = Symbol(f.dso, f.addr);
+    return f;
+  }
+
+  const std::string& Symbol(const std::string& path, uint64_t vaddr) {
+    auto key = std::make_pair(path, vaddr);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    std::string name = kUnknown;
+    auto alias = options_.symbol_file_alias.find(path);
+    const std::string& file = alias == options_.symbol_file_alias.end() ? path : alias->second;
+    if (!file.empty() && file[0] == '/') {
+      if (auto n = symbols_.FunctionName(file, vaddr)) name = *n;
+    }
+    return cache_.emplace(key, std::move(name)).first->second;
+  }
+
+  const ProcessTracker& tracker_;
+  Symbolizer& symbols_;
+  const Kallsyms* kernel_;
+  const ResolveOptions& options_;
+  absl::flat_hash_map<std::pair<std::string, uint64_t>, std::string> cache_;
+};
+
+}  // namespace
+
+std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples,
+                                           const ProcessTracker& tracker, Symbolizer& symbols,
+                                           const Kallsyms* kernel, const ResolveOptions& options) {
+  Resolver r(tracker, symbols, kernel, options);
+  std::vector<ResolvedSample> out;
+  out.reserve(samples.size());
+  for (const RawSample& s : samples) out.push_back(r.Resolve(s));
+  return out;
+}
+
+}  // namespace ehprof

@@ -1,0 +1,33 @@
+// Raw samples (runtime addresses) to resolved ones (ELF addresses, symbols,
+// files). Runs after recording, off the sampling path; every distinct
+// (file, address) is symbolized once.
+#ifndef EHPROF_AGENT_PROFILE_RESOLVER_H_
+#define EHPROF_AGENT_PROFILE_RESOLVER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent/process_tracker.h"
+#include "agent/recorder.h"
+#include "agent/resolved_sample.h"
+#include "symbolizer/kallsyms.h"
+#include "symbolizer/symbolizer.h"
+
+namespace ehprof {
+
+struct ResolveOptions {
+  // Which user walk to print: the primary one, or the frame-pointer walk
+  // recorded alongside it (--unwinder both).
+  bool use_fp_walk = false;
+  // Files to read symbols from instead of the path in the maps ("[vdso]").
+  std::map<std::string, std::string> symbol_file_alias;
+};
+
+std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples,
+                                           const ProcessTracker& tracker, Symbolizer& symbols,
+                                           const Kallsyms* kernel, const ResolveOptions& options);
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_PROFILE_RESOLVER_H_

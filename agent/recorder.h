@@ -1,0 +1,105 @@
+// `ehprof record`'s engine: starts the BPF session, keeps the process
+// tracker and unwind tables current from the BPF events, collects samples
+// until the duration ends, the command exits or a signal arrives.
+#ifndef EHPROF_AGENT_RECORDER_H_
+#define EHPROF_AGENT_RECORDER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "agent/bpf_session.h"
+#include "agent/file_tables.h"
+#include "agent/process_tracker.h"
+#include "agent/table_store.h"
+
+namespace ehprof {
+
+struct RecordOptions {
+  uint64_t frequency_hz = 99;
+  double duration_s = 0;              // 0: until the command exits or a signal
+  std::vector<uint32_t> pids;         // -p
+  std::vector<uint32_t> tids;         // -t
+  bool all = false;                   // -a
+  std::vector<std::string> command;   // -- CMD ARGS
+  bool kernel = true;                 // false with -U
+  bool user = true;                   // false with -K
+  uint32_t unwinder = EHP_UNWINDER_DWARF;
+  uint32_t event_type = 1;            // PERF_TYPE_SOFTWARE
+  uint64_t event_config = 0;          // PERF_COUNT_SW_CPU_CLOCK
+  MapSizes sizes;
+  bool live_status = false;           // a one-line status on stderr
+};
+
+struct RawSample {
+  uint32_t pid = 0, tid = 0, cpu = 0;
+  uint64_t time_ns = 0;
+  std::string comm;
+  uint8_t stop_reason = 0, fp_stop_reason = 0;
+  uint32_t flags = 0;
+  std::vector<uint64_t> kernel, user, user_fp;  // user frames carry EHP_FRAME_* bits
+};
+
+struct RecordSummary {
+  uint64_t samples = 0;
+  uint64_t ringbuf_drops = 0;   // lost samples
+  uint64_t event_drops = 0;
+  double seconds = 0;
+  int command_exit = -1;        // the command's exit status, or -1
+  std::string command_error;    // it could not be started
+  BpfSession::ProgStats prog;   // with kernel.bpf_stats_enabled=1
+  uint64_t cpu_time_ns = 0;     // ehprof's own CPU time
+  std::string ended_by;         // "duration", "command exit", "SIGINT", ...
+};
+
+// Set from signal handlers: the signal number that asked to stop.
+extern std::atomic<int> g_stop_signal;
+void InstallStopSignalHandlers();
+
+class Recorder {
+ public:
+  explicit Recorder(RecordOptions options) : options_(std::move(options)) {}
+  ~Recorder();
+  // Records; the samples collected so far are kept whatever the result.
+  absl::Status Run();
+  const std::vector<RawSample>& samples() const { return samples_; }
+  const ProcessTracker* tracker() const { return tracker_.get(); }
+  const RecordSummary& summary() const { return summary_; }
+  std::vector<std::string> TakeWarnings();
+
+ private:
+  static int OnEvent(void* ctx, void* data, size_t size);
+  void HandleEvent(const void* data, size_t size);
+  void ProcessPending(uint64_t now_ns);
+  absl::Status LaunchCommand();
+  absl::Status AddInitialTargets(uint64_t now_ns);
+  void PrintStatus(uint64_t now_ns, bool final_line);
+  void PrefetchCommandTables();
+
+  RecordOptions options_;
+  std::unique_ptr<BpfSession> session_;
+  std::unique_ptr<TableStore> store_;
+  std::unique_ptr<FileTables> files_;
+  std::unique_ptr<ProcessTracker> tracker_;
+  std::vector<RawSample> samples_;
+  std::set<uint32_t> to_refresh_, to_exit_, followed_;
+  // Re-reads due after an exec, while ld.so maps the libraries: time -> pid.
+  std::multimap<uint64_t, uint32_t> followups_;
+  std::vector<FileKey> prefetched_;
+  std::vector<std::string> warnings_;
+  RecordSummary summary_;
+  int child_pid_ = -1;
+  int child_go_fd_ = -1;     // closing it lets the child exec
+  int child_error_fd_ = -1;  // the child writes errno here if exec fails
+  uint64_t complete_ = 0;    // samples whose user walk reached the bottom
+  uint64_t last_status_ns_ = 0;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_RECORDER_H_

@@ -1,0 +1,36 @@
+// A sample as the output writers see it: every frame already resolved to
+// an address, a symbol and the file it came from.
+#ifndef EHPROF_AGENT_RESOLVED_SAMPLE_H_
+#define EHPROF_AGENT_RESOLVED_SAMPLE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ehprof {
+
+struct ResolvedFrame {
+  // Kernel frames: the kernel address. User frames: the ELF virtual address
+  // inside `dso` — the sampled pc for the leaf, the call site (return
+  // address - 1) above it, the interrupted pc above a signal frame.
+  uint64_t addr = 0;
+  std::string symbol;  // "[unknown]" when there is none
+  std::string dso;     // file path, "[kernel.kallsyms]", "[vdso]", "[unknown]"
+  bool kernel = false;
+  bool inlined = false;  // an inline expansion of the frame below it
+};
+
+struct ResolvedSample {
+  std::string comm;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t cpu = 0;
+  uint64_t time_ns = 0;
+  // Leaf first: kernel frames, then user frames.
+  std::vector<ResolvedFrame> frames;
+  uint64_t count = 1;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_RESOLVED_SAMPLE_H_

@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ehprof's perf_event program: on each sample, the kernel stack and a user
+ * stack walked with the CFI tables user space loaded (bpf/ehprof_abi.h),
+ * frame pointers where a mapping has no table; plus the tracepoints that
+ * keep user space's view of processes current. */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#define EHP_INLINE static __always_inline
+/* Rows live in chunks of EHP_ROW_CHUNK_ROWS; see compact_lookup.h. */
+#define EHP_ROW_INDEX_MASK (EHP_ROW_CHUNK_ROWS - 1)
+#include "bpf/ehprof_abi.h"
+#include "bpf/compact_lookup.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile struct ehp_config cfg = {
+	.unwinder = EHP_UNWINDER_DWARF,
+	.user_stacks = 1,
+	.kernel_stacks = 1,
+	.max_frames = EHP_MAX_USER_FRAMES,
+};
+
+/* Sizes of the table maps are set by user space before loading
+ * (agent/bpf_maps.cc plans them from memory). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct ehp_proc);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct ehp_table_info);
+} tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, struct ehp_page);
+} pages SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, struct ehp_buckets);
+} buckets SEC(".maps");
+
+struct row_chunk {
+	__u8 bytes[EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct row_chunk);
+} rows SEC(".maps");
+
+struct palette_chunk {
+	__u16 ids[EHP_PALETTE_CHUNK];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, struct palette_chunk);
+} palettes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u32);
+	__type(value, struct ehp_rule);
+} rules SEC(".maps");
+
+/* The sample being built: header and frames contiguous, so one
+ * bpf_ringbuf_output sends both. */
+struct scratch {
+	struct ehp_event ev;
+	__u64 frames[EHP_MAX_EVENT_FRAMES];
+	/* walk state: registers in DWARF numbering */
+	__u64 regs[EHP_REG_RIP + 1];
+	__u32 valid; /* bit per register in regs */
+	__u32 exact; /* pc is an interrupted pc, not a return address */
+	__u64 pc;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EHP_STAT_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/* Last time an UNKNOWN_PID / UNKNOWN_PC event went out for a pid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} notified SEC(".maps");
+
+#define NOTIFY_INTERVAL_NS 10000000ull
+#define REG_BIT(r) (1u << (r))
+#define ALL_REGS ((1u << (EHP_REG_RIP + 1)) - 1)
+/* x86-64: struct ucontext's uc_mcontext (a struct sigcontext) sits 40
+ * bytes into the frame __restore_rt runs on. */
+#define UCONTEXT_MCONTEXT_OFFSET 40
+
+EHP_INLINE void count(__u32 stat)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &stat);
+	if (v)
+		*v += 1;
+}
+
+EHP_INLINE void notify(__u32 kind, __u32 pid, __u32 tid, __u64 addr)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 *last = bpf_map_lookup_elem(&notified, &pid);
+	if (last && now - *last < NOTIFY_INTERVAL_NS)
+		return;
+	bpf_map_update_elem(&notified, &pid, &now, BPF_ANY);
+	struct ehp_event ev = {};
+	ev.kind = kind;
+	ev.pid = pid;
+	ev.tid = tid;
+	ev.time_ns = now;
+	ev.addr = addr;
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0))
+		count(EHP_STAT_EVENT_DROPS);
+}
+
+/* The mapping holding addr, by binary search over the sorted mappings. */
+EHP_INLINE struct ehp_mapping *find_mapping(struct ehp_proc *proc, __u64 addr)
+{
+	__u32 lo = 0, n = proc->n_mappings;
+	if (n == 0 || n > EHP_MAX_MAPPINGS)
+		return 0;
+	for (int i = 0; i < EHP_MAPPING_SEARCH_STEPS; i++) {
+		__u32 half = n >> 1;
+		if (half == 0)
+			break;
+		__u32 mid = (lo + half) & (EHP_MAX_MAPPINGS - 1);
+		if (proc->mappings[mid].begin <= addr)
+			lo = mid;
+		n -= half;
+	}
+	struct ehp_mapping *m = &proc->mappings[lo & (EHP_MAX_MAPPINGS - 1)];
+	if (addr < m->begin || addr >= m->end)
+		return 0;
+	return m;
+}
+
+/* The rule for ELF address addr in table table_id; 0 when there is none. */
+EHP_INLINE struct ehp_rule *find_rule(__u32 table_id, __u64 addr)
+{
+	struct ehp_table_info *t = bpf_map_lookup_elem(&tables, &table_id);
+	if (!t)
+		return 0;
+	__u32 page;
+	__u16 key;
+	__u32 shift = t->page_shift;
+	if (shift < EHP_PAGE_SHIFT_MIN || shift > EHP_PAGE_SHIFT_MAX)
+		return 0;
+	if (!ehp_page_of(addr, t->start, t->end, shift, &page, &key) || page >= t->num_pages)
+		return 0;
+	__u32 gp = t->page_base + page;
+	struct ehp_page *pg = bpf_map_lookup_elem(&pages, &gp);
+	struct ehp_buckets *bk = bpf_map_lookup_elem(&buckets, &gp);
+	if (!pg || !bk)
+		return 0;
+	__u32 lo, hi;
+	ehp_bucket_range(bk, pg->num_rows, shift, key, &lo, &hi);
+	__u32 chunk = pg->first_row / EHP_ROW_CHUNK_ROWS;
+	struct row_chunk *rc = bpf_map_lookup_elem(&rows, &chunk);
+	if (!rc || hi <= lo)
+		return 0;
+	__u32 first = (pg->first_row + lo) & EHP_ROW_INDEX_MASK;
+	__u32 row = ehp_search_rows(rc->bytes, first, hi - lo, key);
+	__u32 gpal = pg->first_palette + ehp_row_palette(rc->bytes, row);
+	__u32 pchunk = gpal / EHP_PALETTE_CHUNK;
+	struct palette_chunk *pc = bpf_map_lookup_elem(&palettes, &pchunk);
+	if (!pc)
+		return 0;
+	__u32 gr = t->rule_base + pc->ids[gpal & (EHP_PALETTE_CHUNK - 1)];
+	return bpf_map_lookup_elem(&rules, &gr);
+}
+
+struct walk {
+	struct scratch *s;
+	struct ehp_proc *proc;
+	__u32 base; /* first frame slot of this walk */
+	__u32 n;    /* frames so far */
+	__u32 pid;
+	__u8 stop;
+};
+
+EHP_INLINE int push_frame(struct walk *w, __u64 value)
+{
+	__u32 at = w->base + w->n;
+	if (w->n >= cfg.max_frames || w->n >= EHP_MAX_USER_FRAMES || at >= EHP_MAX_EVENT_FRAMES) {
+		w->stop = EHP_STOP_DEPTH_LIMIT;
+		return 0;
+	}
+	w->s->frames[at] = value;
+	w->n++;
+	return 1;
+}
+
+EHP_INLINE int read_u64(__u64 addr, __u64 *out)
+{
+	return bpf_probe_read_user(out, sizeof(*out), (void *)addr) == 0;
+}
+
+/* One frame-pointer step from the current state: the caller's pc, sp, bp. */
+EHP_INLINE int fp_step_state(struct walk *w, __u64 flags)
+{
+	struct scratch *s = w->s;
+	__u64 bp = s->regs[EHP_REG_RBP], ra, next_bp;
+	if (!(s->valid & REG_BIT(EHP_REG_RBP)) || bp == 0) {
+		w->stop = EHP_STOP_FP_END;
+		return 0;
+	}
+	if ((s->valid & REG_BIT(EHP_REG_RSP)) && bp < s->regs[EHP_REG_RSP]) {
+		w->stop = EHP_STOP_BAD_FRAME;
+		return 0;
+	}
+	if (!read_u64(bp, &next_bp) || !read_u64(bp + 8, &ra)) {
+		w->stop = EHP_STOP_READ_FAULT;
+		return 0;
+	}
+	if (ra == 0) {
+		w->stop = EHP_STOP_FP_END;
+		return 0;
+	}
+	s->regs[EHP_REG_RSP] = bp + 16;
+	s->regs[EHP_REG_RBP] = next_bp;
+	s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
+	s->pc = ra;
+	s->exact = 0;
+	return push_frame(w, ra | flags);
+}
+
+static long fp_step(__u32 i, void *data)
+{
+	struct walk *w = data;
+	return fp_step_state(w, 0) ? 0 : 1;
+}
+
+/* Registers of the interrupted context, from the sigcontext the kernel
+ * pushed for a signal handler (the frame __restore_rt runs on). */
+EHP_INLINE int signal_step(struct walk *w)
+{
+	struct scratch *s = w->s;
+	/* struct sigcontext: r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip */
+	__u64 sc[17];
+	if (!(s->valid & REG_BIT(EHP_REG_RSP)) ||
+	    bpf_probe_read_user(sc, sizeof(sc),
+				(void *)(s->regs[EHP_REG_RSP] + UCONTEXT_MCONTEXT_OFFSET))) {
+		w->stop = EHP_STOP_READ_FAULT;
+		return 0;
+	}
+	for (int r = 0; r < 8; r++)
+		s->regs[EHP_REG_R8 + r] = sc[r];
+	s->regs[EHP_REG_RDI] = sc[8];
+	s->regs[EHP_REG_RSI] = sc[9];
+	s->regs[EHP_REG_RBP] = sc[10];
+	s->regs[EHP_REG_RBX] = sc[11];
+	s->regs[EHP_REG_RDX] = sc[12];
+	s->regs[EHP_REG_RAX] = sc[13];
+	s->regs[EHP_REG_RCX] = sc[14];
+	s->regs[EHP_REG_RSP] = sc[15];
+	s->regs[EHP_REG_RIP] = sc[16];
+	s->valid = ALL_REGS;
+	s->pc = sc[16];
+	s->exact = 1;
+	if (s->pc == 0) {
+		w->stop = EHP_STOP_BAD_FRAME;
+		return 0;
+	}
+	return push_frame(w, s->pc | EHP_FRAME_EXACT);
+}
+
+EHP_INLINE int reg_value(struct scratch *s, __u32 reg, __u64 *out)
+{
+	if (reg > EHP_REG_RIP || !(s->valid & REG_BIT(reg)))
+		return 0;
+	*out = s->regs[reg];
+	return 1;
+}
+
+/* One CFI step: from the current frame's rule to the caller's registers. */
+EHP_INLINE int dwarf_step_state(struct walk *w)
+{
+	struct scratch *s = w->s;
+	__u64 pc = s->pc;
+	__u64 lookup = s->exact ? pc : pc - 1;
+	struct ehp_mapping *m = find_mapping(w->proc, lookup);
+	if (!m) {
+		notify(EHP_EVENT_UNKNOWN_PC, w->pid, s->ev.tid, lookup);
+		w->stop = EHP_STOP_NO_MAPPING;
+		return 0;
+	}
+	if (m->flags & EHP_MAPPING_PENDING) {
+		w->stop = EHP_STOP_NO_TABLE;
+		return 0;
+	}
+	if (!(m->flags & EHP_MAPPING_HAS_TABLE)) {
+		/* JIT code, anonymous memory, a file whose table is not built:
+		 * frame pointers are all there is. */
+		return fp_step_state(w, EHP_FRAME_FP);
+	}
+	struct ehp_rule *rule = find_rule(m->table_id, lookup - m->bias);
+	if (!rule || rule->cfa_kind == EHP_CFA_NONE) {
+		w->stop = EHP_STOP_NO_CFI;
+		return 0;
+	}
+	if (rule->flags & EHP_RULE_FLAG_SIGNAL)
+		return signal_step(w);
+
+	__u64 cfa, base;
+	__u8 kind = rule->cfa_kind;
+	if (kind == EHP_CFA_REG || kind == EHP_CFA_DEREF) {
+		if (!reg_value(s, rule->cfa_reg, &base)) {
+			w->stop = EHP_STOP_UNSUPPORTED_RULE;
+			return 0;
+		}
+		cfa = base + (__s64)rule->cfa_offset;
+		if (kind == EHP_CFA_DEREF) {
+			if (!read_u64(cfa, &cfa)) {
+				w->stop = EHP_STOP_READ_FAULT;
+				return 0;
+			}
+			cfa += (__s64)rule->cfa_deref_add;
+		}
+	} else if (kind == EHP_CFA_PLT_LIT11 || kind == EHP_CFA_PLT_LIT10) {
+		if (!reg_value(s, EHP_REG_RSP, &base)) {
+			w->stop = EHP_STOP_UNSUPPORTED_RULE;
+			return 0;
+		}
+		__u64 threshold = kind == EHP_CFA_PLT_LIT11 ? 11 : 10;
+		cfa = base + 8 + ((pc & 15) >= threshold ? 8 : 0);
+	} else {
+		w->stop = EHP_STOP_UNSUPPORTED_RULE;
+		return 0;
+	}
+
+	if (rule->ra_kind == EHP_RULE_UNDEFINED) {
+		w->stop = EHP_STOP_END_OF_STACK;
+		return 0;
+	}
+	__u64 ra;
+	if (rule->ra_kind != EHP_RULE_CFA_OFFSET) {
+		w->stop = EHP_STOP_UNSUPPORTED_RULE;
+		return 0;
+	}
+	if (!read_u64(cfa + (__s64)rule->ra_offset, &ra)) {
+		w->stop = EHP_STOP_READ_FAULT;
+		return 0;
+	}
+
+	__u64 bp = 0;
+	int bp_valid = 0;
+	switch (rule->rbp_kind) {
+	case EHP_RULE_SAME:
+		bp_valid = reg_value(s, EHP_REG_RBP, &bp);
+		break;
+	case EHP_RULE_CFA_OFFSET:
+		bp_valid = read_u64(cfa + (__s64)rule->rbp_offset, &bp);
+		break;
+	case EHP_RULE_DEREF:
+		if (reg_value(s, rule->rbp_reg, &base))
+			bp_valid = read_u64(base + (__s64)rule->rbp_offset, &bp);
+		break;
+	default:
+		break;
+	}
+
+	__u64 sp = 0;
+	if (reg_value(s, EHP_REG_RSP, &sp) && cfa <= sp) {
+		w->stop = EHP_STOP_BAD_FRAME;
+		return 0;
+	}
+	if (ra == 0) {
+		w->stop = EHP_STOP_BAD_FRAME;
+		return 0;
+	}
+	s->regs[EHP_REG_RSP] = cfa;
+	s->regs[EHP_REG_RBP] = bp;
+	s->valid = REG_BIT(EHP_REG_RSP) | (bp_valid ? REG_BIT(EHP_REG_RBP) : 0);
+	s->pc = ra;
+	s->exact = 0;
+	return push_frame(w, ra);
+}
+
+static long dwarf_step(__u32 i, void *data)
+{
+	struct walk *w = data;
+	return dwarf_step_state(w) ? 0 : 1;
+}
+
+/* Loads the user registers into s. On x86-64 every entry from user mode
+ * (syscall, interrupt, the sampling timer's or an NMI) saves the user
+ * registers at the top of the task's kernel stack, so bpf_task_pt_regs()
+ * has them whether the sample hit user or kernel mode. 0 for kernel
+ * threads. */
+EHP_INLINE int load_user_regs(struct bpf_perf_event_data *ctx, struct scratch *s)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (!task->mm)
+		return 0;
+	/* Context loads must be full width; volatile keeps clang from
+	 * narrowing this one to the bits it tests. */
+	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
+	if ((cs & 3) == 3)
+		s->ev.flags |= EHP_SAMPLE_USER_MODE;
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!r)
+		return 0;
+	s->regs[EHP_REG_RAX] = r->ax;
+	s->regs[EHP_REG_RDX] = r->dx;
+	s->regs[EHP_REG_RCX] = r->cx;
+	s->regs[EHP_REG_RBX] = r->bx;
+	s->regs[EHP_REG_RSI] = r->si;
+	s->regs[EHP_REG_RDI] = r->di;
+	s->regs[EHP_REG_RBP] = r->bp;
+	s->regs[EHP_REG_RSP] = r->sp;
+	s->regs[EHP_REG_R8] = r->r8;
+	s->regs[EHP_REG_R8 + 1] = r->r9;
+	s->regs[EHP_REG_R8 + 2] = r->r10;
+	s->regs[EHP_REG_R8 + 3] = r->r11;
+	s->regs[EHP_REG_R8 + 4] = r->r12;
+	s->regs[EHP_REG_R8 + 5] = r->r13;
+	s->regs[EHP_REG_R8 + 6] = r->r14;
+	s->regs[EHP_REG_R8 + 7] = r->r15;
+	s->regs[EHP_REG_RIP] = r->ip;
+	s->valid = ALL_REGS;
+	s->pc = s->regs[EHP_REG_RIP];
+	s->exact = 1;
+	return s->pc != 0;
+}
+
+/* Saves the leaf registers so a second walk can start from them. */
+struct leaf {
+	__u64 rsp, rbp, pc;
+};
+
+SEC("perf_event")
+int ehprof_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	if (pid == 0 || pid == cfg.self_pid)
+		return 0;
+	if (cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid)) {
+		count(EHP_STAT_FILTERED);
+		return 0;
+	}
+	__u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	count(EHP_STAT_SAMPLES);
+	__builtin_memset(&s->ev, 0, sizeof(s->ev));
+	s->ev.kind = EHP_EVENT_SAMPLE;
+	s->ev.pid = pid;
+	s->ev.tid = tid;
+	s->ev.cpu = bpf_get_smp_processor_id();
+	s->ev.time_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
+
+	__u32 nk = 0;
+	if (cfg.kernel_stacks) {
+		long bytes = bpf_get_stack(ctx, s->frames, EHP_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
+		if (bytes > 0)
+			nk = (__u32)bytes / sizeof(__u64);
+	}
+	if (nk > EHP_MAX_KERNEL_FRAMES)
+		nk = EHP_MAX_KERNEL_FRAMES;
+	s->ev.n_kernel = nk;
+
+	struct walk w = {.s = s, .base = nk, .pid = pid};
+	__u32 nu = 0, nfp = 0;
+	s->ev.stop_reason = EHP_STOP_NOT_WALKED;
+	if (cfg.user_stacks) {
+		if (!load_user_regs(ctx, s)) {
+			s->ev.stop_reason = EHP_STOP_NO_USER_STACK;
+		} else {
+			struct leaf leaf = {s->regs[EHP_REG_RSP], s->regs[EHP_REG_RBP], s->pc};
+			push_frame(&w, s->pc | EHP_FRAME_EXACT);
+			if (cfg.unwinder != EHP_UNWINDER_FP) {
+				w.proc = bpf_map_lookup_elem(&procs, &pid);
+				if (!w.proc) {
+					w.stop = EHP_STOP_NO_PROC;
+					notify(EHP_EVENT_UNKNOWN_PID, pid, tid, 0);
+				} else {
+					bpf_loop(EHP_MAX_USER_FRAMES, dwarf_step, &w, 0);
+				}
+			} else {
+				bpf_loop(EHP_MAX_USER_FRAMES, fp_step, &w, 0);
+			}
+			nu = w.n;
+			s->ev.stop_reason = w.stop ? w.stop : EHP_STOP_DEPTH_LIMIT;
+			if (cfg.unwinder == EHP_UNWINDER_BOTH) {
+				struct walk f = {.s = s, .base = nk + nu, .pid = pid};
+				s->regs[EHP_REG_RSP] = leaf.rsp;
+				s->regs[EHP_REG_RBP] = leaf.rbp;
+				s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
+				s->pc = leaf.pc;
+				push_frame(&f, leaf.pc | EHP_FRAME_EXACT);
+				bpf_loop(EHP_MAX_USER_FRAMES, fp_step, &f, 0);
+				nfp = f.n;
+				s->ev.fp_stop_reason = f.stop ? f.stop : EHP_STOP_DEPTH_LIMIT;
+			}
+		}
+	}
+	s->ev.n_user = nu;
+	s->ev.n_user_fp = nfp;
+	__u64 size = sizeof(s->ev) + (__u64)(nk + nu + nfp) * sizeof(__u64);
+	if (size > sizeof(s->ev) + sizeof(s->frames))
+		size = sizeof(s->ev) + sizeof(s->frames);
+	if (bpf_ringbuf_output(&events, s, size, 0))
+		count(EHP_STAT_RINGBUF_DROPS);
+	return 0;
+}
+
+EHP_INLINE int followed(__u32 pid)
+{
+	return !cfg.filter_pids || bpf_map_lookup_elem(&targets, &pid);
+}
+
+EHP_INLINE void lifecycle_event(__u32 kind, struct task_struct *p, __u64 addr)
+{
+	struct ehp_event ev = {};
+	ev.kind = kind;
+	ev.pid = p->tgid;
+	ev.tid = p->pid;
+	ev.time_ns = bpf_ktime_get_ns();
+	ev.addr = addr;
+	bpf_probe_read_kernel_str(ev.comm, sizeof(ev.comm), p->comm);
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0))
+		count(EHP_STAT_EVENT_DROPS);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(ehprof_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ppid = parent->tgid, cpid = child->tgid;
+	if (ppid == cpid || !followed(ppid))
+		return 0;
+	if (cfg.filter_pids) {
+		__u8 one = 1;
+		bpf_map_update_elem(&targets, &cpid, &one, BPF_ANY);
+	}
+	lifecycle_event(EHP_EVENT_FORK, parent, cpid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(ehprof_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	if (!followed(p->tgid))
+		return 0;
+	lifecycle_event(EHP_EVENT_EXEC, p, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ehprof_exit, struct task_struct *p)
+{
+	__u32 pid = p->tgid;
+	/* The whole process is gone when its group leader exits; its other
+	 * threads have exited before the leader is reaped. */
+	if (p->pid != p->tgid || !followed(pid))
+		return 0;
+	lifecycle_event(EHP_EVENT_EXIT, p, 0);
+	return 0;
+}

@@ -1,0 +1,161 @@
+#include "symbolizer/elf_symbol_reader.h"
+
+#include <elf.h>
+
+#include <cstring>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "unwind_tables/status_macros.h"
+
+namespace ehprof::symbolizer_internal {
+namespace {
+
+int BindingRank(unsigned char info) {
+  switch (GELF_ST_BIND(info)) {
+    case STB_GLOBAL:
+    case STB_GNU_UNIQUE:
+      return 2;
+    case STB_WEAK:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+// The string table a symbol or relocation section links to.
+absl::StatusOr<size_t> LinkedStrtab(const ElfImage& img, const ImageSection& symtab) {
+  const ImageSection* strtab = img.SectionAt(symtab.header.sh_link);
+  if (!strtab || strtab->header.sh_type != SHT_STRTAB) {
+    return img.Error(absl::StrCat("section ", std::string(symtab.name),
+                                  " does not link to a string table"));
+  }
+  return strtab->index;
+}
+
+size_t SymbolCount(const ElfImage& img, const Elf_Data* d) {
+  size_t ent = gelf_fsize(img.elf(), ELF_T_SYM, 1, EV_CURRENT);
+  return ent ? d->d_size / ent : 0;
+}
+
+// GOT slot address -> symbol name, from the relocations the PLT stubs jump
+// through.
+absl::StatusOr<absl::flat_hash_map<uint64_t, std::string>> GotSlotNames(
+    const ElfImage& img) {
+  absl::flat_hash_map<uint64_t, std::string> names;
+  for (const ImageSection& rs : img.sections()) {
+    if (rs.header.sh_type != SHT_RELA) continue;
+    const ImageSection* symtab = img.SectionAt(rs.header.sh_link);
+    if (!symtab || (symtab->header.sh_type != SHT_DYNSYM &&
+                    symtab->header.sh_type != SHT_SYMTAB)) {
+      continue;  // e.g. ET_REL's relocations, or an unlinked table
+    }
+    EHP_ASSIGN_OR_RETURN(size_t strndx, LinkedStrtab(img, *symtab));
+    EHP_ASSIGN_OR_RETURN(Elf_Data * rd, img.Data(rs));
+    EHP_ASSIGN_OR_RETURN(Elf_Data * sd, img.Data(*symtab));
+    size_t ent = gelf_fsize(img.elf(), ELF_T_RELA, 1, EV_CURRENT);
+    size_t n = ent ? rd->d_size / ent : 0;
+    for (size_t i = 0; i < n; ++i) {
+      GElf_Rela r;
+      if (!gelf_getrela(rd, static_cast<int>(i), &r)) break;
+      uint64_t type = GELF_R_TYPE(r.r_info);
+      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+      GElf_Sym sym;
+      size_t symi = GELF_R_SYM(r.r_info);
+      if (symi == 0 || !gelf_getsym(sd, static_cast<int>(symi), &sym)) continue;
+      const char* name = elf_strptr(img.elf(), strndx, sym.st_name);
+      if (!name || !*name) continue;
+      names.try_emplace(r.r_offset, name);
+    }
+  }
+  return names;
+}
+
+// The GOT slot an x86-64 PLT entry jumps through: `jmp *disp32(%rip)`
+// (ff 25), possibly after `bnd` (f2) and/or `endbr64` (f3 0f 1e fa).
+std::optional<uint64_t> JumpSlot(const uint8_t* p, size_t n, uint64_t addr) {
+  static constexpr uint8_t kEndbr64[] = {0xf3, 0x0f, 0x1e, 0xfa};
+  size_t at = 0;
+  if (n >= 4 && std::memcmp(p, kEndbr64, 4) == 0) at = 4;
+  if (at < n && p[at] == 0xf2) ++at;
+  if (at + 6 > n || p[at] != 0xff || p[at + 1] != 0x25) return std::nullopt;
+  int32_t disp;
+  std::memcpy(&disp, p + at + 2, sizeof disp);
+  return addr + at + 6 + static_cast<int64_t>(disp);
+}
+
+}  // namespace
+
+absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type,
+                                           std::vector<RawSymbol>* out) {
+  const ImageSection* symtab = nullptr;
+  for (const ImageSection& s : img.sections()) {
+    if (s.header.sh_type == sh_type) {
+      symtab = &s;
+      break;
+    }
+  }
+  if (!symtab) return false;
+  EHP_ASSIGN_OR_RETURN(size_t strndx, LinkedStrtab(img, *symtab));
+  EHP_ASSIGN_OR_RETURN(Elf_Data * d, img.Data(*symtab));
+  size_t n = SymbolCount(img, d);
+  for (size_t i = 1; i < n; ++i) {
+    GElf_Sym sym;
+    if (!gelf_getsym(d, static_cast<int>(i), &sym)) {
+      return img.Error(absl::StrCat("bad symbol ", i, " in ", std::string(symtab->name)));
+    }
+    int type = GELF_ST_TYPE(sym.st_info);
+    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_value == 0 ||
+        sym.st_shndx == SHN_UNDEF) {
+      continue;
+    }
+    const char* name = elf_strptr(img.elf(), strndx, sym.st_name);
+    if (!name || !*name) continue;
+    RawSymbol r;
+    r.name = name;
+    r.addr = sym.st_value;
+    r.size = sym.st_size;
+    r.rank = BindingRank(sym.st_info);
+    const ImageSection* in =
+        sym.st_shndx < SHN_LORESERVE ? img.SectionAt(sym.st_shndx) : nullptr;
+    if (in && (in->header.sh_flags & SHF_ALLOC) &&
+        in->header.sh_addr <= r.addr && r.addr < in->end_addr()) {
+      r.section_end = in->end_addr();
+    }
+    out->push_back(std::move(r));
+  }
+  return true;
+}
+
+absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out) {
+  if (img.machine() != EM_X86_64) return absl::OkStatus();
+  const ImageSection* plts[] = {img.FindSection(".plt"), img.FindSection(".plt.sec"),
+                                img.FindSection(".plt.got")};
+  bool any = false;
+  for (const ImageSection* s : plts) any = any || s;
+  if (!any) return absl::OkStatus();
+  EHP_ASSIGN_OR_RETURN(auto slots, GotSlotNames(img));
+  if (slots.empty()) return absl::OkStatus();
+  for (const ImageSection* s : plts) {
+    if (!s || s->header.sh_type != SHT_PROGBITS || !(s->header.sh_flags & SHF_EXECINSTR)) {
+      continue;
+    }
+    EHP_ASSIGN_OR_RETURN(Elf_Data * d, img.Data(*s));
+    if (!d->d_buf) continue;
+    const auto* bytes = static_cast<const uint8_t*>(d->d_buf);
+    uint64_t entsize = s->header.sh_entsize;
+    if (entsize != 8 && entsize != 16) entsize = 16;
+    for (uint64_t off = 0; off + entsize <= d->d_size; off += entsize) {
+      uint64_t addr = s->header.sh_addr + off;
+      auto slot = JumpSlot(bytes + off, entsize, addr);
+      if (!slot) continue;
+      auto it = slots.find(*slot);
+      if (it == slots.end()) continue;
+      out->push_back({absl::StrCat(it->second, "@plt"), addr, entsize,
+                      s->end_addr(), /*rank=*/0});
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ehprof::symbolizer_internal

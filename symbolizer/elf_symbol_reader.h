@@ -1,0 +1,40 @@
+// Reads the function symbols of one ElfImage, before ElfSymbols merges them.
+#ifndef EHPROF_SYMBOLIZER_ELF_SYMBOL_READER_H_
+#define EHPROF_SYMBOLIZER_ELF_SYMBOL_READER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "symbolizer/elf_image.h"
+
+namespace ehprof::symbolizer_internal {
+
+struct RawSymbol {
+  std::string name;
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  // End address of the section holding the symbol, bounding a size-0
+  // symbol's extent; 0 when unknown.
+  uint64_t section_end = 0;
+  // Which name wins among symbols at one address: global 2, weak 1, local 0.
+  int rank = 0;
+};
+
+// Appends the defined STT_FUNC / STT_GNU_IFUNC symbols with a non-zero
+// address from the first section of type `sh_type` (SHT_SYMTAB or
+// SHT_DYNSYM). Returns false when there is no such section.
+absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type,
+                                           std::vector<RawSymbol>* out);
+
+// Appends "name@plt" for each x86-64 PLT stub (.plt, .plt.sec, .plt.got)
+// whose indirect jump goes through a GOT slot that a JUMP_SLOT or GLOB_DAT
+// relocation names, as objdump does: decoding the jump rather than counting
+// entries also covers IBT's .plt.sec and -z now's .plt.got.
+absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out);
+
+}  // namespace ehprof::symbolizer_internal
+
+#endif  // EHPROF_SYMBOLIZER_ELF_SYMBOL_READER_H_

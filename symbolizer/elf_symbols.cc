@@ -1,0 +1,134 @@
+#include "symbolizer/elf_symbols.h"
+
+#include <elf.h>
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "symbolizer/elf_image.h"
+#include "symbolizer/elf_symbol_reader.h"
+#include "symbolizer/xz_decompress.h"
+#include "unwind_tables/status_macros.h"
+
+namespace ehprof {
+
+using symbolizer_internal::AppendFunctionSymbols;
+using symbolizer_internal::AppendPltSymbols;
+using symbolizer_internal::ElfImage;
+using symbolizer_internal::RawSymbol;
+
+class ElfSymbolsBuilder {
+ public:
+  static absl::StatusOr<std::shared_ptr<const ElfSymbols>> Build(const ElfImage& img) {
+    std::vector<RawSymbol> syms;
+    EHP_ASSIGN_OR_RETURN(bool has_symtab, AppendFunctionSymbols(img, SHT_SYMTAB, &syms));
+    if (!has_symtab) {
+      EHP_RETURN_IF_ERROR(AppendFunctionSymbols(img, SHT_DYNSYM, &syms).status());
+    }
+    EHP_RETURN_IF_ERROR(AppendPltSymbols(img, &syms));
+    EHP_ASSIGN_OR_RETURN(bool mini, AppendMiniDebugInfo(img, &syms));
+    return Index(std::move(syms), mini, img.name());
+  }
+
+ private:
+  // MiniDebugInfo's .symtab holds exactly the function symbols that
+  // stripping removed and .dynsym lacks (Fedora, systemd, Android ship it).
+  static absl::StatusOr<bool> AppendMiniDebugInfo(const ElfImage& img,
+                                                  std::vector<RawSymbol>* out) {
+    const auto* s = img.FindSection(".gnu_debugdata");
+    if (!s || s->header.sh_type != SHT_PROGBITS) return false;
+    EHP_ASSIGN_OR_RETURN(Elf_Data * d, img.Data(*s));
+    if (!d->d_buf || d->d_size == 0) return false;
+    std::string name = absl::StrCat(img.name(), " [.gnu_debugdata]");
+    EHP_ASSIGN_OR_RETURN(
+        std::vector<uint8_t> bytes,
+        XzDecompress(name, {static_cast<const uint8_t*>(d->d_buf), d->d_size}));
+    EHP_ASSIGN_OR_RETURN(ElfImage mini, ElfImage::FromBytes(name, std::move(bytes)));
+    EHP_RETURN_IF_ERROR(AppendFunctionSymbols(mini, SHT_SYMTAB, out).status());
+    return true;
+  }
+
+  static absl::StatusOr<std::shared_ptr<const ElfSymbols>> Index(
+      std::vector<RawSymbol> syms, bool mini, const std::string& name) {
+    // Within one address the preferred name comes first: global over weak
+    // over local (the exported name over internal aliases), then the longer
+    // name (perf's last tie-break), then by name so the choice is stable.
+    std::sort(syms.begin(), syms.end(), [](const RawSymbol& a, const RawSymbol& b) {
+      if (a.addr != b.addr) return a.addr < b.addr;
+      if (a.rank != b.rank) return a.rank > b.rank;
+      if (a.name.size() != b.name.size()) return a.name.size() > b.name.size();
+      return a.name < b.name;
+    });
+    auto table = std::shared_ptr<ElfSymbols>(new ElfSymbols());
+    table->has_mini_debug_info_ = mini;
+    std::vector<uint64_t> sizes, section_ends;
+    for (size_t i = 0; i < syms.size();) {
+      const RawSymbol& best = syms[i];
+      uint64_t size = 0, section_end = 0;
+      size_t j = i;
+      // Aliases share one extent: the largest any of them declares.
+      for (; j < syms.size() && syms[j].addr == best.addr; ++j) {
+        size = std::max(size, syms[j].size);
+        section_end = std::max(section_end, syms[j].section_end);
+      }
+      if (table->names_.size() + best.name.size() > UINT32_MAX) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat(name, ": symbol names exceed 4 GiB"));
+      }
+      table->entries_.push_back({best.addr, 0, static_cast<uint32_t>(table->names_.size()),
+                                 static_cast<uint32_t>(best.name.size()),
+                                 ElfSymbols::kNoParent});
+      table->names_ += best.name;
+      sizes.push_back(size);
+      section_ends.push_back(section_end);
+      i = j;
+    }
+    if (table->entries_.size() >= ElfSymbols::kNoParent) {
+      return absl::ResourceExhaustedError(absl::StrCat(name, ": too many symbols"));
+    }
+    auto& entries = table->entries_;
+    std::vector<uint32_t> open;  // entries whose extent may still cover later ones
+    for (size_t i = 0; i < entries.size(); ++i) {
+      ElfSymbols::Entry& e = entries[i];
+      if (sizes[i] > 0) {
+        e.end = e.start + std::min(sizes[i], UINT64_MAX - e.start);
+      } else {
+        e.end = i + 1 < entries.size() ? entries[i + 1].start : UINT64_MAX;
+        if (section_ends[i] > e.start) e.end = std::min(e.end, section_ends[i]);
+        // Neither a next symbol nor a section to stop at: only its address.
+        if (e.end == UINT64_MAX) e.end = e.start + 1;
+      }
+      while (!open.empty() && entries[open.back()].end <= e.start) open.pop_back();
+      if (!open.empty()) e.parent = open.back();
+      open.push_back(static_cast<uint32_t>(i));
+    }
+    return std::shared_ptr<const ElfSymbols>(std::move(table));
+  }
+};
+
+absl::StatusOr<std::shared_ptr<const ElfSymbols>> ElfSymbols::Load(const std::string& path) {
+  EHP_ASSIGN_OR_RETURN(ElfImage img, ElfImage::Open(path));
+  return ElfSymbolsBuilder::Build(img);
+}
+
+absl::StatusOr<std::shared_ptr<const ElfSymbols>> ElfSymbols::FromBytes(
+    std::string name, std::vector<uint8_t> bytes) {
+  EHP_ASSIGN_OR_RETURN(ElfImage img, ElfImage::FromBytes(std::move(name), std::move(bytes)));
+  return ElfSymbolsBuilder::Build(img);
+}
+
+std::optional<ElfSymbol> ElfSymbols::Find(uint64_t vaddr) const {
+  auto it = std::upper_bound(entries_.begin(), entries_.end(), vaddr,
+                             [](uint64_t a, const Entry& e) { return a < e.start; });
+  if (it == entries_.begin()) return std::nullopt;
+  uint32_t i = static_cast<uint32_t>(it - entries_.begin() - 1);
+  // The nearest start may be a nested symbol that ends before vaddr; its
+  // enclosing symbols are the parent chain.
+  while (i != kNoParent && vaddr >= entries_[i].end) i = entries_[i].parent;
+  if (i == kNoParent) return std::nullopt;
+  const Entry& e = entries_[i];
+  return ElfSymbol{names_.substr(e.name_offset, e.name_size), e.start, e.end - e.start};
+}
+
+}  // namespace ehprof

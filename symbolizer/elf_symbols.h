@@ -1,0 +1,67 @@
+// The function symbols of one ELF file, for address -> name lookups.
+//
+// Sources, merged: .symtab (or .dynsym when there is none), the local
+// function symbols of a MiniDebugInfo (.gnu_debugdata) section, and
+// synthesized "name@plt" stubs. Names are raw (mangled); see demangle.h.
+#ifndef EHPROF_SYMBOLIZER_ELF_SYMBOLS_H_
+#define EHPROF_SYMBOLIZER_ELF_SYMBOLS_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ehprof {
+
+struct ElfSymbol {
+  std::string name;
+  uint64_t start = 0;  // ELF virtual address
+  // The extent lookups use: st_size, or for a size-0 symbol the distance to
+  // the next symbol (bounded by the end of its section).
+  uint64_t size = 0;
+};
+
+class ElfSymbols {
+ public:
+  // Reads `path` once; the result is immutable and safe to share between
+  // threads. Corrupt files give an error naming the file; a valid file
+  // without symbols gives an empty table.
+  static absl::StatusOr<std::shared_ptr<const ElfSymbols>> Load(const std::string& path);
+  // The same from an in-memory image (tests, fuzzers); `name` is used in
+  // messages.
+  static absl::StatusOr<std::shared_ptr<const ElfSymbols>> FromBytes(
+      std::string name, std::vector<uint8_t> bytes);
+
+  // The innermost symbol containing `vaddr`, if any.
+  std::optional<ElfSymbol> Find(uint64_t vaddr) const;
+
+  size_t size() const { return entries_.size(); }
+  bool has_mini_debug_info() const { return has_mini_debug_info_; }
+
+ private:
+  struct Entry {
+    uint64_t start;
+    uint64_t end;
+    uint32_t name_offset;  // into names_
+    uint32_t name_size;
+    // The nearest earlier entry that still covers `start` (nesting, e.g. a
+    // size-0 label inside a sized function), or kNoParent.
+    uint32_t parent;
+  };
+  static constexpr uint32_t kNoParent = UINT32_MAX;
+
+  ElfSymbols() = default;
+
+  std::vector<Entry> entries_;  // sorted by start, one per address
+  std::string names_;
+  bool has_mini_debug_info_ = false;
+
+  friend class ElfSymbolsBuilder;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_SYMBOLIZER_ELF_SYMBOLS_H_

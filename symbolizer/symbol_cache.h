@@ -1,0 +1,58 @@
+// Symbol tables per ELF file, loaded on first use and kept.
+#ifndef EHPROF_SYMBOLIZER_SYMBOL_CACHE_H_
+#define EHPROF_SYMBOLIZER_SYMBOL_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "symbolizer/elf_symbols.h"
+#include "symbolizer/symbolizer.h"
+
+namespace ehprof {
+
+class SymbolCache : public Symbolizer {
+ public:
+  SymbolCache() = default;
+  SymbolCache(const SymbolCache&) = delete;
+  SymbolCache& operator=(const SymbolCache&) = delete;
+
+  // nullopt when the file cannot be read or no symbol covers `vaddr`. A file
+  // that fails to load is tried once; its error goes to TakeWarnings().
+  std::optional<std::string> Symbolize(const std::string& path, uint64_t vaddr);
+  std::optional<std::string> FunctionName(const std::string& path,
+                                          uint64_t elf_vaddr) override {
+    return Symbolize(path, elf_vaddr);
+  }
+
+  // The file's table, loading it if needed; nullptr when it failed to load.
+  std::shared_ptr<const ElfSymbols> Get(const std::string& path);
+
+  // Load errors not yet taken, oldest first.
+  std::vector<std::string> TakeWarnings();
+
+ private:
+  // One per path; loaded outside mu_ so that a large file does not stall
+  // lookups in files already loaded.
+  struct Slot {
+    std::mutex mu;
+    bool loaded = false;                      // guarded by mu
+    std::shared_ptr<const ElfSymbols> table;  // guarded by mu
+  };
+
+  // std::mutex rather than absl::Mutex: Debian's prebuilt abseil is not
+  // TSan-instrumented, so TSan cannot see absl::Mutex's ordering and
+  // reports false races.
+  std::mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Slot>> slots_;  // guarded by mu_
+  std::mutex warnings_mu_;  // taken while a slot's mu is held
+  std::vector<std::string> warnings_;  // guarded by warnings_mu_
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_SYMBOLIZER_SYMBOL_CACHE_H_
