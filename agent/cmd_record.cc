@@ -97,9 +97,23 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
     std::fprintf(stderr, "ehprof: user stacks complete (reached the bottom): %.1f%%; stop reasons: %s\n",
                  100.0 * reasons[EHP_STOP_END_OF_STACK] / user_walked, line.c_str());
   }
+  if (!rec.samples().empty()) {
+    std::vector<uint32_t> ns;
+    uint64_t bytes = 0;
+    for (const RawSample& r : rec.samples()) {
+      ns.push_back(r.bpf_ns);
+      bytes += sizeof(ehp_event) + 8 * (r.kernel.size() + r.user.size() + r.user_fp.size());
+    }
+    std::sort(ns.begin(), ns.end());
+    auto pct = [&](double p) { return ns[std::min(ns.size() - 1, size_t(p * ns.size()))] / 1e3; };
+    std::fprintf(stderr,
+                 "ehprof: BPF time per sample: median %.2f us, p90 %.2f us, p99 %.2f us; "
+                 "%.0f bytes per sample through the ring buffer\n",
+                 pct(0.5), pct(0.9), pct(0.99), double(bytes) / rec.samples().size());
+  }
   if (s.prog.run_cnt) {
-    std::fprintf(stderr, "ehprof: BPF time per sample %.2f us (kernel.bpf_stats_enabled)\n",
-                 s.prog.run_time_ns / 1e3 / s.prog.run_cnt);
+    std::fprintf(stderr, "ehprof: BPF run time per program run (kernel.bpf_stats_enabled): mean %.2f us over %llu runs\n",
+                 s.prog.run_time_ns / 1e3 / s.prog.run_cnt, static_cast<unsigned long long>(s.prog.run_cnt));
   }
   if (s.seconds > 0) {
     std::fprintf(stderr, "ehprof: own CPU time %.2f%% of the recording\n",

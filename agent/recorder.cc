@@ -187,6 +187,7 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       s.stop_reason = ev.stop_reason;
       s.fp_stop_reason = ev.fp_stop_reason;
       s.flags = ev.flags;
+      s.bpf_ns = ev.bpf_ns;
       s.kernel.assign(frames, frames + ev.n_kernel);
       s.user.assign(frames + ev.n_kernel, frames + ev.n_kernel + ev.n_user);
       s.user_fp.assign(frames + ev.n_kernel + ev.n_user, frames + n);

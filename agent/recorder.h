@@ -42,6 +42,7 @@ struct RawSample {
   std::string comm;
   uint8_t stop_reason = 0, fp_stop_reason = 0;
   uint32_t flags = 0;
+  uint32_t bpf_ns = 0;      // the BPF program's own time for this sample
   std::vector<uint64_t> kernel, user, user_fp;  // user frames carry EHP_FRAME_* bits
 };
 

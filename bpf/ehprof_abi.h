@@ -224,7 +224,7 @@ struct ehp_event {
 	ehp_u8 stop_reason;    /* enum ehp_stop_reason */
 	ehp_u8 fp_stop_reason; /* for the frame-pointer walk */
 	ehp_u32 flags;         /* enum ehp_sample_flags */
-	ehp_u32 pad;
+	ehp_u32 bpf_ns;        /* time spent in the program before sending */
 };
 
 #define EHP_MAX_EVENT_FRAMES (EHP_MAX_KERNEL_FRAMES + 2 * EHP_MAX_USER_FRAMES)
