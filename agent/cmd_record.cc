@@ -116,8 +116,9 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
                  s.prog.run_time_ns / 1e3 / s.prog.run_cnt, static_cast<unsigned long long>(s.prog.run_cnt));
   }
   if (s.seconds > 0) {
-    std::fprintf(stderr, "ehprof: own CPU time %.2f%% of the recording\n",
-                 100.0 * s.cpu_time_ns / 1e9 / s.seconds);
+    std::fprintf(stderr,
+                 "ehprof: own CPU time while recording %.2f%% of one CPU (setup before it: %.0f ms)\n",
+                 100.0 * s.cpu_time_ns / 1e9 / s.seconds, s.setup_cpu_ns / 1e6);
   }
   if (!output.empty()) std::fprintf(stderr, "ehprof: wrote %s\n", output.c_str());
 }

@@ -36,6 +36,14 @@ std::string FoldedComm(const std::string& comm) {
 
 std::string FoldedFrameName(const ResolvedFrame& frame) {
   std::string name = Sanitize(frame.symbol);
+  // An unsymbolized frame still names its file, as FlameGraph's
+  // stackcollapse-perf.pl does: "[libc.so.6]" says more than "[unknown]".
+  if (name == "[unknown]" && !frame.dso.empty() && frame.dso != "[unknown]") {
+    const size_t slash = frame.dso.rfind('/');
+    std::string base = slash == std::string::npos ? frame.dso : frame.dso.substr(slash + 1);
+    if (base.empty() || base.front() != '[') base = absl::StrCat("[", base, "]");
+    name = Sanitize(base);
+  }
   if (frame.inlined) return absl::StrCat(name, "_[i]");
   if (frame.kernel) return absl::StrCat(name, "_[k]");
   return name;

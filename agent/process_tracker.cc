@@ -1,6 +1,7 @@
 #include "agent/process_tracker.h"
 
 #include <bpf/bpf.h>
+#include <signal.h>
 #include <sys/auxv.h>
 
 #include <algorithm>
@@ -70,8 +71,11 @@ absl::Status ProcessTracker::Refresh(uint32_t pid, uint64_t now_ns) {
       // container's mount namespace.
       key = files_->Register(absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end),
                              e.path);
-      if (!key.ok()) key = files_->Register(absl::StrCat("/proc/", pid, "/root", e.path), e.path);
-      if (!key.ok()) {
+      if (!key.ok() && e.path.rfind("/memfd:", 0) != 0) {
+        key = files_->Register(absl::StrCat("/proc/", pid, "/root", e.path), e.path);
+      }
+      // A process that exited meanwhile is not worth a warning.
+      if (!key.ok() && ::kill(static_cast<pid_t>(pid), 0) == 0) {
         warnings_.push_back(absl::StrCat("pid ", pid, ": cannot open ", e.path, ": ",
                                          std::string(key.status().message())));
       }

@@ -30,6 +30,13 @@ namespace {
 
 void OnStopSignal(int sig) { g_stop_signal.store(sig); }
 
+uint64_t CpuTimeNs() {
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (uint64_t(ru.ru_utime.tv_sec) + ru.ru_stime.tv_sec) * 1000000000 +
+         (uint64_t(ru.ru_utime.tv_usec) + ru.ru_stime.tv_usec) * 1000;
+}
+
 uint64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock bpf_ktime_get_ns reads
@@ -312,6 +319,7 @@ absl::Status Recorder::Run() {
     }
   }
 
+  summary_.setup_cpu_ns = CpuTimeNs();
   const uint64_t deadline = options_.duration_s > 0
                                 ? start + static_cast<uint64_t>(options_.duration_s * 1e9)
                                 : UINT64_MAX;
@@ -364,10 +372,7 @@ absl::Status Recorder::Run() {
   summary_.ringbuf_drops = stats[EHP_STAT_RINGBUF_DROPS];
   summary_.event_drops = stats[EHP_STAT_EVENT_DROPS];
   summary_.prog = session_->SampleProgStats();
-  rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  summary_.cpu_time_ns = (uint64_t(ru.ru_utime.tv_sec) + ru.ru_stime.tv_sec) * 1000000000 +
-                         (uint64_t(ru.ru_utime.tv_usec) + ru.ru_stime.tv_usec) * 1000;
+  summary_.cpu_time_ns = CpuTimeNs() - summary_.setup_cpu_ns;
   return absl::OkStatus();
 }
 

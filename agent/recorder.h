@@ -54,7 +54,8 @@ struct RecordSummary {
   int command_exit = -1;        // the command's exit status, or -1
   std::string command_error;    // it could not be started
   BpfSession::ProgStats prog;   // with kernel.bpf_stats_enabled=1
-  uint64_t cpu_time_ns = 0;     // ehprof's own CPU time
+  uint64_t cpu_time_ns = 0;     // ehprof's own CPU time while recording
+  uint64_t setup_cpu_ns = 0;    // before: loading BPF (the verifier), maps
   std::string ended_by;         // "duration", "command exit", "SIGINT", ...
 };
 

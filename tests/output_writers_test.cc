@@ -123,7 +123,7 @@ TEST(FoldedTest, EscapesWhatBreaksTheFormat) {
                            {User(1, "a;b\nc ", "/x"), User(2, "", "/x"),
                             User(3, "operator new(unsigned long)", "/x")}),
                     Sample("z", 1, {User(1, "tab\there\x7f", "/x")})}),
-            "Web_Content_;operator new(unsigned long);[unknown];a:b?c_ 1\n"
+            "Web_Content_;operator new(unsigned long);[x];a:b?c_ 1\n"
             "z;tab?here? 1\n");
 }
 
@@ -132,7 +132,10 @@ TEST(FoldedTest, InlinedKernelFrameIsMarkedInlined) {
   f.inlined = true;
   EXPECT_EQ(FoldedFrameName(f), "helper_[i]");
   EXPECT_EQ(FoldedFrameName(Kernel(1, "schedule")), "schedule_[k]");
-  EXPECT_EQ(FoldedFrameName(User(1, "[unknown]", "/usr/lib/libfoo.so")), "[unknown]");
+  // Unsymbolized frames name their file, as stackcollapse-perf.pl does.
+  EXPECT_EQ(FoldedFrameName(User(1, "[unknown]", "/usr/lib/libfoo.so")), "[libfoo.so]");
+  EXPECT_EQ(FoldedFrameName(User(1, "[unknown]", "[vdso]")), "[vdso]");
+  EXPECT_EQ(FoldedFrameName(User(1, "[unknown]", "[unknown]")), "[unknown]");
 }
 
 TEST(OutputWritersTest, FailedStreamIsAnError) {
