@@ -517,7 +517,10 @@ int ehprof_sample(struct bpf_perf_event_data *ctx)
 	__u32 pid = id >> 32, tid = (__u32)id;
 	if (pid == 0 || pid == cfg.self_pid)
 		return 0;
-	if (cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid)) {
+	/* Targets hold process ids (-p, a command and its children) and, for
+	 * -t, thread ids. */
+	if (cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid) &&
+	    !bpf_map_lookup_elem(&targets, &tid)) {
 		count(EHP_STAT_FILTERED);
 		return 0;
 	}
