@@ -52,11 +52,15 @@ class ElfSymbolsBuilder {
   static absl::StatusOr<std::shared_ptr<const ElfSymbols>> Index(
       std::vector<RawSymbol> syms, bool mini, const std::string& name) {
     // Within one address the preferred name comes first: global over weak
-    // over local (the exported name over internal aliases), then the longer
-    // name (perf's last tie-break), then by name so the choice is stable.
-    std::sort(syms.begin(), syms.end(), [](const RawSymbol& a, const RawSymbol& b) {
+    // over local (the exported name over internal aliases), then fewer
+    // leading underscores (malloc over __libc_malloc, clone3 over
+    // __GI___clone3), then the longer name (perf's tie-breaks, in perf's
+    // order), then by name so the choice is stable.
+    auto underscores = [](const std::string& n) { return n.find_first_not_of('_'); };
+    std::sort(syms.begin(), syms.end(), [&](const RawSymbol& a, const RawSymbol& b) {
       if (a.addr != b.addr) return a.addr < b.addr;
       if (a.rank != b.rank) return a.rank > b.rank;
+      if (underscores(a.name) != underscores(b.name)) return underscores(a.name) < underscores(b.name);
       if (a.name.size() != b.name.size()) return a.name.size() > b.name.size();
       return a.name < b.name;
     });

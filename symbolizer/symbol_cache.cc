@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "unwind_tables/debug_file_finder.h"
+#include "unwind_tables/elf_file.h"
+
 namespace ehprof {
 
 std::shared_ptr<const ElfSymbols> SymbolCache::Get(const std::string& path) {
@@ -15,23 +18,46 @@ std::shared_ptr<const ElfSymbols> SymbolCache::Get(const std::string& path) {
   std::lock_guard<std::mutex> lock(slot->mu);
   if (!slot->loaded) {
     slot->loaded = true;
-    absl::StatusOr<std::shared_ptr<const ElfSymbols>> table = ElfSymbols::Load(path);
-    if (table.ok()) {
-      slot->table = *std::move(table);
-    } else {
-      std::lock_guard<std::mutex> warnings_lock(warnings_mu_);
-      warnings_.push_back(std::string(table.status().message()));
-    }
+    Load(path, slot.get());
   }
   return slot->table;
 }
 
+void SymbolCache::Load(const std::string& path, Slot* slot) {
+  absl::StatusOr<std::shared_ptr<const ElfSymbols>> table = ElfSymbols::Load(path);
+  if (table.ok()) {
+    slot->table = *std::move(table);
+  } else {
+    std::lock_guard<std::mutex> warnings_lock(warnings_mu_);
+    warnings_.push_back(std::string(table.status().message()));
+    return;
+  }
+  auto elf = ElfFile::Open(path);
+  if (!elf.ok()) return;
+  if (std::optional<std::string> debug = FindSeparateDebugFile(*elf)) {
+    auto debug_table = ElfSymbols::Load(*debug);
+    if (debug_table.ok() && (*debug_table)->size() > 0) slot->debug_table = *std::move(debug_table);
+  }
+}
+
 std::optional<std::string> SymbolCache::Symbolize(const std::string& path, uint64_t vaddr) {
-  std::shared_ptr<const ElfSymbols> table = Get(path);
-  if (!table) return std::nullopt;
-  std::optional<ElfSymbol> sym = table->Find(vaddr);
-  if (!sym) return std::nullopt;
-  return std::move(sym->name);
+  Get(path);
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot = slots_[path];
+  }
+  std::shared_ptr<const ElfSymbols> debug, table;
+  {
+    std::lock_guard<std::mutex> lock(slot->mu);
+    debug = slot->debug_table;
+    table = slot->table;
+  }
+  for (const auto& t : {debug, table}) {
+    if (!t) continue;
+    if (std::optional<ElfSymbol> sym = t->Find(vaddr)) return std::move(sym->name);
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> SymbolCache::TakeWarnings() {

@@ -42,7 +42,12 @@ class SymbolCache : public Symbolizer {
     std::mutex mu;
     bool loaded = false;                      // guarded by mu
     std::shared_ptr<const ElfSymbols> table;  // guarded by mu
+    // The separate debug file's (Debian's -dbg/-dbgsym, by build-id or
+    // .gnu_debuglink): its .symtab names the static functions a stripped
+    // file lacks. Consulted first. Guarded by mu.
+    std::shared_ptr<const ElfSymbols> debug_table;
   };
+  void Load(const std::string& path, Slot* slot);
 
   // std::mutex rather than absl::Mutex: Debian's prebuilt abseil is not
   // TSan-instrumented, so TSan cannot see absl::Mutex's ordering and
