@@ -10,12 +10,15 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "agent/cli.h"
 #include "agent/output_folded.h"
 #include "agent/output_perf_script.h"
+#include "agent/output_pprof.h"
 #include "agent/profile_resolver.h"
 #include "agent/recorder.h"
 #include "agent/stop_reasons.h"
@@ -41,8 +44,9 @@ options:
   --unwinder U       dwarf (default: CFI, frame pointers where no CFI),
                      fp (frame pointers only), both (record both walks)
   -o FILE            output file (default ehprof.folded)
-  --format F         folded | perf-script (default: from the -o extension:
-                     .folded/.collapsed -> folded, else perf-script)
+  --format F         folded | perf-script | pprof (default: from the -o
+                     extension: .folded/.collapsed -> folded, .pb.gz/.pprof
+                     -> pprof, else perf-script)
   --fp-walk          with --unwinder both: write the frame-pointer walk
   --table-memory MB  memory for unwind tables in BPF maps (default 64)
   -q                 no live status line
@@ -126,12 +130,14 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
 // Writes via a temporary file in the same directory, renamed at the end, so
 // a failed write never leaves a truncated profile under the final name.
 absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::string& path,
-                         const std::string& format) {
+                         const std::string& format, const PprofOptions& pprof) {
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
-    absl::Status st = format == "folded" ? WriteFolded(samples, out) : WritePerfScript(samples, out);
+    absl::Status st = format == "folded" ? WriteFolded(samples, out)
+                      : format == "pprof" ? WritePprof(samples, out, pprof)
+                                          : WritePerfScript(samples, out);
     if (!st.ok()) return st;
     out.flush();
     if (!out) {
@@ -220,8 +226,8 @@ int RunRecordCommand(const std::vector<std::string>& args) {
     } else if (a == "-o") {
       if (!value(&output) || output.empty()) return UsageError("record", "-o takes a file");
     } else if (a == "--format") {
-      if (!value(&format) || (format != "folded" && format != "perf-script")) {
-        return UsageError("record", "--format takes folded or perf-script");
+      if (!value(&format) || (format != "folded" && format != "perf-script" && format != "pprof")) {
+        return UsageError("record", "--format takes folded, perf-script or pprof");
       }
     } else if (a == "--table-memory") {
       if (!value(&v) || !absl::SimpleAtoi(v, &table_mb) || table_mb < 4 || table_mb > 65536) {
@@ -238,8 +244,11 @@ int RunRecordCommand(const std::vector<std::string>& args) {
     return UsageError("record", "--fp-walk needs --unwinder both");
   }
   if (format.empty()) {
-    format = EndsWith(output, ".folded") || EndsWith(output, ".collapsed") ? "folded" : "perf-script";
+    format = EndsWith(output, ".folded") || EndsWith(output, ".collapsed") ? "folded"
+             : EndsWith(output, ".pb.gz") || EndsWith(output, ".pprof")   ? "pprof"
+                                                                          : "perf-script";
   }
+  const uint64_t frequency_hz = o.frequency_hz;
   o.sizes = SizesForMemory(table_mb);
 
   InstallStopSignalHandlers();
@@ -275,7 +284,12 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   for (const std::string& w : symbols.TakeWarnings()) {
     std::fprintf(stderr, "ehprof: warning: %s\n", w.c_str());
   }
-  absl::Status wst = WriteOutput(resolved, output, format);
+  PprofOptions pprof;
+  pprof.frequency_hz = frequency_hz;
+  pprof.duration_nanos = static_cast<int64_t>(rec.summary().seconds * 1e9);
+  pprof.time_nanos = static_cast<int64_t>(absl::ToUnixNanos(absl::Now())) - pprof.duration_nanos;
+  pprof.build_ids = rec.tracker() ? rec.tracker()->BuildIds() : std::map<std::string, std::string>{};
+  absl::Status wst = WriteOutput(resolved, output, format, pprof);
   if (!wst.ok()) {
     std::fprintf(stderr, "ehprof record: %s\n", std::string(wst.message()).c_str());
     PrintSummary(rec, "");

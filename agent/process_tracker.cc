@@ -184,6 +184,18 @@ std::optional<ResolvedAddr> ProcessTracker::Resolve(uint32_t pid, uint64_t time_
   return ResolvedAddr{&*m, addr - m->bias};
 }
 
+std::map<std::string, std::string> ProcessTracker::BuildIds() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [pid, snaps] : history_) {
+    for (const Snapshot& snap : snaps) {
+      for (const TrackedMapping& m : snap.mappings) {
+        if (!m.build_id.empty()) out[m.path] = m.build_id;
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> ProcessTracker::TakeWarnings() {
   std::vector<std::string> out;
   out.swap(warnings_);

@@ -48,6 +48,8 @@ class ProcessTracker {
   // addr as mapped in pid at time_ns; nullopt when no mapping holds it.
   std::optional<ResolvedAddr> Resolve(uint32_t pid, uint64_t time_ns, uint64_t addr) const;
   std::vector<std::string> TakeWarnings();
+  // Build-ids of every file any tracked process mapped: path -> hex.
+  std::map<std::string, std::string> BuildIds() const;
 
  private:
   struct Snapshot {
