@@ -104,7 +104,7 @@ struct ehp_rule {
  * page-relative index of the row in force at the bucket's first address, so
  * a lookup searches one bucket's rows (a few cache lines) instead of the
  * page's. */
-#define EHP_BUCKET_BITS 4
+#define EHP_BUCKET_BITS 8
 #define EHP_BUCKETS_PER_PAGE (1 << EHP_BUCKET_BITS)
 
 struct ehp_page {

@@ -18,5 +18,6 @@ static_assert((1u << EHP_PAGE_SHIFT_MIN) <= EHP_MAX_PAGE_ROWS &&
                   (1u << EHP_PAGE_SHIFT_MIN) <= EHP_PALETTE_MAX,
               "the smallest page must always fit (one row per byte at most)");
 static_assert(EHP_MAX_PAGE_ROWS - 1 <= 0xffff, "bucket starts are u16");
+static_assert(EHP_PAGE_SHIFT_MIN >= EHP_BUCKET_BITS, "a bucket is at least one byte of code");
 
 #endif  // EHPROF_UNWIND_TABLES_ABI_CHECKS_H_
