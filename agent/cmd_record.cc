@@ -19,6 +19,7 @@
 #include "agent/output_folded.h"
 #include "agent/output_perf_script.h"
 #include "agent/output_pprof.h"
+#include "agent/output_svg.h"
 #include "agent/profile_resolver.h"
 #include "agent/recorder.h"
 #include "agent/stop_reasons.h"
@@ -44,9 +45,10 @@ options:
   --unwinder U       dwarf (default: CFI, frame pointers where no CFI),
                      fp (frame pointers only), both (record both walks)
   -o FILE            output file (default ehprof.folded)
-  --format F         folded | perf-script | pprof (default: from the -o
-                     extension: .folded/.collapsed -> folded, .pb.gz/.pprof
-                     -> pprof, else perf-script)
+  --format F         svg | folded | perf-script | pprof (default: from the
+                     -o extension: .svg -> svg (an interactive flame graph),
+                     .folded/.collapsed -> folded, .pb.gz/.pprof -> pprof,
+                     else perf-script)
   --fp-walk          with --unwinder both: write the frame-pointer walk
   --table-memory MB  memory for unwind tables in BPF maps (default 64)
   -q                 no live status line
@@ -135,9 +137,18 @@ absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
-    absl::Status st = format == "folded" ? WriteFolded(samples, out)
-                      : format == "pprof" ? WritePprof(samples, out, pprof)
-                                          : WritePerfScript(samples, out);
+    absl::Status st;
+    if (format == "folded") {
+      st = WriteFolded(samples, out);
+    } else if (format == "pprof") {
+      st = WritePprof(samples, out, pprof);
+    } else if (format == "svg") {
+      FlameGraphOptions fg;
+      fg.title = absl::StrCat("ehprof: ", samples.size(), " samples");
+      st = WriteFlameGraphSvg(samples, out, fg);
+    } else {
+      st = WritePerfScript(samples, out);
+    }
     if (!st.ok()) return st;
     out.flush();
     if (!out) {
@@ -226,8 +237,9 @@ int RunRecordCommand(const std::vector<std::string>& args) {
     } else if (a == "-o") {
       if (!value(&output) || output.empty()) return UsageError("record", "-o takes a file");
     } else if (a == "--format") {
-      if (!value(&format) || (format != "folded" && format != "perf-script" && format != "pprof")) {
-        return UsageError("record", "--format takes folded, perf-script or pprof");
+      if (!value(&format) || (format != "folded" && format != "perf-script" && format != "pprof" &&
+                              format != "svg")) {
+        return UsageError("record", "--format takes svg, folded, perf-script or pprof");
       }
     } else if (a == "--table-memory") {
       if (!value(&v) || !absl::SimpleAtoi(v, &table_mb) || table_mb < 4 || table_mb > 65536) {
@@ -246,6 +258,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   if (format.empty()) {
     format = EndsWith(output, ".folded") || EndsWith(output, ".collapsed") ? "folded"
              : EndsWith(output, ".pb.gz") || EndsWith(output, ".pprof")   ? "pprof"
+             : EndsWith(output, ".svg")                                   ? "svg"
                                                                           : "perf-script";
   }
   const uint64_t frequency_hz = o.frequency_hz;

@@ -113,6 +113,9 @@ absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type
     if (!name || !*name) continue;
     RawSymbol r;
     r.name = name;
+    // "__libc_start_main@@GLIBC_2.34": a .symtab keeps the version; perf and
+    // the dynamic symbol table show the plain name.
+    if (size_t at = r.name.find('@'); at != std::string::npos && at > 0) r.name.resize(at);
     r.addr = sym.st_value;
     r.size = sym.st_size;
     r.rank = BindingRank(sym.st_info);

@@ -1,0 +1,218 @@
+// The flame graph SVG in a real browser: headless Chromium loads a generated
+// file and dumps the DOM after its script ran. Proves what the unit test
+// (tests/output_svg_test.cc) cannot: the browser parses the file as SVG, the
+// inline script runs without errors (it marks the root data-ehprof-ready), and
+// zoom and search work (driven by the ?z= and ?s= URL parameters).
+//
+// "priv": Chromium runs as root here, so --no-sandbox. Without Chromium the
+// tests skip, printing "SKIPPED: chromium not installed" — except under
+// CI=true, where they fail (scripts/install_deps.sh installs it). Every run is
+// bounded by a timeout and its process group killed, so a hung browser fails
+// the test instead of hanging it.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/output_svg.h"
+#include "agent/resolved_sample.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+extern char** environ;
+
+namespace ehprof {
+namespace {
+
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr auto kBrowserTimeout = std::chrono::seconds(90);
+// 54 characters: 295 px at 7.44 px a character hold 38.
+const std::string kBeta = "beta" + std::string(50, 'x');
+
+std::string FindChromium() {
+  if (access("/usr/bin/chromium", X_OK) == 0) return "/usr/bin/chromium";
+  const char* path = getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string candidate = dir + "/chromium";
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+struct RunResult {
+  bool timed_out = false;
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv in its own process group with stdout and stderr in files, and
+// kills the whole group (Chromium forks zygote, renderer and GPU processes)
+// when it is done or out of time.
+RunResult RunBounded(const std::vector<std::string>& args, const std::string& dir) {
+  RunResult result;
+  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int err = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (err != 0) {
+    result.err = std::string("posix_spawn: ") + strerror(err);
+    return result;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kBrowserTimeout;
+  for (;;) {
+    // WNOWAIT: the leader stays a zombie, so its pid (the group id) cannot be
+    // reused before the group is killed below.
+    siginfo_t info{};
+    if (waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      result.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(-pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  result.out = ReadFile(out_path);
+  result.err = ReadFile(err_path);
+  return result;
+}
+
+ResolvedSample Sample(std::vector<std::string> root_first, uint64_t count) {
+  ResolvedSample s;
+  s.comm = "demo";
+  for (auto it = root_first.rbegin(); it != root_first.rend(); ++it) {
+    s.frames.push_back({0x1000, *it, "/bin/demo", false, false});
+  }
+  s.count = count;
+  return s;
+}
+
+class FlameGraphBrowser : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    chromium_ = FindChromium();
+    if (chromium_.empty()) {
+      const char* ci = getenv("CI");
+      if (ci && std::string(ci) == "true") {
+        FAIL() << "chromium not installed (CI=true; scripts/install_deps.sh installs it)";
+      }
+      std::cout << "SKIPPED: chromium not installed" << std::endl;
+      GTEST_SKIP() << "chromium not installed";
+    }
+    char tmpl[] = "/tmp/ehprof_fg_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr) << strerror(errno);
+    dir_ = tmpl;
+    svg_path_ = dir_ + "/fg.svg";
+    std::ofstream out(svg_path_);
+    // alpha 3 of 4 samples, beta 1; alpha needs escaping, beta's label is
+    // cut until zoomed.
+    const absl::Status status =
+        WriteFlameGraphSvg({Sample({"main", "alpha<&>"}, 3), Sample({"main", kBeta}, 1)}, out,
+                           {.title = "browser test"});
+    ASSERT_TRUE(status.ok()) << status;
+    out.close();
+    ASSERT_TRUE(out);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  // Chromium on a fresh profile; `what` is e.g. "--dump-dom".
+  RunResult Chromium(const std::vector<std::string>& what, const std::string& query = "") {
+    std::vector<std::string> args = {
+        chromium_, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--disable-dev-shm-usage", "--user-data-dir=" + dir_ + "/profile",
+        // Lets the load event and the script finish before the dump.
+        "--virtual-time-budget=5000"};
+    args.insert(args.end(), what.begin(), what.end());
+    args.push_back("file://" + svg_path_ + query);
+    RunResult r = RunBounded(args, dir_);
+    EXPECT_FALSE(r.timed_out) << "chromium hung; stderr:\n" << r.err;
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r;
+  }
+
+  std::string chromium_;
+  std::string dir_;
+  std::string svg_path_;
+};
+
+TEST_F(FlameGraphBrowser, RendersAndRunsScript) {
+  const RunResult r = Chromium({"--dump-dom"});
+  EXPECT_THAT(r.out, HasSubstr("data-ehprof-ready=\"1\""));
+  EXPECT_THAT(r.out, HasSubstr("<title>alpha&lt;&amp;&gt; (3 samples, 75.00%)</title>"));
+  EXPECT_THAT(r.out, HasSubstr("<title>" + kBeta + " (1 sample, 25.00%)</title>"));
+  EXPECT_THAT(r.out, HasSubstr(">" + kBeta.substr(0, 36) + "..</text>"));
+  EXPECT_THAT(r.out, Not(HasSubstr("parsererror")));  // Chromium's XML error page
+}
+
+TEST_F(FlameGraphBrowser, ZoomsAndSearchesFromUrl) {
+  const RunResult r = Chromium({"--dump-dom"}, "?z=" + kBeta + "&s=%5Ealpha");
+  ASSERT_THAT(r.out, HasSubstr("data-ehprof-ready=\"1\""));
+  EXPECT_THAT(r.out, HasSubstr(">Matched: 75.00%<"));
+  EXPECT_THAT(r.out, HasSubstr(">Reset search<"));
+  EXPECT_THAT(r.out, HasSubstr("<text id=\"unzoom\" class=\"button\""));  // no longer hidden
+  // beta now spans the whole width (1200 - 2 * 10), labelled in full, and
+  // alpha is hidden.
+  EXPECT_THAT(r.out, ContainsRegex("<g><title>" + kBeta +
+                                   " \\(1 sample, 25\\.00%\\)</title>"
+                                   "<rect x=\"10\\.00\" y=\"[0-9.]+\" width=\"1180\\.00\""));
+  EXPECT_THAT(r.out, HasSubstr(">" + kBeta + "</text>"));
+  EXPECT_THAT(r.out, HasSubstr("<g display=\"none\"><title>alpha"));
+  EXPECT_THAT(r.out, HasSubstr("fill=\"rgb(230,0,230)\""));  // the search highlight
+}
+
+TEST_F(FlameGraphBrowser, Screenshots) {
+  const std::string png = dir_ + "/fg.png";
+  Chromium({"--hide-scrollbars", "--window-size=1200,200", "--screenshot=" + png});
+  const std::string data = ReadFile(png);
+  ASSERT_GT(data.size(), 1000u);
+  EXPECT_EQ(data.substr(0, 8), "\x89PNG\r\n\x1a\n");
+}
+
+}  // namespace
+}  // namespace ehprof
