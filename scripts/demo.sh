@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds ehprof and shows what it does today:
-# the unwind table of a bundled -O2, frame-pointer-less, stripped program
-# (the in-kernel unwinder that uses these tables is the next step).
+# Installs what ehprof needs, builds it, and profiles a bundled workload:
+# Debian's fio (stripped, -O2, no frame pointers) running a CPU-bound job,
+# sampled at 999 Hz with user stacks unwound in the kernel from fio's CFI.
+# Writes an interactive flame graph (ehprof-demo.svg) and the same profile
+# as folded stacks (ehprof-demo.folded).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
 bash scripts/build.sh
-prog=build/testdata/plt_calls.stripped
-echo "== ehprof tables --stats $prog"
-build/ehprof tables --stats "$prog"
-echo "== first rows of ehprof tables $prog"
-build/ehprof tables "$prog" | head -25
-echo "== ehprof tables --stats /usr/lib/x86_64-linux-gnu/libc.so.6"
-build/ehprof tables --stats /usr/lib/x86_64-linux-gnu/libc.so.6
+build/ehprof record -F 999 -q -o ehprof-demo.svg -- fio testdata/workloads/fio-cpu.job >/dev/null
+build/ehprof record -F 999 -q -o ehprof-demo.folded -- fio testdata/workloads/fio-cpu.job >/dev/null
+echo "flame graph: $(pwd)/ehprof-demo.svg  (open it in a browser: click to zoom, Ctrl-F to search)"
+echo "hottest stacks:"
+sort -t' ' -k2 -n -r ehprof-demo.folded | head -5 | cut -c1-160
