@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ehprof {
 
@@ -18,6 +19,22 @@ class Symbolizer {
   // the mapping's load bias). Must be safe to call from several threads.
   virtual std::optional<std::string> FunctionName(const std::string& path,
                                                   uint64_t elf_vaddr) = 0;
+
+  // What an address shows as in a profile, innermost first: the inline
+  // expansions that contain it (inlined = true), then the function itself,
+  // each with its source position when debug info has one. Empty when
+  // nothing is known. The default has no source information.
+  struct SourceFrame {
+    std::string function;  // raw (mangled) name
+    std::string file;      // empty when unknown
+    uint32_t line = 0;     // 0 when unknown
+    bool inlined = false;
+  };
+  virtual std::vector<SourceFrame> Frames(const std::string& path, uint64_t elf_vaddr) {
+    std::vector<SourceFrame> out;
+    if (auto name = FunctionName(path, elf_vaddr)) out.push_back({*name, "", 0, false});
+    return out;
+  }
 };
 
 }  // namespace ehprof
