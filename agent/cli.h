@@ -22,6 +22,7 @@ bool IsHelpFlag(std::string_view arg);
 // Subcommand entry points; args exclude the program and subcommand names.
 int RunTablesCommand(const std::vector<std::string>& args);
 int RunRecordCommand(const std::vector<std::string>& args);
+int RunCompareCommand(const std::vector<std::string>& args);
 
 }  // namespace ehprof
 

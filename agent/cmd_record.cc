@@ -23,6 +23,7 @@
 #include "agent/profile_resolver.h"
 #include "agent/recorder.h"
 #include "agent/stop_reasons.h"
+#include "agent/walk_compare.h"
 #include "symbolizer/symbol_cache.h"
 
 namespace ehprof {
@@ -50,6 +51,9 @@ options:
                      .folded/.collapsed -> folded, .pb.gz/.pprof -> pprof,
                      else perf-script)
   --fp-walk          with --unwinder both: write the frame-pointer walk
+  --compare FILE     with --unwinder both: write the FP-vs-CFI report
+  --diff-folded FILE with --unwinder both: "stack FP_COUNT CFI_COUNT" lines
+                     (a differential flame graph for flamegraph.pl)
   --table-memory MB  memory for unwind tables in BPF maps (default 64)
   -q                 no live status line
   -h, --help         this text
@@ -170,6 +174,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   o.live_status = isatty(STDERR_FILENO);
   std::string output = "ehprof.folded", format;
   bool use_fp_walk = false;
+  std::string compare_path, diff_path;
   uint64_t table_mb = 64;
   int targets = 0;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -214,6 +219,10 @@ int RunRecordCommand(const std::vector<std::string>& args) {
       o.live_status = false;
     } else if (a == "--fp-walk") {
       use_fp_walk = true;
+    } else if (a == "--compare") {
+      if (!value(&compare_path)) return UsageError("record", "--compare takes a file");
+    } else if (a == "--diff-folded") {
+      if (!value(&diff_path)) return UsageError("record", "--diff-folded takes a file");
     } else if (a == "-e") {
       if (!value(&v)) return UsageError("record", "-e takes an event");
       if (v == "cpu-clock") {
@@ -252,8 +261,9 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   if (targets == 0) return UsageError("record", "say what to profile: -- COMMAND, -p, -t or -a");
   if (targets > 1) return UsageError("record", "give one of -- COMMAND, -p, -t, -a");
   if (!o.user && !o.kernel) return UsageError("record", "-K and -U exclude each other");
-  if (use_fp_walk && o.unwinder != EHP_UNWINDER_BOTH) {
-    return UsageError("record", "--fp-walk needs --unwinder both");
+  if ((use_fp_walk || !compare_path.empty() || !diff_path.empty()) &&
+      o.unwinder != EHP_UNWINDER_BOTH) {
+    return UsageError("record", "--fp-walk, --compare and --diff-folded need --unwinder both");
   }
   if (format.empty()) {
     format = EndsWith(output, ".folded") || EndsWith(output, ".collapsed") ? "folded"
@@ -293,6 +303,26 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   SymbolCache symbols;
   std::vector<ResolvedSample> resolved = ResolveSamples(
       rec.samples(), *rec.tracker(), symbols, kallsyms.ok() ? &*kallsyms : nullptr, ro);
+  if (!compare_path.empty() || !diff_path.empty()) {
+    ResolveOptions other = ro;
+    other.use_fp_walk = !ro.use_fp_walk;
+    std::vector<ResolvedSample> second = ResolveSamples(
+        rec.samples(), *rec.tracker(), symbols, kallsyms.ok() ? &*kallsyms : nullptr, other);
+    const auto& cfi = ro.use_fp_walk ? second : resolved;
+    const auto& fp = ro.use_fp_walk ? resolved : second;
+    if (!compare_path.empty()) {
+      std::ofstream out(compare_path);
+      CallSiteChecker checker;
+      WriteComparisonReport(CompareWalks(cfi, fp, checker), out);
+      if (!out) std::fprintf(stderr, "ehprof record: cannot write %s\n", compare_path.c_str());
+    }
+    if (!diff_path.empty()) {
+      std::ofstream out(diff_path);
+      if (!WriteDiffFolded(cfi, fp, out).ok() || !out) {
+        std::fprintf(stderr, "ehprof record: cannot write %s\n", diff_path.c_str());
+      }
+    }
+  }
   if (!vdso_path.empty()) ::unlink(vdso_path.c_str());
   for (const std::string& w : symbols.TakeWarnings()) {
     std::fprintf(stderr, "ehprof: warning: %s\n", w.c_str());
