@@ -287,8 +287,10 @@ int RunRecordCommand(const std::vector<std::string>& args) {
 
   // Symbolize and write what was collected, whatever ended the recording.
   std::vector<uint8_t> vdso = ReadOwnVdso();
+  std::vector<std::string> resolve_warnings;
   ResolveOptions ro;
   ro.use_fp_walk = use_fp_walk;
+  ro.warnings = &resolve_warnings;
   std::string vdso_path;
   if (!vdso.empty()) {
     vdso_path = absl::StrCat("/tmp/ehprof-vdso-", getpid(), ".so");
@@ -324,6 +326,9 @@ int RunRecordCommand(const std::vector<std::string>& args) {
     }
   }
   if (!vdso_path.empty()) ::unlink(vdso_path.c_str());
+  for (const std::string& w : resolve_warnings) {
+    std::fprintf(stderr, "ehprof: warning: %s\n", w.c_str());
+  }
   for (const std::string& w : symbols.TakeWarnings()) {
     std::fprintf(stderr, "ehprof: warning: %s\n", w.c_str());
   }

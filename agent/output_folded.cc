@@ -45,6 +45,7 @@ std::string FoldedFrameName(const ResolvedFrame& frame) {
     name = Sanitize(base);
   }
   if (frame.inlined) return absl::StrCat(name, "_[i]");
+  if (frame.jit) return absl::StrCat(name, "_[j]");
   if (frame.kernel) return absl::StrCat(name, "_[k]");
   return name;
 }

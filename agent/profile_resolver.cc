@@ -2,6 +2,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "symbolizer/perf_map.h"
 
 namespace ehprof {
 namespace {
@@ -51,11 +52,31 @@ class Resolver {
     f.dso = kUnknown;
     f.symbol = kUnknown;
     auto r = tracker_.Resolve(raw.pid, raw.time_ns, site);
-    if (!r) return f;
+    if (!r || r->mapping->path == "//anon") {
+      // JIT code: anonymous memory, named (if at all) by the JIT's perf map.
+      if (auto name = PerfMapOf(raw.pid).Find(site)) {
+        f.symbol = *name;
+        f.dso = absl::StrCat("/tmp/perf-", raw.pid, ".map");
+        f.jit = true;
+      } else if (r) {
+        f.dso = "[anon]";
+      }
+      return f;
+    }
     f.addr = r->elf_vaddr;
     f.dso = r->mapping->path;
     f.symbol = Symbol(f.dso, f.addr);
     return f;
+  }
+
+  const PerfMap& PerfMapOf(uint32_t pid) {
+    auto it = perf_maps_.find(pid);
+    if (it == perf_maps_.end()) {
+      std::string warning;
+      it = perf_maps_.emplace(pid, PerfMap::Load(pid, &warning)).first;
+      if (!warning.empty() && options_.warnings) options_.warnings->push_back(warning);
+    }
+    return it->second;
   }
 
   const std::string& Symbol(const std::string& path, uint64_t vaddr) {
@@ -76,6 +97,7 @@ class Resolver {
   const Kallsyms* kernel_;
   const ResolveOptions& options_;
   absl::flat_hash_map<std::pair<std::string, uint64_t>, std::string> cache_;
+  absl::flat_hash_map<uint32_t, PerfMap> perf_maps_;
 };
 
 }  // namespace

@@ -18,6 +18,7 @@ struct ResolvedFrame {
   std::string dso;     // file path, "[kernel.kallsyms]", "[vdso]", "[unknown]"
   bool kernel = false;
   bool inlined = false;  // an inline expansion of the frame below it
+  bool jit = false;      // named from /tmp/perf-PID.map
 };
 
 struct ResolvedSample {

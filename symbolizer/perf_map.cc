@@ -1,0 +1,79 @@
+#include "symbolizer/perf_map.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace ehprof {
+namespace {
+
+constexpr size_t kMaxFileBytes = 256u << 20;  // a runaway JIT log stays bounded
+
+bool ParseHex(std::string_view s, uint64_t* out) {
+  if (s.empty() || s.size() > 16) return false;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  return absl::SimpleHexAtoi(absl::string_view(s.data(), s.size()), out);
+}
+
+}  // namespace
+
+PerfMap PerfMap::Parse(std::string_view text) {
+  PerfMap m;
+  size_t order = 0;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    size_t a = line.find(' ');
+    size_t b = a == std::string_view::npos ? a : line.find(' ', a + 1);
+    uint64_t start = 0, size = 0;
+    if (b == std::string_view::npos || !ParseHex(line.substr(0, a), &start) ||
+        !ParseHex(line.substr(a + 1, b - a - 1), &size) || size == 0 || b + 1 >= line.size() ||
+        start + size < start) {
+      ++m.bad_lines_;
+      continue;
+    }
+    m.entries_.push_back({start, start + size, order++, std::string(line.substr(b + 1))});
+  }
+  std::sort(m.entries_.begin(), m.entries_.end(), [](const Entry& x, const Entry& y) {
+    return x.start != y.start ? x.start < y.start : x.order < y.order;
+  });
+  return m;
+}
+
+PerfMap PerfMap::Load(uint32_t pid, std::string* warning) {
+  const std::string path = absl::StrCat("/tmp/perf-", pid, ".map");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return PerfMap();
+  std::string text;
+  text.resize(kMaxFileBytes);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  PerfMap m = Parse(text);
+  if (m.bad_lines_ && warning) {
+    *warning = absl::StrCat(path, ": ", m.bad_lines_, " malformed lines skipped");
+  }
+  return m;
+}
+
+std::optional<std::string> PerfMap::Find(uint64_t addr) const {
+  // Entries may overlap (replaced code): take the latest-written one that
+  // covers addr among those starting at or before it.
+  auto it = std::upper_bound(entries_.begin(), entries_.end(), addr,
+                             [](uint64_t a, const Entry& e) { return a < e.start; });
+  const Entry* best = nullptr;
+  // Bounded look-back: overlapping JIT entries are few.
+  for (int steps = 0; it != entries_.begin() && steps < 64; ++steps) {
+    --it;
+    if (addr < it->end && (!best || it->order > best->order)) best = &*it;
+  }
+  if (!best) return std::nullopt;
+  return best->name;
+}
+
+}  // namespace ehprof

@@ -1,0 +1,41 @@
+// JIT symbols from /tmp/perf-PID.map, the file JITs (V8, the JVM with
+// perf-map-agent, LuaJIT, ...) write for perf: "START SIZE name" a line,
+// hex without 0x, runtime addresses.
+#ifndef EHPROF_SYMBOLIZER_PERF_MAP_H_
+#define EHPROF_SYMBOLIZER_PERF_MAP_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ehprof {
+
+class PerfMap {
+ public:
+  // Parses the text; lines that are not "HEX HEX name" are skipped and
+  // counted (a JIT may be writing the file while we read it).
+  static PerfMap Parse(std::string_view text);
+  // /tmp/perf-PID.map; an empty map when there is none.
+  static PerfMap Load(uint32_t pid, std::string* warning);
+
+  // The symbol covering the runtime address; later lines win over earlier
+  // ones for the same address (JITs append when code is replaced).
+  std::optional<std::string> Find(uint64_t addr) const;
+  size_t size() const { return entries_.size(); }
+  size_t bad_lines() const { return bad_lines_; }
+
+ private:
+  struct Entry {
+    uint64_t start, end;
+    size_t order;
+    std::string name;
+  };
+  std::vector<Entry> entries_;  // sorted by start
+  size_t bad_lines_ = 0;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_SYMBOLIZER_PERF_MAP_H_

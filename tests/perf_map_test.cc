@@ -1,0 +1,40 @@
+#include "symbolizer/perf_map.h"
+
+#include "gtest/gtest.h"
+
+namespace ehprof {
+namespace {
+
+TEST(PerfMap, FindsTheEntryCoveringAnAddress) {
+  PerfMap m = PerfMap::Parse("7f0000001000 40 LazyCompile:~foo script.js:1\n"
+                             "7f0000001040 20 bar\n");
+  EXPECT_EQ(m.size(), 2u);
+  EXPECT_EQ(m.Find(0x7f0000001000), "LazyCompile:~foo script.js:1");
+  EXPECT_EQ(m.Find(0x7f000000103f), "LazyCompile:~foo script.js:1");
+  EXPECT_EQ(m.Find(0x7f0000001050), "bar");
+  EXPECT_EQ(m.Find(0x7f0000001060), std::nullopt);
+  EXPECT_EQ(m.Find(0x1000), std::nullopt);
+}
+
+TEST(PerfMap, LaterEntriesWinForReplacedCode) {
+  PerfMap m = PerfMap::Parse("1000 100 old\n1000 100 new\n");
+  EXPECT_EQ(m.Find(0x1010), "new");
+}
+
+TEST(PerfMap, BrokenLinesAreSkippedAndCounted) {
+  PerfMap m = PerfMap::Parse("garbage\n1000 zz name\n1000 0 empty\n2000 10\n"
+                             "ffffffffffffffff 10 wraps\n3000 10 ok\r\n12345678901234567 1 long\n");
+  EXPECT_EQ(m.size(), 1u);
+  EXPECT_EQ(m.bad_lines(), 6u);
+  EXPECT_EQ(m.Find(0x3005), "ok");
+}
+
+TEST(PerfMap, MissingFileIsEmpty) {
+  std::string warning;
+  PerfMap m = PerfMap::Load(0xfffffffe, &warning);
+  EXPECT_EQ(m.size(), 0u);
+  EXPECT_TRUE(warning.empty());
+}
+
+}  // namespace
+}  // namespace ehprof
