@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -87,7 +88,9 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
   } sizes[] = {{skel->maps.tables, z.tables},   {skel->maps.pages, z.pages},
                {skel->maps.buckets, z.pages},   {skel->maps.rows, z.row_chunks},
                {skel->maps.palettes, z.palette_chunks}, {skel->maps.rules, z.rules},
-               {skel->maps.procs, z.procs},     {skel->maps.events, z.ringbuf_bytes}};
+               {skel->maps.procs, z.procs},     {skel->maps.events, z.ringbuf_bytes},
+               {skel->maps.verify_scratch,
+                o.config.verify_every ? static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())) : 1u}};
   for (auto& s : sizes) {
     if (int err = bpf_map__set_max_entries(s.map, s.entries)) {
       return absl::InternalError(absl::StrCat("sizing BPF map ", bpf_map__name(s.map), ": ",

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "agent/profile_resolver.h"
 #include "agent/recorder.h"
 #include "agent/stop_reasons.h"
+#include "agent/verify.h"
 #include "agent/walk_compare.h"
 #include "symbolizer/symbol_cache.h"
 
@@ -55,6 +57,10 @@ options:
   --diff-folded FILE with --unwinder both: "stack FP_COUNT CFI_COUNT" lines
                      (a differential flame graph for flamegraph.pl)
   --table-memory MB  memory for unwind tables in BPF maps (default 64)
+  --verify[=N]       also capture registers and 64 KiB of stack for every
+                     Nth sample (default 10), unwind that copy with libdwfl
+                     and report how the in-kernel walk agrees, frame by frame
+  --verify-report F  write that report to F (default: stderr)
   -q                 no live status line
   -h, --help         this text
 )";
@@ -174,7 +180,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   o.live_status = isatty(STDERR_FILENO);
   std::string output = "ehprof.folded", format;
   bool use_fp_walk = false;
-  std::string compare_path, diff_path;
+  std::string compare_path, diff_path, verify_path;
   uint64_t table_mb = 64;
   int targets = 0;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -219,6 +225,14 @@ int RunRecordCommand(const std::vector<std::string>& args) {
       o.live_status = false;
     } else if (a == "--fp-walk") {
       use_fp_walk = true;
+    } else if (a == "--verify") {
+      o.verify_every = 10;
+    } else if (a.rfind("--verify=", 0) == 0) {
+      if (!absl::SimpleAtoi(a.substr(9), &o.verify_every) || o.verify_every == 0) {
+        return UsageError("record", "--verify=N takes a positive N");
+      }
+    } else if (a == "--verify-report") {
+      if (!value(&verify_path)) return UsageError("record", "--verify-report takes a file");
     } else if (a == "--compare") {
       if (!value(&compare_path)) return UsageError("record", "--compare takes a file");
     } else if (a == "--diff-folded") {
@@ -323,6 +337,18 @@ int RunRecordCommand(const std::vector<std::string>& args) {
       if (!WriteDiffFolded(cfi, fp, out).ok() || !out) {
         std::fprintf(stderr, "ehprof record: cannot write %s\n", diff_path.c_str());
       }
+    }
+  }
+  if (!rec.captures().empty()) {
+    VerifyResult vr = VerifyWalks(rec.samples(), rec.captures(), *rec.tracker());
+    if (verify_path.empty()) {
+      std::ostringstream text;
+      WriteVerifyReport(vr, text);
+      std::fputs(text.str().c_str(), stderr);
+    } else {
+      std::ofstream out(verify_path);
+      WriteVerifyReport(vr, out);
+      if (!out) std::fprintf(stderr, "ehprof record: cannot write %s\n", verify_path.c_str());
     }
   }
   if (!vdso_path.empty()) ::unlink(vdso_path.c_str());

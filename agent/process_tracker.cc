@@ -166,19 +166,26 @@ std::vector<uint32_t> ProcessTracker::live_pids() const {
   return std::vector<uint32_t>(live_.begin(), live_.end());
 }
 
-std::optional<ResolvedAddr> ProcessTracker::Resolve(uint32_t pid, uint64_t time_ns,
-                                                    uint64_t addr) const {
+const std::vector<TrackedMapping>* ProcessTracker::MappingsAt(uint32_t pid,
+                                                             uint64_t time_ns) const {
   auto it = history_.find(pid);
-  if (it == history_.end() || it->second.empty()) return std::nullopt;
+  if (it == history_.end() || it->second.empty()) return nullptr;
   const auto& snaps = it->second;
   // The latest snapshot taken before the sample; samples that beat the
   // first snapshot (a new process) use the first.
   auto s = std::upper_bound(snaps.begin(), snaps.end(), time_ns,
                             [](uint64_t t, const Snapshot& x) { return t < x.from_ns; });
-  const Snapshot& snap = s == snaps.begin() ? *s : *std::prev(s);
-  auto m = std::upper_bound(snap.mappings.begin(), snap.mappings.end(), addr,
+  return &(s == snaps.begin() ? *s : *std::prev(s)).mappings;
+}
+
+std::optional<ResolvedAddr> ProcessTracker::Resolve(uint32_t pid, uint64_t time_ns,
+                                                    uint64_t addr) const {
+  const std::vector<TrackedMapping>* mappings = MappingsAt(pid, time_ns);
+  if (!mappings) return std::nullopt;
+  const auto& snap = *mappings;
+  auto m = std::upper_bound(snap.begin(), snap.end(), addr,
                             [](uint64_t a, const TrackedMapping& x) { return a < x.start; });
-  if (m == snap.mappings.begin()) return std::nullopt;
+  if (m == snap.begin()) return std::nullopt;
   --m;
   if (addr >= m->end) return std::nullopt;
   return ResolvedAddr{&*m, addr - m->bias};

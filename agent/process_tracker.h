@@ -45,6 +45,8 @@ class ProcessTracker {
   bool tracking(uint32_t pid) const { return live_.count(pid) > 0; }
   std::vector<uint32_t> live_pids() const;
 
+  // The executable mappings of pid in force at time_ns (empty if unknown).
+  const std::vector<TrackedMapping>* MappingsAt(uint32_t pid, uint64_t time_ns) const;
   // addr as mapped in pid at time_ns; nullopt when no mapping holds it.
   std::optional<ResolvedAddr> Resolve(uint32_t pid, uint64_t time_ns, uint64_t addr) const;
   std::vector<std::string> TakeWarnings();

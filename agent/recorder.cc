@@ -200,7 +200,26 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       s.user_fp.assign(frames + ev.n_kernel + ev.n_user, frames + n);
       if (s.stop_reason == EHP_STOP_END_OF_STACK) ++complete_;
       if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
+      last_sample_on_cpu_[s.cpu] = samples_.size();
       samples_.push_back(std::move(s));
+      break;
+    }
+    case EHP_EVENT_VERIFY: {
+      ehp_verify v;
+      if (size < sizeof(ev) + sizeof(v)) return;
+      std::memcpy(&v, static_cast<const uint8_t*>(data) + sizeof(ev), sizeof(v));
+      if (sizeof(ev) + sizeof(v) + v.stack_len > size) return;
+      // Sent right after its sample, on the same CPU.
+      auto it = last_sample_on_cpu_.find(ev.cpu);
+      if (it == last_sample_on_cpu_.end()) return;
+      const RawSample& s = samples_[it->second];
+      if (s.time_ns != ev.time_ns || s.tid != ev.tid) return;
+      VerifyCapture c;
+      c.sample = it->second;
+      std::memcpy(c.regs, v.regs, sizeof(c.regs));
+      const auto* stack = static_cast<const uint8_t*>(data) + sizeof(ev) + sizeof(v);
+      c.stack.assign(stack, stack + v.stack_len);
+      captures_.push_back(std::move(c));
       break;
     }
     case EHP_EVENT_EXEC:
@@ -286,6 +305,7 @@ absl::Status Recorder::Run() {
   so.config.filter_pids = !options_.all;
   so.config.max_frames = EHP_MAX_USER_FRAMES;
   so.config.self_pid = static_cast<uint32_t>(getpid());
+  so.config.verify_every = options_.verify_every;
   so.sizes = options_.sizes;
   so.frequency_hz = options_.frequency_hz;
   so.event_type = options_.event_type;

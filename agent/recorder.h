@@ -34,6 +34,7 @@ struct RecordOptions {
   uint64_t event_config = 0;          // PERF_COUNT_SW_CPU_CLOCK
   MapSizes sizes;
   bool live_status = false;           // a one-line status on stderr
+  uint32_t verify_every = 0;          // --verify: capture every Nth sample
 };
 
 struct RawSample {
@@ -44,6 +45,13 @@ struct RawSample {
   uint32_t flags = 0;
   uint32_t bpf_ns = 0;      // the BPF program's own time for this sample
   std::vector<uint64_t> kernel, user, user_fp;  // user frames carry EHP_FRAME_* bits
+};
+
+// --verify: the registers and stack copy of one sample.
+struct VerifyCapture {
+  size_t sample = 0;  // index into samples()
+  uint64_t regs[EHP_REG_RIP + 1] = {};
+  std::vector<uint8_t> stack;
 };
 
 struct RecordSummary {
@@ -70,6 +78,7 @@ class Recorder {
   // Records; the samples collected so far are kept whatever the result.
   absl::Status Run();
   const std::vector<RawSample>& samples() const { return samples_; }
+  const std::vector<VerifyCapture>& captures() const { return captures_; }
   const ProcessTracker* tracker() const { return tracker_.get(); }
   const RecordSummary& summary() const { return summary_; }
   std::vector<std::string> TakeWarnings();
@@ -89,6 +98,9 @@ class Recorder {
   std::unique_ptr<FileTables> files_;
   std::unique_ptr<ProcessTracker> tracker_;
   std::vector<RawSample> samples_;
+  std::vector<VerifyCapture> captures_;
+  // The sample index of each CPU's latest sample: its VERIFY event follows.
+  std::map<uint32_t, size_t> last_sample_on_cpu_;
   std::set<uint32_t> to_refresh_, to_exit_, followed_;
   // Re-reads due after an exec, while ld.so maps the libraries: time -> pid.
   std::multimap<uint64_t, uint32_t> followups_;

@@ -201,6 +201,18 @@ enum ehp_event_kind {
 	EHP_EVENT_EXEC = 4,
 	EHP_EVENT_EXIT = 5,
 	EHP_EVENT_FORK = 6,        /* a followed process forked */
+	EHP_EVENT_VERIFY = 7,      /* registers + stack copy of the sample before it */
+};
+
+/* --verify: every cfg.verify_every-th sample is followed by a VERIFY event
+ * (struct ehp_event, then this, then stack_len bytes of the user stack from
+ * regs[EHP_REG_RSP]) for an unwind in user space with libdwfl. */
+#define EHP_VERIFY_STACK_MAX (64 * 1024)
+#define EHP_VERIFY_PAGES (EHP_VERIFY_STACK_MAX / 4096 + 1)
+struct ehp_verify {
+	ehp_u64 regs[EHP_REG_RIP + 1]; /* DWARF numbering */
+	ehp_u32 stack_len;
+	ehp_u32 pad;
 };
 
 enum ehp_sample_flags {
@@ -246,6 +258,8 @@ struct ehp_config {
 	ehp_u32 filter_pids;  /* only pids in the targets map */
 	ehp_u32 max_frames;   /* <= EHP_MAX_USER_FRAMES */
 	ehp_u32 self_pid;     /* never sampled */
+	ehp_u32 verify_every; /* 0: off; N: capture every Nth sample (per CPU) */
+	ehp_u32 pad;
 };
 
 #endif /* EHPROF_BPF_EHPROF_ABI_H_ */

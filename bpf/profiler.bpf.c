@@ -115,6 +115,7 @@ struct scratch {
 	__u64 win_lo;
 	__u32 win_len;
 	__u32 pad;
+	__u64 leaf_regs[EHP_REG_RIP + 1];
 	__u8 win[STACK_WINDOW];
 };
 struct {
@@ -123,6 +124,26 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
+
+/* --verify's capture: event header, registers and up to 64 KiB of stack. */
+struct verify_scratch {
+	struct ehp_event ev;
+	struct ehp_verify v;
+	/* A page of slack past EHP_VERIFY_STACK_MAX lets every copy be a masked
+	 * offset plus at most a page, bounds the verifier can follow; only
+	 * EHP_VERIFY_STACK_MAX bytes are sent. */
+	__u8 stack[EHP_VERIFY_STACK_MAX + 4096];
+	__u64 counter; /* samples seen on this CPU */
+};
+/* A plain array indexed by CPU: per-CPU map values are capped at 32 KiB.
+ * Safe without locking: the sampler runs with preemption off. User space
+ * sizes it to the possible CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct verify_scratch);
+} verify_scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -505,6 +526,56 @@ EHP_INLINE int load_user_regs(struct bpf_perf_event_data *ctx, struct scratch *s
 	return s->pc != 0;
 }
 
+/* Copies the user stack from sp upwards, a page at a time (a read that
+ * would cross into an unmapped page fails whole), up to the stack top or
+ * EHP_VERIFY_STACK_MAX bytes. */
+struct copy_ctx {
+	struct verify_scratch *vs;
+	__u64 sp;
+	__u32 len;
+};
+
+static long copy_stack_page(__u32 i, void *data)
+{
+	struct copy_ctx *c = data;
+	__u32 off = c->len;
+	if (off >= EHP_VERIFY_STACK_MAX)
+		return 1;
+	__u64 addr = c->sp + off;
+	__u32 chunk = 4096 - (__u32)(addr & 4095);
+	off &= EHP_VERIFY_STACK_MAX - 1;
+	chunk &= 8191;
+	if (chunk == 0 || chunk > 4096)
+		return 1;
+	if (bpf_probe_read_user(&c->vs->stack[off], chunk, (void *)addr))
+		return 1;
+	c->len = off + chunk;
+	return 0;
+}
+
+EHP_INLINE void capture_for_verify(struct scratch *s, __u64 rsp)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct verify_scratch *vs = bpf_map_lookup_elem(&verify_scratch, &cpu);
+	if (!vs)
+		return;
+	if (vs->counter++ % cfg.verify_every)
+		return;
+	__builtin_memcpy(&vs->ev, &s->ev, sizeof(vs->ev));
+	vs->ev.kind = EHP_EVENT_VERIFY;
+	__builtin_memcpy(vs->v.regs, s->regs, sizeof(vs->v.regs));
+	vs->v.regs[EHP_REG_RSP] = rsp;
+	struct copy_ctx c = {.vs = vs, .sp = rsp};
+	bpf_loop(EHP_VERIFY_PAGES, copy_stack_page, &c, 0);
+	__u32 len = c.len > EHP_VERIFY_STACK_MAX ? EHP_VERIFY_STACK_MAX : c.len;
+	vs->v.stack_len = len;
+	__u64 size = sizeof(vs->ev) + sizeof(vs->v) + (len & (EHP_VERIFY_STACK_MAX * 2 - 1));
+	if (size > sizeof(vs->ev) + sizeof(vs->v) + EHP_VERIFY_STACK_MAX)
+		size = sizeof(vs->ev) + sizeof(vs->v) + EHP_VERIFY_STACK_MAX;
+	if (bpf_ringbuf_output(&events, vs, size, 0))
+		count(EHP_STAT_EVENT_DROPS);
+}
+
 /* Saves the leaf registers so a second walk can start from them. */
 struct leaf {
 	__u64 rsp, rbp, pc;
@@ -556,6 +627,9 @@ int ehprof_sample(struct bpf_perf_event_data *ctx)
 			s->ev.stop_reason = EHP_STOP_NO_USER_STACK;
 		} else {
 			struct leaf leaf = {s->regs[EHP_REG_RSP], s->regs[EHP_REG_RBP], s->pc};
+			/* --verify needs the leaf registers; the walk overwrites them. */
+			if (cfg.verify_every)
+				__builtin_memcpy(s->leaf_regs, s->regs, sizeof(s->leaf_regs));
 			push_frame(&w, s->pc | EHP_FRAME_EXACT);
 			if (cfg.unwinder != EHP_UNWINDER_FP) {
 				w.proc = bpf_map_lookup_elem(&procs, &pid);
@@ -591,6 +665,10 @@ int ehprof_sample(struct bpf_perf_event_data *ctx)
 	s->ev.bpf_ns = (__u32)(bpf_ktime_get_ns() - started);
 	if (bpf_ringbuf_output(&events, s, size, 0))
 		count(EHP_STAT_RINGBUF_DROPS);
+	else if (cfg.verify_every && nu > 0) {
+		__builtin_memcpy(s->regs, s->leaf_regs, sizeof(s->regs));
+		capture_for_verify(s, s->leaf_regs[EHP_REG_RSP]);
+	}
 	return 0;
 }
 
