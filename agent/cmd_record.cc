@@ -21,6 +21,7 @@
 #include "agent/output_perf_script.h"
 #include "agent/output_pprof.h"
 #include "agent/output_svg.h"
+#include "agent/output_text.h"
 #include "agent/profile_resolver.h"
 #include "agent/recorder.h"
 #include "agent/stop_reasons.h"
@@ -48,7 +49,7 @@ options:
   --unwinder U       dwarf (default: CFI, frame pointers where no CFI),
                      fp (frame pointers only), both (record both walks)
   -o FILE            output file (default ehprof.folded)
-  --format F         svg | folded | perf-script | pprof (default: from the
+  --format F         svg | folded | perf-script | pprof | text (default: from the
                      -o extension: .svg -> svg (an interactive flame graph),
                      .folded/.collapsed -> folded, .pb.gz/.pprof -> pprof,
                      else perf-script)
@@ -152,6 +153,8 @@ absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::
       st = WriteFolded(samples, out);
     } else if (format == "pprof") {
       st = WritePprof(samples, out, pprof);
+    } else if (format == "text") {
+      st = WriteText(samples, out);
     } else if (format == "svg") {
       FlameGraphOptions fg;
       fg.title = absl::StrCat("ehprof: ", samples.size(), " samples");
@@ -261,8 +264,8 @@ int RunRecordCommand(const std::vector<std::string>& args) {
       if (!value(&output) || output.empty()) return UsageError("record", "-o takes a file");
     } else if (a == "--format") {
       if (!value(&format) || (format != "folded" && format != "perf-script" && format != "pprof" &&
-                              format != "svg")) {
-        return UsageError("record", "--format takes svg, folded, perf-script or pprof");
+                              format != "svg" && format != "text")) {
+        return UsageError("record", "--format takes svg, folded, perf-script, pprof or text");
       }
     } else if (a == "--table-memory") {
       if (!value(&v) || !absl::SimpleAtoi(v, &table_mb) || table_mb < 4 || table_mb > 65536) {

@@ -37,6 +37,7 @@ class Resolver {
     if (kernel_) {
       if (auto sym = kernel_->Find(addr)) {
         f.symbol = sym->name;
+        f.symbol_start = sym->start;
         if (!sym->module.empty()) f.dso = absl::StrCat("[", sym->module, "]");
       }
     }
@@ -66,6 +67,10 @@ class Resolver {
     f.addr = r->elf_vaddr;
     f.dso = r->mapping->path;
     f.symbol = Symbol(f.dso, f.addr);
+    if (f.symbol != kUnknown) {
+      const std::string& file = SymbolFile(f.dso);
+      if (!file.empty()) f.symbol_start = symbols_.FunctionStart(file, f.addr).value_or(0);
+    }
     return f;
   }
 
@@ -84,12 +89,19 @@ class Resolver {
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
     std::string name = kUnknown;
-    auto alias = options_.symbol_file_alias.find(path);
-    const std::string& file = alias == options_.symbol_file_alias.end() ? path : alias->second;
-    if (!file.empty() && file[0] == '/') {
+    const std::string& file = SymbolFile(path);
+    if (!file.empty()) {
       if (auto n = symbols_.FunctionName(file, vaddr)) name = *n;
     }
     return cache_.emplace(key, std::move(name)).first->second;
+  }
+
+  // The file to read symbols from for a mapping path ("" when none).
+  const std::string& SymbolFile(const std::string& path) {
+    static const std::string kNone;
+    auto alias = options_.symbol_file_alias.find(path);
+    const std::string& file = alias == options_.symbol_file_alias.end() ? path : alias->second;
+    return !file.empty() && file[0] == '/' ? file : kNone;
   }
 
   const ProcessTracker& tracker_;

@@ -41,6 +41,12 @@ void SymbolCache::Load(const std::string& path, Slot* slot) {
 }
 
 std::optional<std::string> SymbolCache::Symbolize(const std::string& path, uint64_t vaddr) {
+  auto sym = Lookup(path, vaddr);
+  if (!sym) return std::nullopt;
+  return std::move(sym->name);
+}
+
+std::optional<ElfSymbol> SymbolCache::Lookup(const std::string& path, uint64_t vaddr) {
   Get(path);
   std::shared_ptr<Slot> slot;
   {
@@ -55,7 +61,7 @@ std::optional<std::string> SymbolCache::Symbolize(const std::string& path, uint6
   }
   for (const auto& t : {debug, table}) {
     if (!t) continue;
-    if (std::optional<ElfSymbol> sym = t->Find(vaddr)) return std::move(sym->name);
+    if (std::optional<ElfSymbol> sym = t->Find(vaddr)) return sym;
   }
   return std::nullopt;
 }

@@ -24,6 +24,12 @@ class SymbolCache : public Symbolizer {
   // nullopt when the file cannot be read or no symbol covers `vaddr`. A file
   // that fails to load is tried once; its error goes to TakeWarnings().
   std::optional<std::string> Symbolize(const std::string& path, uint64_t vaddr);
+  // The symbol holding vaddr: the debug file's first, then the file's own.
+  std::optional<ElfSymbol> Lookup(const std::string& path, uint64_t vaddr);
+  std::optional<uint64_t> FunctionStart(const std::string& path, uint64_t elf_vaddr) override {
+    auto sym = Lookup(path, elf_vaddr);
+    return sym ? std::optional<uint64_t>(sym->start) : std::nullopt;
+  }
   std::optional<std::string> FunctionName(const std::string& path,
                                           uint64_t elf_vaddr) override {
     return Symbolize(path, elf_vaddr);

@@ -20,6 +20,11 @@ class Symbolizer {
   virtual std::optional<std::string> FunctionName(const std::string& path,
                                                   uint64_t elf_vaddr) = 0;
 
+  // The first address of the function holding `elf_vaddr`, when known.
+  virtual std::optional<uint64_t> FunctionStart(const std::string& path, uint64_t elf_vaddr) {
+    return std::nullopt;
+  }
+
   // What an address shows as in a profile, innermost first: the inline
   // expansions that contain it (inlined = true), then the function itself,
   // each with its source position when debug info has one. Empty when
