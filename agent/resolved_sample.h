@@ -16,12 +16,12 @@ struct ResolvedFrame {
   uint64_t addr = 0;
   std::string symbol;  // "[unknown]" when there is none
   std::string dso;     // file path, "[kernel.kallsyms]", "[vdso]", "[unknown]"
-  uint64_t symbol_start = 0;  // the symbol's first address (0: unknown)
-  std::string src_file;       // source position, when debug info has one
-  uint32_t line = 0;
   bool kernel = false;
   bool inlined = false;  // an inline expansion of the frame below it
   bool jit = false;      // named from /tmp/perf-PID.map
+  uint64_t symbol_start = 0;  // the symbol's first address (0: unknown)
+  std::string src_file;       // source position, when debug info has one
+  uint32_t line = 0;
 };
 
 struct ResolvedSample {
