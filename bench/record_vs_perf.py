@@ -83,7 +83,7 @@ def main():
             summary = " ".join(l for l in r.stderr.splitlines() if l.startswith("ehprof:"))
             bpf = re.search(r"median ([\d.]+) us, p90 ([\d.]+) us, p99 ([\d.]+) us; (\d+) bytes", summary)
             mean = re.search(r"mean ([\d.]+) us over", summary)
-            cpu = re.search(r"own CPU time ([\d.]+)%", summary)
+            cpu = re.search(r"own CPU time while recording ([\d.]+)%", summary)
             print(f"ehprof run {i}: samples={s1['samples']} complete={s1['complete_pct']}% "
                   f"callsite={s1['callsite_pct']}% agree={s1['agree_pct']}%/{s2['agree_pct']}% "
                   f"bpf_median_us={bpf.group(1) if bpf else '?'} p90={bpf.group(2) if bpf else '?'} "
