@@ -98,7 +98,7 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
     }
   }
   if (int err = ehprof_bpf__load(skel)) {
-    if (geteuid() == 0) {
+    if (geteuid() == 0 && err != -EPERM && err != EPERM) {
       return absl::InternalError(absl::StrCat(
           "loading the BPF programs: ", Errno(err),
           " (the verifier rejected them or the kernel lacks a feature; libbpf printed its log above)"));

@@ -1,5 +1,6 @@
 // `ehprof record`: sample, unwind in BPF, write the profile.
 #include <linux/perf_event.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -144,7 +145,11 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
 // a failed write never leaves a truncated profile under the final name.
 absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::string& path,
                          const std::string& format, const PprofOptions& pprof) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  // A device or pipe (-o /dev/null, -o /dev/stdout) is written in place:
+  // renaming a file over it would replace the device.
+  struct stat st;
+  const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  const std::string tmp = special ? path : absl::StrCat(path, ".tmp.", getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
@@ -169,7 +174,7 @@ absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::
                                               std::strerror(errno), "; partial output kept there"));
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (!special && std::rename(tmp.c_str(), path.c_str()) != 0) {
     return absl::PermissionDeniedError(absl::StrCat("cannot rename ", tmp, " to ", path, ": ",
                                                     std::strerror(errno), "; the profile is in ", tmp));
   }

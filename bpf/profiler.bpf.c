@@ -497,7 +497,8 @@ EHP_INLINE int load_user_regs(struct bpf_perf_event_data *ctx, struct scratch *s
 	/* Context loads must be full width; volatile keeps clang from
 	 * narrowing this one to the bits it tests. */
 	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
-	if ((cs & 3) == 3)
+	int user_mode = (cs & 3) == 3;
+	if (user_mode)
 		s->ev.flags |= EHP_SAMPLE_USER_MODE;
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!r)
@@ -521,7 +522,11 @@ EHP_INLINE int load_user_regs(struct bpf_perf_event_data *ctx, struct scratch *s
 	s->regs[EHP_REG_RIP] = r->ip;
 	s->valid = ALL_REGS;
 	s->pc = s->regs[EHP_REG_RIP];
-	s->exact = 1;
+	/* Inside a syscall (orig_ax holds its number, not -1) the user pc is
+	 * the instruction after `syscall`, which may lie past the end of its
+	 * function's FDE (__restore_rt's rt_sigreturn): look it up at pc - 1
+	 * like a return address. Interrupted user code keeps its exact pc. */
+	s->exact = user_mode || (__s64)r->orig_ax < 0;
 	s->win_len = 0;
 	return s->pc != 0;
 }

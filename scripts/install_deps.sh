@@ -8,7 +8,7 @@ PKGS=(
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang llvm libclang-rt-14-dev libbpf-dev bpftool
   linux-perf fio libc6-dbg libllvm15 python3.11 libssl3 gdb
-  golang-go chromium fonts-dejavu-core
+  golang-go chromium fonts-dejavu-core debuginfod
 )
 missing=()
 for p in "${PKGS[@]}"; do
