@@ -28,7 +28,7 @@
 #include "agent/stop_reasons.h"
 #include "agent/verify.h"
 #include "agent/walk_compare.h"
-#include "symbolizer/symbol_cache.h"
+#include "symbolizer/dwarf_symbolizer.h"
 
 namespace ehprof {
 namespace {
@@ -58,6 +58,7 @@ options:
   --compare FILE     with --unwinder both: write the FP-vs-CFI report
   --diff-folded FILE with --unwinder both: "stack FP_COUNT CFI_COUNT" lines
                      (a differential flame graph for flamegraph.pl)
+  --no-demangle      keep C++ names as the binaries spell them
   --table-memory MB  memory for unwind tables in BPF maps (default 64)
   --verify[=N]       also capture registers and 64 KiB of stack for every
                      Nth sample (default 10), unwind that copy with libdwfl
@@ -188,6 +189,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   o.live_status = isatty(STDERR_FILENO);
   std::string output = "ehprof.folded", format;
   bool use_fp_walk = false;
+  bool demangle = true;
   std::string compare_path, diff_path, verify_path;
   uint64_t table_mb = 64;
   int targets = 0;
@@ -231,6 +233,8 @@ int RunRecordCommand(const std::vector<std::string>& args) {
       o.kernel = false;
     } else if (a == "-q") {
       o.live_status = false;
+    } else if (a == "--no-demangle") {
+      demangle = false;
     } else if (a == "--fp-walk") {
       use_fp_walk = true;
     } else if (a == "--verify") {
@@ -312,6 +316,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   std::vector<std::string> resolve_warnings;
   ResolveOptions ro;
   ro.use_fp_walk = use_fp_walk;
+  ro.demangle = demangle;
   ro.warnings = &resolve_warnings;
   std::string vdso_path;
   if (!vdso.empty()) {
@@ -324,7 +329,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "ehprof: warning: kernel symbols unavailable: %s\n",
                  std::string(kallsyms.status().message()).c_str());
   }
-  SymbolCache symbols;
+  DwarfSymbolizer symbols;
   std::vector<ResolvedSample> resolved = ResolveSamples(
       rec.samples(), *rec.tracker(), symbols, kallsyms.ok() ? &*kallsyms : nullptr, ro);
   if (!compare_path.empty() || !diff_path.empty()) {

@@ -180,15 +180,23 @@ const std::vector<TrackedMapping>* ProcessTracker::MappingsAt(uint32_t pid,
 
 std::optional<ResolvedAddr> ProcessTracker::Resolve(uint32_t pid, uint64_t time_ns,
                                                     uint64_t addr) const {
-  const std::vector<TrackedMapping>* mappings = MappingsAt(pid, time_ns);
-  if (!mappings) return std::nullopt;
-  const auto& snap = *mappings;
-  auto m = std::upper_bound(snap.begin(), snap.end(), addr,
-                            [](uint64_t a, const TrackedMapping& x) { return a < x.start; });
-  if (m == snap.begin()) return std::nullopt;
-  --m;
-  if (addr >= m->end) return std::nullopt;
-  return ResolvedAddr{&*m, addr - m->bias};
+  auto it = history_.find(pid);
+  if (it == history_.end() || it->second.empty()) return std::nullopt;
+  const auto& snaps = it->second;
+  auto s = std::upper_bound(snaps.begin(), snaps.end(), time_ns,
+                            [](uint64_t t, const Snapshot& x) { return t < x.from_ns; });
+  if (s != snaps.begin()) --s;
+  // The snapshot in force first; then later ones: a library ld.so or dlopen
+  // mapped after that snapshot but before the sample shows up only there.
+  for (; s != snaps.end(); ++s) {
+    const auto& maps = s->mappings;
+    auto m = std::upper_bound(maps.begin(), maps.end(), addr,
+                              [](uint64_t a, const TrackedMapping& x) { return a < x.start; });
+    if (m == maps.begin()) continue;
+    --m;
+    if (addr < m->end) return ResolvedAddr{&*m, addr - m->bias};
+  }
+  return std::nullopt;
 }
 
 std::map<std::string, std::string> ProcessTracker::BuildIds() const {

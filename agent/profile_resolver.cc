@@ -2,6 +2,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "symbolizer/demangle.h"
 #include "symbolizer/perf_map.h"
 
 namespace ehprof {
@@ -23,7 +24,7 @@ class Resolver {
     out.time_ns = raw.time_ns;
     for (uint64_t addr : raw.kernel) out.frames.push_back(KernelFrame(addr));
     const std::vector<uint64_t>& user = options_.use_fp_walk ? raw.user_fp : raw.user;
-    for (uint64_t value : user) out.frames.push_back(UserFrame(raw, value));
+    for (uint64_t value : user) AddUserFrames(raw, value, &out.frames);
     return out;
   }
 
@@ -44,7 +45,9 @@ class Resolver {
     return f;
   }
 
-  ResolvedFrame UserFrame(const RawSample& raw, uint64_t value) {
+  // One address: its inline expansions (innermost first), then the
+  // function holding it, as perf and eu-addr2line -i show them.
+  void AddUserFrames(const RawSample& raw, uint64_t value, std::vector<ResolvedFrame>* out) {
     const uint64_t addr = value & EHP_FRAME_ADDR_MASK;
     // Return addresses are shown (and symbolized) at the call site.
     const uint64_t site = (value & EHP_FRAME_EXACT) ? addr : addr - 1;
@@ -62,16 +65,25 @@ class Resolver {
       } else if (r) {
         f.dso = "[anon]";
       }
-      return f;
+      out->push_back(std::move(f));
+      return;
     }
     f.addr = r->elf_vaddr;
     f.dso = r->mapping->path;
-    f.symbol = Symbol(f.dso, f.addr);
-    if (f.symbol != kUnknown) {
-      const std::string& file = SymbolFile(f.dso);
-      if (!file.empty()) f.symbol_start = symbols_.FunctionStart(file, f.addr).value_or(0);
+    const Symbolized& sym = Symbolize(f.dso, f.addr);
+    if (sym.frames.empty()) {
+      out->push_back(std::move(f));
+      return;
     }
-    return f;
+    for (const Symbolizer::SourceFrame& sf : sym.frames) {
+      ResolvedFrame g = f;
+      g.symbol = sf.function;
+      g.src_file = sf.file;
+      g.line = sf.line;
+      g.inlined = sf.inlined;
+      if (!sf.inlined) g.symbol_start = sym.start;
+      out->push_back(std::move(g));
+    }
   }
 
   const PerfMap& PerfMapOf(uint32_t pid) {
@@ -84,16 +96,24 @@ class Resolver {
     return it->second;
   }
 
-  const std::string& Symbol(const std::string& path, uint64_t vaddr) {
+  struct Symbolized {
+    std::vector<Symbolizer::SourceFrame> frames;  // innermost first
+    uint64_t start = 0;
+  };
+  const Symbolized& Symbolize(const std::string& path, uint64_t vaddr) {
     auto key = std::make_pair(path, vaddr);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
-    std::string name = kUnknown;
+    Symbolized s;
     const std::string& file = SymbolFile(path);
     if (!file.empty()) {
-      if (auto n = symbols_.FunctionName(file, vaddr)) name = *n;
+      s.frames = symbols_.Frames(file, vaddr);
+      s.start = symbols_.FunctionStart(file, vaddr).value_or(0);
+      if (options_.demangle) {
+        for (auto& sf : s.frames) sf.function = Demangle(sf.function);
+      }
     }
-    return cache_.emplace(key, std::move(name)).first->second;
+    return cache_.emplace(key, std::move(s)).first->second;
   }
 
   // The file to read symbols from for a mapping path ("" when none).
@@ -108,7 +128,7 @@ class Resolver {
   Symbolizer& symbols_;
   const Kallsyms* kernel_;
   const ResolveOptions& options_;
-  absl::flat_hash_map<std::pair<std::string, uint64_t>, std::string> cache_;
+  absl::flat_hash_map<std::pair<std::string, uint64_t>, Symbolized> cache_;
   absl::flat_hash_map<uint32_t, PerfMap> perf_maps_;
 };
 

@@ -22,6 +22,8 @@ struct ResolveOptions {
   bool use_fp_walk = false;
   // Files to read symbols from instead of the path in the maps ("[vdso]").
   std::map<std::string, std::string> symbol_file_alias;
+  // C++ names demangled (--no-demangle keeps them raw).
+  bool demangle = true;
   // Problems worth one line each (a perf map with broken lines), appended.
   std::vector<std::string>* warnings = nullptr;
 };

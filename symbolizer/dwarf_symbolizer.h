@@ -1,0 +1,75 @@
+// Source-level symbolization (function, file:line, inline chains) from DWARF
+// through elfutils' libdwfl; SymbolCache names what DWARF does not cover.
+//
+// Debug info is found as libdwfl's dwfl_standard_find_debuginfo finds it:
+// the file itself, /usr/lib/debug/.build-id/xx/rest.debug, the
+// .gnu_debuglink name (next to the file, in .debug/, under /usr/lib/debug),
+// then, when DEBUGINFOD_URLS is set, the debuginfod servers (downloads go to
+// DEBUGINFOD_CACHE_PATH, default ~/.cache/debuginfod_client). The
+// constructor bounds each server's wait (DEBUGINFOD_TIMEOUT=5,
+// DEBUGINFOD_RETRY_LIMIT=0 unless set; symbolizer/debuginfod_client.h): a
+// server that is down costs each file without local debug info one bounded
+// wait, when that file is first used.
+#ifndef EHPROF_SYMBOLIZER_DWARF_SYMBOLIZER_H_
+#define EHPROF_SYMBOLIZER_DWARF_SYMBOLIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "symbolizer/symbol_cache.h"
+#include "symbolizer/symbolizer.h"
+
+namespace ehprof {
+
+class DwarfSymbolizer : public Symbolizer {
+ public:
+  // `symbols` names addresses in files without DWARF (it reads .symtab,
+  // MiniDebugInfo and separate debug files, and names PLT stubs); pass the
+  // profile's own to share its tables. nullptr: a private one. Sets the
+  // debuginfod variables above if unset: construct before starting threads.
+  explicit DwarfSymbolizer(std::shared_ptr<SymbolCache> symbols = nullptr);
+  ~DwarfSymbolizer() override;
+  DwarfSymbolizer(const DwarfSymbolizer&) = delete;
+  DwarfSymbolizer& operator=(const DwarfSymbolizer&) = delete;
+
+  // The innermost function that is not an inline expansion (DWARF's
+  // DW_AT_linkage_name, else DW_AT_name); without a DWARF scope, the ELF
+  // symbol; nullopt when nothing covers the address.
+  std::optional<std::string> FunctionName(const std::string& path, uint64_t elf_vaddr) override;
+  // Innermost first, as `eu-addr2line -i -f` prints them: each frame has
+  // the source position inside it (the innermost's from the line table,
+  // an outer one's from the call site of the frame it inlined). Relative
+  // file names are joined to the unit's DW_AT_comp_dir, as eu-addr2line's
+  // default -A does (Debian builds with relative names: "./malloc/...").
+  std::vector<SourceFrame> Frames(const std::string& path, uint64_t elf_vaddr) override;
+
+  // Whether `path` (loading it if needed) has DWARF, its own or found.
+  bool HasDwarf(const std::string& path);
+
+  // Load errors not yet taken, oldest first; each names its file.
+  // From the ELF symbol tables (DWARF's low_pc would name inline
+  // instances' starts too; the symbol is what perf shows offsets from).
+  std::optional<uint64_t> FunctionStart(const std::string& path, uint64_t elf_vaddr) override;
+  std::vector<std::string> TakeWarnings();
+
+ private:
+  struct Module;  // one file's Dwfl (dwarf_symbolizer.cc)
+  std::shared_ptr<Module> Get(const std::string& path);
+  std::vector<SourceFrame> Lookup(const std::string& path, uint64_t elf_vaddr, bool with_lines);
+
+  std::shared_ptr<SymbolCache> symbols_;
+  // std::mutex rather than absl::Mutex: see SymbolCache.
+  std::mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Module>> modules_;  // guarded by mu_
+  std::mutex warnings_mu_;
+  std::vector<std::string> warnings_;  // guarded by warnings_mu_
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_SYMBOLIZER_DWARF_SYMBOLIZER_H_
