@@ -29,6 +29,7 @@
 #include "agent/verify.h"
 #include "agent/walk_compare.h"
 #include "symbolizer/dwarf_symbolizer.h"
+#include "symbolizer/symbol_cache.h"
 
 namespace ehprof {
 namespace {
@@ -329,7 +330,9 @@ int RunRecordCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "ehprof: warning: kernel symbols unavailable: %s\n",
                  std::string(kallsyms.status().message()).c_str());
   }
-  DwarfSymbolizer symbols;
+  auto elf_names = std::make_shared<SymbolCache>();
+  DwarfSymbolizer symbols(elf_names);
+  ro.symbol_table_names = elf_names.get();
   std::vector<ResolvedSample> resolved = ResolveSamples(
       rec.samples(), *rec.tracker(), symbols, kallsyms.ok() ? &*kallsyms : nullptr, ro);
   if (!compare_path.empty() || !diff_path.empty()) {

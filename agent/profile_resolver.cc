@@ -109,6 +109,11 @@ class Resolver {
     if (!file.empty()) {
       s.frames = symbols_.Frames(file, vaddr);
       s.start = symbols_.FunctionStart(file, vaddr).value_or(0);
+      if (options_.symbol_table_names && !s.frames.empty() && !s.frames.back().inlined) {
+        if (auto name = options_.symbol_table_names->FunctionName(file, vaddr)) {
+          s.frames.back().function = *name;
+        }
+      }
       if (options_.demangle) {
         for (auto& sf : s.frames) sf.function = Demangle(sf.function);
       }

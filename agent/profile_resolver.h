@@ -22,6 +22,11 @@ struct ResolveOptions {
   bool use_fp_walk = false;
   // Files to read symbols from instead of the path in the maps ("[vdso]").
   std::map<std::string, std::string> symbol_file_alias;
+  // When set, the function holding an address (not its inline expansions)
+  // is named from the ELF symbol tables where they have a name, as perf
+  // does: DWARF may name glibc's functions by internal aliases
+  // (__GI___qsort_r for qsort_r).
+  Symbolizer* symbol_table_names = nullptr;
   // C++ names demangled (--no-demangle keeps them raw).
   bool demangle = true;
   // Problems worth one line each (a perf map with broken lines), appended.

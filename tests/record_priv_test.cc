@@ -278,6 +278,9 @@ bool ParsePerfScript(const std::string& text, std::vector<Sample>* samples, std:
     f.symbol = line.substr(sp + 1, open - 1 - (sp + 1));
     f.dso = line.substr(open + 1, line.size() - open - 2);
     if (f.symbol.empty() || f.dso.empty()) return fail("empty symbol or dso");
+    // An inline expansion of the frame on the next line (perf's and
+    // stackcheck's convention): the chains compare real frames.
+    if (f.dso == "inlined") continue;
     if (IsKernelAddress(f.addr)) {
       if (!cur->user.empty()) return fail("kernel frame after user frames");
       cur->kernel.push_back(std::move(f));
