@@ -60,6 +60,8 @@ options:
   --diff-folded FILE with --unwinder both: "stack FP_COUNT CFI_COUNT" lines
                      (a differential flame graph for flamegraph.pl)
   --no-demangle      keep C++ names as the binaries spell them
+  --srcline          perf-script: each frame's file:line on the next line
+                     (as perf script -F +srcline); folded: name (file:line)
   --table-memory MB  memory for unwind tables in BPF maps (default 64)
   --verify[=N]       also capture registers and 64 KiB of stack for every
                      Nth sample (default 10), unwind that copy with libdwfl
@@ -146,7 +148,7 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
 // Writes via a temporary file in the same directory, renamed at the end, so
 // a failed write never leaves a truncated profile under the final name.
 absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::string& path,
-                         const std::string& format, const PprofOptions& pprof) {
+                         const std::string& format, const PprofOptions& pprof, bool srcline) {
   // A device or pipe (-o /dev/null, -o /dev/stdout) is written in place:
   // renaming a file over it would replace the device.
   struct stat st;
@@ -157,7 +159,7 @@ absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::
     if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
     absl::Status st;
     if (format == "folded") {
-      st = WriteFolded(samples, out);
+      st = WriteFolded(samples, out, srcline);
     } else if (format == "pprof") {
       st = WritePprof(samples, out, pprof);
     } else if (format == "text") {
@@ -167,7 +169,7 @@ absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::
       fg.title = absl::StrCat("ehprof: ", samples.size(), " samples");
       st = WriteFlameGraphSvg(samples, out, fg);
     } else {
-      st = WritePerfScript(samples, out);
+      st = WritePerfScript(samples, out, srcline);
     }
     if (!st.ok()) return st;
     out.flush();
@@ -191,6 +193,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   std::string output = "ehprof.folded", format;
   bool use_fp_walk = false;
   bool demangle = true;
+  bool srcline = false;
   std::string compare_path, diff_path, verify_path;
   uint64_t table_mb = 64;
   int targets = 0;
@@ -236,6 +239,8 @@ int RunRecordCommand(const std::vector<std::string>& args) {
       o.live_status = false;
     } else if (a == "--no-demangle") {
       demangle = false;
+    } else if (a == "--srcline") {
+      srcline = true;
     } else if (a == "--fp-walk") {
       use_fp_walk = true;
     } else if (a == "--verify") {
@@ -379,7 +384,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   pprof.duration_nanos = static_cast<int64_t>(rec.summary().seconds * 1e9);
   pprof.time_nanos = static_cast<int64_t>(absl::ToUnixNanos(absl::Now())) - pprof.duration_nanos;
   pprof.build_ids = rec.tracker() ? rec.tracker()->BuildIds() : std::map<std::string, std::string>{};
-  absl::Status wst = WriteOutput(resolved, output, format, pprof);
+  absl::Status wst = WriteOutput(resolved, output, format, pprof, srcline);
   if (!wst.ok()) {
     std::fprintf(stderr, "ehprof record: %s\n", std::string(wst.message()).c_str());
     PrintSummary(rec, "");

@@ -34,8 +34,11 @@ std::string FoldedComm(const std::string& comm) {
 
 }  // namespace
 
-std::string FoldedFrameName(const ResolvedFrame& frame) {
+std::string FoldedFrameName(const ResolvedFrame& frame, bool srcline) {
   std::string name = Sanitize(frame.symbol);
+  if (srcline && !frame.src_file.empty()) {
+    name = Sanitize(absl::StrCat(frame.symbol, " (", frame.src_file, ":", frame.line, ")"));
+  }
   // An unsymbolized frame still names its file, as FlameGraph's
   // stackcollapse-perf.pl does: "[libc.so.6]" says more than "[unknown]".
   if (name == "[unknown]" && !frame.dso.empty() && frame.dso != "[unknown]") {
@@ -51,13 +54,18 @@ std::string FoldedFrameName(const ResolvedFrame& frame) {
 }
 
 absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostream& out) {
+  return WriteFolded(samples, out, /*srcline=*/false);
+}
+
+absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostream& out,
+                         bool srcline) {
   // std::map: the lines come out sorted, so equal profiles give equal files.
   std::map<std::string, uint64_t> stacks;
   for (const ResolvedSample& sample : samples) {
     if (sample.count == 0) continue;
     std::string key = FoldedComm(sample.comm);
     for (auto it = sample.frames.rbegin(); it != sample.frames.rend(); ++it) {
-      absl::StrAppend(&key, ";", FoldedFrameName(*it));
+      absl::StrAppend(&key, ";", FoldedFrameName(*it, srcline));
     }
     stacks[key] += sample.count;
   }

@@ -25,9 +25,13 @@ namespace ehprof {
 // (the count is the text after the last space); an empty name is
 // "[unknown]".
 absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostream& out);
+// With srcline, frames with a source position read "name (file:line)": a
+// flame graph split by line.
+absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostream& out,
+                         bool srcline);
 
 // One frame's name as WriteFolded writes it, suffix included.
-std::string FoldedFrameName(const ResolvedFrame& frame);
+std::string FoldedFrameName(const ResolvedFrame& frame, bool srcline = false);
 
 }  // namespace ehprof
 

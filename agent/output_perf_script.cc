@@ -16,7 +16,7 @@ std::string OneLine(const std::string& name) {
   return s;
 }
 
-std::string FormatSample(const ResolvedSample& sample) {
+std::string FormatSample(const ResolvedSample& sample, bool srcline) {
   // perf 6.1 builtin-script.c: "%s " for the comm when a callchain follows,
   // "%5d " for the tid (signed: perf shows -1 for an unknown thread).
   std::string text = absl::StrFormat("%s %5d \n", OneLine(sample.comm),
@@ -25,6 +25,14 @@ std::string FormatSample(const ResolvedSample& sample) {
     // evsel_fprintf.c: an inlined frame prints " (inlined)" instead of its dso.
     absl::StrAppendFormat(&text, "\t%16x %s (%s)\n", f.addr, OneLine(f.symbol),
                           f.inlined ? std::string("inlined") : OneLine(f.dso));
+    // evsel_fprintf.c: map__fprintf_srcline(map, addr, "\n  ", fp).
+    if (srcline) {
+      if (f.src_file.empty()) {
+        text += "  ??:0\n";
+      } else {
+        absl::StrAppendFormat(&text, "  %s:%d\n", OneLine(f.src_file), f.line);
+      }
+    }
   }
   text += '\n';
   return text;
@@ -33,9 +41,14 @@ std::string FormatSample(const ResolvedSample& sample) {
 }  // namespace
 
 absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::ostream& out) {
+  return WritePerfScript(samples, out, /*srcline=*/false);
+}
+
+absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::ostream& out,
+                             bool srcline) {
   for (const ResolvedSample& sample : samples) {
     if (sample.count == 0) continue;
-    const std::string text = FormatSample(sample);
+    const std::string text = FormatSample(sample, srcline);
     for (uint64_t i = 0; i < sample.count && out; ++i) out << text;
   }
   out.flush();

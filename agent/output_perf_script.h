@@ -21,6 +21,10 @@ namespace ehprof {
 // Empty symbol/dso print as "[unknown]". Newlines and carriage returns in
 // names become '?' (perf prints them raw, which splits the record).
 absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::ostream& out);
+// With srcline, each frame line is followed by its source position as
+// `perf script -F +srcline` prints it ("  file:line", "??:0" unknown).
+absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::ostream& out,
+                             bool srcline);
 
 }  // namespace ehprof
 

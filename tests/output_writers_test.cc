@@ -147,3 +147,42 @@ TEST(OutputWritersTest, FailedStreamIsAnError) {
 
 }  // namespace
 }  // namespace ehprof
+
+namespace ehprof {
+namespace {
+
+TEST(SrclineTest, PerfScriptAndFoldedCarrySourcePositionsWhenAsked) {
+  ResolvedFrame inl;
+  inl.addr = 0x10;
+  inl.symbol = "helper";
+  inl.dso = "/bin/x";
+  inl.inlined = true;
+  inl.src_file = "x.h";
+  inl.line = 3;
+  ResolvedFrame fn = inl;
+  fn.symbol = "work";
+  fn.inlined = false;
+  fn.src_file = "x.c";
+  fn.line = 9;
+  ResolvedFrame none;
+  none.addr = 0x20;
+  none.symbol = "main";
+  none.dso = "/bin/x";
+  ResolvedSample s;
+  s.comm = "x";
+  s.tid = 5;
+  s.frames = {inl, fn, none};
+  std::ostringstream script;
+  ASSERT_TRUE(WritePerfScript({s}, script, /*srcline=*/true).ok());
+  EXPECT_EQ(script.str(),
+            "x     5 \n"
+            "\t              10 helper (inlined)\n  x.h:3\n"
+            "\t              10 work (/bin/x)\n  x.c:9\n"
+            "\t              20 main (/bin/x)\n  ??:0\n\n");
+  std::ostringstream folded;
+  ASSERT_TRUE(WriteFolded({s}, folded, /*srcline=*/true).ok());
+  EXPECT_EQ(folded.str(), "x;main;work (x.c:9);helper (x.h:3)_[i] 1\n");
+}
+
+}  // namespace
+}  // namespace ehprof
