@@ -59,6 +59,8 @@ options:
   --compare FILE     with --unwinder both: write the FP-vs-CFI report
   --diff-folded FILE with --unwinder both: "stack FP_COUNT CFI_COUNT" lines
                      (a differential flame graph for flamegraph.pl)
+  --output-mode OCT  permissions of the output file (default 0600: profiles
+                     show what ran on the machine)
   --no-demangle      keep C++ names as the binaries spell them
   --srcline          perf-script: each frame's file:line on the next line
                      (as perf script -F +srcline); folded: name (file:line)
@@ -148,14 +150,21 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
 // Writes via a temporary file in the same directory, renamed at the end, so
 // a failed write never leaves a truncated profile under the final name.
 absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::string& path,
-                         const std::string& format, const PprofOptions& pprof, bool srcline) {
+                         const std::string& format, const PprofOptions& pprof, bool srcline,
+                         mode_t mode) {
   // A device or pipe (-o /dev/null, -o /dev/stdout) is written in place:
   // renaming a file over it would replace the device.
   struct stat st;
   const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
   const std::string tmp = special ? path : absl::StrCat(path, ".tmp.", getpid());
   {
+    // A profile holds command lines, paths and symbols of whatever ran:
+    // private to its owner unless --output-mode says otherwise. umask(077)
+    // keeps the file from ever existing with wider permissions.
+    const mode_t old_umask = special ? ::umask(0) : ::umask(077);
+    if (special) ::umask(old_umask);
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!special) ::umask(old_umask);
     if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
     absl::Status st;
     if (format == "folded") {
@@ -178,6 +187,9 @@ absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::
                                               std::strerror(errno), "; partial output kept there"));
     }
   }
+  if (!special && mode != 0600 && ::chmod(tmp.c_str(), mode) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot chmod ", tmp, ": ", std::strerror(errno)));
+  }
   if (!special && std::rename(tmp.c_str(), path.c_str()) != 0) {
     return absl::PermissionDeniedError(absl::StrCat("cannot rename ", tmp, " to ", path, ": ",
                                                     std::strerror(errno), "; the profile is in ", tmp));
@@ -194,6 +206,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   bool use_fp_walk = false;
   bool demangle = true;
   bool srcline = false;
+  mode_t output_mode = 0600;
   std::string compare_path, diff_path, verify_path;
   uint64_t table_mb = 64;
   int targets = 0;
@@ -241,6 +254,13 @@ int RunRecordCommand(const std::vector<std::string>& args) {
       demangle = false;
     } else if (a == "--srcline") {
       srcline = true;
+    } else if (a == "--output-mode") {
+      uint32_t m = 0;
+      if (!value(&v) || v.empty() || v.find_first_not_of("01234567") != std::string::npos ||
+          (m = static_cast<uint32_t>(std::stoul(v, nullptr, 8))) > 0777) {
+        return UsageError("record", "--output-mode takes octal permissions such as 0644");
+      }
+      output_mode = static_cast<mode_t>(m);
     } else if (a == "--fp-walk") {
       use_fp_walk = true;
     } else if (a == "--verify") {
@@ -384,10 +404,17 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   pprof.duration_nanos = static_cast<int64_t>(rec.summary().seconds * 1e9);
   pprof.time_nanos = static_cast<int64_t>(absl::ToUnixNanos(absl::Now())) - pprof.duration_nanos;
   pprof.build_ids = rec.tracker() ? rec.tracker()->BuildIds() : std::map<std::string, std::string>{};
-  absl::Status wst = WriteOutput(resolved, output, format, pprof, srcline);
+  absl::Status wst = WriteOutput(resolved, output, format, pprof, srcline, output_mode);
   if (!wst.ok()) {
+    // Never lose a recording to a bad -o: keep it where it can be written.
+    const std::string fallback = absl::StrCat("/tmp/ehprof-", getpid(), ".", format);
     std::fprintf(stderr, "ehprof record: %s\n", std::string(wst.message()).c_str());
-    PrintSummary(rec, "");
+    if (WriteOutput(resolved, fallback, format, pprof, srcline, 0600).ok()) {
+      std::fprintf(stderr, "ehprof record: the profile was written to %s instead\n", fallback.c_str());
+      PrintSummary(rec, absl::StrCat(fallback, " (", format, ")"));
+    } else {
+      PrintSummary(rec, "");
+    }
     return kExitFailure;
   }
   PrintSummary(rec, absl::StrCat(output, " (", format, ")"));

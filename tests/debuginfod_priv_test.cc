@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "absl/strings/escaping.h"
@@ -198,6 +199,7 @@ class DebuginfodTest : public ::testing::Test {
     for (const auto& frame : frames) {
       EXPECT_EQ(frame.function, "plt_inner");  // .symtab survives strip --strip-debug
       EXPECT_EQ(frame.file, "");
+      EXPECT_EQ(frame.line, 0u);
     }
     return seconds;
   }
@@ -268,6 +270,80 @@ TEST_F(DebuginfodTest, SilentServerCostsOneBoundedTimeout) {
   EXPECT_GT(seconds, 2.5) << "the server was not asked";
   // One wait, not 1 + libdebuginfod's default 2 retries (9 s).
   EXPECT_LT(seconds, 8);
+}
+
+// Answers every request on `listener` with 200 and `body` under a
+// Content-Length of `claimed` (more than body.size(): the connection closes
+// mid-body), until `stop`; counts the requests it answered.
+void ServeCanned(int listener, const std::string& body, size_t claimed,
+                 const std::atomic<bool>& stop, std::atomic<int>* answered) {
+  const std::string head =
+      "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(claimed) + "\r\n\r\n";
+  while (!stop) {
+    pollfd p{listener, POLLIN, 0};
+    if (poll(&p, 1, 100) != 1) continue;
+    int c = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    timeval tv{2, 0};
+    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string request;
+    char buf[4096];
+    ssize_t n;
+    while (request.find("\r\n\r\n") == std::string::npos && (n = read(c, buf, sizeof buf)) > 0) {
+      request.append(buf, n);
+    }
+    // MSG_NOSIGNAL: a client that hangs up early must not kill the test.
+    std::string reply = head + body;
+    for (size_t sent = 0; sent < reply.size();) {
+      n = send(c, reply.data() + sent, reply.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += n;
+    }
+    ++*answered;
+    close(c);
+  }
+}
+
+// A server that answers, but not with a debug file: names from the symbol
+// table as without a server, no crash, and no waiting for the timeout.
+TEST_F(DebuginfodTest, GarbageFromServerFallsBackToSymbols) {
+  std::ifstream in(served_ + "/x.debug", std::ios::binary);
+  const std::string debug_file(std::istreambuf_iterator<char>(in), {});
+  ASSERT_GT(debug_file.size(), 1024u);
+  const std::string half = debug_file.substr(0, debug_file.size() / 2);
+  std::string random(64 << 10, '\0');
+  std::mt19937 rng(1);
+  for (char& c : random) c = static_cast<char>(rng());
+  struct Case {
+    const char* name;
+    const std::string& body;
+    size_t claimed;
+  };
+  // A prefix of the real file gets past the ELF magic: libelf and libdw, not
+  // only the client, must reject it.
+  for (const Case& c : {Case{"random bytes", random, random.size()},
+                        Case{"half the debug file", half, half.size()},
+                        Case{"closed mid-body", half, debug_file.size()}}) {
+    SCOPED_TRACE(c.name);
+    // libdebuginfod caches what it downloaded, garbage included: each case
+    // must reach the server.
+    fs::remove_all(dir_ + "/cache");
+    fs::create_directories(dir_ + "/cache");
+    int port = 0;
+    int listener = Listen(&port);
+    ASSERT_GE(listener, 0);
+    std::atomic<bool> stop{false};
+    std::atomic<int> answered{0};
+    std::thread server([&] { ServeCanned(listener, c.body, c.claimed, stop, &answered); });
+    double seconds = FallbackSeconds(port);
+    stop = true;
+    server.join();
+    close(listener);
+    std::printf("%s: %.2f s, %d requests\n", c.name, seconds, answered.load());
+    EXPECT_GT(answered, 0) << "the server was not asked";
+    // An answer is not a timeout: well under the 3 s FallbackSeconds sets.
+    EXPECT_LT(seconds, 2.5);
+  }
 }
 
 // In a child process, so that the test's own environment stays as it was.

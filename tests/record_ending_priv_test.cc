@@ -1,0 +1,180 @@
+// How a recording ends: signals, a killed command, an unwritable output.
+// Every case must write the profile collected so far (or say where it is)
+// and leave no BPF program behind.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/test_support.h"
+
+extern char** environ;
+
+namespace ehprof {
+namespace {
+
+bool RequireRoot() {
+  if (geteuid() == 0) return true;
+  const char* ci = std::getenv("CI");
+  if (ci && std::string(ci) == "true") {
+    ADD_FAILURE() << "CI=true but not root: the BPF tests must run";
+  } else {
+    std::printf("SKIPPED: needs root (CAP_BPF, CAP_PERFMON)\n");
+  }
+  return false;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The BPF programs a process holds, from its fds' fdinfo ("prog_id:"):
+// program fds and link fds both name theirs. Other ehprof runs (ctest -j)
+// have their own, so only these ids are checked afterwards.
+std::set<int> ProgramIdsOf(pid_t pid) {
+  std::set<int> ids;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fdinfo";
+  for (const auto& e : std::filesystem::directory_iterator(dir, std::filesystem::directory_options::skip_permission_denied)) {
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("prog_id:", 0) == 0) ids.insert(std::stoi(line.substr(8)));
+    }
+  }
+  return ids;
+}
+
+bool ProgramExists(int id) {
+  return std::system(("bpftool prog show id " + std::to_string(id) + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+struct RunResult {
+  int exit_code = -1;
+  std::string err;
+};
+
+// Starts ehprof with `args`, sends `sig` after `delay_ms` (0: none), waits
+// (killing it after 60 s: a hang fails the test, it does not hang it).
+RunResult RunEhprof(std::vector<std::string> args, int sig, int delay_ms,
+                    std::set<int>* programs = nullptr) {
+  const std::string err_path = ::testing::TempDir() + "/ending_err.txt";
+  args.insert(args.begin(), testing::EhprofBinary());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  RunResult r;
+  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) return r;
+  posix_spawn_file_actions_destroy(&fa);
+  if (sig) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    if (programs) *programs = ProgramIdsOf(pid);
+    kill(pid, sig);
+  }
+  int status = 0;
+  for (int i = 0; i < 600; ++i) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      r.err = ReadFile(err_path);
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  r.err = "ehprof did not end within 60 s";
+  return r;
+}
+
+size_t FoldedSamples(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(in, line)) n += std::stoull(line.substr(line.rfind(' ') + 1));
+  return n;
+}
+
+class RecordEnding : public ::testing::TestWithParam<int> {};
+
+TEST_P(RecordEnding, SignalWritesTheProfileAndReleasesBpf) {
+  if (!RequireRoot()) GTEST_SKIP();
+  std::set<int> programs;
+  const std::string out = ::testing::TempDir() + "/ending.folded";
+  std::remove(out.c_str());
+  RunResult r = RunEhprof({"record", "-F", "499", "-q", "-o", out, "--",
+                     testing::TestdataPath("plt_calls.stripped"), "30"},
+                    GetParam(), 1500, &programs);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ended by SIG"), std::string::npos) << r.err;
+  EXPECT_GE(FoldedSamples(out), 100u) << "the samples of the first 1.5 s must be written";
+  EXPECT_GE(programs.size(), 4u) << "the sampler and three tracepoint programs";
+  for (int id : programs) EXPECT_FALSE(ProgramExists(id)) << "BPF program " << id << " left behind";
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, RecordEnding, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
+                         [](const auto& info) { return std::string(strsignal(info.param)).substr(0, 4) + std::to_string(info.param); });
+
+TEST(RecordEndingCommand, KilledCommandEndsTheRecordingWithItsProfile) {
+  if (!RequireRoot()) GTEST_SKIP();
+  const std::string out = ::testing::TempDir() + "/killed.folded";
+  // The shell kills itself after its child burned CPU for a while.
+  RunResult r = RunEhprof({"record", "-F", "499", "-q", "-o", out, "--", "sh", "-c",
+                     testing::TestdataPath("plt_calls") + " 0.7; kill -9 $$"},
+                    0, 0);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ended by command exit"), std::string::npos) << r.err;
+  EXPECT_GE(FoldedSamples(out), 100u);
+}
+
+TEST(RecordEndingOutput, ProfilesArePrivateUnlessAsked) {
+  if (!RequireRoot()) GTEST_SKIP();
+  const std::string a = ::testing::TempDir() + "/private.folded";
+  const std::string b = ::testing::TempDir() + "/shared.folded";
+  ASSERT_EQ(RunEhprof({"record", "-q", "-d", "0.2", "-o", a, "--", "true"}, 0, 0).exit_code, 0);
+  ASSERT_EQ(RunEhprof({"record", "-q", "-d", "0.2", "--output-mode", "0644", "-o", b, "--", "true"}, 0, 0)
+                .exit_code,
+            0);
+  struct stat sa, sb;
+  ASSERT_EQ(stat(a.c_str(), &sa), 0);
+  ASSERT_EQ(stat(b.c_str(), &sb), 0);
+  EXPECT_EQ(sa.st_mode & 0777, 0600u);
+  EXPECT_EQ(sb.st_mode & 0777, 0644u);
+}
+
+TEST(RecordEndingOutput, UnwritableOutputKeepsTheProfileElsewhere) {
+  if (!RequireRoot()) GTEST_SKIP();
+  RunResult r = RunEhprof({"record", "-F", "499", "-q", "-o", "/nonexistent-dir/x.folded", "--",
+                     testing::TestdataPath("plt_calls"), "0.5"},
+                    0, 0);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/nonexistent-dir/x.folded"), std::string::npos) << r.err;
+  const std::string marker = "the profile was written to ";
+  const size_t at = r.err.find(marker);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const std::string fallback = r.err.substr(at + marker.size(), r.err.find(' ', at + marker.size()) - at - marker.size());
+  EXPECT_GE(FoldedSamples(fallback), 50u) << fallback;
+  std::remove(fallback.c_str());
+}
+
+}  // namespace
+}  // namespace ehprof
