@@ -137,6 +137,16 @@ TEST(CompactTable, RejectsUnsortedRowsAndMissingEnd) {
   EXPECT_NE(st.status().message().find("none row"), std::string::npos);
 }
 
+TEST(CompactTable, RowsSpreadOverAHugeRangeAreRefusedNotAllocated) {
+  // Two rows 1 TiB apart would need 16M pages (and 512 bytes of bucket
+  // starts each): refused with a clear error instead.
+  std::vector<UnwindRow> rows = {{0x1000, RspRule(8)}, {0x1000 + (uint64_t{1} << 40), UnwindRule::None()}};
+  auto t = EncodeCompactTable(rows, "sparse.so");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("sparse.so"), std::string::npos);
+  EXPECT_NE(t.status().message().find("too sparse"), std::string::npos);
+}
+
 TEST(CompactTable, EmptyTableMissesEverything) {
   auto t = EncodeCompactTable({}, "empty");
   ASSERT_TRUE(t.ok());

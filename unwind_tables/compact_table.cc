@@ -12,8 +12,9 @@ namespace ehprof {
 namespace {
 
 // A hostile file could spread a few rows over the whole address space;
-// bound the dense page array (8 MiB of page entries at most).
-constexpr uint64_t kMaxPages = 1u << 20;
+// bound the dense page array: each page costs 16 bytes plus 512 of bucket
+// starts, so 65536 pages (4 GiB of code at 64 KiB a page) is 34 MiB.
+constexpr uint64_t kMaxPages = 1u << 16;
 constexpr uint64_t kMaxRules = std::numeric_limits<uint16_t>::max() + 1ull;
 
 template <typename T>
