@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -97,6 +98,17 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
                                               Errno(err)));
     }
   }
+  constexpr size_t kLogSize = 64 * 1024;
+  if (o.verifier_stats) {
+    bpf_program* prog;
+    bpf_object__for_each_program(prog, skel->obj) {
+      auto buf = std::make_unique<char[]>(kLogSize);
+      buf[0] = 0;
+      bpf_program__set_log_level(prog, 4);  // BPF_LOG_STATS: the summary only
+      bpf_program__set_log_buf(prog, buf.get(), kLogSize);
+      session->log_bufs_.push_back(std::move(buf));
+    }
+  }
   if (int err = ehprof_bpf__load(skel)) {
     if (geteuid() == 0 && err != -EPERM && err != EPERM) {
       return absl::InternalError(absl::StrCat(
@@ -104,6 +116,30 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
           " (the verifier rejected them or the kernel lacks a feature; libbpf printed its log above)"));
     }
     return PermissionHint(err, "loading the BPF programs");
+  }
+  if (o.verifier_stats) {
+    size_t i = 0;
+    bpf_program* prog;
+    bpf_object__for_each_program(prog, skel->obj) {
+      ProgramInfo info;
+      info.name = bpf_program__name(prog);
+      const char* log = session->log_bufs_[i++].get();
+      auto num = [&](const char* key) -> uint64_t {
+        const char* at = std::strstr(log, key);
+        return at ? std::strtoull(at + std::strlen(key), nullptr, 10) : 0;
+      };
+      info.processed_insns = num("processed ");
+      info.total_states = num("total_states ");
+      info.peak_states = num("peak_states ");
+      info.verification_us = num("verification time ");
+      bpf_prog_info pi{};
+      uint32_t len = sizeof(pi);
+      if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len) == 0) {
+        info.xlated_bytes = pi.xlated_prog_len;
+        info.jited_bytes = pi.jited_prog_len;
+      }
+      session->verifier_.push_back(std::move(info));
+    }
   }
   session->maps_ = MapFds{bpf_map__fd(skel->maps.procs),    bpf_map__fd(skel->maps.targets),
                           bpf_map__fd(skel->maps.tables),   bpf_map__fd(skel->maps.pages),
@@ -155,6 +191,8 @@ std::vector<uint64_t> BpfSession::ReadStats() const {
   }
   return totals;
 }
+
+std::vector<BpfSession::ProgramInfo> BpfSession::Programs() const { return verifier_; }
 
 BpfSession::ProgStats BpfSession::SampleProgStats() const {
   bpf_prog_info info{};

@@ -30,6 +30,8 @@ struct MapSizes {
 
 struct SessionOptions {
   ehp_config config{};
+  // Collect the verifier's statistics (log level 4) for VerifierStats().
+  bool verifier_stats = false;
   MapSizes sizes;
   uint64_t frequency_hz = 99;
   // PERF_TYPE_SOFTWARE/PERF_COUNT_SW_CPU_CLOCK by default (works in VMs).
@@ -69,6 +71,16 @@ class BpfSession {
   ProgStats SampleProgStats() const;
   int num_cpus() const { return num_cpus_; }
 
+  // What the verifier and the JIT made of each program (--verifier-stats).
+  struct ProgramInfo {
+    std::string name;
+    uint64_t processed_insns = 0;  // the verifier's count; the limit is 1,000,000
+    uint64_t total_states = 0, peak_states = 0;
+    uint64_t verification_us = 0;
+    uint32_t xlated_bytes = 0, jited_bytes = 0;
+  };
+  std::vector<ProgramInfo> Programs() const;
+
  private:
   BpfSession() = default;
   // Declared first, destroyed last: links (which own and close their perf
@@ -77,6 +89,8 @@ class BpfSession {
   std::vector<BpfLinkPtr> links_;
   int num_cpus_ = 0;
   MapFds maps_;
+  std::vector<ProgramInfo> verifier_;  // from the load logs
+  std::vector<std::unique_ptr<char[]>> log_bufs_;
 };
 
 // Online CPUs from /sys/devices/system/cpu/online.

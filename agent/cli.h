@@ -23,6 +23,7 @@ bool IsHelpFlag(std::string_view arg);
 int RunTablesCommand(const std::vector<std::string>& args);
 int RunRecordCommand(const std::vector<std::string>& args);
 int RunCompareCommand(const std::vector<std::string>& args);
+int RunCheckCommand(const std::vector<std::string>& args);
 
 }  // namespace ehprof
 

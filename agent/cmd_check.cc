@@ -1,0 +1,69 @@
+// `ehprof check`: can this machine run ehprof, and how much verifier
+// headroom do its BPF programs keep.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "agent/bpf_session.h"
+#include "agent/cli.h"
+
+namespace ehprof {
+namespace {
+
+constexpr char kHelp[] = R"(usage: ehprof check
+
+Loads ehprof's BPF programs (as `record` would, attaching nothing that
+samples) and prints, per program, the instructions the verifier processed
+against its limit of 1,000,000, its states, and the translated and JITed
+sizes; then the kernel and what ehprof needs from it. Exit 0 when ehprof can
+run here, 1 with the reason when it cannot.
+)";
+
+constexpr uint64_t kVerifierLimit = 1000000;
+
+}  // namespace
+
+int RunCheckCommand(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (IsHelpFlag(a)) {
+      std::fputs(kHelp, stdout);
+      return kExitOk;
+    }
+    return UsageError("check", "takes no arguments");
+  }
+  utsname u{};
+  uname(&u);
+  std::printf("kernel %s %s\n", u.release, u.machine);
+  SessionOptions o;
+  o.verifier_stats = true;
+  o.frequency_hz = 1;
+  o.event_type = 1;  // PERF_TYPE_SOFTWARE, cpu-clock at 1 Hz: harmless
+  o.config.filter_pids = 1;  // and no target: nothing is sampled
+  o.config.max_frames = EHP_MAX_USER_FRAMES;
+  o.config.user_stacks = o.config.kernel_stacks = 1;
+  auto session = BpfSession::Start(o);
+  if (!session.ok()) {
+    std::printf("ehprof cannot run here: %s\n", std::string(session.status().message()).c_str());
+    return kExitFailure;
+  }
+  std::printf("%-16s %10s %7s %12s %10s %8s %8s\n", "program", "insns", "limit%", "total_states",
+              "peak", "xlated", "jited");
+  for (const auto& p : (*session)->Programs()) {
+    std::printf("%-16s %10llu %6.2f%% %12llu %10llu %7uB %7uB\n", p.name.c_str(),
+                static_cast<unsigned long long>(p.processed_insns),
+                100.0 * p.processed_insns / kVerifierLimit,
+                static_cast<unsigned long long>(p.total_states),
+                static_cast<unsigned long long>(p.peak_states), p.xlated_bytes, p.jited_bytes);
+  }
+  std::printf(
+      "needs: BTF (/sys/kernel/btf/vmlinux), bpf_loop (5.17), bpf_task_pt_regs (5.15), ring "
+      "buffers (5.8), tp_btf tracepoints; all present: ehprof can run here (%d CPUs)\n",
+      (*session)->num_cpus());
+  return kExitOk;
+}
+
+}  // namespace ehprof
