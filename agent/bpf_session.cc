@@ -27,7 +27,7 @@ uint64_t MapSizes::table_bytes() const {
   return uint64_t{tables} * sizeof(ehp_table_info) + uint64_t{pages} * sizeof(ehp_page) +
          uint64_t{pages} * sizeof(ehp_buckets) +
          uint64_t{row_chunks} * EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES +
-         uint64_t{palette_chunks} * EHP_PALETTE_CHUNK * 2 + uint64_t{rules} * sizeof(ehp_rule);
+         uint64_t{palette_words} * sizeof(uint64_t) + uint64_t{rules} * sizeof(ehp_rule);
 }
 
 std::vector<int> OnlineCpus() {
@@ -88,7 +88,7 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
     uint32_t entries;
   } sizes[] = {{skel->maps.tables, z.tables},   {skel->maps.pages, z.pages},
                {skel->maps.buckets, z.pages},   {skel->maps.rows, z.row_chunks},
-               {skel->maps.palettes, z.palette_chunks}, {skel->maps.rules, z.rules},
+               {skel->maps.palettes, z.palette_words}, {skel->maps.rules, z.rules},
                {skel->maps.procs, z.procs},     {skel->maps.events, z.ringbuf_bytes},
                {skel->maps.verify_scratch,
                 o.config.verify_every ? static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())) : 1u}};

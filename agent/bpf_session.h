@@ -21,7 +21,7 @@ struct MapSizes {
   uint32_t tables = 4096;
   uint32_t pages = 1 << 16;         // 64 KiB of code each at most
   uint32_t row_chunks = 1024;       // EHP_ROW_CHUNK_ROWS rows each
-  uint32_t palette_chunks = 64;     // EHP_PALETTE_CHUNK entries each
+  uint32_t palette_words = 1 << 16; // EHP_PALETTE_PER_WORD entries each
   uint32_t rules = 1 << 16;
   uint32_t procs = 4096;
   uint32_t ringbuf_bytes = 16 << 20;

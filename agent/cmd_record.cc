@@ -92,7 +92,8 @@ MapSizes SizesForMemory(uint64_t mb) {
   const uint64_t bytes = mb << 20;
   z.row_chunks = static_cast<uint32_t>(std::max<uint64_t>(16, bytes * 7 / 10 / (EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES)));
   z.pages = std::max<uint32_t>(1024, z.row_chunks * 16);
-  z.palette_chunks = std::max<uint32_t>(8, z.row_chunks / 8);
+  // ~1 palette entry per 30 rows in Debian's libraries; 4 entries a word.
+  z.palette_words = std::max<uint32_t>(4096, z.row_chunks * EHP_ROW_CHUNK_ROWS / 60);
   z.rules = std::max<uint32_t>(4096, z.row_chunks * 64);
   return z;
 }
@@ -303,8 +304,8 @@ int RunRecordCommand(const std::vector<std::string>& args) {
         return UsageError("record", "--format takes svg, folded, perf-script, pprof or text");
       }
     } else if (a == "--table-memory") {
-      if (!value(&v) || !absl::SimpleAtoi(v, &table_mb) || table_mb < 4 || table_mb > 65536) {
-        return UsageError("record", "--table-memory takes megabytes (4..65536)");
+      if (!value(&v) || !absl::SimpleAtoi(v, &table_mb) || table_mb < 1 || table_mb > 65536) {
+        return UsageError("record", "--table-memory takes megabytes (1..65536)");
       }
     } else {
       return UsageError("record", absl::StrCat("unknown option ", a));

@@ -61,32 +61,30 @@ std::vector<Slot> Pack(const std::vector<uint32_t>& per_page, uint32_t chunk, ui
 }  // namespace
 
 TableStore::TableStore(const MapFds& fds, const MapSizes& sizes)
-    : fds_(fds), sizes_(sizes), pages_(sizes.pages), rules_(sizes.rules) {
+    : fds_(fds),
+      sizes_(sizes),
+      pages_(sizes.pages),
+      rules_(sizes.rules),
+      palette_words_(sizes.palette_words) {
   for (uint32_t i = 0; i < sizes.tables; ++i) free_ids_.push_back(i);
   for (uint32_t i = 0; i < sizes.row_chunks; ++i) free_row_chunks_.push_back(i);
-  for (uint32_t i = 0; i < sizes.palette_chunks; ++i) free_palette_chunks_.push_back(i);
 }
 
 void TableStore::Release(const Placement& p) {
   pages_.Free(p.page_base, p.num_pages);
   rules_.Free(p.rule_base, p.num_rules);
+  palette_words_.Free(p.palette_base, p.num_palette_words);
   free_row_chunks_.insert(free_row_chunks_.end(), p.row_chunks.begin(), p.row_chunks.end());
-  free_palette_chunks_.insert(free_palette_chunks_.end(), p.palette_chunks.begin(),
-                              p.palette_chunks.end());
 }
 
 absl::StatusOr<uint32_t> TableStore::Load(const CompactTable& t, const std::string& name) {
   const uint32_t np = static_cast<uint32_t>(t.num_pages());
-  std::vector<uint32_t> page_rows(np), page_palette(np);
-  for (uint32_t i = 0; i < np; ++i) {
-    page_rows[i] = t.pages[i].num_rows;
-    const uint32_t next = i + 1 < np ? t.pages[i + 1].first_palette
-                                     : static_cast<uint32_t>(t.palette.size());
-    page_palette[i] = next - t.pages[i].first_palette;
-  }
-  uint32_t n_row_chunks = 0, n_pal_chunks = 0;
+  std::vector<uint32_t> page_rows(np);
+  for (uint32_t i = 0; i < np; ++i) page_rows[i] = t.pages[i].num_rows;
+  uint32_t n_row_chunks = 0;
   std::vector<Slot> row_slots = Pack(page_rows, EHP_ROW_CHUNK_ROWS, &n_row_chunks);
-  std::vector<Slot> pal_slots = Pack(page_palette, EHP_PALETTE_CHUNK, &n_pal_chunks);
+  const auto n_pal_words = static_cast<uint32_t>(
+      (t.palette.size() + EHP_PALETTE_PER_WORD - 1) / EHP_PALETTE_PER_WORD);
 
   auto full = [&](const char* what) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -94,15 +92,22 @@ absl::StatusOr<uint32_t> TableStore::Load(const CompactTable& t, const std::stri
   };
   if (free_ids_.empty()) return full("table slots");
   if (free_row_chunks_.size() < n_row_chunks) return full("row chunks");
-  if (free_palette_chunks_.size() < n_pal_chunks) return full("palette chunks");
   Placement p;
+  auto pal_base = palette_words_.Allocate(n_pal_words);
+  if (!pal_base) return full("palettes");
+  p.palette_base = *pal_base;
+  p.num_palette_words = n_pal_words;
   auto page_base = pages_.Allocate(np);
-  if (!page_base) return full("pages");
+  if (!page_base) {
+    palette_words_.Free(p.palette_base, n_pal_words);
+    return full("pages");
+  }
   p.page_base = *page_base;
   p.num_pages = np;
   auto rule_base = rules_.Allocate(static_cast<uint32_t>(t.rules.size()));
   if (!rule_base) {
     pages_.Free(p.page_base, np);
+    palette_words_.Free(p.palette_base, n_pal_words);
     return full("rules");
   }
   p.rule_base = *rule_base;
@@ -111,31 +116,29 @@ absl::StatusOr<uint32_t> TableStore::Load(const CompactTable& t, const std::stri
     p.row_chunks.push_back(free_row_chunks_.front());
     free_row_chunks_.pop_front();
   }
-  for (uint32_t i = 0; i < n_pal_chunks; ++i) {
-    p.palette_chunks.push_back(free_palette_chunks_.front());
-    free_palette_chunks_.pop_front();
-  }
 
   // Lay out the chunks and the pages with global indexes.
   std::vector<uint8_t> row_bytes(size_t{n_row_chunks} * EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES, 0);
-  std::vector<uint16_t> pal_ids(size_t{n_pal_chunks} * EHP_PALETTE_CHUNK, 0);
+  // The table's palette as is, 4 ids a word: pages keep their offsets.
+  std::vector<uint64_t> pal_words(n_pal_words, 0);
+  for (size_t k = 0; k < t.palette.size(); ++k) {
+    pal_words[k / EHP_PALETTE_PER_WORD] |= uint64_t{t.palette[k]} << (16 * (k % EHP_PALETTE_PER_WORD));
+  }
   std::vector<ehp_page> pages(np);
   for (uint32_t i = 0; i < np; ++i) {
     const ehp_page& src = t.pages[i];
-    const Slot rs = row_slots[i], ps = pal_slots[i];
+    const Slot rs = row_slots[i];
     std::memcpy(&row_bytes[(size_t{rs.chunk} * EHP_ROW_CHUNK_ROWS + rs.offset) * EHP_ROW_BYTES],
                 &t.rows[size_t{src.first_row} * EHP_ROW_BYTES], size_t{src.num_rows} * EHP_ROW_BYTES);
-    std::memcpy(&pal_ids[size_t{ps.chunk} * EHP_PALETTE_CHUNK + ps.offset],
-                &t.palette[src.first_palette], size_t{page_palette[i]} * sizeof(uint16_t));
     pages[i] = {p.row_chunks[rs.chunk] * EHP_ROW_CHUNK_ROWS + rs.offset, src.num_rows,
-                p.palette_chunks[ps.chunk] * EHP_PALETTE_CHUNK + ps.offset, 0};
+                p.palette_base * EHP_PALETTE_PER_WORD + src.first_palette, 0};
   }
 
   absl::Status st = UpdateRange(fds_.rules, p.rule_base, t.rules.data(), p.num_rules,
                                 sizeof(ehp_rule), "rules");
-  for (uint32_t c = 0; st.ok() && c < n_pal_chunks; ++c) {
-    st = UpdateElem(fds_.palettes, p.palette_chunks[c], &pal_ids[size_t{c} * EHP_PALETTE_CHUNK],
-                    "palettes");
+  if (st.ok()) {
+    st = UpdateRange(fds_.palettes, p.palette_base, pal_words.data(), n_pal_words,
+                     sizeof(uint64_t), "palettes");
   }
   for (uint32_t c = 0; st.ok() && c < n_row_chunks; ++c) {
     st = UpdateElem(fds_.rows, p.row_chunks[c],
@@ -173,7 +176,7 @@ void TableStore::Unload(uint32_t id) {
 TableStore::Usage TableStore::usage() const {
   return {static_cast<uint32_t>(loaded_.size()), pages_.used(),
           sizes_.row_chunks - static_cast<uint32_t>(free_row_chunks_.size()),
-          sizes_.palette_chunks - static_cast<uint32_t>(free_palette_chunks_.size()),
+          palette_words_.used(),
           rules_.used()};
 }
 

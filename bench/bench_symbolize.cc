@@ -43,7 +43,7 @@ uint64_t NowNs() {
 
 MapSizes SmallSizes() {
   MapSizes s;
-  s.tables = s.pages = s.row_chunks = s.palette_chunks = s.rules = s.procs = 16;
+  s.tables = s.pages = s.row_chunks = s.palette_words = s.rules = s.procs = 16;
   return s;
 }
 

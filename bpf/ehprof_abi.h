@@ -120,11 +120,14 @@ struct ehp_buckets {
 
 /* ---- The in-kernel walker ------------------------------------------------ */
 
-/* BPF keeps rows and palettes in fixed chunks (array-map values are capped
- * and 8-byte rounded); the loader places each page's rows and palette
- * inside one chunk, so one map lookup serves a whole search. */
+/* BPF keeps rows in fixed chunks (array-map values are capped and 8-byte
+ * rounded); the loader places each page's rows inside one chunk, so one map
+ * lookup serves a whole search. Palettes are read one entry per lookup, so
+ * they are packed EHP_PALETTE_PER_WORD u16 rule ids to a u64 word and
+ * allocated per table, not per chunk (a chunk per table capped how many
+ * small libraries fit). */
 #define EHP_ROW_CHUNK_ROWS 4096
-#define EHP_PALETTE_CHUNK 4096
+#define EHP_PALETTE_PER_WORD 4
 
 #define EHP_MAX_USER_FRAMES 1024
 #define EHP_MAX_KERNEL_FRAMES 127 /* perf_event_max_stack's default */

@@ -77,14 +77,11 @@ struct {
 	__type(value, struct row_chunk);
 } rows SEC(".maps");
 
-struct palette_chunk {
-	__u16 ids[EHP_PALETTE_CHUNK];
-};
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 64);
+	__uint(max_entries, 1 << 16);
 	__type(key, __u32);
-	__type(value, struct palette_chunk);
+	__type(value, __u64); /* EHP_PALETTE_PER_WORD rule ids */
 } palettes SEC(".maps");
 
 struct {
@@ -239,11 +236,11 @@ EHP_INLINE struct ehp_rule *find_rule(__u32 table_id, __u64 addr)
 	__u32 first = (pg->first_row + lo) & EHP_ROW_INDEX_MASK;
 	__u32 row = ehp_search_rows(rc->bytes, first, hi - lo, key);
 	__u32 gpal = pg->first_palette + ehp_row_palette(rc->bytes, row);
-	__u32 pchunk = gpal / EHP_PALETTE_CHUNK;
-	struct palette_chunk *pc = bpf_map_lookup_elem(&palettes, &pchunk);
-	if (!pc)
+	__u32 word = gpal / EHP_PALETTE_PER_WORD;
+	__u64 *pw = bpf_map_lookup_elem(&palettes, &word);
+	if (!pw)
 		return 0;
-	__u32 gr = t->rule_base + pc->ids[gpal & (EHP_PALETTE_CHUNK - 1)];
+	__u32 gr = t->rule_base + (__u16)(*pw >> (16 * (gpal % EHP_PALETTE_PER_WORD)));
 	return bpf_map_lookup_elem(&rules, &gr);
 }
 

@@ -74,7 +74,8 @@ struct RunResult {
 // (killing it after 60 s: a hang fails the test, it does not hang it).
 RunResult RunEhprof(std::vector<std::string> args, int sig, int delay_ms,
                     std::set<int>* programs = nullptr) {
-  const std::string err_path = ::testing::TempDir() + "/ending_err.txt";
+  // ctest -j runs these tests as concurrent processes: paths must differ.
+  const std::string err_path = ::testing::TempDir() + "/ending_err." + std::to_string(getpid());
   args.insert(args.begin(), testing::EhprofBinary());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -119,7 +120,8 @@ class RecordEnding : public ::testing::TestWithParam<int> {};
 TEST_P(RecordEnding, SignalWritesTheProfileAndReleasesBpf) {
   if (!RequireRoot()) GTEST_SKIP();
   std::set<int> programs;
-  const std::string out = ::testing::TempDir() + "/ending.folded";
+  const std::string out =
+      ::testing::TempDir() + "/ending." + std::to_string(getpid()) + ".folded";
   std::remove(out.c_str());
   RunResult r = RunEhprof({"record", "-F", "499", "-q", "-o", out, "--",
                      testing::TestdataPath("plt_calls.stripped"), "30"},
@@ -136,7 +138,8 @@ INSTANTIATE_TEST_SUITE_P(Signals, RecordEnding, ::testing::Values(SIGINT, SIGTER
 
 TEST(RecordEndingCommand, KilledCommandEndsTheRecordingWithItsProfile) {
   if (!RequireRoot()) GTEST_SKIP();
-  const std::string out = ::testing::TempDir() + "/killed.folded";
+  const std::string out =
+      ::testing::TempDir() + "/killed." + std::to_string(getpid()) + ".folded";
   // The shell kills itself after its child burned CPU for a while.
   RunResult r = RunEhprof({"record", "-F", "499", "-q", "-o", out, "--", "sh", "-c",
                      testing::TestdataPath("plt_calls") + " 0.7; kill -9 $$"},
@@ -148,8 +151,8 @@ TEST(RecordEndingCommand, KilledCommandEndsTheRecordingWithItsProfile) {
 
 TEST(RecordEndingOutput, ProfilesArePrivateUnlessAsked) {
   if (!RequireRoot()) GTEST_SKIP();
-  const std::string a = ::testing::TempDir() + "/private.folded";
-  const std::string b = ::testing::TempDir() + "/shared.folded";
+  const std::string a = ::testing::TempDir() + "/private." + std::to_string(getpid()) + ".folded";
+  const std::string b = ::testing::TempDir() + "/shared." + std::to_string(getpid()) + ".folded";
   ASSERT_EQ(RunEhprof({"record", "-q", "-d", "0.2", "-o", a, "--", "true"}, 0, 0).exit_code, 0);
   ASSERT_EQ(RunEhprof({"record", "-q", "-d", "0.2", "--output-mode", "0644", "-o", b, "--", "true"}, 0, 0)
                 .exit_code,
@@ -174,6 +177,38 @@ TEST(RecordEndingOutput, UnwritableOutputKeepsTheProfileElsewhere) {
   const std::string fallback = r.err.substr(at + marker.size(), r.err.find(' ', at + marker.size()) - at - marker.size());
   EXPECT_GE(FoldedSamples(fallback), 50u) << fallback;
   std::remove(fallback.c_str());
+}
+
+}  // namespace
+}  // namespace ehprof
+
+namespace ehprof {
+namespace {
+
+TEST(RecordLimits, FullTableMapsDegradePerFileAndSaySo) {
+  if (!RequireRoot()) GTEST_SKIP();
+  // 1 MB of table memory cannot hold fio's ~40 libraries: the big ones it
+  // hardly uses are refused, each named once, and fio's own stacks still
+  // unwind (its binary and libc are built first).
+  const std::string out =
+      ::testing::TempDir() + "/limits." + std::to_string(getpid()) + ".folded";
+  RunResult r = RunEhprof({"record", "-F", "499", "-q", "--table-memory", "1", "-o", out, "--",
+                           "fio", testing::SourcePath("testdata/workloads/fio-cpu.job"),
+                           "--runtime=1"},
+                          0, 0);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("the BPF table maps are full"), std::string::npos) << r.err;
+  std::ifstream in(out);
+  std::string line;
+  uint64_t total = 0, to_start = 0;
+  while (std::getline(in, line)) {
+    const uint64_t n = std::stoull(line.substr(line.rfind(' ') + 1));
+    if (line.rfind("fio;", 0) != 0) continue;
+    total += n;
+    if (line.find("fio;_start;") == 0) to_start += n;
+  }
+  ASSERT_GE(total, 100u);
+  EXPECT_GE(to_start, total * 9 / 10);
 }
 
 }  // namespace
