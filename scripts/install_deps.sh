@@ -7,7 +7,7 @@ PKGS=(
   libelf-dev libdw-dev elfutils binutils zlib1g-dev libzstd-dev liblzma-dev
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang llvm libclang-rt-14-dev libbpf-dev bpftool
-  linux-perf fio libc6-dbg libllvm15 python3.11 libssl3 gdb
+  linux-perf fio libc6-dbg libllvm15 python3.11 libssl3 libgcrypt20 libstdc++6 gdb
   golang-go chromium fonts-dejavu-core debuginfod
 )
 missing=()
