@@ -20,7 +20,9 @@ bool ParseFrame(const std::string& line, ResolvedFrame* f) {
   if (close == std::string::npos || line[close] != ')') return false;
   size_t open = line.rfind(" (", close);
   if (open == std::string::npos || open < sp) return false;
-  f->symbol = line.substr(sp + 1, open - sp - 1);
+  // "ADDR (DSO)" (perf script -F ip,dso): the space after the address is
+  // the one before the dso, and the symbol is empty.
+  f->symbol = open == sp ? std::string() : line.substr(sp + 1, open - sp - 1);
   f->dso = line.substr(open + 2, close - open - 2);
   f->inlined = f->dso == "inlined";
   f->kernel = f->addr >= kKernelMin || (f->dso.size() > 1 && f->dso[0] == '[' &&

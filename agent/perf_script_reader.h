@@ -13,7 +13,9 @@
 namespace ehprof {
 
 // Frames whose dso reads "inlined" become inlined frames; kernel frames are
-// recognised by their [kernel...]/module dso or a kernel address.
+// recognised by their [kernel...]/module dso or a kernel address. Dumps
+// written with --srcline (a "  file:line" line under each frame) are not
+// read: they are an error naming the line.
 absl::StatusOr<std::vector<ResolvedSample>> ReadPerfScript(std::istream& in,
                                                            const std::string& name);
 

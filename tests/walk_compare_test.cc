@@ -106,3 +106,19 @@ TEST(PerfScriptReader, MalformedInputNamesTheLine) {
 
 }  // namespace
 }  // namespace ehprof
+
+namespace ehprof {
+namespace {
+
+TEST(PerfScriptReader, FrameWithoutSymbolKeepsItsDso) {
+  // perf script -F ip,dso prints "ADDR (DSO)"; found by fuzz_perf_script.
+  std::istringstream text("a 1\n\t1 (b)\n");
+  auto out = ReadPerfScript(text, "dump");
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].frames.size(), 1u);
+  EXPECT_EQ((*out)[0].frames[0].symbol, "");
+  EXPECT_EQ((*out)[0].frames[0].dso, "b");
+}
+
+}  // namespace
+}  // namespace ehprof
