@@ -27,23 +27,12 @@ extern char** environ;
 namespace ehprof {
 namespace {
 
-bool RequireRoot() {
-  if (geteuid() == 0) return true;
-  const char* ci = std::getenv("CI");
-  if (ci && std::string(ci) == "true") {
-    ADD_FAILURE() << "CI=true but not root: the BPF tests must run";
-  } else {
-    std::printf("SKIPPED: needs root (CAP_BPF, CAP_PERFMON)\n");
-  }
-  return false;
-}
+using testing::FoldedSamples;
+using testing::RequireRootForBpf;
+using testing::RunEhprof;
+using testing::RunResult;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+bool RequireRoot() { return RequireRootForBpf(); }
 
 // The BPF programs a process holds, from its fds' fdinfo ("prog_id:"):
 // program fds and link fds both name theirs. Other ehprof runs (ctest -j)
@@ -65,56 +54,6 @@ bool ProgramExists(int id) {
   return std::system(("bpftool prog show id " + std::to_string(id) + " >/dev/null 2>&1").c_str()) == 0;
 }
 
-struct RunResult {
-  int exit_code = -1;
-  std::string err;
-};
-
-// Starts ehprof with `args`, sends `sig` after `delay_ms` (0: none), waits
-// (killing it after 60 s: a hang fails the test, it does not hang it).
-RunResult RunEhprof(std::vector<std::string> args, int sig, int delay_ms,
-                    std::set<int>* programs = nullptr) {
-  // ctest -j runs these tests as concurrent processes: paths must differ.
-  const std::string err_path = ::testing::TempDir() + "/ending_err." + std::to_string(getpid());
-  args.insert(args.begin(), testing::EhprofBinary());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  RunResult r;
-  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) return r;
-  posix_spawn_file_actions_destroy(&fa);
-  if (sig) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-    if (programs) *programs = ProgramIdsOf(pid);
-    kill(pid, sig);
-  }
-  int status = 0;
-  for (int i = 0; i < 600; ++i) {
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      r.err = ReadFile(err_path);
-      return r;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  r.err = "ehprof did not end within 60 s";
-  return r;
-}
-
-size_t FoldedSamples(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  size_t n = 0;
-  while (std::getline(in, line)) n += std::stoull(line.substr(line.rfind(' ') + 1));
-  return n;
-}
-
 class RecordEnding : public ::testing::TestWithParam<int> {};
 
 TEST_P(RecordEnding, SignalWritesTheProfileAndReleasesBpf) {
@@ -125,7 +64,7 @@ TEST_P(RecordEnding, SignalWritesTheProfileAndReleasesBpf) {
   std::remove(out.c_str());
   RunResult r = RunEhprof({"record", "-F", "499", "-q", "-o", out, "--",
                      testing::TestdataPath("plt_calls.stripped"), "30"},
-                    GetParam(), 1500, &programs);
+                    GetParam(), 1500, [&](pid_t pid) { programs = ProgramIdsOf(pid); });
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("ended by SIG"), std::string::npos) << r.err;
   EXPECT_GE(FoldedSamples(out), 100u) << "the samples of the first 1.5 s must be written";

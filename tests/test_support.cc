@@ -2,7 +2,21 @@
 
 #include <fcntl.h>
 #include <gelf.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+extern char** environ;
 
 namespace ehprof::testing {
 
@@ -40,6 +54,70 @@ std::optional<SymbolRange> FindSymbol(const std::string& path, const std::string
   if (e) elf_end(e);
   ::close(fd);
   return found;
+}
+
+bool RequireRootForBpf() {
+  if (geteuid() == 0) return true;
+  const char* ci = std::getenv("CI");
+  if (ci && std::string(ci) == "true") {
+    ADD_FAILURE() << "CI=true but not root: the BPF tests must run";
+  } else {
+    std::printf("SKIPPED: needs root (CAP_BPF, CAP_PERFMON)\n");
+  }
+  return false;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+
+// Starts ehprof with `args`, sends `sig` after `delay_ms` (0: none), waits
+// (killing it after 60 s: a hang fails the test, it does not hang it).
+RunResult RunEhprof(std::vector<std::string> args, int sig, int delay_ms,
+                    const std::function<void(pid_t)>& while_running) {
+  // ctest -j runs these tests as concurrent processes: paths must differ.
+  const std::string err_path = ::testing::TempDir() + "/ending_err." + std::to_string(getpid());
+  args.insert(args.begin(), EhprofBinary());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  RunResult r;
+  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) return r;
+  posix_spawn_file_actions_destroy(&fa);
+  if (sig) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    if (while_running) while_running(pid);
+    kill(pid, sig);
+  }
+  int status = 0;
+  for (int i = 0; i < 600; ++i) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      r.err = ReadFile(err_path);
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  r.err = "ehprof did not end within 60 s";
+  return r;
+}
+
+size_t FoldedSamples(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(in, line)) n += std::stoull(line.substr(line.rfind(' ') + 1));
+  return n;
 }
 
 }  // namespace ehprof::testing

@@ -3,9 +3,13 @@
 #ifndef EHPROF_TESTS_TEST_SUPPORT_H_
 #define EHPROF_TESTS_TEST_SUPPORT_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ehprof::testing {
 
@@ -22,6 +26,26 @@ struct SymbolRange {
 };
 // A function symbol's address and size from .symtab (or .dynsym).
 std::optional<SymbolRange> FindSymbol(const std::string& path, const std::string& name);
+
+// For tests that load BPF: true as root; otherwise prints "SKIPPED: ..."
+// (the caller then skips) or, under CI=true, records a failure: CI must run
+// them.
+bool RequireRootForBpf();
+
+std::string ReadFile(const std::string& path);
+
+struct RunResult {
+  int exit_code = -1;
+  std::string err;  // ehprof's stderr
+};
+// Runs build/ehprof with `args`. With sig != 0: after delay_ms calls
+// while_running(pid) (if set) and sends sig. A run past 60 s is killed and
+// reported in err, so a hang fails a test instead of hanging it.
+RunResult RunEhprof(std::vector<std::string> args, int sig = 0, int delay_ms = 0,
+                    const std::function<void(pid_t)>& while_running = nullptr);
+
+// The sum of the counts of a folded file.
+size_t FoldedSamples(const std::string& path);
 
 }  // namespace ehprof::testing
 
