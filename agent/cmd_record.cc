@@ -1,5 +1,6 @@
 // `ehprof record`: sample, unwind in BPF, write the profile.
 #include <linux/perf_event.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -328,6 +329,13 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   o.sizes = SizesForMemory(table_mb);
 
   InstallStopSignalHandlers();
+  // One fd is kept per mapped file (for symbolizing files replaced or
+  // deleted meanwhile); -a on a big machine needs more than the soft limit.
+  rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   Recorder rec(std::move(o));
   absl::Status run = rec.Run();
   for (const std::string& w : rec.TakeWarnings()) {

@@ -1,6 +1,7 @@
 #include "agent/process_tracker.h"
 
 #include <bpf/bpf.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/auxv.h>
 
@@ -81,6 +82,15 @@ absl::Status ProcessTracker::Refresh(uint32_t pid, uint64_t now_ns) {
       }
     }
     m.bias = e.start - e.offset;
+    if (key.ok() && e.path != "[vdso]") {
+      auto [kept, added] = kept_.try_emplace(*key);
+      if (added) {
+        kept->second.reset(::open(absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end).c_str(),
+                                  O_RDONLY | O_CLOEXEC));
+        if (!kept->second.valid()) kept->second.reset(::open(e.path.c_str(), O_RDONLY | O_CLOEXEC));
+      }
+      if (kept->second.valid()) m.kept_path = absl::StrCat("/proc/self/fd/", kept->second.get());
+    }
     if (key.ok()) {
       m.file = *key;
       if (const FileInfo* f = files_->Find(*key)) {

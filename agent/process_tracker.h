@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "agent/file_tables.h"
+#include "unwind_tables/unique_fd.h"
 
 namespace ehprof {
 
@@ -23,6 +24,9 @@ struct TrackedMapping {
   std::string path;           // "[vdso]", "//anon" for anonymous code
   std::string build_id;
   std::optional<FileKey> file;
+  // The mapped file itself ("/proc/self/fd/N", an fd ehprof keeps): read
+  // when `path` no longer holds it (replaced or deleted on disk).
+  std::string kept_path;
 };
 
 struct ResolvedAddr {
@@ -67,6 +71,9 @@ class ProcessTracker {
   std::set<uint32_t> live_;
   std::vector<std::string> warnings_;
   std::vector<uint8_t> vdso_image_;
+  // An fd on every file a process mapped, for symbolizing after the
+  // process (or the file's name) is gone.
+  std::map<FileKey, UniqueFd> kept_;
 };
 
 // The calling process's vDSO image (the same for every process on the

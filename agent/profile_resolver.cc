@@ -1,5 +1,7 @@
 #include "agent/profile_resolver.h"
 
+#include <sys/stat.h>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "symbolizer/demangle.h"
@@ -70,7 +72,7 @@ class Resolver {
     }
     f.addr = r->elf_vaddr;
     f.dso = r->mapping->path;
-    const Symbolized& sym = Symbolize(f.dso, f.addr);
+    const Symbolized& sym = Symbolize(SymbolPathOf(*r->mapping), f.addr);
     if (sym.frames.empty()) {
       out->push_back(std::move(f));
       return;
@@ -121,6 +123,24 @@ class Resolver {
     return cache_.emplace(key, std::move(s)).first->second;
   }
 
+  // Where to read a mapping's symbols: its path while that still holds the
+  // file that was mapped (a separate debug file is found next to it), else
+  // the fd ehprof kept on it (a binary replaced or deleted since).
+  const std::string& SymbolPathOf(const TrackedMapping& m) {
+    if (!m.file || m.kept_path.empty()) return m.path;
+    const std::string key = absl::StrCat(m.path, ":", m.file->inode, ":", m.file->mtime_ns);
+    auto it = same_file_.find(key);
+    if (it == same_file_.end()) {
+      struct stat st;
+      const bool same = ::stat(m.path.c_str(), &st) == 0 &&
+                        static_cast<uint64_t>(st.st_ino) == m.file->inode &&
+                        static_cast<uint64_t>(st.st_dev) == m.file->dev &&
+                        int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec == m.file->mtime_ns;
+      it = same_file_.emplace(key, same).first;
+    }
+    return it->second ? m.path : m.kept_path;
+  }
+
   // The file to read symbols from for a mapping path ("" when none).
   const std::string& SymbolFile(const std::string& path) {
     static const std::string kNone;
@@ -135,6 +155,8 @@ class Resolver {
   const ResolveOptions& options_;
   absl::flat_hash_map<std::pair<std::string, uint64_t>, Symbolized> cache_;
   absl::flat_hash_map<uint32_t, PerfMap> perf_maps_;
+  // "path:inode:mtime" -> the path still holds that file.
+  absl::flat_hash_map<std::string, bool> same_file_;
 };
 
 }  // namespace
