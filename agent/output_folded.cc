@@ -57,17 +57,21 @@ absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostrea
   return WriteFolded(samples, out, /*srcline=*/false);
 }
 
+std::string FoldedStack(const ResolvedSample& sample, bool srcline) {
+  std::string key = FoldedComm(sample.comm);
+  for (auto it = sample.frames.rbegin(); it != sample.frames.rend(); ++it) {
+    absl::StrAppend(&key, ";", FoldedFrameName(*it, srcline));
+  }
+  return key;
+}
+
 absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostream& out,
                          bool srcline) {
   // std::map: the lines come out sorted, so equal profiles give equal files.
   std::map<std::string, uint64_t> stacks;
   for (const ResolvedSample& sample : samples) {
     if (sample.count == 0) continue;
-    std::string key = FoldedComm(sample.comm);
-    for (auto it = sample.frames.rbegin(); it != sample.frames.rend(); ++it) {
-      absl::StrAppend(&key, ";", FoldedFrameName(*it, srcline));
-    }
-    stacks[key] += sample.count;
+    stacks[FoldedStack(sample, srcline)] += sample.count;
   }
   for (const auto& [stack, count] : stacks) {
     out << stack << ' ' << count << '\n';

@@ -32,6 +32,9 @@ absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostrea
 
 // One frame's name as WriteFolded writes it, suffix included.
 std::string FoldedFrameName(const ResolvedFrame& frame, bool srcline = false);
+// One sample's line as WriteFolded writes it, without the count:
+// "comm;root;...;leaf".
+std::string FoldedStack(const ResolvedSample& sample, bool srcline = false);
 
 }  // namespace ehprof
 

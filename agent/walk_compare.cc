@@ -126,13 +126,8 @@ absl::Status WriteDiffFolded(const std::vector<ResolvedSample>& cfi,
   std::map<std::string, std::pair<uint64_t, uint64_t>> stacks;
   auto add = [&](const std::vector<ResolvedSample>& samples, bool is_fp) {
     for (const ResolvedSample& s : samples) {
-      std::string key = s.comm;
-      std::replace(key.begin(), key.end(), ' ', '_');
-      std::replace(key.begin(), key.end(), ';', ':');
-      for (auto it = s.frames.rbegin(); it != s.frames.rend(); ++it) {
-        absl::StrAppend(&key, ";", FoldedFrameName(*it));
-      }
-      (is_fp ? stacks[key].first : stacks[key].second) += s.count;
+      auto& counts = stacks[FoldedStack(s)];
+      (is_fp ? counts.first : counts.second) += s.count;
     }
   };
   add(fp, true);
