@@ -176,29 +176,29 @@ std::vector<uint32_t> ProcessTracker::live_pids() const {
   return std::vector<uint32_t>(live_.begin(), live_.end());
 }
 
-const std::vector<TrackedMapping>* ProcessTracker::MappingsAt(uint32_t pid,
-                                                             uint64_t time_ns) const {
+const ProcessTracker::Snapshot* ProcessTracker::SnapshotAt(uint32_t pid, uint64_t time_ns) const {
   auto it = history_.find(pid);
   if (it == history_.end() || it->second.empty()) return nullptr;
   const auto& snaps = it->second;
-  // The latest snapshot taken before the sample; samples that beat the
-  // first snapshot (a new process) use the first.
   auto s = std::upper_bound(snaps.begin(), snaps.end(), time_ns,
                             [](uint64_t t, const Snapshot& x) { return t < x.from_ns; });
-  return &(s == snaps.begin() ? *s : *std::prev(s)).mappings;
+  return &(s == snaps.begin() ? *s : *std::prev(s));
+}
+
+const std::vector<TrackedMapping>* ProcessTracker::MappingsAt(uint32_t pid,
+                                                             uint64_t time_ns) const {
+  const Snapshot* snap = SnapshotAt(pid, time_ns);
+  return snap ? &snap->mappings : nullptr;
 }
 
 std::optional<ResolvedAddr> ProcessTracker::Resolve(uint32_t pid, uint64_t time_ns,
                                                     uint64_t addr) const {
-  auto it = history_.find(pid);
-  if (it == history_.end() || it->second.empty()) return std::nullopt;
-  const auto& snaps = it->second;
-  auto s = std::upper_bound(snaps.begin(), snaps.end(), time_ns,
-                            [](uint64_t t, const Snapshot& x) { return t < x.from_ns; });
-  if (s != snaps.begin()) --s;
+  const Snapshot* first = SnapshotAt(pid, time_ns);
+  if (!first) return std::nullopt;
+  const auto& snaps = history_.at(pid);
   // The snapshot in force first; then later ones: a library ld.so or dlopen
   // mapped after that snapshot but before the sample shows up only there.
-  for (; s != snaps.end(); ++s) {
+  for (auto s = snaps.begin() + (first - snaps.data()); s != snaps.end(); ++s) {
     const auto& maps = s->mappings;
     auto m = std::upper_bound(maps.begin(), maps.end(), addr,
                               [](uint64_t a, const TrackedMapping& x) { return a < x.start; });

@@ -62,6 +62,9 @@ class ProcessTracker {
     uint64_t from_ns = 0;
     std::vector<TrackedMapping> mappings;  // executable only, sorted
   };
+  // pid's snapshot in force at time_ns (the first one for samples that beat
+  // it: a new process); null when pid was never seen.
+  const Snapshot* SnapshotAt(uint32_t pid, uint64_t time_ns) const;
   void WriteEntry(uint32_t pid);
   void ReleaseFiles(const std::vector<TrackedMapping>& mappings);
 
