@@ -65,7 +65,12 @@ options:
   --no-demangle      keep C++ names as the binaries spell them
   --srcline          perf-script: each frame's file:line on the next line
                      (as perf script -F +srcline); folded: name (file:line)
-  --table-memory MB  memory for unwind tables in BPF maps (default 64)
+  --table-memory MB  memory for unwind tables in BPF maps (default 64); when
+                     full, unused tables are evicted (least recently used
+                     first), then files go without (frame pointers there)
+  --max-procs N      processes the BPF process map holds (default 4096,
+                     32 KiB each, allocated as used); beyond it user
+                     stacks stop at the leaf
   --verify[=N]       also capture registers and 64 KiB of stack for every
                      Nth sample (default 10), unwind that copy with libdwfl
                      and report how the in-kernel walk agrees, frame by frame
@@ -146,6 +151,16 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
                  "ehprof: own CPU time while recording %.2f%% of one CPU (setup before it: %.0f ms)\n",
                  100.0 * s.cpu_time_ns / 1e9 / s.seconds, s.setup_cpu_ns / 1e6);
   }
+  const FileTables::Stats& t = s.tables;
+  std::fprintf(stderr,
+               "ehprof: unwind tables: %llu loaded, %llu reused after their process ended, "
+               "%llu evicted for room, %llu refused (maps full)\n",
+               static_cast<unsigned long long>(t.loaded), static_cast<unsigned long long>(t.reused),
+               static_cast<unsigned long long>(t.evicted), static_cast<unsigned long long>(t.no_space));
+  if (s.procs_refused) {
+    std::fprintf(stderr, "ehprof: %llu processes found the BPF process map full (--max-procs)\n",
+                 static_cast<unsigned long long>(s.procs_refused));
+  }
   if (!output.empty()) std::fprintf(stderr, "ehprof: wrote %s\n", output.c_str());
 }
 
@@ -211,6 +226,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   mode_t output_mode = 0600;
   std::string compare_path, diff_path, verify_path;
   uint64_t table_mb = 64;
+  uint32_t max_procs = MapSizes{}.procs;
   int targets = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -308,6 +324,10 @@ int RunRecordCommand(const std::vector<std::string>& args) {
       if (!value(&v) || !absl::SimpleAtoi(v, &table_mb) || table_mb < 1 || table_mb > 65536) {
         return UsageError("record", "--table-memory takes megabytes (1..65536)");
       }
+    } else if (a == "--max-procs") {
+      if (!value(&v) || !absl::SimpleAtoi(v, &max_procs) || max_procs < 1 || max_procs > 1 << 20) {
+        return UsageError("record", "--max-procs takes a count (1..1048576)");
+      }
     } else {
       return UsageError("record", absl::StrCat("unknown option ", a));
     }
@@ -327,6 +347,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   }
   const uint64_t frequency_hz = o.frequency_hz;
   o.sizes = SizesForMemory(table_mb);
+  o.sizes.procs = max_procs;
 
   InstallStopSignalHandlers();
   // One fd is kept per mapped file (for symbolizing files replaced or

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -42,7 +43,10 @@ absl::StatusOr<FileKey> FileTables::Register(const std::string& open_path,
     for (uint8_t b : image) h = (h ^ b) * 1099511628211ull;
     key = {~uint64_t{0}, h, image.size(), 0};
   }
-  if (files_.count(key)) return key;
+  if (auto it = files_.find(key); it != files_.end()) {
+    if (it->second.refs == 0 && it->second.state == FileInfo::State::kReady) ++stats_.reused;
+    return key;
+  }
   auto elf = image.empty() ? ElfFile::Open(open_path)
                            : ElfFile::FromBytes(display_path, std::vector<uint8_t>(image));
   FileInfo info;
@@ -57,13 +61,18 @@ absl::StatusOr<FileKey> FileTables::Register(const std::string& open_path,
   for (const ElfSegment& s : elf->segments()) {
     if (s.type == PT_LOAD) info.loads.push_back(s);
   }
-  files_.emplace(key, std::move(info));
+  info.open_path = open_path;
+  info.image = std::move(image);
+  Queue(key, files_.emplace(key, std::move(info)).first->second);
+  return key;
+}
+
+void FileTables::Queue(const FileKey& key, const FileInfo& info) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back({key, open_path, display_path, std::move(image)});
+    jobs_.push_back({key, info.open_path, info.path, info.image});
   }
   cv_.notify_one();
-  return key;
 }
 
 const FileInfo* FileTables::Find(const FileKey& key) const {
@@ -73,19 +82,49 @@ const FileInfo* FileTables::Find(const FileKey& key) const {
 
 void FileTables::AddRef(const FileKey& key) {
   auto it = files_.find(key);
-  if (it != files_.end()) ++it->second.refs;
+  if (it == files_.end()) return;
+  FileInfo& f = it->second;
+  if (f.refs++ == 0 && f.state == FileInfo::State::kReady) unused_.erase(f.unused);
 }
 
 void FileTables::Release(const FileKey& key) {
   auto it = files_.find(key);
   if (it == files_.end() || it->second.refs == 0) return;
-  if (--it->second.refs > 0) return;
-  if (it->second.state == FileInfo::State::kReady) {
+  FileInfo& f = it->second;
+  if (--f.refs > 0) return;
+  switch (f.state) {
+    case FileInfo::State::kReady:
+      // Kept loaded: the same binary often runs again soon (shells,
+      // build steps). Room is made by evicting from the back.
+      unused_.push_front(key);
+      f.unused = unused_.begin();
+      retry_no_space_ = true;
+      break;
+    case FileInfo::State::kNoSpace:
+      files_.erase(it);  // the next process mapping it tries again
+      break;
+    default:
+      break;  // pending: dropped when its build ends; failed: remembered
+  }
+}
+
+bool FileTables::EvictOne() {
+  if (unused_.empty()) return false;
+  auto it = files_.find(unused_.back());
+  unused_.pop_back();
+  if (it != files_.end()) {
     store_->Unload(it->second.table_id);
-    // Forget it: a process mapping the file again rebuilds it; a file
-    // replaced on disk has a new key anyway.
     files_.erase(it);
   }
+  ++stats_.evicted;
+  return true;
+}
+
+FileTables::Stats FileTables::stats() const {
+  Stats s = stats_;
+  s.unused = unused_.size();
+  s.files = files_.size();
+  return s;
 }
 
 void FileTables::WorkerLoop() {
@@ -126,6 +165,19 @@ std::vector<FileKey> FileTables::CollectFinished() {
     done.swap(done_);
   }
   std::vector<FileKey> ready;
+  const auto now = std::chrono::steady_clock::now();
+  if (retry_no_space_ && now - last_retry_ > std::chrono::seconds(2)) {
+    // Tables became evictable: files refused for room get another build
+    // (not more often than this: a build costs milliseconds).
+    retry_no_space_ = false;
+    last_retry_ = now;
+    for (auto& [key, f] : files_) {
+      if (f.state == FileInfo::State::kNoSpace && f.refs > 0) {
+        f.state = FileInfo::State::kPending;
+        Queue(key, f);
+      }
+    }
+  }
   for (Done& d : done) {
     auto it = files_.find(d.key);
     if (it == files_.end()) continue;
@@ -143,13 +195,24 @@ std::vector<FileKey> FileTables::CollectFinished() {
       continue;
     }
     auto id = store_->Load(*d.table, f.path);
+    while (!id.ok() && absl::IsResourceExhausted(id.status()) && EvictOne()) {
+      id = store_->Load(*d.table, f.path);
+    }
     if (!id.ok()) {
       f.state = FileInfo::State::kNoSpace;
       f.error = std::string(id.status().message());
-      warnings_.push_back(f.error);
+      // Said once: with -a a full map refuses many files; the summary
+      // counts them.
+      if (stats_.no_space++ == 0 || !absl::IsResourceExhausted(id.status())) {
+        warnings_.push_back(absl::StrCat(f.error, " (files without a table are unwound with frame "
+                                                  "pointers; raise --table-memory)"));
+      }
       ready.push_back(d.key);
       continue;
     }
+    ++stats_.loaded;
+    f.image.clear();
+    f.image.shrink_to_fit();
     f.state = FileInfo::State::kReady;
     f.table_id = *id;
     f.rows = d.rows;

@@ -1,12 +1,17 @@
 // One unwind table per distinct file (dev, inode, mtime, size), shared by
 // every process that maps it, built on a worker thread so table builds never
-// delay sampling or event handling, and evicted when no process uses it.
+// delay sampling or event handling. A table no process uses stays loaded
+// (the next short-lived process running that binary finds it ready) until
+// the maps run out of room: then unused tables go, least recently used
+// first. Tables in use are never evicted.
 #ifndef EHPROF_AGENT_FILE_TABLES_H_
 #define EHPROF_AGENT_FILE_TABLES_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,6 +41,10 @@ struct FileInfo {
   std::string error;       // when kFailed / kNoSpace
   uint32_t refs = 0;       // processes mapping it
   uint64_t rows = 0, table_bytes = 0;
+  std::list<FileKey>::iterator unused;  // in FileTables::unused_ when refs == 0 and ready
+  // Where it was read from, for a retry when the maps were full.
+  std::string open_path;
+  std::vector<uint8_t> image;
 };
 
 class FileTables {
@@ -50,7 +59,7 @@ class FileTables {
                                    std::vector<uint8_t> image = {});
   const FileInfo* Find(const FileKey& key) const;
   void AddRef(const FileKey& key);
-  void Release(const FileKey& key);  // unloads the table at zero refs
+  void Release(const FileKey& key);  // at zero refs the table becomes evictable
 
   // Loads finished builds into the BPF maps; returns the keys that became
   // ready (their processes' entries need rewriting). Main thread only.
@@ -58,6 +67,16 @@ class FileTables {
   // Problems worth one line each (failed builds, full maps), drained.
   std::vector<std::string> TakeWarnings();
   size_t pending() const;
+
+  struct Stats {
+    uint64_t loaded = 0;        // tables placed in the maps
+    uint64_t evicted = 0;       // unused tables evicted for room
+    uint64_t reused = 0;        // registrations that found an unused table
+    uint64_t no_space = 0;      // files left without a table for lack of room
+    size_t unused = 0;          // unused tables loaded now
+    size_t files = 0;           // files known now
+  };
+  Stats stats() const;
 
  private:
   struct Job {
@@ -72,9 +91,15 @@ class FileTables {
     uint64_t rows = 0;
   };
   void WorkerLoop();
+  bool EvictOne();
+  void Queue(const FileKey& key, const FileInfo& info);
 
   TableStore* store_;
   std::map<FileKey, FileInfo> files_;
+  std::list<FileKey> unused_;  // ready tables no process uses, most recent first
+  bool retry_no_space_ = false;
+  std::chrono::steady_clock::time_point last_retry_{};
+  Stats stats_;
   std::vector<std::string> warnings_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -52,65 +52,91 @@ ProcessTracker::ProcessTracker(FileTables* files, int procs_map_fd)
 absl::Status ProcessTracker::Refresh(uint32_t pid, uint64_t now_ns) {
   auto maps = ReadProcMaps(static_cast<int>(pid));
   if (!maps.ok()) return maps.status();
+  Apply(pid, *maps, now_ns);
+  return absl::OkStatus();
+}
+
+TrackedMapping ProcessTracker::Track(uint32_t pid, const MapsEntry& e) {
+  TrackedMapping m;
+  m.start = e.start;
+  m.end = e.end;
+  absl::StatusOr<FileKey> key = absl::NotFoundError("anonymous");
+  if (e.path == "[vdso]") {
+    if (vdso_image_.empty()) vdso_image_ = ReadOwnVdso();
+    if (!vdso_image_.empty()) key = files_->Register("", "[vdso]", vdso_image_);
+    m.path = "[vdso]";
+  } else if (e.path.empty() || e.path[0] == '[') {
+    m.path = "//anon";  // JIT or other generated code: frame pointers only
+  } else {
+    m.path = e.path;
+    // map_files reaches the mapped file even when deleted or inside a
+    // container's mount namespace.
+    key = files_->Register(absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end),
+                           e.path);
+    if (!key.ok() && e.path.rfind("/memfd:", 0) != 0) {
+      key = files_->Register(absl::StrCat("/proc/", pid, "/root", e.path), e.path);
+    }
+    // A process that exited meanwhile is not worth a warning.
+    if (!key.ok() && ::kill(static_cast<pid_t>(pid), 0) == 0) {
+      warnings_.push_back(absl::StrCat("pid ", pid, ": cannot open ", e.path, ": ",
+                                       std::string(key.status().message())));
+    }
+  }
+  m.bias = e.start - e.offset;
+  if (key.ok() && e.path != "[vdso]") {
+    auto [kept, added] = kept_.try_emplace(*key);
+    if (added) {
+      kept->second.reset(::open(absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end).c_str(),
+                                O_RDONLY | O_CLOEXEC));
+      if (!kept->second.valid()) kept->second.reset(::open(e.path.c_str(), O_RDONLY | O_CLOEXEC));
+    }
+    if (kept->second.valid()) m.kept_path = absl::StrCat("/proc/self/fd/", kept->second.get());
+  }
+  if (key.ok()) {
+    m.file = *key;
+    if (const FileInfo* f = files_->Find(*key)) {
+      m.bias = LoadBias(e, f->loads);
+      m.build_id = f->build_id;
+    }
+  }
+  return m;
+}
+
+size_t ProcessTracker::History::ImageAt(uint64_t time_ns) const {
+  return static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), time_ns) - ends.begin());
+}
+
+void ProcessTracker::Apply(uint32_t pid, const std::vector<MapsEntry>& maps, uint64_t now_ns) {
   Snapshot snap;
   snap.from_ns = now_ns;
-  for (const MapsEntry& e : *maps) {
+  for (const MapsEntry& e : maps) {
     if (!e.exec || e.path == "[vsyscall]") continue;
-    TrackedMapping m;
-    m.start = e.start;
-    m.end = e.end;
-    absl::StatusOr<FileKey> key = absl::NotFoundError("anonymous");
-    if (e.path == "[vdso]") {
-      if (vdso_image_.empty()) vdso_image_ = ReadOwnVdso();
-      if (!vdso_image_.empty()) key = files_->Register("", "[vdso]", vdso_image_);
-      m.path = "[vdso]";
-    } else if (e.path.empty() || e.path[0] == '[') {
-      m.path = "//anon";  // JIT or other generated code: frame pointers only
-    } else {
-      m.path = e.path;
-      // map_files reaches the mapped file even when deleted or inside a
-      // container's mount namespace.
-      key = files_->Register(absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end),
-                             e.path);
-      if (!key.ok() && e.path.rfind("/memfd:", 0) != 0) {
-        key = files_->Register(absl::StrCat("/proc/", pid, "/root", e.path), e.path);
-      }
-      // A process that exited meanwhile is not worth a warning.
-      if (!key.ok() && ::kill(static_cast<pid_t>(pid), 0) == 0) {
-        warnings_.push_back(absl::StrCat("pid ", pid, ": cannot open ", e.path, ": ",
-                                         std::string(key.status().message())));
-      }
-    }
-    m.bias = e.start - e.offset;
-    if (key.ok() && e.path != "[vdso]") {
-      auto [kept, added] = kept_.try_emplace(*key);
-      if (added) {
-        kept->second.reset(::open(absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end).c_str(),
-                                  O_RDONLY | O_CLOEXEC));
-        if (!kept->second.valid()) kept->second.reset(::open(e.path.c_str(), O_RDONLY | O_CLOEXEC));
-      }
-      if (kept->second.valid()) m.kept_path = absl::StrCat("/proc/self/fd/", kept->second.get());
-    }
-    if (key.ok()) {
-      m.file = *key;
-      if (const FileInfo* f = files_->Find(*key)) {
-        m.bias = LoadBias(e, f->loads);
-        m.build_id = f->build_id;
-      }
-    }
-    snap.mappings.push_back(std::move(m));
+    snap.mappings.push_back(Track(pid, e));
   }
   std::sort(snap.mappings.begin(), snap.mappings.end(),
             [](const TrackedMapping& a, const TrackedMapping& b) { return a.start < b.start; });
+  History& hist = history_[pid];
+  const bool live = live_.count(pid) > 0;
+  if (live && !hist.snaps.empty() &&
+      hist.ImageAt(hist.snaps.back().from_ns) == hist.ImageAt(now_ns)) {
+    // Re-reads of an unchanged image (exec follow-ups, unknown pcs that
+    // stay unknown) add nothing: keep one snapshot, not one per read.
+    const auto& last = hist.snaps.back().mappings;
+    auto same = [](const TrackedMapping& a, const TrackedMapping& b) {
+      return a.start == b.start && a.end == b.end && a.bias == b.bias && a.file == b.file;
+    };
+    if (std::equal(last.begin(), last.end(), snap.mappings.begin(), snap.mappings.end(), same)) {
+      if (refused_.count(pid)) WriteEntry(pid);  // the map may have room now
+      return;
+    }
+  }
   for (const TrackedMapping& m : snap.mappings) {
     if (m.file) files_->AddRef(*m.file);
   }
-  auto& hist = history_[pid];
-  if (live_.count(pid) && !hist.empty()) ReleaseFiles(hist.back().mappings);
-  hist.push_back(std::move(snap));
+  if (live && !hist.snaps.empty()) ReleaseFiles(hist.snaps.back().mappings);
+  hist.snaps.push_back(std::move(snap));
   live_.insert(pid);
   WriteEntry(pid);
-  return absl::OkStatus();
 }
 
 void ProcessTracker::ReleaseFiles(const std::vector<TrackedMapping>& mappings) {
@@ -119,29 +145,86 @@ void ProcessTracker::ReleaseFiles(const std::vector<TrackedMapping>& mappings) {
   }
 }
 
-void ProcessTracker::Exit(uint32_t pid) {
-  if (!live_.erase(pid)) return;
-  bpf_map_delete_elem(procs_fd_, &pid);
+void ProcessTracker::ImageEnded(uint32_t pid, uint64_t time_ns) {
+  auto& ends = history_[pid].ends;
+  ends.insert(std::upper_bound(ends.begin(), ends.end(), time_ns), time_ns);
+}
+
+void ProcessTracker::Exit(uint32_t pid, uint64_t time_ns, bool keep_history) {
   auto it = history_.find(pid);
-  if (it != history_.end() && !it->second.empty()) ReleaseFiles(it->second.back().mappings);
+  if (live_.erase(pid)) {
+    if (procs_fd_ >= 0) bpf_map_delete_elem(procs_fd_, &pid);
+    if (it != history_.end() && !it->second.snaps.empty()) ReleaseFiles(it->second.snaps.back().mappings);
+  }
+  over_limit_warned_.erase(pid);
+  refused_.erase(pid);
+  if (it == history_.end()) return;
+  History& hist = it->second;
+  const size_t image = hist.ImageAt(time_ns);
+  if (!keep_history) {
+    // Only the ending image's snapshots: earlier images of this pid may
+    // have samples.
+    std::erase_if(hist.snaps, [&](const Snapshot& s) { return hist.ImageAt(s.from_ns) == image; });
+    if (hist.snaps.empty()) {
+      history_.erase(it);
+      return;
+    }
+  }
+  ImageEnded(pid, time_ns);
+}
+
+bool ProcessTracker::Covers(uint32_t pid, uint64_t addr) const {
+  auto it = history_.find(pid);
+  if (it == history_.end() || it->second.snaps.empty()) return false;
+  for (const TrackedMapping& m : it->second.snaps.back().mappings) {
+    if (addr >= m.start && addr < m.end) return true;
+  }
+  return false;
+}
+
+std::vector<const TrackedMapping*> ChooseEntryMappings(const std::vector<TrackedMapping>& all,
+                                                      size_t limit) {
+  std::vector<const TrackedMapping*> chosen;
+  for (const TrackedMapping& m : all) chosen.push_back(&m);
+  if (chosen.size() <= limit) return chosen;
+  // Every file's first mapping before any file's second, so a process that
+  // maps one file thousands of times still unwinds through its binary,
+  // libc and ld.so; anonymous code counts as one file.
+  std::map<std::string, size_t> seen;
+  std::vector<std::pair<size_t, const TrackedMapping*>> ranked;
+  for (const TrackedMapping* m : chosen) {
+    const std::string id = m->file ? absl::StrCat(m->file->dev, ":", m->file->inode) : m->path;
+    ranked.push_back({seen[id]++, m});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  ranked.resize(limit);
+  chosen.clear();
+  for (const auto& r : ranked) chosen.push_back(r.second);
+  std::sort(chosen.begin(), chosen.end(),
+            [](const TrackedMapping* a, const TrackedMapping* b) { return a->start < b->start; });
+  return chosen;
 }
 
 void ProcessTracker::WriteEntry(uint32_t pid) {
-  const Snapshot& snap = history_[pid].back();
+  const std::vector<TrackedMapping>& all = history_[pid].snaps.back().mappings;
+  const std::vector<const TrackedMapping*> chosen = ChooseEntryMappings(all, EHP_MAX_MAPPINGS);
+  if (chosen.size() < all.size() && over_limit_warned_.insert(pid).second) {
+    warnings_.push_back(absl::StrCat(
+        "pid ", pid, ": ", all.size(), " executable mappings, more than the ", EHP_MAX_MAPPINGS,
+        " a process entry holds: every file's first mapping kept, stacks stop in the other ",
+        all.size() - chosen.size()));
+  }
+  if (procs_fd_ < 0) return;
   auto proc = std::make_unique<ehp_proc>();
   std::memset(proc.get(), 0, sizeof(ehp_proc));
   size_t n = 0;
-  for (const TrackedMapping& m : snap.mappings) {
-    if (n == EHP_MAX_MAPPINGS) {
-      warnings_.push_back(absl::StrCat("pid ", pid, ": more than ", EHP_MAX_MAPPINGS,
-                                       " executable mappings; stacks stop at the rest"));
-      break;
-    }
+  for (const TrackedMapping* m : chosen) {
     ehp_mapping& out = proc->mappings[n++];
-    out.begin = m.start;
-    out.end = m.end;
-    out.bias = m.bias;
-    const FileInfo* f = m.file ? files_->Find(*m.file) : nullptr;
+    out.begin = m->start;
+    out.end = m->end;
+    out.bias = m->bias;
+    const FileInfo* f = m->file ? files_->Find(*m->file) : nullptr;
     if (f && f->state == FileInfo::State::kReady) {
       out.flags = EHP_MAPPING_HAS_TABLE;
       out.table_id = f->table_id;
@@ -150,17 +233,28 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
     }
   }
   proc->n_mappings = static_cast<uint32_t>(n);
-  if (bpf_map_update_elem(procs_fd_, &pid, proc.get(), BPF_ANY) != 0) {
-    warnings_.push_back(absl::StrCat("pid ", pid, ": cannot add to the BPF process map: ",
-                                     std::strerror(errno),
-                                     errno == E2BIG ? " (map full: raise --max-procs)" : ""));
+  if (bpf_map_update_elem(procs_fd_, &pid, proc.get(), BPF_ANY) == 0) {
+    refused_.erase(pid);
+  } else {
+    const int err = errno;
+    const bool first = refused_.insert(pid).second;
+    if (first) ++procs_full_;
+    // A full map is said once for the whole recording (the summary counts
+    // the processes); other errors once per process.
+    if (first && (err != E2BIG || procs_full_ == 1)) {
+      warnings_.push_back(absl::StrCat(
+          "pid ", pid, ": cannot add to the BPF process map: ", std::strerror(err),
+          err == E2BIG ? " (map full: the user stacks of processes without an entry stop at "
+                         "the leaf until one exits; raise --max-procs)"
+                       : ""));
+    }
   }
 }
 
 void ProcessTracker::TablesChanged(const std::vector<FileKey>& keys) {
   if (keys.empty()) return;
   for (uint32_t pid : live_) {
-    const Snapshot& snap = history_[pid].back();
+    const Snapshot& snap = history_[pid].snaps.back();
     bool affected = false;
     for (const TrackedMapping& m : snap.mappings) {
       if (m.file && std::find(keys.begin(), keys.end(), *m.file) != keys.end()) {
@@ -176,29 +270,38 @@ std::vector<uint32_t> ProcessTracker::live_pids() const {
   return std::vector<uint32_t>(live_.begin(), live_.end());
 }
 
-const ProcessTracker::Snapshot* ProcessTracker::SnapshotAt(uint32_t pid, uint64_t time_ns) const {
+std::pair<const ProcessTracker::Snapshot*, const ProcessTracker::Snapshot*>
+ProcessTracker::SnapshotsAt(uint32_t pid, uint64_t time_ns) const {
   auto it = history_.find(pid);
-  if (it == history_.end() || it->second.empty()) return nullptr;
-  const auto& snaps = it->second;
-  auto s = std::upper_bound(snaps.begin(), snaps.end(), time_ns,
+  if (it == history_.end() || it->second.snaps.empty()) return {nullptr, nullptr};
+  const History& hist = it->second;
+  const size_t image = hist.ImageAt(time_ns);
+  auto image_of = [&](const Snapshot& s) { return hist.ImageAt(s.from_ns); };
+  // Snapshots are in time order, so each image's are contiguous.
+  auto lo = std::partition_point(hist.snaps.begin(), hist.snaps.end(),
+                                 [&](const Snapshot& s) { return image_of(s) < image; });
+  auto hi = std::partition_point(lo, hist.snaps.end(),
+                                 [&](const Snapshot& s) { return image_of(s) == image; });
+  if (lo == hi) return {nullptr, nullptr};
+  auto s = std::upper_bound(lo, hi, time_ns,
                             [](uint64_t t, const Snapshot& x) { return t < x.from_ns; });
-  return &(s == snaps.begin() ? *s : *std::prev(s));
+  const Snapshot* first = s == lo ? &*lo : &*std::prev(s);
+  return {first, hist.snaps.data() + (hi - hist.snaps.begin())};
 }
 
 const std::vector<TrackedMapping>* ProcessTracker::MappingsAt(uint32_t pid,
                                                              uint64_t time_ns) const {
-  const Snapshot* snap = SnapshotAt(pid, time_ns);
+  const Snapshot* snap = SnapshotsAt(pid, time_ns).first;
   return snap ? &snap->mappings : nullptr;
 }
 
 std::optional<ResolvedAddr> ProcessTracker::Resolve(uint32_t pid, uint64_t time_ns,
                                                     uint64_t addr) const {
-  const Snapshot* first = SnapshotAt(pid, time_ns);
-  if (!first) return std::nullopt;
-  const auto& snaps = history_.at(pid);
-  // The snapshot in force first; then later ones: a library ld.so or dlopen
-  // mapped after that snapshot but before the sample shows up only there.
-  for (auto s = snaps.begin() + (first - snaps.data()); s != snaps.end(); ++s) {
+  auto [first, last] = SnapshotsAt(pid, time_ns);
+  // The snapshot in force first; then later ones of the same image: a
+  // library ld.so or dlopen mapped after that snapshot but before the
+  // sample shows up only there.
+  for (const Snapshot* s = first; s && s != last; ++s) {
     const auto& maps = s->mappings;
     auto m = std::upper_bound(maps.begin(), maps.end(), addr,
                               [](uint64_t a, const TrackedMapping& x) { return a < x.start; });
@@ -211,8 +314,8 @@ std::optional<ResolvedAddr> ProcessTracker::Resolve(uint32_t pid, uint64_t time_
 
 std::map<std::string, std::string> ProcessTracker::BuildIds() const {
   std::map<std::string, std::string> out;
-  for (const auto& [pid, snaps] : history_) {
-    for (const Snapshot& snap : snaps) {
+  for (const auto& [pid, hist] : history_) {
+    for (const Snapshot& snap : hist.snaps) {
       for (const TrackedMapping& m : snap.mappings) {
         if (!m.build_id.empty()) out[m.path] = m.build_id;
       }

@@ -2,6 +2,9 @@
 // the unwind table behind each, and the BPF `procs` entry built from them.
 // Mapping snapshots are kept with the time they were taken, so a sample is
 // resolved against the mappings it was taken under, across exec and exit.
+// Exec and exit end a process image: a sample after that end is never
+// resolved against the image before it, so a reused pid or an exec'd binary
+// cannot borrow the previous one's mappings.
 #ifndef EHPROF_AGENT_PROCESS_TRACKER_H_
 #define EHPROF_AGENT_PROCESS_TRACKER_H_
 
@@ -14,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "agent/file_tables.h"
+#include "agent/proc_maps.h"
 #include "unwind_tables/unique_fd.h"
 
 namespace ehprof {
@@ -41,8 +45,18 @@ class ProcessTracker {
   // Reads /proc/PID/maps and (re)writes the process's entry. NotFound when
   // the process is gone.
   absl::Status Refresh(uint32_t pid, uint64_t now_ns);
-  // Drops the BPF entry and the table references; the history stays.
-  void Exit(uint32_t pid);
+  // Refresh from maps already read (tests; ReadProcMaps' entries).
+  void Apply(uint32_t pid, const std::vector<MapsEntry>& maps, uint64_t now_ns);
+  // pid exec'd at time_ns: the image before it ends there.
+  void ImageEnded(uint32_t pid, uint64_t time_ns);
+  // pid exited at time_ns: drops the BPF entry and the table references.
+  // The history stays for resolving samples, unless `keep_history` is false
+  // (no sample came from this image: a short-lived process costs nothing).
+  void Exit(uint32_t pid, uint64_t time_ns, bool keep_history = true);
+  // Whether addr lies in an executable mapping of pid's latest snapshot,
+  // including mappings left out of the BPF entry (over EHP_MAX_MAPPINGS):
+  // re-reading the maps would not help such a pc.
+  bool Covers(uint32_t pid, uint64_t addr) const;
   // Rewrites the entries of processes that map any of `keys` (their
   // tables became ready or failed).
   void TablesChanged(const std::vector<FileKey>& keys);
@@ -54,6 +68,10 @@ class ProcessTracker {
   // addr as mapped in pid at time_ns; nullopt when no mapping holds it.
   std::optional<ResolvedAddr> Resolve(uint32_t pid, uint64_t time_ns, uint64_t addr) const;
   std::vector<std::string> TakeWarnings();
+  // Processes the full BPF map refused an entry: their samples stop at the
+  // leaf ("process not yet known") until there is room.
+  uint64_t procs_refused() const { return procs_full_; }
+  size_t history_size() const { return history_.size(); }
   // Build-ids of every file any tracked process mapped: path -> hex.
   std::map<std::string, std::string> BuildIds() const;
 
@@ -62,22 +80,38 @@ class ProcessTracker {
     uint64_t from_ns = 0;
     std::vector<TrackedMapping> mappings;  // executable only, sorted
   };
-  // pid's snapshot in force at time_ns (the first one for samples that beat
-  // it: a new process); null when pid was never seen.
-  const Snapshot* SnapshotAt(uint32_t pid, uint64_t time_ns) const;
+  struct History {
+    std::vector<Snapshot> snaps;  // by from_ns
+    std::vector<uint64_t> ends;   // image ends (exec, exit), ascending
+    // The image a time belongs to: the number of ends at or before it.
+    size_t ImageAt(uint64_t time_ns) const;
+  };
+  // The snapshots [first, last) of pid's image in force at time_ns, first
+  // being the one in force (or the image's first, for samples that beat
+  // it); empty when that image was never read.
+  std::pair<const Snapshot*, const Snapshot*> SnapshotsAt(uint32_t pid, uint64_t time_ns) const;
+  TrackedMapping Track(uint32_t pid, const MapsEntry& e);
   void WriteEntry(uint32_t pid);
   void ReleaseFiles(const std::vector<TrackedMapping>& mappings);
 
   FileTables* files_;
   int procs_fd_;
-  std::map<uint32_t, std::vector<Snapshot>> history_;
+  std::map<uint32_t, History> history_;
   std::set<uint32_t> live_;
+  std::set<uint32_t> over_limit_warned_;
+  std::set<uint32_t> refused_;  // live pids the BPF map had no room for
+  uint64_t procs_full_ = 0;     // processes it refused
   std::vector<std::string> warnings_;
   std::vector<uint8_t> vdso_image_;
   // An fd on every file a process mapped, for symbolizing after the
   // process (or the file's name) is gone.
   std::map<FileKey, UniqueFd> kept_;
 };
+
+// The mappings a process entry holds: all when they fit, else at most
+// `limit` (each file's first mapping before any file's second), by address.
+std::vector<const TrackedMapping*> ChooseEntryMappings(const std::vector<TrackedMapping>& all,
+                                                      size_t limit);
 
 // The calling process's vDSO image (the same for every process on the
 // machine), or empty.

@@ -200,6 +200,7 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       s.user_fp.assign(frames + ev.n_kernel + ev.n_user, frames + n);
       if (s.stop_reason == EHP_STOP_END_OF_STACK) ++complete_;
       if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
+      sampled_.insert(s.pid);
       last_sample_on_cpu_[s.cpu] = samples_.size();
       samples_.push_back(std::move(s));
       break;
@@ -223,20 +224,26 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       break;
     }
     case EHP_EVENT_EXEC:
+      tracker_->ImageEnded(ev.pid, ev.time_ns);
       for (uint64_t delay_ms : {5, 20, 60, 200}) {
         followups_.emplace(ev.time_ns + delay_ms * 1000000, ev.pid);
       }
       to_refresh_.insert(ev.pid);
       break;
-    case EHP_EVENT_UNKNOWN_PID:
     case EHP_EVENT_UNKNOWN_PC:
+      // A pc in a mapping the process entry had no room for: the maps are
+      // known, re-reading them would not help.
+      if (tracker_->Covers(ev.pid, ev.addr)) break;
+      to_refresh_.insert(ev.pid);
+      break;
+    case EHP_EVENT_UNKNOWN_PID:
       to_refresh_.insert(ev.pid);
       break;
     case EHP_EVENT_FORK:
       to_refresh_.insert(static_cast<uint32_t>(ev.addr));
       break;
     case EHP_EVENT_EXIT:
-      to_exit_.insert(ev.pid);
+      to_exit_.emplace(ev.pid, ev.time_ns);
       break;
     default:
       break;
@@ -254,12 +261,41 @@ void Recorder::ProcessPending(uint64_t now_ns) {
     if (!st.ok() && !absl::IsNotFound(st)) warnings_.push_back(std::string(st.message()));
   }
   to_refresh_.clear();
-  for (uint32_t pid : to_exit_) {
-    tracker_->Exit(pid);
+  // A process that ended without an EXIT event (the ring buffer was full)
+  // must not keep its entry: look for vanished ones now and then.
+  if (now_ns - last_sweep_ns_ > 1000000000ull) {
+    last_sweep_ns_ = now_ns;
+    for (uint32_t pid : tracker_->live_pids()) {
+      if (!ProcessExists(pid)) to_exit_.emplace(pid, now_ns);
+    }
+  }
+  for (auto [pid, time_ns] : to_exit_) {
+    // An image no sample came from is not needed for resolving: forget it,
+    // so thousands of short-lived processes leave no trace.
+    tracker_->Exit(pid, time_ns, /*keep_history=*/sampled_.erase(pid) > 0);
     if (!options_.all) bpf_map_delete_elem(session_->maps().targets, &pid);
   }
   to_exit_.clear();
   tracker_->TablesChanged(files_->CollectFinished());
+  ReportWarnings();
+}
+
+// Warnings go out as they happen (a long recording should not keep them
+// to the end), each distinct one once, and at most kMaxWarnings of them.
+void Recorder::ReportWarnings() {
+  constexpr size_t kMaxWarnings = 50;
+  std::vector<std::string> fresh;
+  fresh.swap(warnings_);
+  for (std::string& w : files_->TakeWarnings()) fresh.push_back(std::move(w));
+  for (std::string& w : tracker_->TakeWarnings()) fresh.push_back(std::move(w));
+  for (std::string& w : fresh) {
+    if (!warned_.insert(w).second) continue;
+    if (warned_.size() <= kMaxWarnings) {
+      std::fprintf(stderr, "%sehprof: warning: %s\n", options_.live_status ? "\r\033[K" : "", w.c_str());
+    } else {
+      ++warnings_suppressed_;
+    }
+  }
 }
 
 void Recorder::PrintStatus(uint64_t now_ns, bool final_line) {
@@ -393,6 +429,8 @@ absl::Status Recorder::Run() {
   summary_.event_drops = stats[EHP_STAT_EVENT_DROPS];
   summary_.prog = session_->SampleProgStats();
   summary_.cpu_time_ns = CpuTimeNs() - summary_.setup_cpu_ns;
+  summary_.tables = files_->stats();
+  summary_.procs_refused = tracker_->procs_refused();
   return absl::OkStatus();
 }
 
@@ -404,6 +442,10 @@ std::vector<std::string> Recorder::TakeWarnings() {
   }
   if (tracker_) {
     for (std::string& w : tracker_->TakeWarnings()) out.push_back(std::move(w));
+  }
+  if (warnings_suppressed_ > 0) {
+    out.push_back(absl::StrCat(warnings_suppressed_, " further distinct warnings not shown"));
+    warnings_suppressed_ = 0;
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <map>
 #include <set>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,8 @@ struct RecordSummary {
   uint64_t cpu_time_ns = 0;     // ehprof's own CPU time while recording
   uint64_t setup_cpu_ns = 0;    // before: loading BPF (the verifier), maps
   std::string ended_by;         // "duration", "command exit", "SIGINT", ...
+  FileTables::Stats tables;     // loads, evictions, refusals
+  uint64_t procs_refused = 0;   // processes the full process map had no room for
 };
 
 // Set from signal handlers: the signal number that asked to stop.
@@ -101,7 +104,14 @@ class Recorder {
   std::vector<VerifyCapture> captures_;
   // The sample index of each CPU's latest sample: its VERIFY event follows.
   std::map<uint32_t, size_t> last_sample_on_cpu_;
-  std::set<uint32_t> to_refresh_, to_exit_, followed_;
+  void ReportWarnings();
+
+  std::set<uint32_t> to_refresh_, followed_;
+  std::map<uint32_t, uint64_t> to_exit_;  // pid -> exit time
+  std::unordered_set<uint32_t> sampled_;  // pids with samples since their last exit
+  std::set<std::string> warned_;
+  uint64_t warnings_suppressed_ = 0;
+  uint64_t last_sweep_ns_ = 0;
   // Re-reads due after an exec, while ld.so maps the libraries: time -> pid.
   std::multimap<uint64_t, uint32_t> followups_;
   std::vector<FileKey> prefetched_;

@@ -709,8 +709,12 @@ int BPF_PROG(ehprof_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(ehprof_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	if (!followed(p->tgid))
+	__u32 pid = p->tgid;
+	if (!followed(pid))
 		return 0;
+	/* The entry describes the old image: walking the new one with it
+	 * would use the wrong tables until user space re-reads the maps. */
+	bpf_map_delete_elem(&procs, &pid);
 	lifecycle_event(EHP_EVENT_EXEC, p, 0);
 	return 0;
 }
@@ -719,10 +723,17 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ehprof_exit, struct task_struct *p)
 {
 	__u32 pid = p->tgid;
-	/* The whole process is gone when its group leader exits; its other
-	 * threads have exited before the leader is reaped. */
-	if (p->pid != p->tgid || !followed(pid))
+	/* The process is gone when its last thread exits (signal->live counts
+	 * the threads still running; do_exit drops it before this tracepoint),
+	 * which need not be the group leader. */
+	if (p->signal->live.counter != 0 || !followed(pid))
 		return 0;
+	/* Cleared here, not only by user space: an EXIT event lost to a full
+	 * ring buffer must not leave a stale entry for a reused pid. */
+	bpf_map_delete_elem(&procs, &pid);
+	bpf_map_delete_elem(&notified, &pid);
 	lifecycle_event(EHP_EVENT_EXIT, p, 0);
+	if (cfg.filter_pids)
+		bpf_map_delete_elem(&targets, &pid);
 	return 0;
 }

@@ -1,0 +1,135 @@
+// ProcessTracker's bookkeeping without BPF (no process map): which image a
+// sample resolves against across exit, pid reuse and exec, what a
+// short-lived process leaves behind, and the choice of mappings when a
+// process has more than a process entry holds.
+#include "agent/process_tracker.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "agent/table_store.h"
+
+namespace ehprof {
+namespace {
+
+// A pid no process has (pid_max is at most 2^22), so nothing is opened
+// through /proc: mappings keep their paths and no file key.
+constexpr uint32_t kPid = 4190000;
+
+MapsEntry Exec(uint64_t start, uint64_t end, const std::string& path) {
+  MapsEntry e;
+  e.start = start;
+  e.end = end;
+  e.read = e.exec = e.priv = true;
+  e.path = path;
+  return e;
+}
+
+class ProcessTrackerTest : public ::testing::Test {
+ protected:
+  std::string PathAt(uint64_t time_ns, uint64_t addr) {
+    auto r = tracker_.Resolve(kPid, time_ns, addr);
+    return r ? r->mapping->path : "(none)";
+  }
+  FileTables files_{nullptr};
+  ProcessTracker tracker_{&files_, -1};
+};
+
+TEST_F(ProcessTrackerTest, ReusedPidNeverResolvesAgainstTheExitedProcess) {
+  tracker_.Apply(kPid, {Exec(0x1000, 0x2000, "/old/a")}, 100);
+  tracker_.Exit(kPid, 200);
+  tracker_.Apply(kPid, {Exec(0x1000, 0x2000, "/new/b")}, 300);
+  EXPECT_EQ(PathAt(50, 0x1500), "/old/a");   // before the first read: that image
+  EXPECT_EQ(PathAt(150, 0x1500), "/old/a");
+  // After the exit but before the new process was read: the new one.
+  EXPECT_EQ(PathAt(250, 0x1500), "/new/b");
+  EXPECT_EQ(PathAt(400, 0x1500), "/new/b");
+}
+
+TEST_F(ProcessTrackerTest, ExecEndsTheImageBeforeIt) {
+  tracker_.Apply(kPid, {Exec(0x1000, 0x2000, "/bin/sh")}, 100);
+  tracker_.ImageEnded(kPid, 200);
+  tracker_.Apply(kPid, {Exec(0x5000, 0x6000, "/bin/child")}, 210);
+  EXPECT_EQ(PathAt(150, 0x1500), "/bin/sh");
+  // Between exec and the re-read: the shell's mapping is not the answer.
+  EXPECT_EQ(PathAt(205, 0x1500), "(none)");
+  EXPECT_EQ(PathAt(205, 0x5500), "/bin/child");
+  // A later snapshot of the same image is consulted (libraries mapped
+  // after the first read), never one of the image before.
+  tracker_.Apply(kPid, {Exec(0x5000, 0x6000, "/bin/child"), Exec(0x9000, 0xa000, "/lib/x.so")}, 400);
+  EXPECT_EQ(PathAt(300, 0x9500), "/lib/x.so");
+  EXPECT_EQ(PathAt(150, 0x9500), "(none)");
+}
+
+TEST_F(ProcessTrackerTest, UnsampledShortLivedProcessLeavesNothing) {
+  tracker_.Apply(kPid, {Exec(0x1000, 0x2000, "/bin/true")}, 100);
+  tracker_.Exit(kPid, 200, /*keep_history=*/false);
+  EXPECT_EQ(tracker_.history_size(), 0u);
+  EXPECT_FALSE(tracker_.tracking(kPid));
+  // An earlier image with samples stays when only the last goes.
+  tracker_.Apply(kPid, {Exec(0x1000, 0x2000, "/bin/sampled")}, 300);
+  tracker_.Exit(kPid, 400, /*keep_history=*/true);
+  tracker_.Apply(kPid, {Exec(0x1000, 0x2000, "/bin/unsampled")}, 500);
+  tracker_.Exit(kPid, 600, /*keep_history=*/false);
+  EXPECT_EQ(PathAt(350, 0x1500), "/bin/sampled");
+  EXPECT_EQ(PathAt(550, 0x1500), "(none)");
+}
+
+TEST_F(ProcessTrackerTest, RereadingAnUnchangedImageAddsNoSnapshot) {
+  const std::vector<MapsEntry> maps = {Exec(0x1000, 0x2000, "/bin/a")};
+  for (uint64_t t = 100; t < 10000; t += 100) tracker_.Apply(kPid, maps, t);
+  // The first snapshot still answers for every time of the image.
+  EXPECT_EQ(PathAt(50, 0x1500), "/bin/a");
+  EXPECT_EQ(PathAt(9950, 0x1500), "/bin/a");
+  EXPECT_EQ(tracker_.MappingsAt(kPid, 9950), tracker_.MappingsAt(kPid, 100));
+}
+
+TEST_F(ProcessTrackerTest, OverTheLimitWarnsOnceAndCoversEveryMapping) {
+  std::vector<MapsEntry> maps = {Exec(0x400000, 0x401000, "/bin/many")};
+  for (uint64_t i = 0; i < EHP_MAX_MAPPINGS + 500; ++i) {
+    const uint64_t at = 0x10000000 + i * 0x2000;
+    maps.push_back(Exec(at, at + 0x1000, "//anon-like"));
+  }
+  maps.push_back(Exec(0x7f0000000000, 0x7f0000100000, "/lib/libc.so.6"));
+  tracker_.Apply(kPid, maps, 100);
+  maps.pop_back();  // changed: written again
+  tracker_.Apply(kPid, maps, 200);
+  std::vector<std::string> warnings = tracker_.TakeWarnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("more than the 1024"), std::string::npos) << warnings[0];
+  // Every mapping stays known to user space (no re-read storms for pcs in
+  // the ones the entry left out).
+  EXPECT_TRUE(tracker_.Covers(kPid, 0x10000000 + (EHP_MAX_MAPPINGS + 400) * 0x2000));
+  EXPECT_FALSE(tracker_.Covers(kPid, 0x7f0000000000));  // gone in the second read
+}
+
+TEST(ChooseEntryMappingsTest, EveryFilesFirstMappingBeforeAnyFilesSecond) {
+  std::vector<TrackedMapping> all;
+  auto add = [&](uint64_t start, const std::string& path) {
+    TrackedMapping m;
+    m.start = start;
+    m.end = start + 0x1000;
+    m.path = path;
+    all.push_back(m);
+  };
+  add(0x400000, "/bin/many");
+  for (uint64_t i = 0; i < 3000; ++i) add(0x10000000 + i * 0x2000, "/tmp/mapped-often");
+  add(0x7f0000000000, "/lib/libc.so.6");
+  add(0x7f1000000000, "/lib/ld-linux-x86-64.so.2");
+  add(0x7fff00000000, "[vdso]");
+  auto chosen = ChooseEntryMappings(all, 1024);
+  ASSERT_EQ(chosen.size(), 1024u);
+  EXPECT_TRUE(std::is_sorted(chosen.begin(), chosen.end(),
+                             [](auto* a, auto* b) { return a->start < b->start; }));
+  EXPECT_EQ(chosen.front()->path, "/bin/many");
+  EXPECT_EQ(chosen[1020]->path, "/tmp/mapped-often");
+  EXPECT_EQ(chosen[1021]->path, "/lib/libc.so.6");
+  EXPECT_EQ(chosen[1022]->path, "/lib/ld-linux-x86-64.so.2");
+  EXPECT_EQ(chosen[1023]->path, "[vdso]");
+  // Within the limit nothing is left out.
+  EXPECT_EQ(ChooseEntryMappings(all, 5000).size(), all.size());
+}
+
+}  // namespace
+}  // namespace ehprof
