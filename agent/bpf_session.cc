@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agent/capabilities.h"
 #include "profiler.skel.h"
 
 namespace ehprof {
@@ -56,7 +57,7 @@ std::string Errno(int err) { return std::strerror(err < 0 ? -err : err); }
 absl::Status PermissionHint(int err, const std::string& what) {
   std::string msg = absl::StrCat(what, ": ", Errno(err));
   if (err == EPERM || err == -EPERM || err == EACCES || err == -EACCES) {
-    absl::StrAppend(&msg, " (ehprof needs root, or CAP_BPF + CAP_PERFMON)");
+    absl::StrAppend(&msg, BpfPermissionHint());
     return absl::PermissionDeniedError(msg);
   }
   return absl::InternalError(msg);
@@ -76,6 +77,9 @@ int OpenPerfEvent(const SessionOptions& o, int cpu) {
 
 absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptions& o) {
   auto session = std::unique_ptr<BpfSession>(new BpfSession());
+  if (std::string missing = MissingBpfCapabilities(); !missing.empty()) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot load the BPF programs: ", missing));
+  }
   libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
   session->skel_.reset(ehprof_bpf__open());
   if (!session->skel_) return PermissionHint(errno, "opening the BPF object");

@@ -9,6 +9,7 @@ PKGS=(
   clang llvm libclang-rt-14-dev libbpf-dev bpftool
   linux-perf fio libc6-dbg libllvm15 python3.11 libssl3 libgcrypt20 libstdc++6 gdb
   golang-go chromium fonts-dejavu-core debuginfod
+  util-linux  # setpriv: the capability tests run ehprof as uid 65534 with chosen capabilities
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -182,7 +182,7 @@ std::string PrivilegeProblem() {
     std::istringstream lines(r.err);
     for (std::string line; std::getline(lines, line);) {
       for (const char* denied :
-           {"Operation not permitted", "Permission denied", "needs root", "Function not implemented"}) {
+           {"Operation not permitted", "Permission denied", "needs root", "missing CAP_", "Function not implemented"}) {
         if (line.find(denied) != std::string::npos) reason = line;
       }
     }
