@@ -2,8 +2,10 @@
 // the binaries of whatever processes it profiles, so none of these may crash
 // or hang; each must fail with a message naming the file (and the section),
 // or leave a warning in UnwindTable::warnings, so a user can find the culprit.
+#include <dwarf.h>
 #include <elf.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
+#include "unwind_tables/cfa_program.h"
 #include "unwind_tables/compact_table.h"
 #include "unwind_tables/elf_file.h"
 #include "unwind_tables/table_builder.h"
@@ -71,6 +74,15 @@ void ExpectNames(const absl::Status& status, const std::string& file,
   EXPECT_THAT(std::string(status.message()), HasSubstr(what));
 }
 
+// A table built with exactly one warning, naming `file`, .eh_frame and
+// saying `what`.
+void ExpectOneWarning(const UnwindTable& t, const std::string& file, const std::string& what) {
+  ASSERT_THAT(t.warnings, SizeIs(1));
+  EXPECT_THAT(t.warnings[0], HasSubstr(file));
+  EXPECT_THAT(t.warnings[0], HasSubstr(".eh_frame"));
+  EXPECT_THAT(t.warnings[0], HasSubstr(what));
+}
+
 // A CIE (code_align 1, data_align -8, ra r16, absolute FDE pointers,
 // cfa=rsp+8 ra=cfa-8) and one FDE over [begin, begin + size) running
 // `program`, then the terminator.
@@ -92,6 +104,25 @@ std::vector<uint8_t> SyntheticEhFrame(const std::vector<uint8_t>& program,
   Put32(&out, out.size() - 4, static_cast<uint32_t>(fde.size()));
   out.insert(out.end(), fde.begin(), fde.end());
   out.resize(out.size() + 4);  // terminator
+  return out;
+}
+
+// SyntheticEhFrame's CIE, then `count` FDEs of `size` bytes each, back to
+// back from `begin`, each running `program`.
+std::vector<uint8_t> SyntheticEhFrameFdes(const std::vector<uint8_t>& program, uint64_t begin,
+                                          uint64_t size, size_t count) {
+  std::vector<uint8_t> out = SyntheticEhFrame(program, begin, size);
+  out.resize(out.size() - 4);  // the terminator goes after the last FDE
+  const size_t cie_end = 4 + Get32(out, 0);
+  const std::vector<uint8_t> first(out.begin() + cie_end, out.end());
+  for (size_t i = 1; i < count; ++i) {
+    std::vector<uint8_t> fde = first;
+    Put32(&fde, 4, static_cast<uint32_t>(out.size() + 4));  // back to the CIE at 0
+    const uint64_t at = begin + i * size;
+    std::memcpy(&fde[8], &at, 8);
+    out.insert(out.end(), fde.begin(), fde.end());
+  }
+  out.resize(out.size() + 4);
   return out;
 }
 
@@ -141,10 +172,41 @@ class BadInput : public ::testing::Test {
     return BuildUnwindTable(*elf, NoDebugFile());
   }
 
-  absl::StatusOr<UnwindTable> BuildFromMemory(std::vector<uint8_t> b) {
+  absl::StatusOr<UnwindTable> BuildFromMemory(std::vector<uint8_t> b,
+                                              const TableBuildOptions& options = NoDebugFile()) {
     auto elf = ElfFile::FromBytes(kPatched, std::move(b));
     if (!elf.ok()) return elf.status();
-    return BuildUnwindTable(*elf, NoDebugFile());
+    return BuildUnwindTable(*elf, options);
+  }
+
+  // The file offset of the section header of `name`.
+  size_t SectionHeaderOffset(const std::vector<uint8_t>& b, std::string_view name) {
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, b.data(), sizeof eh);
+    auto shdr = [&](size_t i) {
+      Elf64_Shdr sh;
+      std::memcpy(&sh, &b[eh.e_shoff + i * eh.e_shentsize], sizeof sh);
+      return sh;
+    };
+    const Elf64_Shdr strtab = shdr(eh.e_shstrndx);
+    for (size_t i = 0; i < eh.e_shnum; ++i) {
+      const char* n = reinterpret_cast<const char*>(&b[strtab.sh_offset + shdr(i).sh_name]);
+      if (name == n) return eh.e_shoff + i * eh.e_shentsize;
+    }
+    ADD_FAILURE() << "no section " << name;
+    return 0;
+  }
+
+  // plt_calls with its .eh_frame section header pointing at `eh`, appended
+  // to the file (too big to fit in place); its address stays.
+  std::vector<uint8_t> WithEhFrameAppended(const std::vector<uint8_t>& eh) {
+    std::vector<uint8_t> b = bytes_;
+    const size_t sh = SectionHeaderOffset(b, ".eh_frame");
+    const uint64_t off = b.size(), size = eh.size();
+    b.insert(b.end(), eh.begin(), eh.end());
+    std::memcpy(&b[sh + offsetof(Elf64_Shdr, sh_offset)], &off, 8);
+    std::memcpy(&b[sh + offsetof(Elf64_Shdr, sh_size)], &size, 8);
+    return b;
   }
 
   static constexpr char kSynthetic[] = "synthetic.elf";
@@ -296,10 +358,7 @@ TEST_F(BadInput, RememberStateNestedPastLimit) {
   auto t = BuildWithProgram(std::vector<uint8_t>(65, 0x0a));  // remember_state
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_THAT(t->rows, IsEmpty());
-  ASSERT_THAT(t->warnings, SizeIs(1));
-  EXPECT_THAT(t->warnings[0], HasSubstr(kSynthetic));
-  EXPECT_THAT(t->warnings[0], HasSubstr(".eh_frame"));
-  EXPECT_THAT(t->warnings[0], HasSubstr("nested too deep"));
+  ExpectOneWarning(*t, kSynthetic, "nested too deep");
 }
 
 TEST_F(BadInput, RememberStateNestedToLimit) {
@@ -315,10 +374,88 @@ TEST_F(BadInput, RestoreStateWithoutRemember) {
   auto t = BuildWithProgram({0x41, 0x0b});  // advance_loc 1; restore_state
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_THAT(t->rows, IsEmpty());
-  ASSERT_THAT(t->warnings, SizeIs(1));
-  EXPECT_THAT(t->warnings[0], HasSubstr(kSynthetic));
-  EXPECT_THAT(t->warnings[0], HasSubstr(".eh_frame"));
-  EXPECT_THAT(t->warnings[0], HasSubstr("without remember_state"));
+  ExpectOneWarning(*t, kSynthetic, "without remember_state");
+}
+
+TEST_F(BadInput, EhFrameSizePastFileEnd) {
+  std::vector<uint8_t> b = bytes_;
+  const uint64_t huge = uint64_t{1} << 40;
+  std::memcpy(&b[SectionHeaderOffset(b, ".eh_frame") + offsetof(Elf64_Shdr, sh_size)], &huge, 8);
+  const std::string p = WriteTemp("eh_frame_size", b);
+  ExpectNames(BuildUnwindTableFromPath(p, NoDebugFile()).status(), p, ".eh_frame");
+  ExpectNames(BuildFromMemory(b).status(), kPatched, ".eh_frame");
+}
+
+TEST_F(BadInput, EhFrameOffsetPastFileEnd) {
+  std::vector<uint8_t> b = bytes_;
+  const uint64_t huge = uint64_t{1} << 40;
+  std::memcpy(&b[SectionHeaderOffset(b, ".eh_frame") + offsetof(Elf64_Shdr, sh_offset)], &huge, 8);
+  ExpectNames(BuildFromMemory(b).status(), kPatched, ".eh_frame");
+}
+
+// The table comes from .eh_frame itself; .eh_frame_hdr's search table (and
+// its count) is never trusted for it.
+TEST_F(BadInput, EhFrameHdrAbsurdFdeCountIsIgnored) {
+  auto want = BuildFromMemory(bytes_);
+  ASSERT_TRUE(want.ok()) << want.status();
+  std::vector<uint8_t> b = bytes_;
+  Elf64_Shdr hdr;
+  std::memcpy(&hdr, &b[SectionHeaderOffset(b, ".eh_frame_hdr")], sizeof hdr);
+  ASSERT_EQ(b[hdr.sh_offset + 1], DW_EH_PE_pcrel | DW_EH_PE_sdata4) << "eh_frame_ptr encoding";
+  ASSERT_EQ(b[hdr.sh_offset + 2], DW_EH_PE_udata4) << "fde_count encoding";
+  Put32(&b, hdr.sh_offset + 8, 0x80000000u);  // fde_count, after eh_frame_ptr
+  auto t = BuildFromMemory(b);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->rows, want->rows);
+}
+
+// One FDE alternating two rules at every byte: a row per 3 bytes of CFI.
+// Past kMaxFdeRows it is a hostile FDE, dropped with a warning, not a
+// reason to hold gigabytes of rows.
+// advance_loc 1, cfa rsp+16, advance_loc 1, cfa rsp+24, `pairs` times.
+std::vector<uint8_t> AlternatingRows(size_t pairs) {
+  std::vector<uint8_t> program;
+  for (size_t i = 0; i < pairs; ++i) program.insert(program.end(), {0x41, 0x0e, 16, 0x41, 0x0e, 24});
+  return program;
+}
+
+TEST_F(BadInput, FdeWithMoreRowsThanTheCapIsDropped) {
+  const std::vector<uint8_t> program = AlternatingRows(kMaxFdeRows / 2 + 1);
+  auto t = BuildFromMemory(WithEhFrameAppended(SyntheticEhFrame(program, kFdeBegin, 1u << 24)));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT(t->rows, IsEmpty());
+  ExpectOneWarning(*t, kPatched, "more than 1048576 rows");
+}
+
+TEST_F(BadInput, FdeAtTheRowCapIsKept) {
+  std::vector<uint8_t> program = AlternatingRows(kMaxFdeRows / 2 - 1);
+  program.insert(program.end(), {0x41, 0x0e, 16});  // row kMaxFdeRows
+  auto t = BuildFromMemory(WithEhFrameAppended(SyntheticEhFrame(program, kFdeBegin, 1u << 24)));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT(t->warnings, IsEmpty());
+  EXPECT_THAT(t->rows, SizeIs(kMaxFdeRows + 1));  // and the none row at the end
+}
+
+TEST_F(BadInput, SectionWithMoreRowsThanMaxRowsFails) {
+  // 3,000 adjacent FDEs of 4 rows each: 12,001 rows with the final none.
+  const std::vector<uint8_t> program = {0x41, 0x0e, 16, 0x41, 0x0e, 24, 0x41, 0x0e, 32};
+  std::vector<uint8_t> b = WithEhFrameAppended(SyntheticEhFrameFdes(program, kFdeBegin, 32, 3000));
+  auto all = BuildFromMemory(b);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->fdes, 3000u);
+  TableBuildOptions options = NoDebugFile();
+  options.max_rows = 10000;
+  auto capped = BuildFromMemory(b, options);
+  ASSERT_FALSE(capped.ok());
+  EXPECT_EQ(capped.status().code(), absl::StatusCode::kResourceExhausted);
+  ExpectNames(capped.status(), kPatched, ".eh_frame");
+  EXPECT_THAT(std::string(capped.status().message()), HasSubstr("more than 10000 unwind rows"));
+  // Fewer rows allowed than there are FDEs: the parse stops at the FDE past
+  // the limit, before the records of the rest are held.
+  options.max_rows = 2000;
+  auto few = BuildFromMemory(b, options);
+  ExpectNames(few.status(), kPatched, ".eh_frame");
+  EXPECT_THAT(std::string(few.status().message()), HasSubstr("more than 2000 FDEs"));
 }
 
 // Disabled: EncodeCompactTable's page end (lo + page size) wraps for the

@@ -179,6 +179,9 @@ class Interpreter {
     first_ = out->size();
     loc_ = fde_.pc_begin;
     auto st = Execute(fde_.instructions);
+    if (st.ok() && too_many_rows_) {
+      st = Error(absl::StrFormat("more than %d rows", kMaxFdeRows));
+    }
     if (!st.ok()) {
       out->resize(first_);
       return st;
@@ -205,6 +208,10 @@ class Interpreter {
     if (to <= loc_) return;
     ++rows_;
     if (out_->size() == first_ || !(out_->back().rule == state_)) {
+      if (out_->size() - first_ == kMaxFdeRows) {
+        too_many_rows_ = done_ = true;
+        return;
+      }
       out_->push_back({loc_, state_});
     }
     loc_ = to;
@@ -434,6 +441,7 @@ class Interpreter {
   uint64_t rows_ = 0;
   bool in_cie_ = false;
   bool done_ = false;
+  bool too_many_rows_ = false;
 };
 
 }  // namespace

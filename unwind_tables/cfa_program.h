@@ -19,6 +19,11 @@
 
 namespace ehprof {
 
+// A function has a few rows per call site; a million means a hostile
+// program (a row costs 3 bytes of CFI and 48 of memory), which fails as an
+// FDE error instead of growing memory with the section.
+inline constexpr size_t kMaxFdeRows = size_t{1} << 20;
+
 // Appends the rows of `fde` to `out`: the first at fde.pc_begin, all below
 // fde.pc_end, consecutive equal rules merged. `*cfi_rows` counts the rows
 // the program defines (as readelf prints them). On error nothing is

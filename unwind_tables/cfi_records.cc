@@ -162,6 +162,9 @@ class Parser {
     fde.pc_begin = begin;
     fde.pc_end = begin + range;
     fde.instructions = std::span<const uint8_t>(b.pos(), b.remaining());
+    if (out->fdes.size() == s_.max_fdes) {
+      return Error(entry_off, absl::StrFormat("more than %d FDEs", s_.max_fdes));
+    }
     out->fdes.push_back(fde);
     return absl::OkStatus();
   }

@@ -24,6 +24,9 @@ struct CfiSectionRef {
   std::span<const uint8_t> data;
   uint64_t vaddr = 0;  // sh_addr, the base of pc-relative pointers
   std::string file;    // for messages
+  // More FDEs fail the parse: 48 bytes each from as few as 16 of section,
+  // so without a bound a hostile section's records outgrow the file.
+  size_t max_fdes = SIZE_MAX;
 };
 
 struct Cie {

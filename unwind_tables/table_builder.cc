@@ -95,8 +95,11 @@ void Push(std::vector<UnwindRow>* out, uint64_t addr, const UnwindRule& rule) {
 // one sorted row list with explicit gaps. FDEs overlapping an earlier one
 // (malformed CFI) are trimmed: the first by address wins, as in a binary
 // search over .eh_frame_hdr.
-absl::StatusOr<std::vector<UnwindRow>> FlattenSection(const CfiSectionRef& ref,
+absl::StatusOr<std::vector<UnwindRow>> FlattenSection(CfiSectionRef ref, size_t max_rows,
                                                       UnwindTable* table) {
+  // Each FDE that survives adds a row or more, so more FDEs than rows cannot
+  // make a table (and the records would cost 3 times the section).
+  ref.max_fdes = max_rows;
   EHP_ASSIGN_OR_RETURN(CfiRecords recs, ParseCfiRecords(ref));
   std::vector<const Fde*> order;
   order.reserve(recs.fdes.size());
@@ -108,7 +111,7 @@ absl::StatusOr<std::vector<UnwindRow>> FlattenSection(const CfiSectionRef& ref,
   });
   std::vector<UnwindRow> out;
   // About one row per 5 bytes of CFI; untouched capacity costs nothing.
-  out.reserve(ref.data.size() / 4 + 16);
+  out.reserve(std::min(ref.data.size() / 4, max_rows) + 16);
   AdviseHugePages(out.data(), out.capacity() * sizeof(UnwindRow));
   std::vector<UnwindRow> scratch;
   CfaProgramRunner runner(recs);
@@ -137,6 +140,11 @@ absl::StatusOr<std::vector<UnwindRow>> FlattenSection(const CfiSectionRef& ref,
     Push(&out, begin, scratch[k].rule);
     for (++k; k < scratch.size(); ++k) Push(&out, scratch[k].addr, scratch[k].rule);
     covered = f->pc_end;
+    if (out.size() > max_rows) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "%s: %s: more than %d unwind rows; not building a table this large", ref.file,
+          CfiSectionName(ref.kind), max_rows));
+    }
   }
   if (!out.empty()) Push(&out, covered, UnwindRule::None());
   if (overlaps) {
@@ -181,7 +189,7 @@ absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
   std::vector<UnwindRow> eh_rows, dbg_rows;
   EHP_ASSIGN_OR_RETURN(auto eh, LocateEhFrame(elf));
   if (eh) {
-    EHP_ASSIGN_OR_RETURN(eh_rows, FlattenSection(*eh, &table));
+    EHP_ASSIGN_OR_RETURN(eh_rows, FlattenSection(*eh, options.max_rows, &table));
     table.from_eh_frame = !eh_rows.empty();
   }
   EHP_ASSIGN_OR_RETURN(auto dbg, LocateDebugFrame(elf));
@@ -205,7 +213,7 @@ absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
     }
   }
   if (dbg) {
-    auto rows = FlattenSection(*dbg, &table);
+    auto rows = FlattenSection(*dbg, options.max_rows, &table);
     if (rows.ok()) {
       dbg_rows = std::move(*rows);
     } else if (!eh) {

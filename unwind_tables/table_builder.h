@@ -13,11 +13,20 @@
 
 namespace ehprof {
 
+// 16 times libLLVM's 1 million rows, 4 times huge_ehframe's (400,000
+// FDEs); about 50 MB as a compact table (most of the default
+// --table-memory) and 800 MB while it is built. A hostile .eh_frame packs a
+// row into 3 bytes: the cap, not the file's size, bounds the rows' memory.
+inline constexpr size_t kMaxTableRows = size_t{1} << 24;
+
 struct TableBuildOptions {
   // Look for a separate debug file when the ELF has no .debug_frame.
   bool find_debug_file = true;
   // Prefix for absolute debug-file lookups (/proc/PID/root).
   std::string debug_root;
+  // More rows (or FDEs) than this in a section fail the build (tests lower
+  // it).
+  size_t max_rows = kMaxTableRows;
 };
 
 struct UnwindTable {
