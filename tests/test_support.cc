@@ -120,4 +120,40 @@ size_t FoldedSamples(const std::string& path) {
   return n;
 }
 
+std::map<std::string, size_t> UserChains(const std::string& text, const std::string& prog,
+                                         const std::string& twin,
+                                         const std::vector<std::string>& functions) {
+  std::vector<std::pair<std::string, SymbolRange>> ranges;
+  for (const std::string& fn : functions) {
+    if (auto r = FindSymbol(twin, fn)) ranges.push_back({fn, *r});
+  }
+  std::map<std::string, size_t> chains;
+  std::istringstream in(text);
+  std::string line, chain;
+  bool in_sample = false;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] != '\t') {  // a header or the blank line ending a sample
+      if (in_sample && !chain.empty()) ++chains[chain];
+      in_sample = !line.empty();
+      chain.clear();
+      continue;
+    }
+    const size_t open = line.rfind(" (");
+    if (open == std::string::npos || line.back() != ')') continue;
+    const std::string dso = line.substr(open + 2, line.size() - open - 3);
+    if (dso == "inlined" || dso.rfind("[kernel", 0) == 0) continue;
+    std::string name = dso.substr(dso.rfind('/') + 1);
+    if (dso == prog) {
+      const uint64_t addr = std::stoull(line.substr(line.find_first_not_of(" \t")), nullptr, 16);
+      name = "?";
+      for (const auto& [fn, r] : ranges) {
+        if (addr >= r.addr && addr < r.addr + r.size) name = fn;
+      }
+    }
+    chain += (chain.empty() ? "" : ";") + name;
+  }
+  if (in_sample && !chain.empty()) ++chains[chain];
+  return chains;
+}
+
 }  // namespace ehprof::testing

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,16 @@ RunResult RunEhprof(std::vector<std::string> args, int sig = 0, int delay_ms = 0
 
 // The sum of the counts of a folded file.
 size_t FoldedSamples(const std::string& path);
+
+// Counts of the user stacks in perf-script output `text`, each leaf first
+// as "huge_leaf;huge_inner;...;libc.so.6;_start": frames in `prog` are
+// named after whichever of `functions` holds them in `twin`'s symbol table
+// ("?" if none; `twin` is `prog` itself or its unstripped copy), frames in
+// other files by the file's basename. Kernel frames and inline expansion
+// lines are left out.
+std::map<std::string, size_t> UserChains(const std::string& text, const std::string& prog,
+                                         const std::string& twin,
+                                         const std::vector<std::string>& functions);
 
 }  // namespace ehprof::testing
 
