@@ -63,14 +63,14 @@ absl::StatusOr<FileKey> FileTables::Register(const std::string& open_path,
   }
   info.open_path = open_path;
   info.image = std::move(image);
-  Queue(key, files_.emplace(key, std::move(info)).first->second);
+  Queue(key, files_.emplace(key, std::move(info)).first->second, std::move(*elf));
   return key;
 }
 
-void FileTables::Queue(const FileKey& key, const FileInfo& info) {
+void FileTables::Queue(const FileKey& key, const FileInfo& info, std::optional<ElfFile> elf) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back({key, info.open_path, info.path, info.image});
+    jobs_.push_back({key, info.open_path, info.path, info.image, std::move(elf)});
   }
   cv_.notify_one();
 }
@@ -139,8 +139,9 @@ void FileTables::WorkerLoop() {
       ++in_flight_;
     }
     Done done{job.key, absl::UnknownError("not built")};
-    auto elf = job.image.empty() ? ElfFile::Open(job.open_path)
-                                 : ElfFile::FromBytes(job.name, std::move(job.image));
+    auto elf = job.elf ? absl::StatusOr<ElfFile>(std::move(*job.elf))
+               : job.image.empty() ? ElfFile::Open(job.open_path)
+                                   : ElfFile::FromBytes(job.name, std::move(job.image));
     if (!elf.ok()) {
       done.table = elf.status();
     } else {

@@ -84,6 +84,9 @@ class FileTables {
     std::string open_path;
     std::string name;
     std::vector<uint8_t> image;
+    // Opened when registered: a short-lived process's map_files link is
+    // gone by the time the worker gets to it.
+    std::optional<ElfFile> elf;
   };
   struct Done {
     FileKey key;
@@ -92,7 +95,7 @@ class FileTables {
   };
   void WorkerLoop();
   bool EvictOne();
-  void Queue(const FileKey& key, const FileInfo& info);
+  void Queue(const FileKey& key, const FileInfo& info, std::optional<ElfFile> elf = std::nullopt);
 
   TableStore* store_;
   std::map<FileKey, FileInfo> files_;

@@ -4,6 +4,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <elf.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/proc_maps.h"
+#include "agent/proc_root.h"
 #include "unwind_tables/abi_checks.h"
 
 namespace ehprof {
@@ -28,6 +33,19 @@ uint64_t LoadBias(const MapsEntry& e, const std::vector<ElfSegment>& loads) {
     }
   }
   return e.start - e.offset;
+}
+
+// Alive and not a zombie (whose map_files are gone while kill(pid, 0)
+// still succeeds).
+bool Running(uint32_t pid) {
+  char buf[512];
+  UniqueFd fd(::open(absl::StrCat("/proc/", pid, "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  const ssize_t n = ::read(fd.get(), buf, sizeof(buf) - 1);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  const char* paren = std::strrchr(buf, ')');  // comm may hold spaces and parens
+  return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
 }
 
 }  // namespace
@@ -56,6 +74,51 @@ absl::Status ProcessTracker::Refresh(uint32_t pid, uint64_t now_ns) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<FileKey> ProcessTracker::OpenMappedFile(uint32_t pid, const MapsEntry& e,
+                                                       std::string* topic) {
+  // map_files reaches the very file mapped, even deleted or replaced since,
+  // but opening it needs CAP_CHECKPOINT_RESTORE (or CAP_SYS_ADMIN), and
+  // CAP_DAC_READ_SEARCH for another user's process.
+  UniqueFd fd(::open(absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end).c_str(),
+                     O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (e.path.rfind("/memfd:", 0) == 0 || e.deleted) {
+      // Its path names another file or none: reading that would be wrong.
+      *topic = "map_files";
+      return absl::UnavailableError(absl::StrCat(
+          "pid ", pid, ": ", e.path, e.deleted ? " was deleted or replaced after it was mapped" : "",
+          ": only /proc/", pid, "/map_files reaches it, which needs CAP_CHECKPOINT_RESTORE"));
+    }
+    // By its path as the process sees it: inside its root, where a
+    // container's symlinks cannot lead to the host's files.
+    absl::StatusOr<ProcessRoot> root = ProcessRoot::Open(pid);
+    if (!root.ok()) {
+      if (absl::IsPermissionDenied(root.status())) *topic = "proc_root";
+      return root.status();
+    }
+    absl::StatusOr<UniqueFd> in_root = root->OpenFile(e.path);
+    if (!in_root.ok()) return in_root.status();
+    fd = std::move(*in_root);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat("pid ", pid, ": ", e.path, ": ", std::strerror(errno)));
+  }
+  // The same four fields FileTables::Register keys a file by: the fd kept
+  // for a file already seen serves again, and tables and symbols are read
+  // through the kept fd, never by a path opened anew.
+  const FileKey probe{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                      static_cast<uint64_t>(st.st_size),
+                      int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+  auto [kept, added] = kept_.try_emplace(probe);
+  if (added) kept->second = std::move(fd);
+  return files_->Register(absl::StrCat("/proc/self/fd/", kept->second.get()), e.path);
+}
+
+void ProcessTracker::WarnOnce(const std::string& topic, std::string warning) {
+  if (told_.insert(topic).second) warnings_.push_back(std::move(warning));
+}
+
 TrackedMapping ProcessTracker::Track(uint32_t pid, const MapsEntry& e) {
   TrackedMapping m;
   m.start = e.start;
@@ -69,28 +132,25 @@ TrackedMapping ProcessTracker::Track(uint32_t pid, const MapsEntry& e) {
     m.path = "//anon";  // JIT or other generated code: frame pointers only
   } else {
     m.path = e.path;
-    // map_files reaches the mapped file even when deleted or inside a
-    // container's mount namespace.
-    key = files_->Register(absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end),
-                           e.path);
-    if (!key.ok() && e.path.rfind("/memfd:", 0) != 0) {
-      key = files_->Register(absl::StrCat("/proc/", pid, "/root", e.path), e.path);
-    }
+    std::string topic;
+    key = OpenMappedFile(pid, e, &topic);
     // A process that exited meanwhile is not worth a warning.
-    if (!key.ok() && ::kill(static_cast<pid_t>(pid), 0) == 0) {
-      warnings_.push_back(absl::StrCat("pid ", pid, ": cannot open ", e.path, ": ",
-                                       std::string(key.status().message())));
+    if (!key.ok() && Running(pid)) {
+      const std::string message(key.status().message());
+      // A missing capability fails every such file alike: said once.
+      if (topic.empty()) {
+        WarnOnce(message, message);
+      } else {
+        WarnOnce(topic, absl::StrCat(message, "; no unwind table or symbols for such files "
+                                              "(frame pointers used there; further ones not listed)"));
+      }
     }
   }
   m.bias = e.start - e.offset;
+  m.offset = e.offset;
   if (key.ok() && e.path != "[vdso]") {
-    auto [kept, added] = kept_.try_emplace(*key);
-    if (added) {
-      kept->second.reset(::open(absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end).c_str(),
-                                O_RDONLY | O_CLOEXEC));
-      if (!kept->second.valid()) kept->second.reset(::open(e.path.c_str(), O_RDONLY | O_CLOEXEC));
-    }
-    if (kept->second.valid()) m.kept_path = absl::StrCat("/proc/self/fd/", kept->second.get());
+    auto kept = kept_.find(*key);
+    if (kept != kept_.end()) m.kept_path = absl::StrCat("/proc/self/fd/", kept->second.get());
   }
   if (key.ok()) {
     m.file = *key;
@@ -182,14 +242,20 @@ bool ProcessTracker::Covers(uint32_t pid, uint64_t addr) const {
   return false;
 }
 
-std::vector<const TrackedMapping*> ChooseEntryMappings(const std::vector<TrackedMapping>& all,
-                                                      size_t limit) {
+std::vector<const TrackedMapping*> ChooseEntryMappings(
+    const std::vector<TrackedMapping>& all, size_t limit,
+    const std::function<bool(const TrackedMapping&)>& loader_like) {
   std::vector<const TrackedMapping*> chosen;
   for (const TrackedMapping& m : all) chosen.push_back(&m);
   if (chosen.size() <= limit) return chosen;
   // Every file's first mapping before any file's second, so a process that
   // maps one file thousands of times still unwinds through its binary,
-  // libc and ld.so; anonymous code counts as one file.
+  // libc and ld.so; anonymous code counts as one file. Within a file the
+  // mappings the loader would make (an executable PT_LOAD at its offset)
+  // come first: extra copies of a file's first page must not displace its
+  // text.
+  std::stable_partition(chosen.begin(), chosen.end(),
+                        [&](const TrackedMapping* m) { return loader_like(*m); });
   std::map<std::string, size_t> seen;
   std::vector<std::pair<size_t, const TrackedMapping*>> ranked;
   for (const TrackedMapping* m : chosen) {
@@ -208,7 +274,16 @@ std::vector<const TrackedMapping*> ChooseEntryMappings(const std::vector<Tracked
 
 void ProcessTracker::WriteEntry(uint32_t pid) {
   const std::vector<TrackedMapping>& all = history_[pid].snaps.back().mappings;
-  const std::vector<const TrackedMapping*> chosen = ChooseEntryMappings(all, EHP_MAX_MAPPINGS);
+  auto loader_like = [&](const TrackedMapping& m) {
+    const FileInfo* f = m.file ? files_->Find(*m.file) : nullptr;
+    if (!f) return false;
+    for (const ElfSegment& s : f->loads) {
+      if ((s.flags & PF_X) && (s.offset & ~uint64_t{0xfff}) == m.offset) return true;
+    }
+    return false;
+  };
+  const std::vector<const TrackedMapping*> chosen =
+      ChooseEntryMappings(all, EHP_MAX_MAPPINGS, loader_like);
   if (chosen.size() < all.size() && over_limit_warned_.insert(pid).second) {
     warnings_.push_back(absl::StrCat(
         "pid ", pid, ": ", all.size(), " executable mappings, more than the ", EHP_MAX_MAPPINGS,

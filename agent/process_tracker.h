@@ -9,6 +9,7 @@
 #define EHPROF_AGENT_PROCESS_TRACKER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "agent/file_tables.h"
 #include "agent/proc_maps.h"
 #include "unwind_tables/unique_fd.h"
@@ -25,6 +27,7 @@ namespace ehprof {
 struct TrackedMapping {
   uint64_t start = 0, end = 0;
   uint64_t bias = 0;          // ELF vaddr = addr - bias
+  uint64_t offset = 0;        // file offset of start
   std::string path;           // "[vdso]", "//anon" for anonymous code
   std::string build_id;
   std::optional<FileKey> file;
@@ -91,6 +94,13 @@ class ProcessTracker {
   // it); empty when that image was never read.
   std::pair<const Snapshot*, const Snapshot*> SnapshotsAt(uint32_t pid, uint64_t time_ns) const;
   TrackedMapping Track(uint32_t pid, const MapsEntry& e);
+  // Opens the file behind a file mapping (map_files, else inside the
+  // process's root), keeps the fd in kept_ and registers the file through
+  // it. On a failure from a missing capability sets *topic ("map_files",
+  // "proc_root"): every such file fails alike.
+  absl::StatusOr<FileKey> OpenMappedFile(uint32_t pid, const MapsEntry& e, std::string* topic);
+  // A warning once per topic: Refresh re-reads the same mappings.
+  void WarnOnce(const std::string& topic, std::string warning);
   void WriteEntry(uint32_t pid);
   void ReleaseFiles(const std::vector<TrackedMapping>& mappings);
 
@@ -102,6 +112,7 @@ class ProcessTracker {
   std::set<uint32_t> refused_;  // live pids the BPF map had no room for
   uint64_t procs_full_ = 0;     // processes it refused
   std::vector<std::string> warnings_;
+  std::set<std::string> told_;  // WarnOnce's topics
   std::vector<uint8_t> vdso_image_;
   // An fd on every file a process mapped, for symbolizing after the
   // process (or the file's name) is gone.
@@ -109,9 +120,11 @@ class ProcessTracker {
 };
 
 // The mappings a process entry holds: all when they fit, else at most
-// `limit` (each file's first mapping before any file's second), by address.
-std::vector<const TrackedMapping*> ChooseEntryMappings(const std::vector<TrackedMapping>& all,
-                                                      size_t limit);
+// `limit` (each file's first mapping before any file's second, loader_like
+// ones first within a file), by address.
+std::vector<const TrackedMapping*> ChooseEntryMappings(
+    const std::vector<TrackedMapping>& all, size_t limit,
+    const std::function<bool(const TrackedMapping&)>& loader_like);
 
 // The calling process's vDSO image (the same for every process on the
 // machine), or empty.

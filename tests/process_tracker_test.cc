@@ -113,22 +113,23 @@ TEST(ChooseEntryMappingsTest, EveryFilesFirstMappingBeforeAnyFilesSecond) {
     m.path = path;
     all.push_back(m);
   };
-  add(0x400000, "/bin/many");
-  for (uint64_t i = 0; i < 3000; ++i) add(0x10000000 + i * 0x2000, "/tmp/mapped-often");
+  for (uint64_t i = 0; i < 3000; ++i) add(0x10000000 + i * 0x2000, "/bin/many");
+  add(0x550000000000, "/bin/many");  // the text: what the loader mapped
   add(0x7f0000000000, "/lib/libc.so.6");
   add(0x7f1000000000, "/lib/ld-linux-x86-64.so.2");
   add(0x7fff00000000, "[vdso]");
-  auto chosen = ChooseEntryMappings(all, 1024);
+  auto loader_like = [](const TrackedMapping& m) { return m.start >= 0x550000000000; };
+  auto chosen = ChooseEntryMappings(all, 1024, loader_like);
   ASSERT_EQ(chosen.size(), 1024u);
   EXPECT_TRUE(std::is_sorted(chosen.begin(), chosen.end(),
                              [](auto* a, auto* b) { return a->start < b->start; }));
-  EXPECT_EQ(chosen.front()->path, "/bin/many");
-  EXPECT_EQ(chosen[1020]->path, "/tmp/mapped-often");
+  EXPECT_EQ(chosen[1019]->path, "/bin/many");
+  EXPECT_EQ(chosen[1020]->start, 0x550000000000u);  // the text, over 1,019 copies
   EXPECT_EQ(chosen[1021]->path, "/lib/libc.so.6");
   EXPECT_EQ(chosen[1022]->path, "/lib/ld-linux-x86-64.so.2");
   EXPECT_EQ(chosen[1023]->path, "[vdso]");
   // Within the limit nothing is left out.
-  EXPECT_EQ(ChooseEntryMappings(all, 5000).size(), all.size());
+  EXPECT_EQ(ChooseEntryMappings(all, 5000, loader_like).size(), all.size());
 }
 
 }  // namespace
