@@ -7,27 +7,20 @@
 // and 256-byte page edges, the top of the address space, rules the compact
 // form cannot hold, and long runs that force pages to split (more than
 // EHP_MAX_PAGE_ROWS rows or EHP_PALETTE_MAX rules in one page).
-// Seeds: testdata/seeds/compact (see README.md).
+// The checks are CheckCompactRoundTrip's (round_trip.cc), shared with
+// fuzz_cfi and fuzz_elf. Seeds: testdata/seeds/compact (see README.md).
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <utility>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "unwind_tables/compact_table.h"
 #include "unwind_tables/unwind_row.h"
 
 namespace ehprof::fuzz {
 
-// In compact_checks.cc, built without coverage instrumentation: the checks
-// run a lookup or more per row, which with libFuzzer's comparison tracing
-// costs far more than the code under test, and their branches are not
-// coverage the fuzzer should chase.
-void CheckRefusal(const std::vector<UnwindRow>& rows, const absl::Status& st);
-void CheckLayout(const CompactTable& t);
-void CheckRules(const std::vector<UnwindRow>& rows, const CompactTable& t);
-void CheckLookups(const std::vector<UnwindRow>& rows, const CompactTable& t);
+// In round_trip.cc.
+void CheckCompactRoundTrip(const std::vector<UnwindRow>& rows);
 
 namespace {
 
@@ -254,20 +247,8 @@ class RowGenerator {
 }  // namespace ehprof::fuzz
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace ehprof;
   using namespace ehprof::fuzz;
   Reader in(data, size);
-  const std::vector<UnwindRow> rows = RowGenerator(in).Generate();
-  auto table = EncodeCompactTable(rows, "fuzz");
-  if (!table.ok()) {
-    CheckRefusal(rows, table.status());
-    return 0;
-  }
-  const CompactTable& t = *table;
-  if (t.start != rows.front().addr || t.end != rows.back().addr) __builtin_trap();
-  CheckLayout(t);
-
-  CheckRules(rows, t);
-  CheckLookups(rows, t);
+  CheckCompactRoundTrip(RowGenerator(in).Generate());
   return 0;
 }

@@ -1,67 +1,180 @@
-// Checks shared by the fuzz targets: the compact table is what the BPF
-// unwinder sees, so it must answer every lookup exactly as the plain rows do.
-// Failures trap rather than return, so libFuzzer records the input.
+// The check shared by the unwind-table fuzz targets: the compact table is
+// what the BPF unwinder sees, so it must answer every lookup exactly as the
+// plain rows do. Compiled without coverage instrumentation
+// (fuzz/CMakeLists.txt): it runs several lookups per row, which with
+// libFuzzer's comparison tracing cost more than the code under test, and its
+// branches are not coverage worth chasing. Failures trap rather than return,
+// so libFuzzer records the input.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "bpf/compact_lookup.h"
 #include "unwind_tables/compact_table.h"
-#include "unwind_tables/table_builder.h"
 #include "unwind_tables/unwind_row.h"
 
 namespace ehprof::fuzz {
 namespace {
 
-// Page starts are where the encoder repeats rows; a sparse table can have a
-// million pages, so only tables up to this size have every start checked.
-constexpr size_t kMaxPagesChecked = 4096;
+constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+// The encoder's bounds (compact_table.cc): rule ids are u16; at the
+// smallest page size 65536 pages span 16 MiB, so a denser table must fit.
+constexpr size_t kMaxRules = 65536;
+constexpr uint64_t kAlwaysDenseEnough = uint64_t{1} << (16 + EHP_PAGE_SHIFT_MIN);
 
 bool SameRule(const ehp_rule& a, const ehp_rule& b) {
   return std::memcmp(&a, &b, sizeof(ehp_rule)) == 0;
 }
 
-void CheckLookup(const std::vector<UnwindRow>& rows, const CompactTable& table,
-                 uint64_t pc) {
+// The oracle: the rule of the last row at or below pc, none below the first
+// row. (Written here rather than reusing LookupPlainRow, so the check does
+// not share code with what it checks.)
+UnwindRule PlainLookup(const std::vector<UnwindRow>& rows, uint64_t pc) {
+  auto it = std::upper_bound(rows.begin(), rows.end(), pc,
+                             [](uint64_t a, const UnwindRow& r) { return a < r.addr; });
+  return it == rows.begin() ? UnwindRule::None() : std::prev(it)->rule;
+}
+
+void CheckLookup(const std::vector<UnwindRow>& rows, const CompactTable& t, uint64_t pc) {
   ehp_rule want;
-  ToCompactRule(LookupPlainRow(rows, pc), &want);
-  if (!SameRule(want, CompactLookup(table, pc))) __builtin_trap();
+  ToCompactRule(PlainLookup(rows, pc), &want);
+  if (!SameRule(want, CompactLookup(t, pc))) __builtin_trap();
+}
+
+// What the BPF side relies on without checking (ehprof_abi.h): every page
+// has 1..EHP_MAX_PAGE_ROWS rows, the first at offset 0, ascending; palette
+// slots and rule ids in range; bucket starts ascending within the page.
+void CheckLayout(const CompactTable& t) {
+  if (t.end <= t.start) {
+    if (!t.pages.empty() || !t.rows.empty()) __builtin_trap();
+    return;
+  }
+  if (t.page_shift < EHP_PAGE_SHIFT_MIN || t.page_shift > EHP_PAGE_SHIFT_MAX) __builtin_trap();
+  if (t.buckets.size() != t.pages.size()) __builtin_trap();
+  uint32_t next_row = 0, next_palette = 0;
+  for (size_t p = 0; p < t.pages.size(); ++p) {
+    const ehp_page& pg = t.pages[p];
+    if (pg.first_row != next_row || pg.first_palette != next_palette) __builtin_trap();
+    if (pg.num_rows < 1 || pg.num_rows > EHP_MAX_PAGE_ROWS) __builtin_trap();
+    next_row += pg.num_rows;
+    next_palette = p + 1 < t.pages.size() ? t.pages[p + 1].first_palette
+                                          : static_cast<uint32_t>(t.palette.size());
+    const uint32_t slots = next_palette - pg.first_palette;
+    if (slots < 1 || slots > EHP_PALETTE_MAX || next_palette > t.palette.size()) __builtin_trap();
+    if (next_row > t.num_rows()) __builtin_trap();
+    if (ehp_row_addr(t.rows.data(), pg.first_row) != 0) __builtin_trap();
+    for (uint32_t i = 0; i < pg.num_rows; ++i) {
+      const uint32_t row = pg.first_row + i;
+      if (ehp_row_palette(t.rows.data(), row) >= slots) __builtin_trap();
+      if (i > 0 && ehp_row_addr(t.rows.data(), row) <= ehp_row_addr(t.rows.data(), row - 1)) {
+        __builtin_trap();
+      }
+      if (t.page_shift < 16 && (ehp_row_addr(t.rows.data(), row) >> t.page_shift) != 0) {
+        __builtin_trap();
+      }
+    }
+    for (uint32_t b = 0; b < EHP_BUCKETS_PER_PAGE; ++b) {
+      const uint16_t s = t.buckets[p].start[b];
+      if (s >= pg.num_rows || (b > 0 && s < t.buckets[p].start[b - 1])) __builtin_trap();
+    }
+  }
+  if (next_row != t.num_rows()) __builtin_trap();
+  for (uint16_t id : t.palette) {
+    if (id >= t.rules.size()) __builtin_trap();
+  }
+}
+
+// The encoder may refuse valid rows only for size, and only when they are
+// really too many rules or too sparse.
+void CheckRefusal(const std::vector<UnwindRow>& rows, const absl::Status& st) {
+  if (st.code() != absl::StatusCode::kResourceExhausted) __builtin_trap();
+  if (std::string(st.message()).find("fuzz") == std::string::npos) __builtin_trap();
+  if (rows.back().addr - rows.front().addr > kAlwaysDenseEnough) return;
+  std::vector<std::pair<uint64_t, uint64_t>> distinct(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ehp_rule r;
+    ToCompactRule(rows[i].rule, &r);
+    std::memcpy(&distinct[i], &r, sizeof(r));
+  }
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (distinct.size() <= kMaxRules) __builtin_trap();
+}
+
+// Encodable rules survive the trip to ehp_rule and back; the others are
+// counted.
+void CheckRules(const std::vector<UnwindRow>& rows, const CompactTable& t) {
+  uint64_t unencodable = 0;
+  for (const UnwindRow& row : rows) {
+    ehp_rule c;
+    if (!ToCompactRule(row.rule, &c)) {
+      ++unencodable;
+    } else if (!(FromCompactRule(c) == row.rule)) {
+      __builtin_trap();  // an encodable rule must survive the round trip
+    }
+  }
+  if (unencodable != t.unencodable_rows) __builtin_trap();
+}
+
+void CheckLookups(const std::vector<UnwindRow>& rows, const CompactTable& t) {
+  // Each row's first and last address, one in between, and the edges of the
+  // bucket it starts in (where the search's range comes from).
+  CheckLookup(rows, t, 0);
+  CheckLookup(rows, t, kMax);
+  const uint64_t bucket_mask = (uint64_t{1} << (t.page_shift - EHP_BUCKET_BITS)) - 1;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const uint64_t a = rows[i].addr;
+    CheckLookup(rows, t, a);
+    if (a > 0) CheckLookup(rows, t, a - 1);
+    if (i + 1 < rows.size()) {
+      const uint64_t end = rows[i + 1].addr;
+      CheckLookup(rows, t, end - 1);
+      CheckLookup(rows, t, a + (end - a) / 2);
+    }
+    if (a >= t.start && a < t.end) {
+      const uint64_t bucket = t.start + ((a - t.start) & ~bucket_mask);
+      CheckLookup(rows, t, bucket);
+      if (bucket > 0) CheckLookup(rows, t, bucket - 1);
+    }
+  }
+  // Page starts, where the encoder repeats the rule in force, and the last
+  // address of the page before; pages without rows only matter here. A
+  // sparse table has up to 65536 pages: its first and last 2048 are checked.
+  constexpr size_t kEdgePages = 2048;
+  const size_t pages = t.num_pages();
+  for (size_t p = 0; p < pages; ++p) {
+    if (p == kEdgePages && pages > 2 * kEdgePages) p = pages - kEdgePages;
+    const uint64_t lo = t.start + (uint64_t{p} << t.page_shift);
+    CheckLookup(rows, t, lo);
+    CheckLookup(rows, t, lo - 1);
+  }
 }
 
 }  // namespace
 
 // Declared in each fuzz target (the fuzz/ directory holds no headers).
+// `rows` must be valid encoder input: sorted, ending with a none row.
 void CheckCompactRoundTrip(const std::vector<UnwindRow>& rows) {
   auto table = EncodeCompactTable(rows, "fuzz");
   if (!table.ok()) {
-    // Valid rows may be refused only for size: too sparse, too many rules.
-    if (table.status().code() != absl::StatusCode::kResourceExhausted) __builtin_trap();
-    if (std::string(table.status().message()).find("fuzz") == std::string::npos) {
-      __builtin_trap();
-    }
+    CheckRefusal(rows, table.status());
     return;
   }
-  uint64_t unencodable = 0;
-  for (const UnwindRow& row : rows) {
-    ehp_rule compact;
-    if (!ToCompactRule(row.rule, &compact)) {
-      ++unencodable;
-    } else if (!(FromCompactRule(compact) == row.rule)) {
-      __builtin_trap();  // an encodable rule must survive the round trip
-    }
-    CheckLookup(rows, *table, row.addr);
-    if (row.addr > 0) CheckLookup(rows, *table, row.addr - 1);
+  const CompactTable& t = *table;
+  if (rows.empty()) {
+    if (t.num_pages() != 0 || t.num_rows() != 0) __builtin_trap();
+    return;
   }
-  if (unencodable != table->unencodable_rows) __builtin_trap();
-  if (table->end <= table->start) return;
-  const uint64_t pages = ((table->end - 1 - table->start) >> table->page_shift) + 1;
-  if (table->num_pages() != pages) __builtin_trap();
-  if (pages > kMaxPagesChecked) return;
-  for (uint64_t p = 0; p < pages; ++p) {
-    const uint64_t lo = table->start + (p << table->page_shift);
-    CheckLookup(rows, *table, lo);
-    CheckLookup(rows, *table, lo - 1);
-  }
+  if (t.start != rows.front().addr || t.end != rows.back().addr) __builtin_trap();
+  CheckLayout(t);
+  CheckRules(rows, t);
+  CheckLookups(rows, t);
 }
 
 }  // namespace ehprof::fuzz

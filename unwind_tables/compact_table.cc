@@ -78,9 +78,12 @@ bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids
     const auto count = static_cast<uint32_t>(t->num_rows()) - first;
     t->pages.push_back({first, count, static_cast<uint32_t>(t->palette.size()), 0});
     // Bucket starts: the last row at or before each bucket's first address.
+    // A page with one row (most pages of a sparse table) keeps them all 0,
+    // as emplace_back left them; scanning 256 buckets for each of up to
+    // 65536 such pages was most of the time spent encoding a sparse table.
     ehp_buckets& bk = t->buckets.emplace_back();
     uint32_t k = 0;
-    for (uint32_t b = 0; b < EHP_BUCKETS_PER_PAGE; ++b) {
+    for (uint32_t b = 0; count > 1 && b < EHP_BUCKETS_PER_PAGE; ++b) {
       const uint32_t bucket_key = b << (shift - EHP_BUCKET_BITS);
       while (k + 1 < count && ehp_row_addr(t->rows.data(), first + k + 1) <= bucket_key) ++k;
       bk.start[b] = static_cast<uint16_t>(k);
