@@ -47,15 +47,19 @@ void CheckLookup(const std::vector<UnwindRow>& rows, const CompactTable& t, uint
   if (!SameRule(want, CompactLookup(t, pc))) __builtin_trap();
 }
 
-// What the BPF side relies on without checking (ehprof_abi.h): every page
-// has 1..EHP_MAX_PAGE_ROWS rows, the first at offset 0, ascending; palette
-// slots and rule ids in range; bucket starts ascending within the page.
+// What the BPF side relies on without checking (ehprof_abi.h): one page per
+// page size from start, each with 1..EHP_MAX_PAGE_ROWS rows, the first at
+// offset 0, ascending; palette slots and rule ids in range; bucket starts
+// where ehp_bucket_range expects them.
 void CheckLayout(const CompactTable& t) {
   if (t.end <= t.start) {
     if (!t.pages.empty() || !t.rows.empty()) __builtin_trap();
     return;
   }
   if (t.page_shift < EHP_PAGE_SHIFT_MIN || t.page_shift > EHP_PAGE_SHIFT_MAX) __builtin_trap();
+  // One page per (1 << page_shift) bytes from start: the lookup indexes
+  // pages by that without a bound.
+  if (t.num_pages() != ((t.end - 1 - t.start) >> t.page_shift) + 1) __builtin_trap();
   if (t.buckets.size() != t.pages.size()) __builtin_trap();
   uint32_t next_row = 0, next_palette = 0;
   for (size_t p = 0; p < t.pages.size(); ++p) {
@@ -79,9 +83,20 @@ void CheckLayout(const CompactTable& t) {
         __builtin_trap();
       }
     }
+    // Bucket b starts at the last row at or below its first address. A
+    // one-row page (most of a sparse table) has them all 0: one compare.
+    static const ehp_buckets kZero{};
+    if (pg.num_rows == 1) {
+      if (std::memcmp(&t.buckets[p], &kZero, sizeof(kZero)) != 0) __builtin_trap();
+      continue;
+    }
     for (uint32_t b = 0; b < EHP_BUCKETS_PER_PAGE; ++b) {
-      const uint16_t s = t.buckets[p].start[b];
-      if (s >= pg.num_rows || (b > 0 && s < t.buckets[p].start[b - 1])) __builtin_trap();
+      const uint32_t key = b << (t.page_shift - EHP_BUCKET_BITS);
+      const uint32_t s = t.buckets[p].start[b];
+      if (s >= pg.num_rows || ehp_row_addr(t.rows.data(), pg.first_row + s) > key ||
+          (s + 1 < pg.num_rows && ehp_row_addr(t.rows.data(), pg.first_row + s + 1) <= key)) {
+        __builtin_trap();
+      }
     }
   }
   if (next_row != t.num_rows()) __builtin_trap();
