@@ -154,9 +154,10 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
   const FileTables::Stats& t = s.tables;
   std::fprintf(stderr,
                "ehprof: unwind tables: %llu loaded, %llu reused after their process ended, "
-               "%llu evicted for room, %llu refused (maps full)\n",
+               "%llu evicted for room, %llu unloaded unused, %llu refused (maps full)\n",
                static_cast<unsigned long long>(t.loaded), static_cast<unsigned long long>(t.reused),
-               static_cast<unsigned long long>(t.evicted), static_cast<unsigned long long>(t.no_space));
+               static_cast<unsigned long long>(t.evicted), static_cast<unsigned long long>(t.expired),
+               static_cast<unsigned long long>(t.no_space));
   if (s.procs_refused) {
     std::fprintf(stderr, "ehprof: %llu processes found the BPF process map full (--max-procs)\n",
                  static_cast<unsigned long long>(s.procs_refused));

@@ -98,6 +98,7 @@ void FileTables::Release(const FileKey& key) {
       // build steps). Room is made by evicting from the back.
       unused_.push_front(key);
       f.unused = unused_.begin();
+      f.unused_since = std::chrono::steady_clock::now();
       retry_no_space_ = true;
       break;
     case FileInfo::State::kNoSpace:
@@ -167,6 +168,16 @@ std::vector<FileKey> FileTables::CollectFinished() {
   }
   std::vector<FileKey> ready;
   const auto now = std::chrono::steady_clock::now();
+  while (!unused_.empty()) {
+    auto it = files_.find(unused_.back());
+    if (it != files_.end() &&
+        now - it->second.unused_since < std::chrono::seconds(kUnusedTableSeconds)) {
+      break;
+    }
+    EvictOne();
+    --stats_.evicted;
+    ++stats_.expired;
+  }
   if (retry_no_space_ && now - last_retry_ > std::chrono::seconds(2)) {
     // Tables became evictable: files refused for room get another build
     // (not more often than this: a build costs milliseconds).

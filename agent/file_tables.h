@@ -2,8 +2,8 @@
 // every process that maps it, built on a worker thread so table builds never
 // delay sampling or event handling. A table no process uses stays loaded
 // (the next short-lived process running that binary finds it ready) until
-// the maps run out of room: then unused tables go, least recently used
-// first. Tables in use are never evicted.
+// the maps run out of room (least recently used first) or it has been
+// unused for kUnusedTableSeconds. Tables in use are never evicted.
 #ifndef EHPROF_AGENT_FILE_TABLES_H_
 #define EHPROF_AGENT_FILE_TABLES_H_
 
@@ -42,6 +42,7 @@ struct FileInfo {
   uint32_t refs = 0;       // processes mapping it
   uint64_t rows = 0, table_bytes = 0;
   std::list<FileKey>::iterator unused;  // in FileTables::unused_ when refs == 0 and ready
+  std::chrono::steady_clock::time_point unused_since;
   // Where it was read from, for a retry when the maps were full.
   std::string open_path;
   std::vector<uint8_t> image;
@@ -49,6 +50,10 @@ struct FileInfo {
 
 class FileTables {
  public:
+  // How long a table no process uses stays loaded for the next process
+  // mapping the file; then the maps are back to what live processes need.
+  static constexpr int kUnusedTableSeconds = 10;
+
   explicit FileTables(TableStore* store);
   ~FileTables();  // stops the worker
 
@@ -71,6 +76,7 @@ class FileTables {
   struct Stats {
     uint64_t loaded = 0;        // tables placed in the maps
     uint64_t evicted = 0;       // unused tables evicted for room
+    uint64_t expired = 0;       // unused tables unloaded after kUnusedTableSeconds
     uint64_t reused = 0;        // registrations that found an unused table
     uint64_t no_space = 0;      // files left without a table for lack of room
     size_t unused = 0;          // unused tables loaded now

@@ -157,7 +157,8 @@ struct {
 	__type(value, __u64);
 } notified SEC(".maps");
 
-#define NOTIFY_INTERVAL_NS 10000000ull
+#define NOTIFY_INTERVAL_NS 2000000ull
+#define EHP_PF_EXITING 0x00000004 /* include/linux/sched.h */
 #define REG_BIT(r) (1u << (r))
 #define ALL_REGS ((1u << (EHP_REG_RIP + 1)) - 1)
 /* x86-64: struct ucontext's uc_mcontext (a struct sigcontext) sits 40
@@ -173,6 +174,10 @@ EHP_INLINE void count(__u32 stat)
 
 EHP_INLINE void notify(__u32 kind, __u32 pid, __u32 tid, __u64 addr)
 {
+	/* An exiting process (PF_EXITING) is past its exit cleanup's reach:
+	 * an entry made now would outlive it, and there is nothing to read. */
+	if (bpf_get_current_task_btf()->flags & EHP_PF_EXITING)
+		return;
 	__u64 now = bpf_ktime_get_ns();
 	__u64 *last = bpf_map_lookup_elem(&notified, &pid);
 	if (last && now - *last < NOTIFY_INTERVAL_NS)
@@ -715,6 +720,9 @@ int BPF_PROG(ehprof_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	/* The entry describes the old image: walking the new one with it
 	 * would use the wrong tables until user space re-reads the maps. */
 	bpf_map_delete_elem(&procs, &pid);
+	/* The new image's first unknown pc is news at once, whatever the old
+	 * one asked for a moment ago. */
+	bpf_map_delete_elem(&notified, &pid);
 	lifecycle_event(EHP_EVENT_EXEC, p, 0);
 	return 0;
 }
