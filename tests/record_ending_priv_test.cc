@@ -156,7 +156,11 @@ TEST(RecordLimits, FullTableMapsDegradePerFileAndSaySo) {
                            "--runtime=1"},
                           0, 0);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("the BPF table maps are full"), std::string::npos) << r.err;
+  // Said once for the recording, counted in the summary.
+  const size_t first = r.err.find("the BPF table maps are full");
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("the BPF table maps are full", first + 1), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(" 0 refused (maps full)"), std::string::npos) << r.err;
   std::ifstream in(out);
   std::string line;
   uint64_t total = 0, to_start = 0;
@@ -168,6 +172,27 @@ TEST(RecordLimits, FullTableMapsDegradePerFileAndSaySo) {
   }
   ASSERT_GE(total, 100u);
   EXPECT_GE(to_start, total * 9 / 10);
+}
+
+TEST(RecordLimits, FullProcessMapDegradesPerProcessAndSaysSoOnce) {
+  if (!RequireRoot()) GTEST_SKIP();
+  // Room for 2 processes while churn_load keeps ~10 alive: the rest stop
+  // at the leaf ("process not yet known") until one exits; the recording
+  // goes on, says so once and counts them.
+  const std::string out =
+      ::testing::TempDir() + "/maxprocs." + std::to_string(getpid()) + ".folded";
+  RunResult r = RunEhprof({"record", "-F", "499", "-q", "--max-procs", "2", "-o", out, "--",
+                           testing::TestdataPath("churn_load"), "200", "1",
+                           testing::TestdataPath("churn_child.stripped"),
+                           testing::TestdataPath("libdlwork.so"), "20000"},
+                          0, 0);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string warning = "cannot add to the BPF process map";
+  const size_t first = r.err.find(warning);
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(warning, first + 1), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("processes found the BPF process map full"), std::string::npos) << r.err;
+  EXPECT_GE(testing::FoldedSamples(out), 100u) << r.err;
 }
 
 }  // namespace
