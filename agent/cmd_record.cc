@@ -158,6 +158,8 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
                static_cast<unsigned long long>(t.loaded), static_cast<unsigned long long>(t.reused),
                static_cast<unsigned long long>(t.evicted), static_cast<unsigned long long>(t.expired),
                static_cast<unsigned long long>(t.no_space));
+  std::fprintf(stderr, "ehprof: %zu processes remembered for resolving, %zu files kept open, %zu known\n",
+               s.remembered, s.kept_files, t.files);
   if (s.procs_refused) {
     std::fprintf(stderr, "ehprof: %llu processes found the BPF process map full (--max-procs)\n",
                  static_cast<unsigned long long>(s.procs_refused));

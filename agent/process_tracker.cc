@@ -220,17 +220,19 @@ void ProcessTracker::Exit(uint32_t pid, uint64_t time_ns, bool keep_history) {
   refused_.erase(pid);
   if (it == history_.end()) return;
   History& hist = it->second;
-  const size_t image = hist.ImageAt(time_ns);
   if (!keep_history) {
-    // Only the ending image's snapshots: earlier images of this pid may
-    // have samples.
-    std::erase_if(hist.snaps, [&](const Snapshot& s) { return hist.ImageAt(s.from_ns) == image; });
+    // No sample came from this process since the previous exit of its pid:
+    // none of its images (exec makes several) is needed for resolving.
+    const uint64_t since = hist.last_exit_ns;
+    std::erase_if(hist.snaps, [&](const Snapshot& s) { return s.from_ns >= since; });
+    std::erase_if(hist.ends, [&](uint64_t e) { return e > since; });
     if (hist.snaps.empty()) {
       history_.erase(it);
       return;
     }
   }
   ImageEnded(pid, time_ns);
+  hist.last_exit_ns = time_ns;
 }
 
 bool ProcessTracker::Covers(uint32_t pid, uint64_t addr) const {

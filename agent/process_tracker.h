@@ -75,6 +75,7 @@ class ProcessTracker {
   // leaf ("process not yet known") until there is room.
   uint64_t procs_refused() const { return procs_full_; }
   size_t history_size() const { return history_.size(); }
+  size_t kept_files() const { return kept_.size(); }
   // Build-ids of every file any tracked process mapped: path -> hex.
   std::map<std::string, std::string> BuildIds() const;
 
@@ -86,6 +87,7 @@ class ProcessTracker {
   struct History {
     std::vector<Snapshot> snaps;  // by from_ns
     std::vector<uint64_t> ends;   // image ends (exec, exit), ascending
+    uint64_t last_exit_ns = 0;    // the latest exit among them
     // The image a time belongs to: the number of ends at or before it.
     size_t ImageAt(uint64_t time_ns) const;
   };

@@ -431,6 +431,8 @@ absl::Status Recorder::Run() {
   summary_.cpu_time_ns = CpuTimeNs() - summary_.setup_cpu_ns;
   summary_.tables = files_->stats();
   summary_.procs_refused = tracker_->procs_refused();
+  summary_.remembered = tracker_->history_size();
+  summary_.kept_files = tracker_->kept_files();
   return absl::OkStatus();
 }
 

@@ -68,6 +68,8 @@ struct RecordSummary {
   std::string ended_by;         // "duration", "command exit", "SIGINT", ...
   FileTables::Stats tables;     // loads, evictions, refusals
   uint64_t procs_refused = 0;   // processes the full process map had no room for
+  size_t remembered = 0;        // processes whose mappings are kept for resolving
+  size_t kept_files = 0;        // files held open for symbolization
 };
 
 // Set from signal handlers: the signal number that asked to stop.

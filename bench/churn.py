@@ -190,7 +190,7 @@ def main():
     for kind, (n, c) in sorted(by_kind.items()):
         print(f"  {kind:16s} {n:6d} samples, {pct(c, n):5.1f}% complete")
     for line in stderr.splitlines():
-        if "unwind tables:" in line or "warning" in line or "complete" in line:
+        if any(k in line for k in ("unwind tables:", "warning", "complete", "remembered")):
             print("  ehprof: " + line.split("ehprof: ", 1)[-1])
     stackcheck = os.path.join(ROOT, "..", "shared", "eval", "stackcheck.py")
     if os.path.exists(stackcheck) and os.path.exists(out):

@@ -76,6 +76,14 @@ TEST_F(ProcessTrackerTest, UnsampledShortLivedProcessLeavesNothing) {
   EXPECT_EQ(PathAt(550, 0x1500), "(none)");
 }
 
+TEST_F(ProcessTrackerTest, UnsampledProcessThatExecdLeavesNothing) {
+  tracker_.Apply(kPid, {Exec(0x1000, 0x2000, "/bin/sh")}, 100);  // the fork
+  tracker_.ImageEnded(kPid, 150);                                  // exec
+  tracker_.Apply(kPid, {Exec(0x5000, 0x6000, "/bin/child")}, 160);
+  tracker_.Exit(kPid, 200, /*keep_history=*/false);
+  EXPECT_EQ(tracker_.history_size(), 0u);
+}
+
 TEST_F(ProcessTrackerTest, RereadingAnUnchangedImageAddsNoSnapshot) {
   const std::vector<MapsEntry> maps = {Exec(0x1000, 0x2000, "/bin/a")};
   for (uint64_t t = 100; t < 10000; t += 100) tracker_.Apply(kPid, maps, t);
