@@ -26,7 +26,7 @@ namespace {
 
 constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
 // Just over the encoder's 65536 distinct rules, so that limit is reachable,
-// while one input stays a few tens of milliseconds at most.
+// while one input stays near a tenth of a second at most (under ASan).
 constexpr size_t kMaxRows = 70000;
 
 // Reads the input; past its end every read is 0, so decoding always ends.
