@@ -117,7 +117,6 @@ bool FileTables::EvictOne() {
     store_->Unload(it->second.table_id);
     files_.erase(it);
   }
-  ++stats_.evicted;
   return true;
 }
 
@@ -175,7 +174,6 @@ std::vector<FileKey> FileTables::CollectFinished() {
       break;
     }
     EvictOne();
-    --stats_.evicted;
     ++stats_.expired;
   }
   if (retry_no_space_ && now - last_retry_ > std::chrono::seconds(2)) {
@@ -208,6 +206,7 @@ std::vector<FileKey> FileTables::CollectFinished() {
     }
     auto id = store_->Load(*d.table, f.path);
     while (!id.ok() && absl::IsResourceExhausted(id.status()) && EvictOne()) {
+      ++stats_.evicted;
       id = store_->Load(*d.table, f.path);
     }
     if (!id.ok()) {

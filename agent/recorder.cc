@@ -284,13 +284,8 @@ void Recorder::ProcessPending(uint64_t now_ns) {
 // to the end), each distinct one once, and at most kMaxWarnings of them.
 void Recorder::ReportWarnings() {
   constexpr size_t kMaxWarnings = 50;
-  std::vector<std::string> fresh;
-  fresh.swap(warnings_);
-  for (std::string& w : files_->TakeWarnings()) fresh.push_back(std::move(w));
-  for (std::string& w : tracker_->TakeWarnings()) fresh.push_back(std::move(w));
-  for (std::string& w : fresh) {
-    if (!warned_.insert(w).second) continue;
-    if (warned_.size() <= kMaxWarnings) {
+  for (std::string& w : NewWarnings()) {
+    if (warnings_shown_++ < kMaxWarnings) {
       std::fprintf(stderr, "%sehprof: warning: %s\n", options_.live_status ? "\r\033[K" : "", w.c_str());
     } else {
       ++warnings_suppressed_;
@@ -436,15 +431,26 @@ absl::Status Recorder::Run() {
   return absl::OkStatus();
 }
 
-std::vector<std::string> Recorder::TakeWarnings() {
-  std::vector<std::string> out;
-  out.swap(warnings_);
+// The warnings not yet seen, from the recorder, the tables and the
+// tracker, each distinct one once over the whole recording.
+std::vector<std::string> Recorder::NewWarnings() {
+  std::vector<std::string> all;
+  all.swap(warnings_);
   if (files_) {
-    for (std::string& w : files_->TakeWarnings()) out.push_back(std::move(w));
+    for (std::string& w : files_->TakeWarnings()) all.push_back(std::move(w));
   }
   if (tracker_) {
-    for (std::string& w : tracker_->TakeWarnings()) out.push_back(std::move(w));
+    for (std::string& w : tracker_->TakeWarnings()) all.push_back(std::move(w));
   }
+  std::vector<std::string> fresh;
+  for (std::string& w : all) {
+    if (warned_.insert(w).second) fresh.push_back(std::move(w));
+  }
+  return fresh;
+}
+
+std::vector<std::string> Recorder::TakeWarnings() {
+  std::vector<std::string> out = NewWarnings();
   if (warnings_suppressed_ > 0) {
     out.push_back(absl::StrCat(warnings_suppressed_, " further distinct warnings not shown"));
     warnings_suppressed_ = 0;

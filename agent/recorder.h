@@ -107,12 +107,13 @@ class Recorder {
   // The sample index of each CPU's latest sample: its VERIFY event follows.
   std::map<uint32_t, size_t> last_sample_on_cpu_;
   void ReportWarnings();
+  std::vector<std::string> NewWarnings();
 
   std::set<uint32_t> to_refresh_, followed_;
   std::map<uint32_t, uint64_t> to_exit_;  // pid -> exit time
   std::unordered_set<uint32_t> sampled_;  // pids with samples since their last exit
   std::set<std::string> warned_;
-  uint64_t warnings_suppressed_ = 0;
+  uint64_t warnings_shown_ = 0, warnings_suppressed_ = 0;
   uint64_t last_sweep_ns_ = 0;
   // Re-reads due after an exec, while ld.so maps the libraries: time -> pid.
   std::multimap<uint64_t, uint32_t> followups_;
