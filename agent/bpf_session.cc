@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -17,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/capabilities.h"
+#include "agent/kernel_features.h"
 #include "profiler.skel.h"
 
 namespace ehprof {
@@ -63,6 +66,101 @@ absl::Status PermissionHint(int err, const std::string& what) {
   return absl::InternalError(msg);
 }
 
+// While the programs load, libbpf's messages still go to stderr (its log is
+// what a user sends with a bug report) and the lines that say why a load
+// failed are kept, so the error can name the cause.
+class LibbpfLog {
+ public:
+  LibbpfLog() {
+    lines_ = &kept_;
+    previous_ = libbpf_set_print(&LibbpfLog::Print);
+  }
+  ~LibbpfLog() {
+    libbpf_set_print(previous_);
+    lines_ = nullptr;
+  }
+  LibbpfLog(const LibbpfLog&) = delete;
+  LibbpfLog& operator=(const LibbpfLog&) = delete;
+
+  // The first kept line containing needle, without libbpf's prefix.
+  std::string Find(const char* needle) const {
+    for (const std::string& l : kept_) {
+      if (l.find(needle) != std::string::npos) return l;
+    }
+    return "";
+  }
+
+ private:
+  static int Print(libbpf_print_level level, const char* fmt, va_list args) {
+    if (level == LIBBPF_DEBUG) return 0;
+    va_list copy;
+    va_copy(copy, args);
+    char buf[1024];
+    std::vsnprintf(buf, sizeof(buf), fmt, copy);
+    va_end(copy);
+    if (lines_ && lines_->size() < 256) {
+      std::string line(buf);
+      while (!line.empty() && line.back() == '\n') line.pop_back();
+      if (line.rfind("libbpf: ", 0) == 0) line.erase(0, 8);
+      lines_->push_back(std::move(line));
+    }
+    return std::vfprintf(stderr, fmt, args);
+  }
+
+  static inline std::vector<std::string>* lines_ = nullptr;
+  std::vector<std::string> kept_;
+  libbpf_print_fn_t previous_ = nullptr;
+};
+
+// Why ehprof_bpf__load failed, from what libbpf said: a CO-RE relocation
+// that does not fit this kernel's types is ehprof's bug, a verifier
+// rejection names the program; neither is "the kernel lacks a feature"
+// (those are probed before loading).
+absl::Status LoadError(int err, const LibbpfLog& log) {
+  std::string kernel = KernelRelease();
+  if (std::string relo = log.Find("relo #"); !relo.empty() || !log.Find("CO-RE").empty()) {
+    if (relo.empty()) relo = log.Find("CO-RE");
+    return absl::InternalError(absl::StrCat(
+        "loading the BPF programs: a CO-RE relocation does not fit this kernel's types (", relo,
+        "): ehprof reads a kernel field whose type differs on ", kernel,
+        "; this is a bug in ehprof, please report it with this message"));
+  }
+  if (std::string failed = log.Find("BPF program load failed"); !failed.empty()) {
+    return absl::InternalError(absl::StrCat(
+        "loading the BPF programs: the verifier of kernel ", kernel, " rejected them (", failed,
+        "; its log is printed above): please report it with that log"));
+  }
+  return absl::InternalError(absl::StrCat("loading the BPF programs on kernel ", kernel, ": ",
+                                          Errno(err), " (libbpf's messages are above)"));
+}
+
+// The skeleton's own open (ehprof_bpf__open_opts) with another object's
+// bytes: maps and programs are bound by name, so a build of the same source
+// against another kernel's vmlinux.h fits; anything else fails to open.
+absl::StatusOr<ehprof_bpf*> OpenObjectFile(const std::string& path, std::string& bytes) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat(path, ": cannot open the BPF object"));
+  std::ostringstream all;
+  all << f.rdbuf();
+  bytes = all.str();
+  auto* obj = static_cast<ehprof_bpf*>(calloc(1, sizeof(ehprof_bpf)));
+  if (!obj) return absl::ResourceExhaustedError("out of memory opening the BPF object");
+  int err = ehprof_bpf__create_skeleton(obj);
+  if (!err) {
+    obj->skeleton->data = bytes.data();
+    obj->skeleton->data_sz = bytes.size();
+    err = bpf_object__open_skeleton(obj->skeleton, nullptr);
+  }
+  if (err) {
+    ehprof_bpf__destroy(obj);
+    char why[128];
+    libbpf_strerror(err, why, sizeof(why));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a build of ehprof's BPF programs (", why, ")"));
+  }
+  return obj;
+}
+
 int OpenPerfEvent(const SessionOptions& o, int cpu) {
   perf_event_attr attr{};
   attr.size = sizeof(attr);
@@ -81,7 +179,15 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
     return absl::PermissionDeniedError(absl::StrCat("cannot load the BPF programs: ", missing));
   }
   libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
-  session->skel_.reset(ehprof_bpf__open());
+  if (absl::Status s = CheckKernelFeatures(ProbeKernelFeatures()); !s.ok()) return s;
+  LibbpfLog log;
+  if (o.bpf_object_path.empty()) {
+    session->skel_.reset(ehprof_bpf__open());
+  } else {
+    absl::StatusOr<ehprof_bpf*> skel = OpenObjectFile(o.bpf_object_path, session->object_bytes_);
+    if (!skel.ok()) return skel.status();
+    session->skel_.reset(*skel);
+  }
   if (!session->skel_) return PermissionHint(errno, "opening the BPF object");
   ehprof_bpf* skel = session->skel_.get();
   skel->rodata->cfg = o.config;
@@ -114,11 +220,7 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
     }
   }
   if (int err = ehprof_bpf__load(skel)) {
-    if (geteuid() == 0 && err != -EPERM && err != EPERM) {
-      return absl::InternalError(absl::StrCat(
-          "loading the BPF programs: ", Errno(err),
-          " (the verifier rejected them or the kernel lacks a feature; libbpf printed its log above)"));
-    }
+    if (geteuid() == 0 && err != -EPERM && err != EPERM) return LoadError(err, log);
     return PermissionHint(err, "loading the BPF programs");
   }
   if (o.verifier_stats) {

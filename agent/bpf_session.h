@@ -37,6 +37,11 @@ struct SessionOptions {
   // PERF_TYPE_SOFTWARE/PERF_COUNT_SW_CPU_CLOCK by default (works in VMs).
   uint32_t event_type = 0;
   uint64_t event_config = 0;
+  // Load this BPF object file instead of the one built in: the same
+  // profiler.bpf.c compiled against another kernel's vmlinux.h (the kernel
+  // matrix checks that an object built on one kernel loads on the others).
+  // It must define the same maps and programs.
+  std::string bpf_object_path;
 };
 
 struct BpfLinkDeleter {
@@ -83,6 +88,8 @@ class BpfSession {
 
  private:
   BpfSession() = default;
+  // The bytes of SessionOptions::bpf_object_path; outlive the skeleton.
+  std::string object_bytes_;
   // Declared first, destroyed last: links (which own and close their perf
   // event fds) go before the programs they attach.
   std::unique_ptr<ehprof_bpf, SkeletonDeleter> skel_;

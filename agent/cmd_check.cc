@@ -4,23 +4,31 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "agent/bpf_session.h"
 #include "agent/cli.h"
+#include "agent/kernel_features.h"
 
 namespace ehprof {
 namespace {
 
-constexpr char kHelp[] = R"(usage: ehprof check
+constexpr char kHelp[] = R"(usage: ehprof check [--bpf-object FILE]
 
-Loads ehprof's BPF programs (as `record` would, attaching nothing that
-samples) and prints, per program, the instructions the verifier processed
-against its limit of 1,000,000, its states, and the translated and JITed
-sizes; then the kernel and what ehprof needs from it. Exit 0 when ehprof can
-run here, 1 with the reason when it cannot.
+Probes what ehprof needs from the kernel (BTF, ring buffers, the BPF
+helpers the sampler calls) and prints each with the first Linux version
+that has it; then loads ehprof's BPF programs (as `record` would, attaching
+nothing that samples) and prints, per program, the instructions the verifier
+processed against its limit of 1,000,000, its states, and the translated and
+JITed sizes. Exit 0 when ehprof can run here, 1 with the reason when it
+cannot.
+
+  --bpf-object FILE  load this build of bpf/profiler.bpf.c instead of the
+                     built-in one (the same source compiled against another
+                     kernel's vmlinux.h; scripts/kernel_matrix.sh uses it)
 )";
 
 constexpr uint64_t kVerifierLimit = 1000000;
@@ -28,17 +36,34 @@ constexpr uint64_t kVerifierLimit = 1000000;
 }  // namespace
 
 int RunCheckCommand(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
+  SessionOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
     if (IsHelpFlag(a)) {
       std::fputs(kHelp, stdout);
       return kExitOk;
     }
-    return UsageError("check", "takes no arguments");
+    if (a == "--bpf-object" && i + 1 < args.size()) {
+      o.bpf_object_path = args[++i];
+    } else if (a.rfind("--bpf-object=", 0) == 0) {
+      o.bpf_object_path = a.substr(std::strlen("--bpf-object="));
+    } else {
+      return UsageError("check", "unknown argument " + a);
+    }
   }
   utsname u{};
   uname(&u);
   std::printf("kernel %s %s\n", u.release, u.machine);
-  SessionOptions o;
+  std::vector<KernelFeature> features = ProbeKernelFeatures();
+  std::printf("%-26s %6s  %s\n", "feature", "since", "here");
+  for (const KernelFeature& f : features) {
+    std::printf("%-26s %6s  %s%s%s\n", f.name.c_str(), f.since.c_str(), f.present ? "yes" : "NO",
+                f.detail.empty() ? "" : ": ", f.detail.c_str());
+  }
+  if (absl::Status s = CheckKernelFeatures(features); !s.ok()) {
+    std::printf("ehprof cannot run here: %s\n", std::string(s.message()).c_str());
+    return kExitFailure;
+  }
   o.verifier_stats = true;
   o.frequency_hz = 1;
   o.event_type = 1;  // PERF_TYPE_SOFTWARE, cpu-clock at 1 Hz: harmless
@@ -59,10 +84,7 @@ int RunCheckCommand(const std::vector<std::string>& args) {
                 static_cast<unsigned long long>(p.total_states),
                 static_cast<unsigned long long>(p.peak_states), p.xlated_bytes, p.jited_bytes);
   }
-  std::printf(
-      "needs: BTF (/sys/kernel/btf/vmlinux), bpf_loop (5.17), bpf_task_pt_regs (5.15), ring "
-      "buffers (5.8), tp_btf tracepoints; all present: ehprof can run here (%d CPUs)\n",
-      (*session)->num_cpus());
+  std::printf("ehprof can run here (%d CPUs)\n", (*session)->num_cpus());
   return kExitOk;
 }
 

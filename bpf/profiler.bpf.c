@@ -165,6 +165,22 @@ struct {
  * bytes into the frame __restore_rt runs on. */
 #define UCONTEXT_MCONTEXT_OFFSET 40
 
+/* The registers at the start of a perf_event program's context
+ * (bpf_user_pt_regs_t): x86-64's user ABI struct pt_regs
+ * (arch/x86/include/uapi/asm/ptrace.h), the same layout on every kernel.
+ * Declared here, outside vmlinux.h, so reads through it are plain loads at
+ * fixed offsets and never CO-RE relocations: the kernel's own struct
+ * pt_regs is what vmlinux.h describes, and its fields change type across
+ * kernels (since 6.9 `cs` is a u16 inside the FRED union; on 6.1 an
+ * unsigned long, so an 8-byte read relocated against 6.9+ BTF fails to
+ * load there). */
+struct ehp_user_regs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	__u64 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+_Static_assert(sizeof(struct ehp_user_regs) == 21 * 8, "x86-64 user pt_regs is 21 words");
+_Static_assert(__builtin_offsetof(struct ehp_user_regs, cs) == 136, "cs sits at 136 in the user ABI");
+
 EHP_INLINE void count(__u32 stat)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &stat);
@@ -496,9 +512,12 @@ EHP_INLINE int load_user_regs(struct bpf_perf_event_data *ctx, struct scratch *s
 	struct task_struct *task = bpf_get_current_task_btf();
 	if (!task->mm)
 		return 0;
-	/* Context loads must be full width; volatile keeps clang from
-	 * narrowing this one to the bits it tests. */
-	__u64 cs = *(volatile __u64 *)&ctx->regs.cs;
+	/* The context is the fixed user ABI, read without CO-RE (see
+	 * struct ehp_user_regs). Context loads must be full width; volatile
+	 * keeps clang from narrowing this one to the bits it tests. */
+	/* regs opens the context (uapi struct bpf_perf_event_data). */
+	const struct ehp_user_regs *uregs = (const struct ehp_user_regs *)ctx;
+	__u64 cs = *(volatile const __u64 *)&uregs->cs;
 	int user_mode = (cs & 3) == 3;
 	if (user_mode)
 		s->ev.flags |= EHP_SAMPLE_USER_MODE;
