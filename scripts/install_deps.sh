@@ -10,6 +10,7 @@ PKGS=(
   linux-perf fio libc6-dbg libllvm15 python3.11 libssl3 libgcrypt20 libstdc++6 gdb
   golang-go chromium fonts-dejavu-core debuginfod
   util-linux  # setpriv: the capability tests run ehprof as uid 65534 with chosen capabilities
+  qemu-system-x86 busybox-static kmod  # the kernel matrix (scripts/kernel_matrix.sh)
 )
 missing=()
 for p in "${PKGS[@]}"; do

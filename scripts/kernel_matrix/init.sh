@@ -1,0 +1,48 @@
+#!/bin/busybox sh
+# /init of the kernel matrix's initramfs (busybox): loads the 9p/virtio
+# modules copied from the kernel's own package, mounts the host's root
+# filesystem read-only over 9p, gives it a tmpfs wherever a run writes, mounts
+# the writable results share at its host path, and runs guest.sh there in a
+# chroot. The host passes EHPROF_* on the kernel command line (the kernel
+# hands unknown name=value parameters to init as environment variables).
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+say() { echo "ehprof-init: $*" > /dev/console; }
+for m in $(cat /modules/order); do
+  insmod "/modules/$m" 2> /dev/console || say "insmod $m failed"
+done
+R=/newroot
+# cache=loose: the host does not change these files during a run, and TCG
+# makes every 9p round trip dear.
+if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose hostroot "$R"; then
+  say "cannot mount the host root over 9p"; poweroff -f
+fi
+mount -t proc proc "$R/proc"
+mount -t sysfs sysfs "$R/sys"
+mount -t devtmpfs devtmpfs "$R/dev"
+mkdir -p "$R/dev/shm" "$R/dev/pts" 2>/dev/null
+mount -t tmpfs tmpfs "$R/dev/shm"
+mount -t devpts devpts "$R/dev/pts"
+mount -t bpf bpf "$R/sys/fs/bpf" 2>/dev/null
+mount -t tracefs tracefs "$R/sys/kernel/tracing" 2>/dev/null
+mount -t debugfs debugfs "$R/sys/kernel/debug" 2>/dev/null
+for d in tmp run var/tmp root; do mount -t tmpfs tmpfs "$R/$d"; done
+# A results directory under /tmp exists only in the tmpfs now over it.
+mkdir -p "$R$EHPROF_RESULTS" 2>/dev/null
+if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results "$R$EHPROF_RESULTS"; then
+  say "cannot mount the results share at $EHPROF_RESULTS"; poweroff -f
+fi
+hostname ehprof-guest
+say "running $EHPROF_REPO/scripts/kernel_matrix/guest.sh"
+chroot "$R" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  HOME=/root TERM=dumb EHPROF_RESULTS="$EHPROF_RESULTS" EHPROF_REPO="$EHPROF_REPO" \
+  EHPROF_BIN="$EHPROF_BIN" EHPROF_FREQ="$EHPROF_FREQ" EHPROF_OBJECTS="$EHPROF_OBJECTS" \
+  EHPROF_MODE="$EHPROF_MODE" \
+  /bin/bash "$EHPROF_REPO/scripts/kernel_matrix/guest.sh" > "$R$EHPROF_RESULTS/guest.log" 2>&1
+say "guest.sh exited $?"
+sync
+umount "$R$EHPROF_RESULTS"
+poweroff -f

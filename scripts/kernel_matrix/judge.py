@@ -1,0 +1,120 @@
+"""Judging a guest's results on the host: the verifier figures from
+`ehprof check`, and the completeness of fio's stacks per thread, by
+../shared/eval/stackcheck.py when it is there."""
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+BOTTOM_SYMBOLS = {"_start", "clone3", "__clone3", "__clone", "clone"}
+
+
+def find_stackcheck():
+    for p in (os.environ.get("EHPROF_STACKCHECK", ""),
+              os.path.join(REPO, "..", "shared", "eval", "stackcheck.py")):
+        if p and os.path.exists(p):
+            return os.path.abspath(p)
+    return None
+
+
+def parse_check(text):
+    """Per program: verifier-processed instructions; plus the features line
+    and the reason when ehprof cannot run."""
+    out = {"programs": {}, "missing": [], "error": None}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 2 and f[0].startswith("ehprof_") and f[1].isdigit():
+            out["programs"][f[0]] = int(f[1])
+        elif len(f) >= 3 and f[-1] == "NO":
+            out["missing"].append(" ".join(f[:-2]))
+        elif line.startswith("ehprof cannot run here:"):
+            out["error"] = line.split(":", 1)[1].strip()
+    return out
+
+
+def split_by_thread(dump):
+    """perf-script blocks grouped by (comm, tid), in order."""
+    blocks = collections.defaultdict(list)
+    with open(dump, errors="replace") as f:
+        text = f.read()
+    for block in text.split("\n\n"):
+        if not block.strip():
+            continue
+        head = block.lstrip("\n").split("\n", 1)[0].split()
+        if len(head) < 2:
+            continue
+        blocks[(head[0], head[1])].append(block.strip("\n"))
+    return blocks
+
+
+def bottom_symbol_share(blocks):
+    """Without stackcheck: the share of samples whose outermost frame is a
+    bottom-of-stack function (a weaker judge; the report says which ran)."""
+    done = 0
+    for b in blocks:
+        frames = [l for l in b.split("\n")[1:] if l.strip()]
+        if frames and frames[-1].split()[1] in BOTTOM_SYMBOLS:
+            done += 1
+    return 100.0 * done / len(blocks) if blocks else 0.0
+
+
+def stackcheck(path, tool):
+    r = subprocess.run([sys.executable, tool, "--json", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"stackcheck {path}: {r.stderr.strip()[-400:]}")
+    return json.loads(r.stdout)
+
+
+def judge_record(dump, workdir):
+    """Completeness of the whole run and of the thread with most samples
+    (fio's forked job process: ld.so's start-up, which has no CFI for its
+    _start, belongs to the parent)."""
+    blocks = split_by_thread(dump)
+    if not blocks:
+        return {"samples": 0}
+    tool = find_stackcheck()
+    (comm, tid), job = max(blocks.items(), key=lambda kv: len(kv[1]))
+    job_path = os.path.join(workdir, f"job-{tid}.perf-script")
+    with open(job_path, "w") as f:
+        f.write("\n\n".join(job) + "\n")
+    out = {"samples": sum(len(v) for v in blocks.values()), "job": {"comm": comm, "tid": tid,
+                                                                   "samples": len(job)}}
+    if tool:
+        out["judge"] = "stackcheck.py"
+        whole = stackcheck(dump, tool)
+        per = stackcheck(job_path, tool)
+        out["complete"] = whole.get("complete_pct")
+        out["job"].update({"complete": per.get("complete_pct"), "callsite": per.get("callsite_pct"),
+                           "depth": per.get("mean_user_depth")})
+    else:
+        out["judge"] = "outermost frame is _start/clone3 (stackcheck.py not found)"
+        out["complete"] = bottom_symbol_share([b for v in blocks.values() for b in v])
+        out["job"]["complete"] = bottom_symbol_share(job)
+    return out
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def first_line(text, pattern):
+    for line in text.splitlines():
+        if re.search(pattern, line):
+            return line.strip()
+    return ""

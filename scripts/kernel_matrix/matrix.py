@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""The kernel matrix: ehprof's BPF programs loaded, and fio profiled, on the
+kernels our users run (Debian's own packages, booted under qemu), beside
+this machine's kernel.
+
+For each kernel: `ehprof check` (features, verifier instruction counts),
+`ehprof check --bpf-object` for the same BPF source built against every
+other kernel's BTF, and `ehprof record` of a 4 s fio run judged per thread
+by stackcheck on the host. Kernels below ehprof's floor must refuse with the
+feature they lack named. Writes matrix.json and matrix.md into --out.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import guest_vm  # noqa: E402
+import judge  # noqa: E402
+import kernels  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(HERE))
+# line -> (suites its linux-image-amd64 comes from, who runs it, expectation)
+KERNELS = {
+    "6.1": (["bookworm", "bookworm-security"], "Debian 12 stock", "runs"),
+    "6.12": (["bookworm-backports"], "Debian 12 backports", "runs"),
+    "5.10": (["bullseye", "bullseye-security"], "Debian 11 stock", "refused"),
+}
+REFUSAL = "bpf_loop (Linux 5.17+"
+
+
+def build_object(btf, name, out_dir, build_dir):
+    """profiler.bpf.c compiled against this BTF with the build's own flags."""
+    hdir = os.path.join(out_dir, f"include-{name}")
+    os.makedirs(hdir, exist_ok=True)
+    with open(os.path.join(hdir, "vmlinux.h"), "w") as f:
+        subprocess.run(["bpftool", "btf", "dump", "file", btf, "format", "c"], stdout=f, check=True)
+    with open(os.path.join(build_dir, "bpf", "bpf_cflags.txt")) as f:
+        cflags = f.read().split()
+    obj = os.path.join(out_dir, "objects", f"{name}.bpf.o")
+    os.makedirs(os.path.dirname(obj), exist_ok=True)
+    r = subprocess.run(["clang", *cflags, "-I", hdir, "-I", REPO, "-c",
+                        os.path.join(REPO, "bpf", "profiler.bpf.c"), "-o", obj],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()[-600:]
+    return obj, ""
+
+
+def run_host(out, env):
+    res = os.path.join(out, "host")
+    shutil.rmtree(res, ignore_errors=True)
+    os.makedirs(res)
+    start = time.monotonic()
+    with open(os.path.join(res, "guest.log"), "w") as log:
+        subprocess.run(["bash", os.path.join(HERE, "guest.sh")], stdout=log, stderr=subprocess.STDOUT,
+                       env={**os.environ, **env, "EHPROF_RESULTS": res})
+    return res, time.monotonic() - start
+
+
+def summarize(name, who, expect, res, seconds, boot_rc=None, timed_out=False):
+    g = judge.load_json(os.path.join(res, "guest.json")) or {}
+    check_text = judge.read(os.path.join(res, "check.txt"))
+    row = {"kernel": name, "who": who, "expect": expect, "uname": g.get("uname"),
+           "seconds": round(seconds, 1), "boot_rc": boot_rc, "timed_out": timed_out,
+           "check_rc": g.get("check_rc"), "check": judge.parse_check(check_text),
+           "objects": g.get("objects", {}), "record_rc": g.get("record_rc"),
+           "record_ms": g.get("record_ms")}
+    dump = os.path.join(res, "fio.perf-script")
+    if g.get("record_rc") == 0 and os.path.exists(dump):
+        row["record"] = judge.judge_record(dump, res)
+        row["record_summary"] = judge.first_line(
+            judge.read(os.path.join(res, "record.txt")), "user stacks complete")
+    return row
+
+
+def problems(row, min_complete):
+    """What fails the row's expectation, as sentences."""
+    out = []
+    if row["timed_out"]:
+        return [f"{row['kernel']}: the guest did not finish in time"]
+    if row["expect"] == "refused":
+        text = row["check"].get("error") or ""
+        if row["check_rc"] != 1 or REFUSAL not in text:
+            out.append(f"{row['kernel']}: expected a refusal naming {REFUSAL}..., got rc "
+                       f"{row['check_rc']}: {text!r}")
+        return out
+    if row["check_rc"] != 0:
+        out.append(f"{row['kernel']}: ehprof check failed: {row['check'].get('error')}")
+    for obj, rc in sorted(row["objects"].items()):
+        if rc != 0:
+            out.append(f"{row['kernel']}: the object built against {obj}'s BTF did not load")
+    if row["record_rc"] != 0:
+        out.append(f"{row['kernel']}: ehprof record exited {row['record_rc']}")
+        return out
+    job = row.get("record", {}).get("job", {})
+    if (job.get("complete") or 0) < min_complete:
+        out.append(f"{row['kernel']}: fio's job thread {job.get('complete')}% complete "
+                   f"(< {min_complete}%)")
+    if job.get("callsite") is not None and job["callsite"] < 95:
+        out.append(f"{row['kernel']}: fio's job thread call sites {job['callsite']}% (< 95%)")
+    return out
+
+
+def table(rows):
+    lines = ["| kernel | who runs it | loads | sampler insns (verifier) | objects built on other "
+             "BTFs load | fio job thread complete % (samples) | whole run complete % | wall s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        loads = "yes" if r["check_rc"] == 0 else f"no: {r['check'].get('error') or '?'}"
+        insns = r["check"]["programs"].get("ehprof_sample", "-")
+        objs = ", ".join(f"{k} {'yes' if v == 0 else 'NO'}" for k, v in sorted(r["objects"].items()))
+        if r["check_rc"] != 0:
+            objs = "refused before loading" if r["objects"] else ""
+        rec = r.get("record", {})
+        job = rec.get("job", {})
+        jc = f"{job['complete']:.1f} ({job['samples']})" if job.get("complete") is not None else "-"
+        wc = f"{rec['complete']:.1f}" if rec.get("complete") is not None else "-"
+        lines.append(f"| {r['uname'] or r['kernel']} | {r['who']} | {loads} | {insns} | "
+                     f"{objs or '-'} | {jc} | {wc} | {r['seconds']} |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", help="results directory (default: BUILD/kernels)")
+    ap.add_argument("--kernels", default=",".join(KERNELS), help="kernel lines, comma-separated")
+    ap.add_argument("--freq", type=int, default=199)
+    ap.add_argument("--timeout", type=int, default=900, help="seconds a guest may take")
+    ap.add_argument("--min-complete", type=float, default=85.0,
+                    help="--check: least share of complete stacks in fio's job thread")
+    ap.add_argument("--no-host", action="store_true", help="skip this machine's own row")
+    ap.add_argument("--check", action="store_true", help="exit 1 unless every expectation holds")
+    ap.add_argument("--ehprof", help="the ehprof binary (default: BUILD/ehprof; BUILD is "
+                    "$EHPROF_BUILD_DIR or build)")
+    a = ap.parse_args()
+
+    if os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            sys.exit("kernel_matrix: CI=true but not root: the kernel matrix must run")
+        print("SKIPPED: the kernel matrix needs root (BPF in the host row, /var/cache)")
+        sys.exit(77)
+    ehprof = os.path.abspath(a.ehprof or os.path.join(
+        REPO, os.environ.get("EHPROF_BUILD_DIR", "build"), "ehprof"))
+    build = os.path.dirname(ehprof)
+    if not os.access(ehprof, os.X_OK):
+        sys.exit(f"kernel_matrix: {ehprof} is not built (bash scripts/build.sh)")
+    out = os.path.abspath(a.out or os.path.join(build, "kernels"))
+    os.makedirs(out, exist_ok=True)
+    shutil.rmtree(os.path.join(out, "objects"), ignore_errors=True)
+    cache = os.environ.get("EHPROF_KERNEL_CACHE", "/var/cache/ehprof/kernels")
+    apt = kernels.Apt(cache)
+    apt.update()
+    started = time.monotonic()
+
+    # Every kernel's package, initramfs and BTF first: each guest then loads
+    # the object built against every kernel's BTF (a BTF is cached by
+    # package version; taking it costs one short boot).
+    guests = []
+    for line in [k for k in a.kernels.split(",") if k]:
+        suites, who, expect = KERNELS[line]
+        pkg, ver = apt.resolve(line, suites)
+        tree = apt.fetch(pkg, ver)
+        kver, vmlinuz = kernels.kernel_files(tree)
+        res = os.path.join(out, line)
+        shutil.rmtree(res, ignore_errors=True)
+        os.makedirs(res)
+        initramfs = os.path.join(out, f"initramfs-{line}.gz")
+        kernels.build_initramfs(tree, kver, os.path.join(HERE, "init.sh"), initramfs)
+        btf = os.path.join(cache, "btf", f"{pkg}_{ver}.btf")
+        if not os.path.exists(btf):
+            os.makedirs(os.path.dirname(btf), exist_ok=True)
+            guest_vm.boot(vmlinuz, initramfs, res, {"EHPROF_REPO": REPO, "EHPROF_MODE": "btf"}, 300)
+            if os.path.exists(os.path.join(res, "vmlinux.btf")):
+                shutil.move(os.path.join(res, "vmlinux.btf"), btf)
+        obj_err = "no BTF"
+        if os.path.exists(btf):
+            _, obj_err = build_object(btf, line, out, build)
+        guests.append((line, who, expect, vmlinuz, initramfs, res, pkg, ver, obj_err))
+
+    env = {"EHPROF_REPO": REPO, "EHPROF_BIN": ehprof, "EHPROF_FREQ": str(a.freq),
+           "EHPROF_OBJECTS": os.path.join(out, "objects")}
+    rows = []
+    if not a.no_host:
+        res, secs = run_host(out, env)
+        rows.append(summarize("host", "this machine", "runs", res, secs))
+    for line, who, expect, vmlinuz, initramfs, res, pkg, ver, obj_err in guests:
+        print(f"kernel_matrix: booting {pkg} {ver} (qemu, {'KVM' if guest_vm.kvm_usable() else 'TCG'})",
+              file=sys.stderr, flush=True)
+        rc, secs, timed_out = guest_vm.boot(vmlinuz, initramfs, res, env, a.timeout)
+        row = summarize(line, f"{who} ({pkg} {ver})", expect, res, secs, rc, timed_out)
+        if obj_err:
+            row["object_build_error"] = obj_err
+        rows.append(row)
+
+    md = table(rows)
+    wall = time.monotonic() - started
+    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "wall_seconds": round(wall),
+              "accel": "kvm" if guest_vm.kvm_usable() else "tcg", "freq": a.freq, "rows": rows}
+    with open(os.path.join(out, "matrix.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    with open(os.path.join(out, "matrix.md"), "w") as f:
+        f.write(md + "\n")
+    print(md)
+    print(f"kernel_matrix: {wall:.0f} s in all; results in {out}")
+    if a.check:
+        bad = [p for r in rows for p in problems(r, a.min_complete)]
+        for p in bad:
+            print("FAIL " + p)
+        if bad:
+            sys.exit(1)
+        print("kernel_matrix: every expectation holds")
+
+
+if __name__ == "__main__":
+    main()
