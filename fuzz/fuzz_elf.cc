@@ -1,4 +1,4 @@
-// libFuzzer target: a whole ELF image through ElfFile and BuildUnwindTable
+// libFuzzer target: a whole ELF image through ElfFile, CfiFunctions and BuildUnwindTable
 // (section lookup, PT_GNU_EH_FRAME fallback, compressed sections, the
 // .eh_frame/.debug_frame overlay), then the rows through the compact encoding.
 //
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "unwind_tables/cfi_functions.h"
 #include "unwind_tables/elf_file.h"
 #include "unwind_tables/table_builder.h"
 #include "unwind_tables/unwind_row.h"
@@ -49,6 +50,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!elf.ok()) {
     CheckNamesFile(std::string(elf.status().message()));
     return 0;
+  }
+  // The FDE ranges that name unnamed functions: a range found for an
+  // address holds it.
+  if (auto fns = CfiFunctions::FromElf(*elf); fns.ok()) {
+    for (uint64_t a : {uint64_t{0}, uint64_t{0x1000}, uint64_t{0x401000}, ~uint64_t{0}}) {
+      auto r = fns->Find(a);
+      if (r && (a < r->begin || a >= r->end)) __builtin_trap();
+    }
+  } else {
+    CheckNamesFile(std::string(fns.status().message()));
   }
   TableBuildOptions options;
   options.find_debug_file = false;  // the input is all there is

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 #include "unwind_tables/debug_file_finder.h"
 #include "unwind_tables/elf_file.h"
 
@@ -63,7 +65,34 @@ std::optional<ElfSymbol> SymbolCache::Lookup(const std::string& path, uint64_t v
     if (!t) continue;
     if (std::optional<ElfSymbol> sym = t->Find(vaddr)) return sym;
   }
-  return std::nullopt;
+  return FromCfi(path, slot.get(), vaddr);
+}
+
+std::optional<ElfSymbol> SymbolCache::FromCfi(const std::string& path, Slot* slot, uint64_t vaddr) {
+  std::shared_ptr<const CfiFunctions> cfi;
+  {
+    std::lock_guard<std::mutex> lock(slot->mu);
+    if (!slot->cfi_loaded) {
+      slot->cfi_loaded = true;
+      // Errors are the table build's to report; here they only mean no names.
+      if (auto elf = ElfFile::Open(path); elf.ok()) {
+        if (auto f = CfiFunctions::FromElf(*elf); f.ok()) {
+          slot->cfi = std::make_shared<const CfiFunctions>(*std::move(f));
+        }
+      }
+    }
+    cfi = slot->cfi;
+  }
+  if (!cfi) return std::nullopt;
+  std::optional<FunctionRange> r = cfi->Find(vaddr);
+  if (!r) return std::nullopt;
+  const size_t slash = path.rfind('/');
+  ElfSymbol sym;
+  sym.name = absl::StrCat(slash == std::string::npos ? path : path.substr(slash + 1), "+0x",
+                          absl::Hex(r->begin));
+  sym.start = r->begin;
+  sym.size = r->end - r->begin;
+  return sym;
 }
 
 std::vector<std::string> SymbolCache::TakeWarnings() {

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "symbolizer/elf_symbols.h"
 #include "symbolizer/symbolizer.h"
+#include "unwind_tables/cfi_functions.h"
 
 namespace ehprof {
 
@@ -21,10 +22,13 @@ class SymbolCache : public Symbolizer {
   SymbolCache(const SymbolCache&) = delete;
   SymbolCache& operator=(const SymbolCache&) = delete;
 
-  // nullopt when the file cannot be read or no symbol covers `vaddr`. A file
-  // that fails to load is tried once; its error goes to TakeWarnings().
+  // nullopt when the file cannot be read or neither a symbol nor an FDE
+  // covers `vaddr` (code no symbol names is "basename+0xFDE_START", its
+  // FDE's start as an ELF virtual address). A file that fails to load is
+  // tried once; its error goes to TakeWarnings().
   std::optional<std::string> Symbolize(const std::string& path, uint64_t vaddr);
-  // The symbol holding vaddr: the debug file's first, then the file's own.
+  // The symbol holding vaddr: the debug file's first, then the file's own,
+  // then the FDE's.
   std::optional<ElfSymbol> Lookup(const std::string& path, uint64_t vaddr);
   std::optional<uint64_t> FunctionStart(const std::string& path, uint64_t elf_vaddr) override {
     auto sym = Lookup(path, elf_vaddr);
@@ -52,7 +56,13 @@ class SymbolCache : public Symbolizer {
     // .gnu_debuglink): its .symtab names the static functions a stripped
     // file lacks. Consulted first. Guarded by mu.
     std::shared_ptr<const ElfSymbols> debug_table;
+    // The file's FDE ranges, read on the first address no symbol covers:
+    // unnamed functions are named "file+0xSTART" by them. Guarded by mu.
+    bool cfi_loaded = false;
+    std::shared_ptr<const CfiFunctions> cfi;
   };
+  // "basename+0xSTART" for the FDE holding vaddr.
+  std::optional<ElfSymbol> FromCfi(const std::string& path, Slot* slot, uint64_t vaddr);
   void Load(const std::string& path, Slot* slot);
 
   // std::mutex rather than absl::Mutex: Debian's prebuilt abseil is not
