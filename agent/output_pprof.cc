@@ -35,9 +35,15 @@ enum SampleField : uint32_t { kSampleLocationId = 1, kSampleValue = 2, kSampleLa
 enum LabelField : uint32_t { kLabelKey = 1, kLabelStr = 2, kLabelNum = 3 };
 enum MappingField : uint32_t {
   kMappingId = 1,
+  kMappingMemoryStart = 2,
+  kMappingMemoryLimit = 3,
+  kMappingFileOffset = 4,
   kMappingFilename = 5,
   kMappingBuildId = 6,
   kMappingHasFunctions = 7,
+  kMappingHasFilenames = 8,
+  kMappingHasLineNumbers = 9,
+  kMappingHasInlineFrames = 10,
 };
 enum LocationField : uint32_t {
   kLocationId = 1,
@@ -45,8 +51,13 @@ enum LocationField : uint32_t {
   kLocationAddress = 3,
   kLocationLine = 4,
 };
-enum LineField : uint32_t { kLineFunctionId = 1 };
-enum FunctionField : uint32_t { kFunctionId = 1, kFunctionName = 2, kFunctionSystemName = 3 };
+enum LineField : uint32_t { kLineFunctionId = 1, kLineLine = 2 };
+enum FunctionField : uint32_t {
+  kFunctionId = 1,
+  kFunctionName = 2,
+  kFunctionSystemName = 3,
+  kFunctionFilename = 4,
+};
 
 std::string OrUnknown(const std::string& s) { return s.empty() ? "[unknown]" : s; }
 
@@ -70,14 +81,32 @@ class StringTable {
 struct Mapping {
   int64_t filename = 0;
   int64_t build_id = 0;
+  uint64_t start = 0, limit = 0, offset = 0;
+  bool kernel = false;
+  bool has_lines = false;
+  bool has_inline = false;
+  // Samples whose outermost user frame is in this mapping: the most common
+  // one holds the profiled program's _start, and pprof takes the first
+  // mapping for the main binary (it titles the profile "File: ...").
+  uint64_t bottoms = 0;
 };
 struct Function {
   int64_t name = 0;
+  int64_t filename = 0;
+};
+struct Line {
+  uint64_t function_id = 0;
+  int64_t line = 0;
+  bool operator==(const Line&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const Line& l) {
+    return H::combine(std::move(h), l.function_id, l.line);
+  }
 };
 struct Location {
   uint64_t mapping_id = 0;
   uint64_t address = 0;
-  std::vector<uint64_t> function_ids;  // innermost inline first
+  std::vector<Line> lines;  // innermost inline first
 };
 struct Sample {
   std::vector<uint64_t> location_ids;  // leaf first
@@ -96,6 +125,7 @@ class ProfileBuilder {
   absl::Status Add(const ResolvedSample& sample) {
     if (sample.count == 0) return absl::OkStatus();
     std::vector<uint64_t> location_ids;
+    uint64_t bottom_mapping = 0;  // of the outermost user frame
     const auto& frames = sample.frames;
     for (size_t i = 0; i < frames.size();) {
       // frames[i..end) is one Location: a run of inline expansions and the
@@ -104,14 +134,21 @@ class ProfileBuilder {
       while (end + 1 < frames.size() && frames[end].inlined) ++end;
       ++end;
       const ResolvedFrame& base = frames[end - 1];
-      const uint64_t mapping_id = MappingId(OrUnknown(base.dso));
-      std::vector<uint64_t> function_ids;
+      const uint64_t mapping_id = MappingId(base);
+      std::vector<Line> lines;
       for (size_t j = i; j < end; ++j) {
-        function_ids.push_back(FunctionId(OrUnknown(frames[j].symbol), OrUnknown(frames[j].dso)));
+        const ResolvedFrame& f = frames[j];
+        lines.push_back({FunctionId(OrUnknown(f.symbol), OrUnknown(f.dso), f.src_file), f.line});
+        Mapping& m = mappings_[mapping_id - 1];
+        m.has_lines = m.has_lines || f.line != 0;
+        m.has_inline = m.has_inline || f.inlined;
       }
-      location_ids.push_back(LocationId(mapping_id, base.addr, std::move(function_ids)));
+      const uint64_t address = base.runtime_addr != 0 ? base.runtime_addr : base.addr;
+      location_ids.push_back(LocationId(mapping_id, address, std::move(lines)));
+      if (!base.kernel) bottom_mapping = mapping_id;
       i = end;
     }
+    if (bottom_mapping != 0) mappings_[bottom_mapping - 1].bottoms += sample.count;
     const int64_t comm = strings_.Index(sample.comm);
     auto key = std::make_tuple(location_ids, sample.pid, sample.tid, comm);
     auto [it, inserted] = sample_index_.try_emplace(std::move(key), samples_.size());
@@ -178,12 +215,34 @@ class ProfileBuilder {
       profile.Message(kProfileSample, msg);
     }
 
-    for (size_t i = 0; i < mappings_.size(); ++i) {
+    // Mapping ids in the order pprof should see them: the main binary
+    // first, the kernel last.
+    std::vector<uint64_t> order(mappings_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+      const Mapping &x = mappings_[a], &y = mappings_[b];
+      if (x.kernel != y.kernel) return y.kernel;
+      return x.bottoms > y.bottoms;
+    });
+    std::vector<uint64_t> new_id(mappings_.size() + 1, 0);
+    for (size_t i = 0; i < order.size(); ++i) new_id[order[i] + 1] = i + 1;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const Mapping& m = mappings_[order[i]];
       msg.Clear();
       msg.Varint(kMappingId, i + 1);
-      msg.Int64(kMappingFilename, mappings_[i].filename);
-      if (mappings_[i].build_id != 0) msg.Int64(kMappingBuildId, mappings_[i].build_id);
+      if (m.limit > m.start) {
+        msg.Varint(kMappingMemoryStart, m.start);
+        msg.Varint(kMappingMemoryLimit, m.limit);
+        msg.Varint(kMappingFileOffset, m.offset);
+      }
+      msg.Int64(kMappingFilename, m.filename);
+      if (m.build_id != 0) msg.Int64(kMappingBuildId, m.build_id);
       msg.Bool(kMappingHasFunctions, true);
+      if (m.has_lines) {
+        msg.Bool(kMappingHasFilenames, true);
+        msg.Bool(kMappingHasLineNumbers, true);
+      }
+      if (m.has_inline) msg.Bool(kMappingHasInlineFrames, true);
       profile.Message(kProfileMapping, msg);
     }
 
@@ -191,11 +250,12 @@ class ProfileBuilder {
       const Location& loc = locations_[i];
       msg.Clear();
       msg.Varint(kLocationId, i + 1);
-      msg.Varint(kLocationMappingId, loc.mapping_id);
+      msg.Varint(kLocationMappingId, new_id[loc.mapping_id]);
       msg.Varint(kLocationAddress, loc.address);
-      for (uint64_t function_id : loc.function_ids) {
+      for (const Line& line : loc.lines) {
         inner.Clear();
-        inner.Varint(kLineFunctionId, function_id);
+        inner.Varint(kLineFunctionId, line.function_id);
+        if (line.line != 0) inner.Int64(kLineLine, line.line);
         msg.Message(kLocationLine, inner);
       }
       profile.Message(kProfileLocation, msg);
@@ -207,6 +267,7 @@ class ProfileBuilder {
       msg.Int64(kFunctionName, functions_[i].name);
       // No separate mangled name: the symbolizer hands over one name.
       msg.Int64(kFunctionSystemName, functions_[i].name);
+      if (functions_[i].filename != 0) msg.Int64(kFunctionFilename, functions_[i].filename);
       profile.Message(kProfileFunction, msg);
     }
 
@@ -216,11 +277,19 @@ class ProfileBuilder {
   }
 
  private:
-  uint64_t MappingId(const std::string& dso) {
-    auto [it, inserted] = mapping_index_.try_emplace(dso, mappings_.size() + 1);
+  // One per file and place it was mapped at: a file mapped by several
+  // processes at different addresses is several mappings.
+  uint64_t MappingId(const ResolvedFrame& f) {
+    const std::string dso = OrUnknown(f.dso);
+    auto key = std::make_tuple(dso, f.map_start, f.map_limit, f.map_offset);
+    auto [it, inserted] = mapping_index_.try_emplace(std::move(key), mappings_.size() + 1);
     if (inserted) {
       Mapping m;
       m.filename = strings_.Index(dso);
+      m.start = f.map_start;
+      m.limit = f.map_limit;
+      m.offset = f.map_offset;
+      m.kernel = f.kernel;
       const auto b = options_.build_ids.find(dso);
       if (b != options_.build_ids.end() && !b->second.empty()) {
         m.build_id = strings_.Index(b->second);
@@ -232,20 +301,22 @@ class ProfileBuilder {
 
   // Keyed by dso too: the same name in two files (static functions, two
   // copies of an inline function) is two functions.
-  uint64_t FunctionId(const std::string& name, const std::string& dso) {
+  uint64_t FunctionId(const std::string& name, const std::string& dso, const std::string& file) {
     auto [it, inserted] =
         function_index_.try_emplace(std::make_pair(name, dso), functions_.size() + 1);
-    if (inserted) functions_.push_back({strings_.Index(name)});
+    if (inserted) functions_.push_back({strings_.Index(name), 0});
+    Function& fn = functions_[it->second - 1];
+    if (fn.filename == 0 && !file.empty()) fn.filename = strings_.Index(file);
     return it->second;
   }
 
   // Keyed by the inline chain as well as the address: one address always
   // resolves to one chain in practice, but if it did not, merging would
   // silently attribute samples to the wrong function.
-  uint64_t LocationId(uint64_t mapping_id, uint64_t address, std::vector<uint64_t> function_ids) {
-    auto key = std::make_tuple(mapping_id, address, function_ids);
+  uint64_t LocationId(uint64_t mapping_id, uint64_t address, std::vector<Line> lines) {
+    auto key = std::make_tuple(mapping_id, address, lines);
     auto [it, inserted] = location_index_.try_emplace(std::move(key), locations_.size() + 1);
-    if (inserted) locations_.push_back({mapping_id, address, std::move(function_ids)});
+    if (inserted) locations_.push_back({mapping_id, address, std::move(lines)});
     return it->second;
   }
 
@@ -255,9 +326,10 @@ class ProfileBuilder {
   std::vector<Function> functions_;
   std::vector<Location> locations_;
   std::vector<Sample> samples_;
-  absl::flat_hash_map<std::string, uint64_t> mapping_index_;
+  absl::flat_hash_map<std::tuple<std::string, uint64_t, uint64_t, uint64_t>, uint64_t>
+      mapping_index_;
   absl::flat_hash_map<std::pair<std::string, std::string>, uint64_t> function_index_;
-  absl::flat_hash_map<std::tuple<uint64_t, uint64_t, std::vector<uint64_t>>, uint64_t>
+  absl::flat_hash_map<std::tuple<uint64_t, uint64_t, std::vector<Line>>, uint64_t>
       location_index_;
   absl::flat_hash_map<std::tuple<std::vector<uint64_t>, uint32_t, uint32_t, int64_t>, size_t>
       sample_index_;

@@ -72,6 +72,10 @@ class Resolver {
     }
     f.addr = r->elf_vaddr;
     f.dso = r->mapping->path;
+    f.map_start = r->mapping->start;
+    f.map_limit = r->mapping->end;
+    f.map_offset = r->mapping->offset;
+    f.runtime_addr = site;
     const Symbolized& sym = Symbolize(SymbolPathOf(*r->mapping), f.addr);
     if (sym.frames.empty()) {
       out->push_back(std::move(f));

@@ -22,6 +22,12 @@ struct ResolvedFrame {
   uint64_t symbol_start = 0;  // the symbol's first address (0: unknown)
   std::string src_file;       // source position, when debug info has one
   uint32_t line = 0;
+  // User frames in a file mapping: where the process had it mapped
+  // [map_start, map_limit) from file offset map_offset, and the frame's
+  // address in the process (pprof's Location.address), so a consumer can
+  // symbolize the frame again from the file (by build-id). 0 when unknown.
+  uint64_t map_start = 0, map_limit = 0, map_offset = 0;
+  uint64_t runtime_addr = 0;
 };
 
 struct ResolvedSample {
