@@ -79,29 +79,8 @@ options:
   -h, --help         this text
 )";
 
-bool ParseIdList(const std::string& s, std::vector<uint32_t>* out) {
-  for (absl::string_view part : absl::StrSplit(s, ',')) {
-    uint32_t v;
-    if (!absl::SimpleAtoi(part, &v) || v == 0) return false;
-    out->push_back(v);
-  }
-  return !out->empty();
-}
-
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-MapSizes SizesForMemory(uint64_t mb) {
-  // Rows dominate (3 bytes each); the rest scales with them.
-  MapSizes z;
-  const uint64_t bytes = mb << 20;
-  z.row_chunks = static_cast<uint32_t>(std::max<uint64_t>(16, bytes * 7 / 10 / (EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES)));
-  z.pages = std::max<uint32_t>(1024, z.row_chunks * 16);
-  // ~1 palette entry per 30 rows in Debian's libraries; 4 entries a word.
-  z.palette_words = std::max<uint32_t>(4096, z.row_chunks * EHP_ROW_CHUNK_ROWS / 60);
-  z.rules = std::max<uint32_t>(4096, z.row_chunks * 64);
-  return z;
 }
 
 void PrintSummary(const Recorder& rec, const std::string& output) {

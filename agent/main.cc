@@ -11,6 +11,7 @@ constexpr char kHelp[] = R"(usage: ehprof COMMAND [ARGS]
 
 commands:
   record         sample CPU stacks (unwound in the kernel with CFI) and write a profile
+  agent          profile continuously, one profile per interval (--output-dir)
   check          can ehprof run here; verifier headroom of its BPF programs
   compare        frame-pointer against CFI stacks of the same samples
   tables FILE    print the unwind rows built from an ELF file's CFI
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   if (cmd == "record") return ehprof::RunRecordCommand(args);
   if (cmd == "compare") return ehprof::RunCompareCommand(args);
   if (cmd == "check") return ehprof::RunCheckCommand(args);
+  if (cmd == "agent") return ehprof::RunAgentCommand(args);
   std::fprintf(stderr, "ehprof: unknown command '%s' (see 'ehprof --help')\n", cmd.c_str());
   return ehprof::kExitUsage;
 }

@@ -113,6 +113,7 @@ struct Sample {
   uint32_t pid = 0;
   uint32_t tid = 0;
   int64_t comm = 0;
+  std::vector<std::pair<int64_t, int64_t>> labels;  // key, value string ids
   uint64_t count = 0;
 };
 
@@ -150,10 +151,12 @@ class ProfileBuilder {
     }
     if (bottom_mapping != 0) mappings_[bottom_mapping - 1].bottoms += sample.count;
     const int64_t comm = strings_.Index(sample.comm);
-    auto key = std::make_tuple(location_ids, sample.pid, sample.tid, comm);
+    std::vector<std::pair<int64_t, int64_t>> labels;
+    for (const auto& [k, v] : sample.labels) labels.emplace_back(strings_.Index(k), strings_.Index(v));
+    auto key = std::make_tuple(location_ids, sample.pid, sample.tid, comm, labels);
     auto [it, inserted] = sample_index_.try_emplace(std::move(key), samples_.size());
     if (inserted) {
-      samples_.push_back({std::move(location_ids), sample.pid, sample.tid, comm, 0});
+      samples_.push_back({std::move(location_ids), sample.pid, sample.tid, comm, std::move(labels), 0});
     }
     uint64_t& count = samples_[it->second].count;
     if (__builtin_add_overflow(count, sample.count, &count)) {
@@ -200,18 +203,27 @@ class ProfileBuilder {
       msg.PackedVarints(kSampleLocationId, s.location_ids);
       const uint64_t values[] = {s.count, nanos};
       msg.PackedVarints(kSampleValue, values);
-      inner.Clear();
-      inner.Int64(kLabelKey, pid_key);
-      inner.Int64(kLabelNum, s.pid);
-      msg.Message(kSampleLabel, inner);
-      inner.Clear();
-      inner.Int64(kLabelKey, tid_key);
-      inner.Int64(kLabelNum, s.tid);
-      msg.Message(kSampleLabel, inner);
+      // pid 0 is never sampled: aggregated samples (ehprof agent) have none.
+      if (s.pid != 0) {
+        inner.Clear();
+        inner.Int64(kLabelKey, pid_key);
+        inner.Int64(kLabelNum, s.pid);
+        msg.Message(kSampleLabel, inner);
+        inner.Clear();
+        inner.Int64(kLabelKey, tid_key);
+        inner.Int64(kLabelNum, s.tid);
+        msg.Message(kSampleLabel, inner);
+      }
       inner.Clear();
       inner.Int64(kLabelKey, comm_key);
       inner.Int64(kLabelStr, s.comm);
       msg.Message(kSampleLabel, inner);
+      for (const auto& [k, v] : s.labels) {
+        inner.Clear();
+        inner.Int64(kLabelKey, k);
+        inner.Int64(kLabelStr, v);
+        msg.Message(kSampleLabel, inner);
+      }
       profile.Message(kProfileSample, msg);
     }
 
@@ -331,7 +343,9 @@ class ProfileBuilder {
   absl::flat_hash_map<std::pair<std::string, std::string>, uint64_t> function_index_;
   absl::flat_hash_map<std::tuple<uint64_t, uint64_t, std::vector<Line>>, uint64_t>
       location_index_;
-  absl::flat_hash_map<std::tuple<std::vector<uint64_t>, uint32_t, uint32_t, int64_t>, size_t>
+  absl::flat_hash_map<std::tuple<std::vector<uint64_t>, uint32_t, uint32_t, int64_t,
+                                 std::vector<std::pair<int64_t, int64_t>>>,
+                      size_t>
       sample_index_;
 };
 

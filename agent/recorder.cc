@@ -26,16 +26,16 @@ namespace ehprof {
 
 std::atomic<int> g_stop_signal{0};
 
-namespace {
-
-void OnStopSignal(int sig) { g_stop_signal.store(sig); }
-
 uint64_t CpuTimeNs() {
   rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return (uint64_t(ru.ru_utime.tv_sec) + ru.ru_stime.tv_sec) * 1000000000 +
          (uint64_t(ru.ru_utime.tv_usec) + ru.ru_stime.tv_usec) * 1000;
 }
+
+namespace {
+
+void OnStopSignal(int sig) { g_stop_signal.store(sig); }
 
 uint64_t NowNs() {
   timespec ts;
@@ -200,6 +200,11 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       s.user_fp.assign(frames + ev.n_kernel + ev.n_user, frames + n);
       if (s.stop_reason == EHP_STOP_END_OF_STACK) ++complete_;
       if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
+      ++sample_count_;
+      if (options_.on_sample) {
+        options_.on_sample(std::move(s), *tracker_);
+        break;
+      }
       sampled_.insert(s.pid);
       last_sample_on_cpu_[s.cpu] = samples_.size();
       samples_.push_back(std::move(s));
@@ -298,9 +303,9 @@ void Recorder::PrintStatus(uint64_t now_ns, bool final_line) {
   if (!final_line && now_ns - last_status_ns_ < 1000000000ull) return;
   last_status_ns_ = now_ns;
   const double secs = summary_.seconds > 0 ? summary_.seconds : 1;
-  std::fprintf(stderr, "\rehprof: %zu samples, %.0f/s, %.1f%% complete  %s", samples_.size(),
-               samples_.size() / secs,
-               samples_.empty() ? 0.0 : 100.0 * complete_ / samples_.size(),
+  std::fprintf(stderr, "\rehprof: %llu samples, %.0f/s, %.1f%% complete  %s",
+               static_cast<unsigned long long>(sample_count_), sample_count_ / secs,
+               sample_count_ == 0 ? 0.0 : 100.0 * complete_ / sample_count_,
                final_line ? "\n" : "");
   std::fflush(stderr);
 }
@@ -387,6 +392,7 @@ absl::Status Recorder::Run() {
       warnings_.push_back(absl::StrCat("ring buffer poll: ", std::strerror(-n)));
     }
     ProcessPending(now);
+    if (options_.on_tick) options_.on_tick(now);
     PrintStatus(now, false);
     if (int sig = g_stop_signal.load()) {
       summary_.ended_by = SignalName(sig);
@@ -419,7 +425,7 @@ absl::Status Recorder::Run() {
   PrintStatus(NowNs(), true);
 
   std::vector<uint64_t> stats = session_->ReadStats();
-  summary_.samples = samples_.size();
+  summary_.samples = sample_count_;
   summary_.ringbuf_drops = stats[EHP_STAT_RINGBUF_DROPS];
   summary_.event_drops = stats[EHP_STAT_EVENT_DROPS];
   summary_.prog = session_->SampleProgStats();

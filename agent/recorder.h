@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <map>
 #include <set>
@@ -20,6 +21,16 @@
 #include "agent/table_store.h"
 
 namespace ehprof {
+
+struct RawSample {
+  uint32_t pid = 0, tid = 0, cpu = 0;
+  uint64_t time_ns = 0;
+  std::string comm;
+  uint8_t stop_reason = 0, fp_stop_reason = 0;
+  uint32_t flags = 0;
+  uint32_t bpf_ns = 0;      // the BPF program's own time for this sample
+  std::vector<uint64_t> kernel, user, user_fp;  // user frames carry EHP_FRAME_* bits
+};
 
 struct RecordOptions {
   uint64_t frequency_hz = 99;
@@ -36,16 +47,12 @@ struct RecordOptions {
   MapSizes sizes;
   bool live_status = false;           // a one-line status on stderr
   uint32_t verify_every = 0;          // --verify: capture every Nth sample
-};
-
-struct RawSample {
-  uint32_t pid = 0, tid = 0, cpu = 0;
-  uint64_t time_ns = 0;
-  std::string comm;
-  uint8_t stop_reason = 0, fp_stop_reason = 0;
-  uint32_t flags = 0;
-  uint32_t bpf_ns = 0;      // the BPF program's own time for this sample
-  std::vector<uint64_t> kernel, user, user_fp;  // user frames carry EHP_FRAME_* bits
+  // Continuous mode (ehprof agent): each sample goes to on_sample instead
+  // of being kept, while the tracker is current (exited processes then keep
+  // no history), and on_tick runs after every poll of the ring buffer (at
+  // least every 100 ms). Both on the recording thread: keep them short.
+  std::function<void(RawSample&&, const ProcessTracker&)> on_sample;
+  std::function<void(uint64_t now_ns)> on_tick;
 };
 
 // --verify: the registers and stack copy of one sample.
@@ -72,6 +79,9 @@ struct RecordSummary {
   size_t kept_files = 0;        // files held open for symbolization
 };
 
+// This process's CPU time (user + system) so far.
+uint64_t CpuTimeNs();
+
 // Set from signal handlers: the signal number that asked to stop.
 extern std::atomic<int> g_stop_signal;
 void InstallStopSignalHandlers();
@@ -86,6 +96,10 @@ class Recorder {
   const std::vector<VerifyCapture>& captures() const { return captures_; }
   const ProcessTracker* tracker() const { return tracker_.get(); }
   const RecordSummary& summary() const { return summary_; }
+  // The BPF counters (enum ehp_stat) now, while recording.
+  std::vector<uint64_t> LiveBpfStats() const {
+    return session_ ? session_->ReadStats() : std::vector<uint64_t>(EHP_STAT_COUNT, 0);
+  }
   std::vector<std::string> TakeWarnings();
 
  private:
@@ -124,6 +138,7 @@ class Recorder {
   int child_go_fd_ = -1;     // closing it lets the child exec
   int child_error_fd_ = -1;  // the child writes errno here if exec fails
   uint64_t complete_ = 0;    // samples whose user walk reached the bottom
+  uint64_t sample_count_ = 0;
   uint64_t last_status_ns_ = 0;
 };
 

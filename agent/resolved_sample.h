@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ehprof {
@@ -39,6 +40,8 @@ struct ResolvedSample {
   // Leaf first: kernel frames, then user frames.
   std::vector<ResolvedFrame> frames;
   uint64_t count = 1;
+  // Further labels (pprof: string labels of the sample), e.g. service_name.
+  std::vector<std::pair<std::string, std::string>> labels;
 };
 
 }  // namespace ehprof

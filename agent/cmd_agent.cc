@@ -1,0 +1,186 @@
+// `ehprof agent`: continuous profiling of the machine (or of -p PIDs), one
+// profile per interval to the sinks.
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "agent/cli.h"
+#include "agent/continuous/agent_loop.h"
+#include "agent/continuous/output_dir.h"
+#include "agent/process_tracker.h"
+
+namespace ehprof {
+namespace {
+
+constexpr char kHelp[] = R"(usage: ehprof agent [-a | -p PID[,PID...]] SINK... [options]
+
+Profiles continuously until SIGINT or SIGTERM (which write the last,
+partial interval), aggregating stacks as they are sampled and writing one
+profile per interval. Stacks are unwound in the kernel with CFI, as
+`ehprof record` does.
+
+Sinks (at least one):
+  --output-dir DIR   one pprof file (.pb.gz) per interval, the newest --keep
+                     kept; each sample is labelled service_name and comm
+                     (`go tool pprof -http=: DIR/*.pb.gz`)
+
+Targets:
+  -a                 every process (the default)
+  -p PID[,PID...]    these processes and their children
+
+Options:
+  -F HZ              sampling frequency per CPU (default 99)
+  -e EVENT           cpu-clock (default), task-clock, cycles
+  --interval S       seconds per profile (default 10)
+  --keep N           files kept in --output-dir (default 60)
+  --service-name S   service_name of every sample (default: per process,
+                     its container or systemd unit from its cgroup, else its
+                     executable's name)
+  --table-memory MB  memory for unwind tables in BPF maps (default 64)
+  --max-procs N      processes with unwind state in the kernel (default 4096)
+  --log FILE         write messages to FILE (reopened on SIGHUP)
+  --metrics-every S  a line of self-metrics (samples, lost, intervals, RSS,
+                     CPU) this often (default 60; 0: never)
+)";
+
+std::atomic<bool> g_reopen_log{false};
+void OnHangup(int) { g_reopen_log.store(true); }
+
+bool ReopenLog(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  ::dup2(fd, STDERR_FILENO);
+  ::close(fd);
+  return true;
+}
+
+}  // namespace
+
+int RunAgentCommand(const std::vector<std::string>& args) {
+  AgentOptions o;
+  o.record.frequency_hz = 99;
+  o.record.all = true;
+  std::string output_dir, log_path;
+  size_t keep = 60;
+  uint64_t table_mb = 64;
+  uint32_t max_procs = MapSizes{}.procs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string v;
+    auto value = [&](std::string* out) {
+      if (i + 1 >= args.size()) return false;
+      *out = args[++i];
+      return true;
+    };
+    if (IsHelpFlag(a)) {
+      std::fputs(kHelp, stdout);
+      return kExitOk;
+    } else if (a == "-a") {
+      o.record.all = true;
+    } else if (a == "-p") {
+      if (!value(&v) || !ParseIdList(v, &o.record.pids)) return UsageError("agent", "-p takes PID[,PID...]");
+      o.record.all = false;
+    } else if (a == "-F") {
+      if (!value(&v) || !absl::SimpleAtoi(v, &o.record.frequency_hz) || o.record.frequency_hz == 0 ||
+          o.record.frequency_hz > 100000) {
+        return UsageError("agent", "-F takes a frequency in Hz (1..100000)");
+      }
+    } else if (a == "-e") {
+      if (!value(&v)) return UsageError("agent", "-e takes an event");
+      if (v == "cpu-clock") {
+        o.record.event_type = PERF_TYPE_SOFTWARE;
+        o.record.event_config = PERF_COUNT_SW_CPU_CLOCK;
+      } else if (v == "task-clock") {
+        o.record.event_type = PERF_TYPE_SOFTWARE;
+        o.record.event_config = PERF_COUNT_SW_TASK_CLOCK;
+      } else if (v == "cycles") {
+        o.record.event_type = PERF_TYPE_HARDWARE;
+        o.record.event_config = PERF_COUNT_HW_CPU_CYCLES;
+      } else {
+        return UsageError("agent", absl::StrCat("unknown event ", v, " (cpu-clock, task-clock, cycles)"));
+      }
+    } else if (a == "--interval") {
+      if (!value(&v) || !absl::SimpleAtod(v, &o.interval_s) || o.interval_s < 0.5 || o.interval_s > 3600) {
+        return UsageError("agent", "--interval takes seconds (0.5..3600)");
+      }
+    } else if (a == "--output-dir") {
+      if (!value(&output_dir) || output_dir.empty()) return UsageError("agent", "--output-dir takes a directory");
+    } else if (a == "--keep") {
+      if (!value(&v) || !absl::SimpleAtoi(v, &keep) || keep == 0) return UsageError("agent", "--keep takes a count");
+    } else if (a == "--service-name") {
+      if (!value(&o.service_name) || o.service_name.empty()) return UsageError("agent", "--service-name takes a name");
+    } else if (a == "--table-memory") {
+      if (!value(&v) || !absl::SimpleAtoi(v, &table_mb) || table_mb < 1 || table_mb > 65536) {
+        return UsageError("agent", "--table-memory takes megabytes (1..65536)");
+      }
+    } else if (a == "--max-procs") {
+      if (!value(&v) || !absl::SimpleAtoi(v, &max_procs) || max_procs < 1 || max_procs > 1 << 20) {
+        return UsageError("agent", "--max-procs takes a count (1..1048576)");
+      }
+    } else if (a == "--log") {
+      if (!value(&log_path) || log_path.empty()) return UsageError("agent", "--log takes a file");
+    } else if (a == "--metrics-every") {
+      if (!value(&v) || !absl::SimpleAtod(v, &o.log_every_s) || o.log_every_s < 0) {
+        return UsageError("agent", "--metrics-every takes seconds");
+      }
+    } else {
+      return UsageError("agent", absl::StrCat("unknown option ", a));
+    }
+  }
+  if (output_dir.empty()) return UsageError("agent", "give a sink: --output-dir DIR");
+  auto dir = OutputDir::Open(output_dir, keep);
+  if (!dir.ok()) {
+    std::fprintf(stderr, "ehprof agent: %s\n", std::string(dir.status().message()).c_str());
+    return kExitFailure;
+  }
+  if (!log_path.empty() && !ReopenLog(log_path)) {
+    std::fprintf(stderr, "ehprof agent: cannot open %s\n", log_path.c_str());
+    return kExitFailure;
+  }
+  o.record.sizes = SizesForMemory(table_mb);
+  o.record.sizes.procs = max_procs;
+  o.record.live_status = false;
+  o.sink = [&](const IntervalOutput& out) {
+    if (absl::Status s = dir->Write(out); !s.ok()) {
+      std::fprintf(stderr, "ehprof agent: %s\n", std::string(s.message()).c_str());
+    }
+  };
+  o.on_tick = [&] {
+    if (g_reopen_log.exchange(false) && !log_path.empty()) ReopenLog(log_path);
+  };
+
+  InstallStopSignalHandlers();
+  struct sigaction sa {};
+  sa.sa_handler = OnHangup;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGHUP, &sa, nullptr);  // reopens the log instead of stopping
+  rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  o.symbols.vdso_file = VdsoMemfdPath(ReadOwnVdso());
+
+  AgentLoop loop(std::move(o));
+  absl::Status st = loop.Run();
+  const AgentCounters c = loop.counters();
+  std::fprintf(stderr, "ehprof agent: %llu samples in %llu intervals (%llu intervals dropped), stopped\n",
+               static_cast<unsigned long long>(c.samples), static_cast<unsigned long long>(c.intervals),
+               static_cast<unsigned long long>(c.intervals_dropped));
+  if (!st.ok()) {
+    std::fprintf(stderr, "ehprof agent: %s\n", std::string(st.message()).c_str());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace ehprof

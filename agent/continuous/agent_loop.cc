@@ -1,0 +1,157 @@
+#include "agent/continuous/agent_loop.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_format.h"
+
+namespace ehprof {
+namespace {
+
+uint64_t Clock(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+uint64_t RssBytes() {
+  std::ifstream f("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+AgentLoop::AgentLoop(AgentOptions options) : options_(std::move(options)) {
+  worker_ = std::thread([this] { Worker(); });
+}
+
+AgentLoop::~AgentLoop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+AgentCounters AgentLoop::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+void AgentLoop::OnSample(RawSample&& s, const ProcessTracker& tracker) {
+  const std::string& service =
+      options_.service_name.empty() ? services_.Of(s.pid, s.comm) : options_.service_name;
+  aggregator_.Add(s, tracker, service);
+}
+
+void AgentLoop::OnTick(uint64_t now_ns) {
+  if (options_.on_tick) options_.on_tick();
+  if (next_end_ns_ == 0) {
+    next_end_ns_ = now_ns + static_cast<uint64_t>(options_.interval_s * 1e9);
+    next_log_ns_ = now_ns + static_cast<uint64_t>(options_.log_every_s * 1e9);
+  }
+  if (now_ns >= next_end_ns_) {
+    HandOver(now_ns);
+    next_end_ns_ += static_cast<uint64_t>(options_.interval_s * 1e9);
+    if (next_end_ns_ <= now_ns) next_end_ns_ = now_ns + static_cast<uint64_t>(options_.interval_s * 1e9);
+  }
+  if (options_.log_every_s > 0 && now_ns >= next_log_ns_) {
+    LogMetrics(now_ns);
+    next_log_ns_ = now_ns + static_cast<uint64_t>(options_.log_every_s * 1e9);
+  }
+}
+
+void AgentLoop::HandOver(uint64_t now_ns) {
+  IntervalProfile p = aggregator_.Take(now_ns);
+  services_.Prune();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    counters_.samples += p.samples;
+    counters_.stacks_dropped += p.dropped;
+    if (queue_.size() >= kMaxQueued) {
+      queue_.pop_front();
+      ++counters_.intervals_dropped;
+    }
+    queue_.push_back(std::move(p));
+  }
+  cv_.notify_all();
+}
+
+void AgentLoop::LogMetrics(uint64_t now_ns) {
+  const AgentCounters c = counters();
+  const std::vector<uint64_t> bpf = recorder_ ? recorder_->LiveBpfStats() : std::vector<uint64_t>();
+  size_t queued;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queued = queue_.size();
+  }
+  std::fprintf(stderr,
+               "ehprof agent: samples %llu, lost %llu, intervals %llu (dropped %llu), queued %zu, "
+               "RSS %.1f MB, CPU %.1f s\n",
+               static_cast<unsigned long long>(c.samples),
+               static_cast<unsigned long long>(bpf.empty() ? 0 : bpf[EHP_STAT_RINGBUF_DROPS]),
+               static_cast<unsigned long long>(c.intervals),
+               static_cast<unsigned long long>(c.intervals_dropped), queued, RssBytes() / 1e6,
+               (CpuTimeNs() - started_cpu_ns_) / 1e9);
+  (void)now_ns;
+}
+
+void AgentLoop::Worker() {
+  IntervalSymbolizer symbolizer(options_.symbols);
+  for (;;) {
+    IntervalProfile p;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // done, and nothing left
+      p = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    IntervalOutput out;
+    // Sample times are CLOCK_MONOTONIC; the profile says when in real time.
+    const uint64_t mono = Clock(CLOCK_MONOTONIC), real = Clock(CLOCK_REALTIME);
+    const uint64_t start = p.start_ns != 0 ? p.start_ns : p.end_ns;
+    out.start_unix_ns = real - (mono - start);
+    out.duration_ns = p.end_ns > start ? p.end_ns - start : 0;
+    out.frequency_hz = options_.record.frequency_hz;
+    out.samples = p.samples;
+    out.by_service = symbolizer.Resolve(p);
+    for (const std::string& w : symbolizer.TakeWarnings()) {
+      std::fprintf(stderr, "ehprof agent: warning: %s\n", w.c_str());
+    }
+    if (options_.sink) options_.sink(out);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.intervals;
+  }
+}
+
+absl::Status AgentLoop::Run() {
+  RecordOptions ro = options_.record;
+  ro.duration_s = 0;
+  ro.on_sample = [this](RawSample&& s, const ProcessTracker& t) { OnSample(std::move(s), t); };
+  ro.on_tick = [this](uint64_t now) { OnTick(now); };
+  started_cpu_ns_ = CpuTimeNs();
+  Recorder rec(std::move(ro));
+  recorder_ = &rec;
+  absl::Status st = rec.Run();
+  HandOver(Clock(CLOCK_MONOTONIC));  // the last, partial interval
+  for (const std::string& w : rec.TakeWarnings()) {
+    std::fprintf(stderr, "ehprof agent: warning: %s\n", w.c_str());
+  }
+  recorder_ = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  return st;
+}
+
+}  // namespace ehprof

@@ -1,0 +1,95 @@
+// `ehprof agent`'s engine: a Recorder that never stops on its own, whose
+// samples are aggregated as they arrive (StackAggregator, on the recording
+// thread) and handed over once per interval to a worker thread that
+// symbolizes them and gives each interval's profiles to the sinks. The
+// recording thread never waits for the worker: intervals queue (at most
+// kMaxQueued; the oldest is dropped and counted when the worker falls
+// behind).
+#ifndef EHPROF_AGENT_CONTINUOUS_AGENT_LOOP_H_
+#define EHPROF_AGENT_CONTINUOUS_AGENT_LOOP_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "agent/continuous/interval_profile.h"
+#include "agent/continuous/interval_symbolizer.h"
+#include "agent/continuous/service_name.h"
+#include "agent/recorder.h"
+#include "agent/resolved_sample.h"
+
+namespace ehprof {
+
+// One interval's profiles, by service, for the sinks.
+struct IntervalOutput {
+  uint64_t start_unix_ns = 0;
+  uint64_t duration_ns = 0;
+  uint64_t frequency_hz = 0;
+  uint64_t samples = 0;
+  std::map<std::string, std::vector<ResolvedSample>> by_service;
+};
+
+struct AgentOptions {
+  RecordOptions record;          // targets, event, frequency, map sizes
+  double interval_s = 10;
+  std::string service_name;      // for every process; empty: per process
+  IntervalSymbolizer::Options symbols;
+  // Called on the worker thread for each interval (may block: sampling
+  // goes on).
+  std::function<void(const IntervalOutput&)> sink;
+  // A line of self-metrics this often (0: never).
+  double log_every_s = 60;
+  // Runs on the recording thread at every tick (SIGHUP's log reopening).
+  std::function<void()> on_tick;
+};
+
+struct AgentCounters {
+  uint64_t samples = 0;
+  uint64_t intervals = 0;         // handed to the sinks
+  uint64_t intervals_dropped = 0; // the worker fell behind
+  uint64_t stacks_dropped = 0;    // over the distinct-stack cap
+};
+
+class AgentLoop {
+ public:
+  static constexpr size_t kMaxQueued = 4;
+  explicit AgentLoop(AgentOptions options);
+  ~AgentLoop();
+  // Samples until SIGINT/SIGTERM (or the recording fails), then hands over
+  // the last partial interval and waits for the worker to finish it.
+  absl::Status Run();
+  AgentCounters counters() const;
+
+ private:
+  void OnSample(RawSample&& s, const ProcessTracker& tracker);
+  void OnTick(uint64_t now_ns);
+  void HandOver(uint64_t now_ns);
+  void Worker();
+  void LogMetrics(uint64_t now_ns);
+
+  AgentOptions options_;
+  Recorder* recorder_ = nullptr;
+  StackAggregator aggregator_;
+  ServiceNames services_;
+  uint64_t next_end_ns_ = 0;
+  uint64_t next_log_ns_ = 0;
+  uint64_t started_cpu_ns_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<IntervalProfile> queue_;  // guarded by mu_
+  bool done_ = false;                  // guarded by mu_
+  AgentCounters counters_;             // guarded by mu_
+  std::thread worker_;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_CONTINUOUS_AGENT_LOOP_H_

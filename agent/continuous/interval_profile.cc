@@ -1,0 +1,69 @@
+#include "agent/continuous/interval_profile.h"
+
+#include <utility>
+
+namespace ehprof {
+
+uint32_t StackAggregator::String(const std::string& s) {
+  auto [it, inserted] = string_ids_.try_emplace(s, static_cast<uint32_t>(cur_.strings.size()));
+  if (inserted) cur_.strings.push_back(s);
+  return it->second;
+}
+
+uint32_t StackAggregator::Frame(const LocatedFrame& f) {
+  auto [it, inserted] = frame_ids_.try_emplace(f, static_cast<uint32_t>(cur_.frames.size()));
+  if (inserted) cur_.frames.push_back(f);
+  return it->second;
+}
+
+uint32_t StackAggregator::Mapping(const TrackedMapping& m) {
+  auto [it, inserted] = mapping_ids_.try_emplace(std::make_tuple(m.path, m.start, m.offset),
+                                                 static_cast<uint32_t>(cur_.mappings.size()));
+  if (inserted) cur_.mappings.push_back({m.path, m.start, m.end, m.offset, m.build_id});
+  return it->second;
+}
+
+void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker,
+                          const std::string& service) {
+  ++cur_.samples;
+  if (cur_.start_ns == 0) cur_.start_ns = s.time_ns;
+  IntervalProfile::Key key;
+  key.service = String(service);
+  key.comm = String(s.comm);
+  key.frames.reserve(s.kernel.size() + s.user.size());
+  for (uint64_t addr : s.kernel) {
+    key.frames.push_back(Frame({LocatedFrame::kKernel, addr, addr}));
+  }
+  for (uint64_t value : s.user) {
+    const uint64_t addr = value & EHP_FRAME_ADDR_MASK;
+    // Return addresses are symbolized at the call site.
+    const uint64_t site = (value & EHP_FRAME_EXACT) ? addr : addr - 1;
+    LocatedFrame f{LocatedFrame::kUnmapped, site, site};
+    if (auto r = tracker.Resolve(s.pid, s.time_ns, site)) {
+      f.mapping = Mapping(*r->mapping);
+      f.addr = r->elf_vaddr;
+    }
+    key.frames.push_back(Frame(f));
+  }
+  auto it = cur_.counts.find(key);
+  if (it != cur_.counts.end()) {
+    ++it->second;
+  } else if (cur_.counts.size() < max_stacks_) {
+    cur_.counts.emplace(std::move(key), 1);
+  } else {
+    ++cur_.dropped;
+  }
+}
+
+IntervalProfile StackAggregator::Take(uint64_t now_ns) {
+  IntervalProfile out = std::move(cur_);
+  out.end_ns = now_ns;
+  cur_ = IntervalProfile();
+  cur_.start_ns = now_ns;
+  string_ids_.clear();
+  frame_ids_.clear();
+  mapping_ids_.clear();
+  return out;
+}
+
+}  // namespace ehprof

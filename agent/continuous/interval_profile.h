@@ -1,0 +1,83 @@
+// One interval of continuous profiling, aggregated while it was recorded:
+// each distinct stack once with its count, never a list of samples. Frames
+// are located in their process when the sample arrives (file, mapping,
+// ELF address), so symbolizing later needs neither the process nor the
+// tracker's history.
+#ifndef EHPROF_AGENT_CONTINUOUS_INTERVAL_PROFILE_H_
+#define EHPROF_AGENT_CONTINUOUS_INTERVAL_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "agent/process_tracker.h"
+#include "agent/recorder.h"
+
+namespace ehprof {
+
+struct LocatedMapping {
+  std::string path;  // "[vdso]", "//anon" for anonymous code
+  uint64_t start = 0, limit = 0, offset = 0;
+  std::string build_id;
+};
+
+struct LocatedFrame {
+  static constexpr uint32_t kKernel = UINT32_MAX;
+  static constexpr uint32_t kUnmapped = UINT32_MAX - 1;
+  uint32_t mapping = kUnmapped;  // index into IntervalProfile::mappings, or the above
+  uint64_t addr = 0;      // kernel address, or ELF address (the call site above the leaf)
+  uint64_t runtime = 0;   // the address in the process (user frames)
+  bool operator==(const LocatedFrame&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const LocatedFrame& f) {
+    return H::combine(std::move(h), f.mapping, f.addr, f.runtime);
+  }
+};
+
+struct IntervalProfile {
+  struct Key {
+    uint32_t service = 0;  // into strings
+    uint32_t comm = 0;     // into strings
+    std::vector<uint32_t> frames;  // into frames, leaf first: kernel, then user
+    bool operator==(const Key&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const Key& k) {
+      return H::combine(std::move(h), k.service, k.comm, k.frames);
+    }
+  };
+  uint64_t start_ns = 0, end_ns = 0;  // CLOCK_MONOTONIC, as the samples
+  uint64_t samples = 0;
+  uint64_t dropped = 0;  // samples over the distinct-stack cap
+  std::vector<std::string> strings;
+  std::vector<LocatedMapping> mappings;
+  std::vector<LocatedFrame> frames;
+  absl::flat_hash_map<Key, uint64_t> counts;
+};
+
+// Builds IntervalProfiles on the recording thread.
+class StackAggregator {
+ public:
+  // At most max_stacks distinct stacks an interval; later new ones are
+  // counted as dropped (a bound on memory whatever the workload).
+  explicit StackAggregator(size_t max_stacks = 200000) : max_stacks_(max_stacks) {}
+  void Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service);
+  // The interval so far, ended at now_ns; the next one starts empty.
+  IntervalProfile Take(uint64_t now_ns);
+
+ private:
+  uint32_t String(const std::string& s);
+  uint32_t Frame(const LocatedFrame& f);
+  uint32_t Mapping(const TrackedMapping& m);
+
+  size_t max_stacks_;
+  IntervalProfile cur_;
+  absl::flat_hash_map<std::string, uint32_t> string_ids_;
+  absl::flat_hash_map<LocatedFrame, uint32_t> frame_ids_;
+  absl::flat_hash_map<std::tuple<std::string, uint64_t, uint64_t>, uint32_t> mapping_ids_;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_CONTINUOUS_INTERVAL_PROFILE_H_

@@ -1,0 +1,97 @@
+#include "agent/continuous/output_dir.h"
+
+#include <dirent.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "agent/output_pprof.h"
+
+namespace ehprof {
+namespace {
+
+constexpr char kPrefix[] = "ehprof-";
+constexpr char kSuffix[] = ".pb.gz";
+
+}  // namespace
+
+absl::StatusOr<OutputDir> OutputDir::Open(std::string dir, size_t keep) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return absl::PermissionDeniedError(absl::StrCat("--output-dir ", dir, ": ", std::strerror(errno)));
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("--output-dir ", dir, ": ", std::strerror(errno)));
+  }
+  return OutputDir(std::move(dir), keep);
+}
+
+std::vector<std::string> OutputDir::Files() const {
+  std::vector<std::string> out;
+  if (DIR* d = ::opendir(dir_.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (absl::StartsWith(e->d_name, kPrefix) && absl::EndsWith(e->d_name, kSuffix)) {
+        out.push_back(absl::StrCat(dir_, "/", e->d_name));
+      }
+    }
+    ::closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::Status OutputDir::Write(const IntervalOutput& interval) {
+  std::vector<ResolvedSample> all;
+  for (const auto& [service, samples] : interval.by_service) {
+    all.insert(all.end(), samples.begin(), samples.end());
+  }
+  const absl::Time start = absl::FromUnixNanos(static_cast<int64_t>(interval.start_unix_ns));
+  const std::string name = absl::StrCat(
+      dir_, "/", kPrefix, absl::FormatTime("%Y%m%dT%H%M%E3SZ", start, absl::UTCTimeZone()), "-",
+      seq_++, kSuffix);
+  const std::string tmp = absl::StrCat(dir_, "/.tmp-", kPrefix, getpid());
+  PprofOptions po;
+  po.frequency_hz = interval.frequency_hz;
+  po.time_nanos = static_cast<int64_t>(interval.start_unix_ns);
+  po.duration_nanos = static_cast<int64_t>(interval.duration_ns);
+  {
+    const mode_t old = ::umask(077);
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    ::umask(old);
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
+    if (absl::Status s = WritePprof(all, out, po); !s.ok()) return s;
+    out.flush();
+    if (!out) return absl::DataLossError(absl::StrCat("writing ", tmp, " failed (disk full?)"));
+  }
+  if (std::rename(tmp.c_str(), name.c_str()) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", tmp, " to ", name, ": ", std::strerror(errno)));
+  }
+  std::vector<std::string> files = Files();
+  for (size_t i = 0; i + keep_ < files.size(); ++i) ::unlink(files[i].c_str());
+  return absl::OkStatus();
+}
+
+std::string VdsoMemfdPath(const std::vector<uint8_t>& image) {
+  if (image.empty()) return "";
+  int fd = ::memfd_create("ehprof-vdso", 0);  // kept open: the path is the fd
+  if (fd < 0) return "";
+  size_t put = 0;
+  while (put < image.size()) {
+    ssize_t n = ::write(fd, image.data() + put, image.size() - put);
+    if (n <= 0) {
+      ::close(fd);
+      return "";
+    }
+    put += static_cast<size_t>(n);
+  }
+  return absl::StrCat("/proc/self/fd/", fd);
+}
+
+}  // namespace ehprof

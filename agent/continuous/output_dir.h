@@ -1,0 +1,39 @@
+// The --output-dir sink: one pprof file per interval (every service's
+// samples, labelled service_name), named by its start time so a listing
+// sorts oldest first, private (0600), written whole (a temporary file
+// renamed into place), and only the newest `keep` kept.
+#ifndef EHPROF_AGENT_CONTINUOUS_OUTPUT_DIR_H_
+#define EHPROF_AGENT_CONTINUOUS_OUTPUT_DIR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/continuous/agent_loop.h"
+
+namespace ehprof {
+
+class OutputDir {
+ public:
+  // Creates dir (0700) when missing; an error when it cannot be written.
+  static absl::StatusOr<OutputDir> Open(std::string dir, size_t keep);
+  absl::Status Write(const IntervalOutput& interval);
+  // The profile files in the directory, oldest first.
+  std::vector<std::string> Files() const;
+
+ private:
+  OutputDir(std::string dir, size_t keep) : dir_(std::move(dir)), keep_(keep) {}
+  std::string dir_;
+  size_t keep_;
+  uint64_t seq_ = 0;
+};
+
+// A copy of the vDSO image in a memfd, readable at the returned
+// /proc/self/fd path for as long as the process lives (no file in /tmp for
+// anyone to race); empty on failure.
+std::string VdsoMemfdPath(const std::vector<uint8_t>& image);
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_CONTINUOUS_OUTPUT_DIR_H_
