@@ -27,16 +27,6 @@ using testing::RequireRootForBpf;
 using testing::RunEhprof;
 using testing::TestdataPath;
 
-std::string Shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
 
 class Agent : public ::testing::Test {
  protected:
@@ -61,9 +51,7 @@ class Agent : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
   std::string Pprof(const std::string& args, const std::vector<std::string>& files) {
-    const std::string cache = std::filesystem::path(testing::EhprofBinary()).parent_path() / "gocache";
-    return Shell(absl::StrCat("env HOME='", dir_, "' GOCACHE='", cache, "' GOPROXY=off GOFLAGS= PPROF_TMPDIR='",
-                              dir_, "' timeout 300 go tool pprof ", args, " ", absl::StrJoin(files, " ")));
+    return testing::GoToolPprof(args, files, dir_);
   }
   std::vector<std::string> Files() {
     std::vector<std::string> out;

@@ -22,16 +22,6 @@ using testing::RequireRootForBpf;
 using testing::RunEhprof;
 using testing::TestdataPath;
 
-std::string Shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
 
 class RecordPprof : public ::testing::Test {
  protected:
@@ -49,11 +39,7 @@ class RecordPprof : public ::testing::Test {
     const std::string out = dir_ + "/p.pb.gz";
     auto r = RunEhprof({"record", "-F", "499", "-q", "-o", out, "--", TestdataPath(prog), "1", "20"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    // The toolchain builds pprof on first use: one cache beside the build
-    // (not the user's), no network.
-    const std::string cache = std::filesystem::path(testing::EhprofBinary()).parent_path() / "gocache";
-    return Shell(absl::StrCat("env HOME='", dir_, "' GOCACHE='", cache, "' GOPROXY=off GOFLAGS= ",
-                            "PPROF_TMPDIR='", dir_, "' timeout 300 go tool pprof ", args, " '", out, "'"));
+    return testing::GoToolPprof(args, {out}, dir_);
   }
 
   std::string dir_;
@@ -61,7 +47,7 @@ class RecordPprof : public ::testing::Test {
 
 TEST_F(RecordPprof, TheExecutableIsTheMainBinaryWithItsRangeOffsetAndBuildId) {
   const std::string raw = RecordAndAsk("deep_recursion", "-raw");
-  const std::string build_id = Shell("readelf -n " + TestdataPath("deep_recursion"));
+  const std::string build_id = testing::ShellOutput("readelf -n " + TestdataPath("deep_recursion"));
   std::smatch id;
   ASSERT_TRUE(std::regex_search(build_id, id, std::regex("Build ID: ([0-9a-f]+)"))) << build_id;
   // "1: 0xSTART/0xLIMIT/0xOFFSET /path/deep_recursion BUILDID [FN][FL][LN]"

@@ -112,6 +112,27 @@ RunResult RunEhprof(std::vector<std::string> args, int sig, int delay_ms,
   return r;
 }
 
+std::string ShellOutput(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+std::string GoToolPprof(const std::string& args, const std::vector<std::string>& files,
+                        const std::string& home) {
+  const std::string bin = EhprofBinary();
+  const std::string cache = bin.substr(0, bin.rfind('/')) + "/gocache";
+  std::string cmd = "env HOME='" + home + "' GOCACHE='" + cache + "' GOPROXY=off GOFLAGS= PPROF_TMPDIR='" +
+                    home + "' timeout 300 go tool pprof " + args;
+  for (const std::string& f : files) cmd += " '" + f + "'";
+  return ShellOutput(cmd);
+}
+
 size_t FoldedSamples(const std::string& path) {
   std::ifstream in(path);
   std::string line;

@@ -45,6 +45,14 @@ struct RunResult {
 RunResult RunEhprof(std::vector<std::string> args, int sig = 0, int delay_ms = 0,
                     const std::function<void(pid_t)>& while_running = nullptr);
 
+// A shell command's stdout and stderr.
+std::string ShellOutput(const std::string& cmd);
+// `go tool pprof ARGS FILES` with HOME and its temporary files in `home`, one
+// Go build cache beside build/ehprof (the toolchain builds pprof on first
+// use), no network, at most 300 s.
+std::string GoToolPprof(const std::string& args, const std::vector<std::string>& files,
+                        const std::string& home);
+
 // The sum of the counts of a folded file.
 size_t FoldedSamples(const std::string& path);
 
