@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,7 +19,11 @@
 #include "agent/cli.h"
 #include "agent/continuous/agent_loop.h"
 #include "agent/continuous/output_dir.h"
+#include "agent/output_pprof.h"
 #include "agent/process_tracker.h"
+#include "agent/sink/push_queue.h"
+#include "agent/sink/push_request.h"
+#include "agent/sink/pyroscope_client.h"
 
 namespace ehprof {
 namespace {
@@ -29,9 +36,23 @@ profile per interval. Stacks are unwound in the kernel with CFI, as
 `ehprof record` does.
 
 Sinks (at least one):
+  --pyroscope URL    Grafana Pyroscope's push API (URL/push.v1.PusherService/
+                     Push): one series per service a interval, named
+                     process_cpu, labelled service_name and hostname (and
+                     --label); a server that is down or slow never stops
+                     sampling: pushes queue (--queue N, oldest dropped and
+                     counted) and are retried with backoff
   --output-dir DIR   one pprof file (.pb.gz) per interval, the newest --keep
                      kept; each sample is labelled service_name and comm
                      (`go tool pprof -http=: DIR/*.pb.gz`)
+
+Pyroscope options:
+  --label K=V        a label of every series (repeatable)
+  --tenant ID        X-Scope-OrgID (multi-tenant Pyroscope)
+  --basic-auth-user U --basic-auth-password-file FILE
+  --bearer-token-file FILE
+                     credentials (read from files, never printed)
+  --queue N          pushes kept while the server is unreachable (default 60)
 
 Targets:
   -a                 every process (the default)
@@ -52,6 +73,26 @@ Options:
                      CPU) this often (default 60; 0: never)
 )";
 
+// One push request for an interval: a series per service, its profile the
+// service's samples as a gzipped pprof.
+std::string PushBody(const IntervalOutput& out, const Labels& common) {
+  std::vector<PushSeries> series;
+  PprofOptions po;
+  po.frequency_hz = out.frequency_hz;
+  po.time_nanos = static_cast<int64_t>(out.start_unix_ns);
+  po.duration_nanos = static_cast<int64_t>(out.duration_ns);
+  for (const auto& [service, samples] : out.by_service) {
+    std::ostringstream pprof;
+    if (!WritePprof(samples, pprof, po).ok()) continue;
+    PushSeries s;
+    s.labels = {{"__name__", "process_cpu"}, {"service_name", service}};
+    s.labels.insert(s.labels.end(), common.begin(), common.end());
+    s.profiles.push_back(pprof.str());
+    series.push_back(std::move(s));
+  }
+  return EncodePushRequest(series);
+}
+
 std::atomic<bool> g_reopen_log{false};
 void OnHangup(int) { g_reopen_log.store(true); }
 
@@ -70,6 +111,10 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   o.record.frequency_hz = 99;
   o.record.all = true;
   std::string output_dir, log_path;
+  PyroscopeOptions push;
+  Labels labels;
+  std::string basic_password_file, bearer_file;
+  size_t queue_size = 60;
   size_t keep = 60;
   uint64_t table_mb = 64;
   uint32_t max_procs = MapSizes{}.procs;
@@ -126,6 +171,24 @@ int RunAgentCommand(const std::vector<std::string>& args) {
       if (!value(&v) || !absl::SimpleAtoi(v, &max_procs) || max_procs < 1 || max_procs > 1 << 20) {
         return UsageError("agent", "--max-procs takes a count (1..1048576)");
       }
+    } else if (a == "--pyroscope") {
+      if (!value(&push.url) || push.url.empty()) return UsageError("agent", "--pyroscope takes a URL");
+    } else if (a == "--label") {
+      const size_t eq = i + 1 < args.size() ? args[i + 1].find('=') : std::string::npos;
+      if (!value(&v) || eq == std::string::npos || eq == 0) return UsageError("agent", "--label takes K=V");
+      labels.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (a == "--tenant") {
+      if (!value(&push.tenant)) return UsageError("agent", "--tenant takes an id");
+    } else if (a == "--basic-auth-user") {
+      if (!value(&push.basic_user)) return UsageError("agent", "--basic-auth-user takes a name");
+    } else if (a == "--basic-auth-password-file") {
+      if (!value(&basic_password_file)) return UsageError("agent", "--basic-auth-password-file takes a file");
+    } else if (a == "--bearer-token-file") {
+      if (!value(&bearer_file)) return UsageError("agent", "--bearer-token-file takes a file");
+    } else if (a == "--queue") {
+      if (!value(&v) || !absl::SimpleAtoi(v, &queue_size) || queue_size < 1) {
+        return UsageError("agent", "--queue takes a count");
+      }
     } else if (a == "--log") {
       if (!value(&log_path) || log_path.empty()) return UsageError("agent", "--log takes a file");
     } else if (a == "--metrics-every") {
@@ -136,11 +199,49 @@ int RunAgentCommand(const std::vector<std::string>& args) {
       return UsageError("agent", absl::StrCat("unknown option ", a));
     }
   }
-  if (output_dir.empty()) return UsageError("agent", "give a sink: --output-dir DIR");
-  auto dir = OutputDir::Open(output_dir, keep);
-  if (!dir.ok()) {
-    std::fprintf(stderr, "ehprof agent: %s\n", std::string(dir.status().message()).c_str());
-    return kExitFailure;
+  if (output_dir.empty() && push.url.empty()) {
+    return UsageError("agent", "give a sink: --pyroscope URL or --output-dir DIR");
+  }
+  std::unique_ptr<OutputDir> dir;
+  if (!output_dir.empty()) {
+    auto d = OutputDir::Open(output_dir, keep);
+    if (!d.ok()) {
+      std::fprintf(stderr, "ehprof agent: %s\n", std::string(d.status().message()).c_str());
+      return kExitFailure;
+    }
+    dir = std::make_unique<OutputDir>(*std::move(d));
+  }
+  std::unique_ptr<PyroscopeClient> client;
+  std::unique_ptr<PushQueue> queue;
+  if (!push.url.empty()) {
+    for (const auto& [file, out] : {std::pair{basic_password_file, &push.basic_password},
+                                    std::pair{bearer_file, &push.bearer_token}}) {
+      if (file.empty()) continue;
+      auto secret = ReadSecretFile(file);
+      if (!secret.ok()) {
+        std::fprintf(stderr, "ehprof agent: %s\n", std::string(secret.status().message()).c_str());
+        return kExitFailure;
+      }
+      *out = *secret;
+    }
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    Labels check = labels;
+    check.emplace_back("__name__", "process_cpu");
+    check.emplace_back("service_name", "x");
+    check.emplace_back("hostname", host[0] ? host : "unknown");
+    if (absl::Status s = ValidateLabels(check); !s.ok()) {
+      return UsageError("agent", std::string(s.message()));
+    }
+    labels.emplace_back("hostname", host[0] ? host : "unknown");
+    auto c = PyroscopeClient::Create(push);
+    if (!c.ok()) return UsageError("agent", std::string(c.status().message()));
+    client = *std::move(c);
+    PushQueue::Options qo;
+    qo.max_queued = queue_size;
+    queue = std::make_unique<PushQueue>(
+        [&client](const std::string& body) { return client->Push(body); },
+        [](const std::string& line) { std::fprintf(stderr, "ehprof agent: %s\n", line.c_str()); }, qo);
   }
   if (!log_path.empty() && !ReopenLog(log_path)) {
     std::fprintf(stderr, "ehprof agent: cannot open %s\n", log_path.c_str());
@@ -150,9 +251,18 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   o.record.sizes.procs = max_procs;
   o.record.live_status = false;
   o.sink = [&](const IntervalOutput& out) {
-    if (absl::Status s = dir->Write(out); !s.ok()) {
-      std::fprintf(stderr, "ehprof agent: %s\n", std::string(s.message()).c_str());
+    if (dir) {
+      if (absl::Status s = dir->Write(out); !s.ok()) {
+        std::fprintf(stderr, "ehprof agent: %s\n", std::string(s.message()).c_str());
+      }
     }
+    if (queue && !out.by_service.empty()) queue->Enqueue(PushBody(out, labels));
+  };
+  o.extra_metrics = [&]() -> std::string {
+    if (!queue) return "";
+    const PushQueue::Counters c = queue->counters();
+    return absl::StrCat(", pushed ", c.pushed, " (failed attempts ", c.attempts_failed, ", refused ",
+                        c.rejected, ", dropped ", c.dropped, ", queued ", c.queued, ")");
   };
   o.on_tick = [&] {
     if (g_reopen_log.exchange(false) && !log_path.empty()) ReopenLog(log_path);
@@ -172,6 +282,17 @@ int RunAgentCommand(const std::vector<std::string>& args) {
 
   AgentLoop loop(std::move(o));
   absl::Status st = loop.Run();
+  if (queue) {
+    // The last interval (and any backlog) gets a little time to arrive.
+    if (size_t left = queue->Flush(std::chrono::seconds(10)); left > 0) {
+      std::fprintf(stderr, "ehprof agent: %zu pushes not delivered at exit\n", left);
+    }
+    const PushQueue::Counters c = queue->counters();
+    std::fprintf(stderr, "ehprof agent: pushed %llu profiles to %s (%llu refused, %llu dropped)\n",
+                 static_cast<unsigned long long>(c.pushed), client->endpoint().c_str(),
+                 static_cast<unsigned long long>(c.rejected), static_cast<unsigned long long>(c.dropped));
+    queue.reset();
+  }
   const AgentCounters c = loop.counters();
   std::fprintf(stderr, "ehprof agent: %llu samples in %llu intervals (%llu intervals dropped), stopped\n",
                static_cast<unsigned long long>(c.samples), static_cast<unsigned long long>(c.intervals),

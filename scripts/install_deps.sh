@@ -11,6 +11,7 @@ PKGS=(
   golang-go chromium fonts-dejavu-core debuginfod
   util-linux  # setpriv: the capability tests run ehprof as uid 65534 with chosen capabilities
   qemu-system-x86 busybox-static kmod  # the kernel matrix (scripts/kernel_matrix.sh)
+  libcurl4-openssl-dev  # ehprof agent --pyroscope (HTTP, TLS)
 )
 missing=()
 for p in "${PKGS[@]}"; do
@@ -21,3 +22,6 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# The real Grafana Pyroscope server the agent's tests push to (built once
+# from its Go module, then cached).
+bash "$(dirname "$0")/install_pyroscope.sh" >/dev/null

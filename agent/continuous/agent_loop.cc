@@ -93,12 +93,13 @@ void AgentLoop::LogMetrics(uint64_t now_ns) {
   }
   std::fprintf(stderr,
                "ehprof agent: samples %llu, lost %llu, intervals %llu (dropped %llu), queued %zu, "
-               "RSS %.1f MB, CPU %.1f s\n",
+               "RSS %.1f MB, CPU %.1f s%s\n",
                static_cast<unsigned long long>(c.samples),
                static_cast<unsigned long long>(bpf.empty() ? 0 : bpf[EHP_STAT_RINGBUF_DROPS]),
                static_cast<unsigned long long>(c.intervals),
                static_cast<unsigned long long>(c.intervals_dropped), queued, RssBytes() / 1e6,
-               (CpuTimeNs() - started_cpu_ns_) / 1e9);
+               (CpuTimeNs() - started_cpu_ns_) / 1e9,
+               options_.extra_metrics ? options_.extra_metrics().c_str() : "");
   (void)now_ns;
 }
 

@@ -48,6 +48,8 @@ struct AgentOptions {
   double log_every_s = 60;
   // Runs on the recording thread at every tick (SIGHUP's log reopening).
   std::function<void()> on_tick;
+  // More of the self-metrics line (the sinks' counters).
+  std::function<std::string()> extra_metrics;
 };
 
 struct AgentCounters {

@@ -68,7 +68,9 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
   r.map_limit = m.limit;
   r.map_offset = m.offset;
   const std::string& file = m.path == "[vdso]" ? options_.vdso_file : m.path;
-  if (file.empty() || file[0] != '/') {
+  // Not files: memfd mappings ("/memfd:name (deleted)"), deleted files.
+  if (file.empty() || file[0] != '/' || file.rfind("/memfd:", 0) == 0 ||
+      (file.size() > 10 && file.compare(file.size() - 10, 10, " (deleted)") == 0)) {
     out->push_back(std::move(r));
     return;
   }

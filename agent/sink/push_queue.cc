@@ -1,0 +1,101 @@
+#include "agent/sink/push_queue.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace ehprof {
+
+PushQueue::PushQueue(Send send, Report report, Options options)
+    : send_(std::move(send)), report_(std::move(report)), options_(options) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+PushQueue::~PushQueue() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void PushQueue::Enqueue(std::string body) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // The one in flight stays; the oldest waiting one makes room.
+    const size_t victim = sending_ ? 1 : 0;
+    if (queue_.size() >= options_.max_queued && victim < queue_.size()) {
+      queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(victim));
+      ++counters_.dropped;
+    }
+    queue_.push_back(std::move(body));
+  }
+  cv_.notify_all();
+}
+
+size_t PushQueue::Flush(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return queue_.empty(); });
+  return queue_.size();
+}
+
+PushQueue::Counters PushQueue::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Counters c = counters_;
+  c.queued = queue_.size();
+  return c;
+}
+
+void PushQueue::Said(const absl::Status& s) {
+  ++failures_since_ok_;
+  if (said_.insert(s.code()).second && report_) {
+    report_(absl::StrCat("push failed (", absl::StatusCodeToString(s.code()), "): ", s.message(),
+                         absl::IsUnavailable(s) ? "; retrying with backoff" : ""));
+  }
+}
+
+void PushQueue::Run() {
+  auto backoff = options_.min_backoff;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    sending_ = true;
+    const std::string body = queue_.front();  // a copy: Enqueue may drop others meanwhile
+    lock.unlock();
+    absl::Status st = send_(body);
+    lock.lock();
+    sending_ = false;
+    if (st.ok() || !absl::IsUnavailable(st)) {
+      if (!queue_.empty()) queue_.pop_front();
+      if (st.ok()) {
+        ++counters_.pushed;
+      } else {
+        ++counters_.rejected;
+      }
+      cv_.notify_all();
+    }
+    if (st.ok()) {
+      backoff = options_.min_backoff;
+      if (failures_since_ok_ > 0 && report_) {
+        lock.unlock();
+        report_(absl::StrCat("push recovered after ", failures_since_ok_, " failed attempts"));
+        lock.lock();
+      }
+      failures_since_ok_ = 0;
+      said_.clear();
+      continue;
+    }
+    ++counters_.attempts_failed;
+    lock.unlock();
+    Said(st);
+    lock.lock();
+    if (!absl::IsUnavailable(st)) continue;
+    // Retry the same request after the backoff (or sooner when stopping).
+    cv_.wait_for(lock, backoff, [&] { return stop_; });
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+}  // namespace ehprof

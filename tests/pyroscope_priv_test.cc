@@ -1,0 +1,197 @@
+// ehprof agent against the real Grafana Pyroscope (built from its Go
+// module by scripts/install_pyroscope.sh, started here on 127.0.0.1): what
+// Pyroscope's own query API returns for the profiled service matches
+// ehprof's local profile of the same run, and an outage of the server
+// loses nothing.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/pyroscope_server.h"
+#include "tests/test_support.h"
+
+extern char** environ;
+
+namespace ehprof {
+namespace {
+
+using testing::PyroscopeServer;
+using testing::RunEhprof;
+
+// Pyroscope's render API for one service, judged by a few lines of Python
+// (the JSON is a flamebearer: levels of [offset, total, self, name] nodes):
+// "ticks=N share=S chain=C": total ticks, the share of them under `fn`,
+// and whether some `fn` node has each of `ancestors` above it.
+std::string Judge(const PyroscopeServer& server, const std::string& service, const std::string& fn,
+                  const std::string& ancestors) {
+  const std::string q = absl::StrCat(
+      "/pyroscope/render?query=process_cpu:cpu:nanoseconds:cpu:nanoseconds%7Bservice_name%3D%22",
+      service, "%22%7D&from=now-15m&until=now%2B1m&format=json");
+  const std::string py = R"PY(
+import json, sys
+fn, anc = sys.argv[1], [a for a in sys.argv[2].split(",") if a]
+fb = json.load(sys.stdin)["flamebearer"]
+names, levels = fb["names"], fb["levels"]
+nodes = []  # per level: (start, total, name)
+for lv in levels:
+    row, x = [], 0
+    for i in range(0, len(lv), 4):
+        start = x + lv[i]
+        row.append((start, lv[i + 1], names[lv[i + 3]]))
+        x = start + lv[i + 1]
+    nodes.append(row)
+under = sum(t for row in nodes for (s, t, n) in row if n == fn)
+chain = 0
+for d, row in enumerate(nodes):
+    for (s, t, n) in row:
+        if n != fn:
+            continue
+        above = set()
+        for up in range(d):
+            for (s2, t2, n2) in nodes[up]:
+                if s2 <= s and s + t <= s2 + t2:
+                    above.add(n2)
+        chain |= all(a in above for a in anc)
+ticks = fb["numTicks"]
+print("ticks=%d share=%.4f chain=%d" % (ticks, under / ticks if ticks else 0, chain))
+)PY";
+  const std::string script = ::testing::TempDir() + "/judge." + std::to_string(getpid()) + ".py";
+  {
+    FILE* f = fopen(script.c_str(), "w");
+    fputs(py.c_str(), f);
+    fclose(f);
+  }
+  return testing::ShellOutput(absl::StrCat("curl -sf '", server.url(), q, "' | python3 ", script, " ",
+                                           fn, " ", ancestors));
+}
+
+double Field(const std::string& judged, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(judged, m, std::regex(name + "=([0-9.]+)"))) return -1;
+  return std::stod(m[1].str());
+}
+
+pid_t Spawn(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  return pid;
+}
+
+class Pyroscope : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::RequireRootForBpf()) GTEST_SKIP();
+    std::string error;
+    if (!server_.Start(&error)) {
+      const char* ci = std::getenv("CI");
+      if (ci && std::string(ci) == "true") FAIL() << error;
+      std::printf("SKIPPED: %s\n", error.c_str());
+      GTEST_SKIP() << error;
+    }
+    dir_ = ::testing::TempDir() + "/pyroscope." + std::to_string(getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  PyroscopeServer server_;
+  std::string dir_;
+};
+
+TEST_F(Pyroscope, ServesFiosHotPathAsEhprofsOwnProfileHasIt) {
+  const std::string job = testing::SourcePath("testdata/workloads/fio-cpu.job");
+  testing::RunResult r = RunEhprof(
+      {"agent", "-a", "--interval", "2", "--pyroscope", server_.url(), "--output-dir",
+       dir_ + "/out", "--label", "test=pyroscope_priv_test", "--metrics-every", "0"},
+      SIGTERM, 2000, [&](pid_t) {
+        pid_t fio = Spawn({"fio", "--output=/dev/null", job});
+        waitpid(fio, nullptr, 0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      });
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("(0 refused, 0 dropped)"), std::string::npos) << r.err;
+  std::string judged;
+  for (int i = 0; i < 20; ++i) {  // ingestion is asynchronous: a few seconds at most
+    judged = Judge(server_, "fio", "get_io_u", "main,fio_backend");
+    if (Field(judged, "ticks") > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_EQ(Field(judged, "chain"), 1) << judged;  // main -> fio_backend -> ... -> get_io_u
+  const double pyroscope_share = Field(judged, "share");
+  // The same run's local profile, read by go tool pprof.
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/out")) files.push_back(e.path());
+  const std::string top =
+      testing::GoToolPprof("-top -cum -nodecount=200 -relative_percentages -tagfocus=service_name=fio",
+                           files, dir_);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(top, m, std::regex(R"(\s([0-9.]+)%\s+get_io_u\n)"))) << top;
+  const double local_share = std::stod(m[1].str()) / 100;
+  EXPECT_GT(local_share, 0.2) << top;
+  EXPECT_NEAR(pyroscope_share, local_share, 0.05) << judged << "\n" << top;
+}
+
+TEST_F(Pyroscope, AnOutageLosesNoInterval) {
+  pid_t work = Spawn({testing::TestdataPath("deep_recursion"), "25", "10"});
+  ASSERT_GT(work, 0);
+  testing::RunResult r = RunEhprof(
+      {"agent", "-p", std::to_string(work), "--interval", "1", "--pyroscope", server_.url(),
+       "--metrics-every", "0", "--service-name", "outage-test"},
+      SIGTERM, 2500, [&](pid_t) {
+        server_.Stop();
+        std::this_thread::sleep_for(std::chrono::seconds(4));
+        std::string error;
+        ASSERT_TRUE(server_.Start(&error)) << error;
+        std::this_thread::sleep_for(std::chrono::seconds(8));
+      });
+  kill(work, SIGKILL);
+  waitpid(work, nullptr, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Said once each, with what failed; nothing refused or dropped.
+  std::smatch pushed, ran;
+  ASSERT_TRUE(std::regex_search(r.err, pushed, std::regex(R"(pushed (\d+) profiles to \S+ \((\d+) refused, (\d+) dropped\))")))
+      << r.err;
+  ASSERT_TRUE(std::regex_search(r.err, ran, std::regex(R"((\d+) samples in (\d+) intervals)"))) << r.err;
+  EXPECT_EQ(pushed[1].str(), ran[2].str()) << r.err;  // every interval arrived
+  EXPECT_EQ(pushed[2].str(), "0");
+  EXPECT_EQ(pushed[3].str(), "0");
+  const std::regex failed("push failed \\(UNAVAILABLE\\)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(r.err.begin(), r.err.end(), failed), std::sregex_iterator()), 1)
+      << r.err;
+  EXPECT_NE(r.err.find("push recovered after"), std::string::npos) << r.err;
+  // And Pyroscope serves them: its ticks are samples times the period.
+  // What it accepted before it stopped sits in a block its querier only
+  // sees after a later store sync (Pyroscope's doing, not a loss), so the
+  // count asked for is everything from the outage on: all but the first
+  // 2.5 s (at most 2.5 s x 99 Hz + a tick's worth).
+  const double samples = std::stod(ran[1].str());
+  const double before_outage = 2.5 * 99 + 10;
+  std::string judged;
+  for (int i = 0; i < 20; ++i) {
+    judged = Judge(server_, "outage-test", "recurse_leaf", "main");
+    if (Field(judged, "ticks") / (1e9 / 99) >= samples - before_outage) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  const double served = Field(judged, "ticks") / (1e9 / 99);
+  EXPECT_GE(served, samples - before_outage) << judged << "\n" << r.err;
+  EXPECT_LE(served, samples + 1) << judged;
+  EXPECT_EQ(Field(judged, "chain"), 1) << judged;
+}
+
+}  // namespace
+}  // namespace ehprof
