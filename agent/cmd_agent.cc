@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/cli.h"
 #include "agent/continuous/agent_loop.h"
+#include "agent/continuous/metrics_server.h"
 #include "agent/continuous/output_dir.h"
 #include "agent/output_pprof.h"
 #include "agent/process_tracker.h"
@@ -71,6 +72,8 @@ Options:
   --log FILE         write messages to FILE (reopened on SIGHUP)
   --metrics-every S  a line of self-metrics (samples, lost, intervals, RSS,
                      CPU) this often (default 60; 0: never)
+  --metrics-addr IP:PORT
+                     the same as a Prometheus scrape target (GET /metrics)
 )";
 
 // One push request for an interval: a series per service, its profile the
@@ -91,6 +94,35 @@ std::string PushBody(const IntervalOutput& out, const Labels& common) {
     series.push_back(std::move(s));
   }
   return EncodePushRequest(series);
+}
+
+std::string PrometheusText(const AgentCounters& c, const PushQueue::Counters& q, bool pushing,
+                           uint64_t cpu_ns) {
+  std::string out;
+  out += PromMetric("ehprof_samples_total", "counter", "Samples aggregated into intervals.", c.samples);
+  out += PromMetric("ehprof_samples_lost_total", "counter", "Samples lost to a full ring buffer.",
+                    c.samples_lost);
+  out += PromMetric("ehprof_intervals_total", "counter", "Intervals handed to the sinks.", c.intervals);
+  out += PromMetric("ehprof_intervals_dropped_total", "counter",
+                    "Intervals dropped because symbolization fell behind.", c.intervals_dropped);
+  out += PromMetric("ehprof_stacks_dropped_total", "counter",
+                    "Samples over the distinct-stack cap of an interval.", c.stacks_dropped);
+  if (pushing) {
+    out += PromMetric("ehprof_pushes_total", "counter", "Pushes to Pyroscope by outcome.", q.pushed,
+                      "result=\"ok\"");
+    out += PromMetric("ehprof_push_failed_attempts_total", "counter",
+                      "Push attempts that failed (retried when the server may recover).", q.attempts_failed);
+    out += PromMetric("ehprof_pushes_refused_total", "counter", "Pushes the server refused (4xx).",
+                      q.rejected);
+    out += PromMetric("ehprof_pushes_dropped_total", "counter",
+                      "Pushes dropped from a full queue (oldest first).", q.dropped);
+    out += PromMetric("ehprof_push_queue_depth", "gauge", "Pushes waiting.", static_cast<double>(q.queued));
+  }
+  out += PromMetric("ehprof_resident_memory_bytes", "gauge", "Resident memory of the agent.",
+                    static_cast<double>(ResidentBytes()));
+  out += PromMetric("ehprof_cpu_seconds_total", "counter", "CPU time of the agent since it started.",
+                    cpu_ns / 1e9);
+  return out;
 }
 
 std::atomic<bool> g_reopen_log{false};
@@ -115,6 +147,7 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   Labels labels;
   std::string basic_password_file, bearer_file;
   size_t queue_size = 60;
+  std::string metrics_addr;
   size_t keep = 60;
   uint64_t table_mb = 64;
   uint32_t max_procs = MapSizes{}.procs;
@@ -189,6 +222,8 @@ int RunAgentCommand(const std::vector<std::string>& args) {
       if (!value(&v) || !absl::SimpleAtoi(v, &queue_size) || queue_size < 1) {
         return UsageError("agent", "--queue takes a count");
       }
+    } else if (a == "--metrics-addr") {
+      if (!value(&metrics_addr) || metrics_addr.empty()) return UsageError("agent", "--metrics-addr takes IP:PORT");
     } else if (a == "--log") {
       if (!value(&log_path) || log_path.empty()) return UsageError("agent", "--log takes a file");
     } else if (a == "--metrics-every") {
@@ -281,7 +316,23 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   o.symbols.vdso_file = VdsoMemfdPath(ReadOwnVdso());
 
   AgentLoop loop(std::move(o));
+  std::unique_ptr<MetricsServer> metrics;
+  if (!metrics_addr.empty()) {
+    const uint64_t cpu_at_start = CpuTimeNs();
+    auto m = MetricsServer::Start(metrics_addr, [&loop, &queue, cpu_at_start] {
+      return PrometheusText(loop.counters(), queue ? queue->counters() : PushQueue::Counters{},
+                            queue != nullptr, CpuTimeNs() - cpu_at_start);
+    });
+    if (!m.ok()) {
+      std::fprintf(stderr, "ehprof agent: %s\n", std::string(m.status().message()).c_str());
+      return kExitFailure;
+    }
+    metrics = *std::move(m);
+    std::fprintf(stderr, "ehprof agent: metrics at http://%s:%u/metrics\n",
+                 metrics_addr.substr(0, metrics_addr.rfind(':')).c_str(), metrics->port());
+  }
   absl::Status st = loop.Run();
+  metrics.reset();
   if (queue) {
     // The last interval (and any backlog) gets a little time to arrive.
     if (size_t left = queue->Flush(std::chrono::seconds(10)); left > 0) {

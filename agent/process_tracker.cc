@@ -116,6 +116,9 @@ absl::StatusOr<FileKey> ProcessTracker::OpenMappedFile(uint32_t pid, const MapsE
 }
 
 void ProcessTracker::WarnOnce(const std::string& topic, std::string warning) {
+  // Bounded: a message naming a pid is its own topic, and a machine that
+  // starts processes all day would otherwise grow this without end.
+  if (told_.size() >= kMaxTopics) return;
   if (told_.insert(topic).second) warnings_.push_back(std::move(warning));
 }
 

@@ -114,7 +114,8 @@ class ProcessTracker {
   std::set<uint32_t> refused_;  // live pids the BPF map had no room for
   uint64_t procs_full_ = 0;     // processes it refused
   std::vector<std::string> warnings_;
-  std::set<std::string> told_;  // WarnOnce's topics
+  static constexpr size_t kMaxTopics = 1024;
+  std::set<std::string> told_;  // WarnOnce's topics, at most kMaxTopics
   std::vector<uint8_t> vdso_image_;
   // An fd on every file a process mapped, for symbolizing after the
   // process (or the file's name) is gone.

@@ -450,6 +450,13 @@ std::vector<std::string> Recorder::NewWarnings() {
   }
   std::vector<std::string> fresh;
   for (std::string& w : all) {
+    // Past the cap nothing more is shown, so nothing more is remembered for
+    // deduplication (a warning naming a pid is distinct for every process:
+    // under -a the set would grow as long as processes start).
+    if (warned_.size() >= kMaxRememberedWarnings) {
+      ++warnings_suppressed_;
+      continue;
+    }
     if (warned_.insert(w).second) fresh.push_back(std::move(w));
   }
   return fresh;

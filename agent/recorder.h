@@ -126,7 +126,8 @@ class Recorder {
   std::set<uint32_t> to_refresh_, followed_;
   std::map<uint32_t, uint64_t> to_exit_;  // pid -> exit time
   std::unordered_set<uint32_t> sampled_;  // pids with samples since their last exit
-  std::set<std::string> warned_;
+  static constexpr size_t kMaxRememberedWarnings = 1000;
+  std::set<std::string> warned_;  // at most kMaxRememberedWarnings
   uint64_t warnings_shown_ = 0, warnings_suppressed_ = 0;
   uint64_t last_sweep_ns_ = 0;
   // Re-reads due after an exec, while ld.so maps the libraries: time -> pid.

@@ -12,6 +12,8 @@ PKGS=(
   util-linux  # setpriv: the capability tests run ehprof as uid 65534 with chosen capabilities
   qemu-system-x86 busybox-static kmod  # the kernel matrix (scripts/kernel_matrix.sh)
   libcurl4-openssl-dev  # ehprof agent --pyroscope (HTTP, TLS)
+  libmicrohttpd-dev  # ehprof agent --metrics-addr (Prometheus scrape endpoint)
+  systemd  # systemd-analyze verify of packaging/ehprof-agent.service
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -65,14 +65,24 @@ class Agent : public ::testing::Test {
 };
 
 TEST_F(Agent, WritesOnePrivateProfilePerIntervalAndTheLastOnSigterm) {
+  std::string scrape;
   testing::RunResult r = RunEhprof(
       {"agent", "-p", std::to_string(work_), "-F", "199", "--interval", "1", "--output-dir",
-       dir_ + "/out", "--metrics-every", "1"},
-      SIGTERM, 3600, [](pid_t agent) {
+       dir_ + "/out", "--metrics-every", "1", "--metrics-addr", "127.0.0.1:0"},
+      SIGTERM, 3600, [&](pid_t agent) {
         // SIGHUP reopens logs; it must not end the agent.
         kill(agent, SIGHUP);
         usleep(200000);
+        // The Prometheus endpoint, at the port the agent says it took.
+        std::smatch m;
+        const std::string err = testing::ReadFile(::testing::TempDir() + "/ending_err." + std::to_string(getpid()));
+        if (std::regex_search(err, m, std::regex(R"(metrics at (http://\S+/metrics))"))) {
+          scrape = testing::ShellOutput("curl -sf " + m[1].str());
+        }
       });
+  EXPECT_NE(scrape.find("# TYPE ehprof_samples_total counter\nehprof_samples_total "), std::string::npos) << scrape;
+  EXPECT_NE(scrape.find("ehprof_resident_memory_bytes "), std::string::npos) << scrape;
+  EXPECT_TRUE(std::regex_search(scrape, std::regex(R"(\nehprof_intervals_total [1-9])"))) << scrape;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("ehprof agent: samples"), std::string::npos) << r.err;  // self-metrics
   std::vector<std::string> files = Files();

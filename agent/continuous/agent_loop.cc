@@ -17,14 +17,14 @@ uint64_t Clock(clockid_t id) {
   return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-uint64_t RssBytes() {
+}  // namespace
+
+uint64_t ResidentBytes() {
   std::ifstream f("/proc/self/statm");
   uint64_t size = 0, resident = 0;
   f >> size >> resident;
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
-
-}  // namespace
 
 AgentLoop::AgentLoop(AgentOptions options) : options_(std::move(options)) {
   worker_ = std::thread([this] { Worker(); });
@@ -41,7 +41,9 @@ AgentLoop::~AgentLoop() {
 
 AgentCounters AgentLoop::counters() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return counters_;
+  AgentCounters c = counters_;
+  c.samples_lost = lost_.load();
+  return c;
 }
 
 void AgentLoop::OnSample(RawSample&& s, const ProcessTracker& tracker) {
@@ -52,6 +54,11 @@ void AgentLoop::OnSample(RawSample&& s, const ProcessTracker& tracker) {
 
 void AgentLoop::OnTick(uint64_t now_ns) {
   if (options_.on_tick) options_.on_tick();
+  if (recorder_ && now_ns >= next_stats_ns_) {
+    const std::vector<uint64_t> bpf = recorder_->LiveBpfStats();
+    lost_.store(bpf[EHP_STAT_RINGBUF_DROPS]);
+    next_stats_ns_ = now_ns + 1000000000ull;
+  }
   if (next_end_ns_ == 0) {
     next_end_ns_ = now_ns + static_cast<uint64_t>(options_.interval_s * 1e9);
     next_log_ns_ = now_ns + static_cast<uint64_t>(options_.log_every_s * 1e9);
@@ -85,7 +92,6 @@ void AgentLoop::HandOver(uint64_t now_ns) {
 
 void AgentLoop::LogMetrics(uint64_t now_ns) {
   const AgentCounters c = counters();
-  const std::vector<uint64_t> bpf = recorder_ ? recorder_->LiveBpfStats() : std::vector<uint64_t>();
   size_t queued;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -95,9 +101,9 @@ void AgentLoop::LogMetrics(uint64_t now_ns) {
                "ehprof agent: samples %llu, lost %llu, intervals %llu (dropped %llu), queued %zu, "
                "RSS %.1f MB, CPU %.1f s%s\n",
                static_cast<unsigned long long>(c.samples),
-               static_cast<unsigned long long>(bpf.empty() ? 0 : bpf[EHP_STAT_RINGBUF_DROPS]),
+               static_cast<unsigned long long>(c.samples_lost),
                static_cast<unsigned long long>(c.intervals),
-               static_cast<unsigned long long>(c.intervals_dropped), queued, RssBytes() / 1e6,
+               static_cast<unsigned long long>(c.intervals_dropped), queued, ResidentBytes() / 1e6,
                (CpuTimeNs() - started_cpu_ns_) / 1e9,
                options_.extra_metrics ? options_.extra_metrics().c_str() : "");
   (void)now_ns;

@@ -8,6 +8,7 @@
 #ifndef EHPROF_AGENT_CONTINUOUS_AGENT_LOOP_H_
 #define EHPROF_AGENT_CONTINUOUS_AGENT_LOOP_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -53,11 +54,15 @@ struct AgentOptions {
 };
 
 struct AgentCounters {
-  uint64_t samples = 0;
+  uint64_t samples = 0;           // in intervals handed over
+  uint64_t samples_lost = 0;      // the ring buffer was full (BPF counter)
   uint64_t intervals = 0;         // handed to the sinks
   uint64_t intervals_dropped = 0; // the worker fell behind
   uint64_t stacks_dropped = 0;    // over the distinct-stack cap
 };
+
+// This process's resident memory.
+uint64_t ResidentBytes();
 
 class AgentLoop {
  public:
@@ -67,6 +72,7 @@ class AgentLoop {
   // Samples until SIGINT/SIGTERM (or the recording fails), then hands over
   // the last partial interval and waits for the worker to finish it.
   absl::Status Run();
+  // Safe from any thread.
   AgentCounters counters() const;
 
  private:
@@ -83,6 +89,8 @@ class AgentLoop {
   uint64_t next_end_ns_ = 0;
   uint64_t next_log_ns_ = 0;
   uint64_t started_cpu_ns_ = 0;
+  uint64_t next_stats_ns_ = 0;
+  std::atomic<uint64_t> lost_{0};  // refreshed each second on the recording thread
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

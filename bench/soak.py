@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Memory and CPU of `ehprof agent` over a long run (issue 11): the agent
+profiles the whole machine at 99 Hz with --output-dir (10 s intervals, the
+newest 10 kept) while testdata's churn_load starts RATE short-lived
+processes a second (a third exec churn_child, a third dlopen libdlwork.so,
+a third spin). Every 10 s: the agent's RSS (/proc/PID/status) and its CPU
+time (utime + stime). At the end: RSS at 5 min and at the end (flat once
+warm: within 5 %), the steady-state CPU share of one CPU from 5 min on
+(start-up excluded), intervals written, and the agent's own metrics line.
+
+  python3 bench/soak.py --minutes 30 --rate 200
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def stat(pid):
+    rss = None
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) / 1024
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    return rss, ticks / os.sysconf("SC_CLK_TCK")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ehprof", default=os.path.join(ROOT, "build", "ehprof"))
+    ap.add_argument("--testdata", default=os.path.join(ROOT, "build", "testdata"))
+    ap.add_argument("--minutes", type=float, default=30)
+    ap.add_argument("--rate", type=int, default=200)
+    ap.add_argument("--warm-minutes", type=float, default=5)
+    a = ap.parse_args()
+    out = tempfile.mkdtemp(prefix="ehprof-soak-")
+    log = open(os.path.join(out, "agent.log"), "w")
+    agent = subprocess.Popen([a.ehprof, "agent", "-a", "-F", "99", "--interval", "10", "--output-dir",
+                              os.path.join(out, "profiles"), "--keep", "10", "--metrics-every", "60"],
+                             stderr=log, stdout=subprocess.DEVNULL)
+    time.sleep(3)
+    seconds = int(a.minutes * 60)
+    load = subprocess.Popen([os.path.join(a.testdata, "churn_load"), str(a.rate), str(seconds),
+                             os.path.join(a.testdata, "churn_child.stripped"),
+                             os.path.join(a.testdata, "libdlwork.so")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    points = []
+    start = time.monotonic()
+    try:
+        while load.poll() is None and agent.poll() is None:
+            time.sleep(10)
+            rss, cpu = stat(agent.pid)
+            points.append((time.monotonic() - start, rss, cpu))
+            print(f"soak: {points[-1][0]:7.0f} s  RSS {rss:7.1f} MB  CPU {cpu:7.1f} s", flush=True)
+    finally:
+        if load.poll() is None:
+            load.kill()
+        agent.send_signal(signal.SIGTERM)
+        agent.wait(timeout=120)
+    load_out = load.stdout.read().strip()
+    warm = [p for p in points if p[0] >= a.warm_minutes * 60]
+    if not warm:
+        sys.exit("soak: the run ended before it was warm")
+    first, last = warm[0], points[-1]
+    cpu_share = (last[2] - first[2]) / (last[0] - first[0]) * 100 if last[0] > first[0] else 0
+    files = len(os.listdir(os.path.join(out, "profiles")))
+    print(f"soak: load: {load_out}")
+    print(f"soak: RSS at {first[0] / 60:.1f} min {first[1]:.1f} MB, at {last[0] / 60:.1f} min {last[1]:.1f} MB "
+          f"({(last[1] - first[1]) / first[1] * 100:+.1f} %); peak {max(p[1] for p in points):.1f} MB")
+    print(f"soak: steady-state CPU {cpu_share:.2f} % of one CPU (from {first[0] / 60:.1f} min); "
+          f"{files} profiles kept; agent exit {agent.returncode}")
+    log.close()
+    with open(os.path.join(out, "agent.log")) as f:
+        tail = [l for l in f if "ehprof agent:" in l][-3:]
+    print("".join("soak: " + l for l in tail), end="")
+    print(f"soak: files in {out}")
+
+
+if __name__ == "__main__":
+    main()
