@@ -69,6 +69,8 @@ Options:
                      executable's name)
   --table-memory MB  memory for unwind tables in BPF maps (default 64)
   --max-procs N      processes with unwind state in the kernel (default 4096)
+  --memory-limit MB  above this resident size after an interval, symbol
+                     caches are dropped and rebuilt (default 300; 0: never)
   --log FILE         write messages to FILE (reopened on SIGHUP)
   --metrics-every S  a line of self-metrics (samples, lost, intervals, RSS,
                      CPU) this often (default 60; 0: never)
@@ -118,6 +120,8 @@ std::string PrometheusText(const AgentCounters& c, const PushQueue::Counters& q,
                       "Pushes dropped from a full queue (oldest first).", q.dropped);
     out += PromMetric("ehprof_push_queue_depth", "gauge", "Pushes waiting.", static_cast<double>(q.queued));
   }
+  out += PromMetric("ehprof_symbol_cache_resets_total", "counter",
+                    "Times the symbol caches were dropped to stay under --memory-limit.", c.cache_resets);
   out += PromMetric("ehprof_resident_memory_bytes", "gauge", "Resident memory of the agent.",
                     static_cast<double>(ResidentBytes()));
   out += PromMetric("ehprof_cpu_seconds_total", "counter", "CPU time of the agent since it started.",
@@ -224,6 +228,10 @@ int RunAgentCommand(const std::vector<std::string>& args) {
       }
     } else if (a == "--metrics-addr") {
       if (!value(&metrics_addr) || metrics_addr.empty()) return UsageError("agent", "--metrics-addr takes IP:PORT");
+    } else if (a == "--memory-limit") {
+      uint64_t mb = 0;
+      if (!value(&v) || !absl::SimpleAtoi(v, &mb)) return UsageError("agent", "--memory-limit takes megabytes");
+      o.memory_limit_bytes = mb << 20;
     } else if (a == "--log") {
       if (!value(&log_path) || log_path.empty()) return UsageError("agent", "--log takes a file");
     } else if (a == "--metrics-every") {

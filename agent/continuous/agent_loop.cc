@@ -3,6 +3,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <fstream>
 
@@ -99,11 +101,12 @@ void AgentLoop::LogMetrics(uint64_t now_ns) {
   }
   std::fprintf(stderr,
                "ehprof agent: samples %llu, lost %llu, intervals %llu (dropped %llu), queued %zu, "
-               "RSS %.1f MB, CPU %.1f s%s\n",
+               "RSS %.1f MB (caches dropped %llu times), CPU %.1f s%s\n",
                static_cast<unsigned long long>(c.samples),
                static_cast<unsigned long long>(c.samples_lost),
                static_cast<unsigned long long>(c.intervals),
                static_cast<unsigned long long>(c.intervals_dropped), queued, ResidentBytes() / 1e6,
+               static_cast<unsigned long long>(c.cache_resets),
                (CpuTimeNs() - started_cpu_ns_) / 1e9,
                options_.extra_metrics ? options_.extra_metrics().c_str() : "");
   (void)now_ns;
@@ -133,8 +136,17 @@ void AgentLoop::Worker() {
       std::fprintf(stderr, "ehprof agent: warning: %s\n", w.c_str());
     }
     if (options_.sink) options_.sink(out);
+    out = IntervalOutput();
+    p = IntervalProfile();
+    bool reset = false;
+    if (options_.memory_limit_bytes != 0 && ResidentBytes() > options_.memory_limit_bytes) {
+      symbolizer.Reset();
+      malloc_trim(0);
+      reset = true;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.intervals;
+    counters_.cache_resets += reset;
   }
 }
 

@@ -47,6 +47,11 @@ struct AgentOptions {
   std::function<void(const IntervalOutput&)> sink;
   // A line of self-metrics this often (0: never).
   double log_every_s = 60;
+  // Above this resident size after an interval, the symbolizer's caches
+  // and readers are dropped (and freed memory returned to the system): the
+  // symbol tables of whatever big binaries ran (libLLVM's alone are ~100
+  // MB) are what grows. 0: no limit.
+  uint64_t memory_limit_bytes = 300ull << 20;
   // Runs on the recording thread at every tick (SIGHUP's log reopening).
   std::function<void()> on_tick;
   // More of the self-metrics line (the sinks' counters).
@@ -59,6 +64,7 @@ struct AgentCounters {
   uint64_t intervals = 0;         // handed to the sinks
   uint64_t intervals_dropped = 0; // the worker fell behind
   uint64_t stacks_dropped = 0;    // over the distinct-stack cap
+  uint64_t cache_resets = 0;      // symbolizer caches dropped for memory
 };
 
 // This process's resident memory.

@@ -123,6 +123,13 @@ std::map<std::string, std::vector<ResolvedSample>> IntervalSymbolizer::Resolve(
   return out;
 }
 
+void IntervalSymbolizer::Reset() {
+  for (std::string& w : dwarf_->TakeWarnings()) warnings_.push_back(std::move(w));
+  ResetReaders();
+  current_ = Cache();
+  previous_ = Cache();
+}
+
 std::vector<std::string> IntervalSymbolizer::TakeWarnings() {
   for (std::string& w : dwarf_->TakeWarnings()) warnings_.push_back(std::move(w));
   return std::exchange(warnings_, {});

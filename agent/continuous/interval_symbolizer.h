@@ -28,7 +28,7 @@ class IntervalSymbolizer {
  public:
   struct Options {
     size_t max_addresses = 100000;
-    size_t max_files = 256;
+    size_t max_files = 64;
     bool demangle = true;
     std::string vdso_file;  // a copy of the vDSO image to read "[vdso]" from
   };
@@ -38,6 +38,8 @@ class IntervalSymbolizer {
   std::map<std::string, std::vector<ResolvedSample>> Resolve(const IntervalProfile& p);
   std::vector<std::string> TakeWarnings();
   size_t cached_addresses() const { return current_.size() + previous_.size(); }
+  // Drops every cache and symbol reader (the agent's memory budget).
+  void Reset();
 
  private:
   struct Symbolized {
