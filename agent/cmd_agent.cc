@@ -69,6 +69,8 @@ Options:
                      executable's name)
   --table-memory MB  memory for unwind tables in BPF maps (default 64)
   --max-procs N      processes with unwind state in the kernel (default 4096)
+  --table-cache DIR  built unwind tables kept across runs (default
+                     /var/cache/ehprof/tables; --no-table-cache: none)
   --memory-limit MB  above this resident size after an interval, symbol
                      caches are dropped and rebuilt (default 300; 0: never)
   --log FILE         write messages to FILE (reopened on SIGHUP)
@@ -204,6 +206,14 @@ int RunAgentCommand(const std::vector<std::string>& args) {
       if (!value(&v) || !absl::SimpleAtoi(v, &table_mb) || table_mb < 1 || table_mb > 65536) {
         return UsageError("agent", "--table-memory takes megabytes (1..65536)");
       }
+    } else if (a == "--table-cache") {
+      if (!value(&o.record.table_cache_dir) || o.record.table_cache_dir.empty() ||
+          o.record.table_cache_dir[0] != '/') {
+        return UsageError("agent", "--table-cache takes an absolute directory");
+      }
+      o.record.table_cache_explicit = true;
+    } else if (a == "--no-table-cache") {
+      o.record.table_cache_dir.clear();
     } else if (a == "--max-procs") {
       if (!value(&v) || !absl::SimpleAtoi(v, &max_procs) || max_procs < 1 || max_procs > 1 << 20) {
         return UsageError("agent", "--max-procs takes a count (1..1048576)");

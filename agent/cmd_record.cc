@@ -71,6 +71,9 @@ options:
   --max-procs N      processes the BPF process map holds (default 4096,
                      32 KiB each, allocated as used); beyond it user
                      stacks stop at the leaf
+  --table-cache DIR  built unwind tables kept across runs, checked on load
+                     (default /var/cache/ehprof/tables, 1 GiB at most;
+                     --no-table-cache: build every run)
   --verify[=N]       also capture registers and 64 KiB of stack for every
                      Nth sample (default 10), unwind that copy with libdwfl
                      and report how the in-kernel walk agrees, frame by frame
@@ -132,9 +135,10 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
   }
   const FileTables::Stats& t = s.tables;
   std::fprintf(stderr,
-               "ehprof: unwind tables: %llu loaded, %llu reused after their process ended, "
-               "%llu evicted for room, %llu unloaded unused, %llu refused (maps full)\n",
-               static_cast<unsigned long long>(t.loaded), static_cast<unsigned long long>(t.reused),
+               "ehprof: unwind tables: %llu loaded (%llu from the table cache), %llu reused after "
+               "their process ended, %llu evicted for room, %llu unloaded unused, %llu refused (maps full)\n",
+               static_cast<unsigned long long>(t.loaded), static_cast<unsigned long long>(t.from_cache),
+               static_cast<unsigned long long>(t.reused),
                static_cast<unsigned long long>(t.evicted), static_cast<unsigned long long>(t.expired),
                static_cast<unsigned long long>(t.no_space));
   std::fprintf(stderr, "ehprof: %zu processes remembered for resolving, %zu files kept open, %zu known\n",
@@ -306,6 +310,13 @@ int RunRecordCommand(const std::vector<std::string>& args) {
       if (!value(&v) || !absl::SimpleAtoi(v, &table_mb) || table_mb < 1 || table_mb > 65536) {
         return UsageError("record", "--table-memory takes megabytes (1..65536)");
       }
+    } else if (a == "--table-cache") {
+      if (!value(&o.table_cache_dir) || o.table_cache_dir.empty() || o.table_cache_dir[0] != '/') {
+        return UsageError("record", "--table-cache takes an absolute directory");
+      }
+      o.table_cache_explicit = true;
+    } else if (a == "--no-table-cache") {
+      o.table_cache_dir.clear();
     } else if (a == "--max-procs") {
       if (!value(&v) || !absl::SimpleAtoi(v, &max_procs) || max_procs < 1 || max_procs > 1 << 20) {
         return UsageError("record", "--max-procs takes a count (1..1048576)");

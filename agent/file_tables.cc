@@ -12,7 +12,8 @@
 
 namespace ehprof {
 
-FileTables::FileTables(TableStore* store) : store_(store) {
+FileTables::FileTables(TableStore* store, std::unique_ptr<TableCache> cache)
+    : store_(store), cache_(std::move(cache)) {
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
@@ -70,7 +71,7 @@ absl::StatusOr<FileKey> FileTables::Register(const std::string& open_path,
 void FileTables::Queue(const FileKey& key, const FileInfo& info, std::optional<ElfFile> elf) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back({key, info.open_path, info.path, info.image, std::move(elf)});
+    jobs_.push_back({key, info.open_path, info.path, info.build_id, info.image, std::move(elf)});
   }
   cv_.notify_one();
 }
@@ -122,6 +123,10 @@ bool FileTables::EvictOne() {
 
 FileTables::Stats FileTables::stats() const {
   Stats s = stats_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.from_cache = from_cache_;
+  }
   s.unused = unused_.size();
   s.files = files_.size();
   return s;
@@ -138,25 +143,53 @@ void FileTables::WorkerLoop() {
       jobs_.pop_front();
       ++in_flight_;
     }
-    Done done{job.key, absl::UnknownError("not built")};
-    auto elf = job.elf ? absl::StatusOr<ElfFile>(std::move(*job.elf))
-               : job.image.empty() ? ElfFile::Open(job.open_path)
-                                   : ElfFile::FromBytes(job.name, std::move(job.image));
-    if (!elf.ok()) {
-      done.table = elf.status();
-    } else {
-      auto table = BuildUnwindTable(*elf);
-      if (!table.ok()) {
-        done.table = table.status();
-      } else {
-        done.rows = table->rows.size();
-        done.table = EncodeCompactTable(table->rows, job.name);
-      }
-    }
+    Done done = Build(job);
     std::lock_guard<std::mutex> lock(mu_);
+    if (done.from_cache) ++from_cache_;
     done_.push_back(std::move(done));
     --in_flight_;
   }
+}
+
+FileTables::Done FileTables::Build(Job& job) {
+  Done done{job.key, absl::UnknownError("not built")};
+  // In-memory images (the vDSO) have no file identity to key a cache entry.
+  const bool cacheable = cache_ && job.image.empty() && job.key.inode != 0;
+  const TableFileKey tkey{job.build_id, job.key.inode, job.key.size, job.key.mtime_ns};
+  if (cacheable) {
+    std::string why;
+    if (std::optional<StoredTable> t = cache_->Load(tkey, &why)) {
+      done.rows = t->plain_rows;
+      done.table = std::move(t->table);
+      done.from_cache = true;
+      return done;
+    }
+    if (!why.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      worker_warnings_.push_back(absl::StrCat(why, " (rebuilt)"));
+    }
+  }
+  auto elf = job.elf ? absl::StatusOr<ElfFile>(std::move(*job.elf))
+             : job.image.empty() ? ElfFile::Open(job.open_path)
+                                 : ElfFile::FromBytes(job.name, std::move(job.image));
+  if (!elf.ok()) {
+    done.table = elf.status();
+    return done;
+  }
+  auto table = BuildUnwindTable(*elf);
+  if (!table.ok()) {
+    done.table = table.status();
+    return done;
+  }
+  done.rows = table->rows.size();
+  done.table = EncodeCompactTable(table->rows, job.name);
+  if (cacheable && done.table.ok()) {
+    if (absl::Status st = cache_->Store(tkey, {*done.table, done.rows}); !st.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      worker_warnings_.push_back(std::string(st.message()));
+    }
+  }
+  return done;
 }
 
 std::vector<FileKey> FileTables::CollectFinished() {
@@ -236,6 +269,9 @@ std::vector<FileKey> FileTables::CollectFinished() {
 std::vector<std::string> FileTables::TakeWarnings() {
   std::vector<std::string> out;
   out.swap(warnings_);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (std::string& w : worker_warnings_) out.push_back(std::move(w));
+  worker_warnings_.clear();
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "agent/table_store.h"
 #include "unwind_tables/elf_file.h"
+#include "unwind_tables/table_cache.h"
 
 namespace ehprof {
 
@@ -54,7 +55,10 @@ class FileTables {
   // mapping the file; then the maps are back to what live processes need.
   static constexpr int kUnusedTableSeconds = 10;
 
-  explicit FileTables(TableStore* store);
+  // cache (may be null): built tables are looked up there before a build
+  // and stored after one, so the next run of a binary finds its table at
+  // once. Used by the worker thread only.
+  explicit FileTables(TableStore* store, std::unique_ptr<TableCache> cache = nullptr);
   ~FileTables();  // stops the worker
 
   // The file behind `open_path` (a /proc/PID/map_files link, or a path),
@@ -79,6 +83,7 @@ class FileTables {
     uint64_t expired = 0;       // unused tables unloaded after kUnusedTableSeconds
     uint64_t reused = 0;        // registrations that found an unused table
     uint64_t no_space = 0;      // files left without a table for lack of room
+    uint64_t from_cache = 0;    // builds served by the on-disk table cache
     size_t unused = 0;          // unused tables loaded now
     size_t files = 0;           // files known now
   };
@@ -89,6 +94,7 @@ class FileTables {
     FileKey key;
     std::string open_path;
     std::string name;
+    std::string build_id;
     std::vector<uint8_t> image;
     // Opened when registered: a short-lived process's map_files link is
     // gone by the time the worker gets to it.
@@ -98,12 +104,17 @@ class FileTables {
     FileKey key;
     absl::StatusOr<CompactTable> table;
     uint64_t rows = 0;
+    bool from_cache = false;
   };
+  // The table of a job: from the cache when it has it, else built (and
+  // stored there).
+  Done Build(Job& job);
   void WorkerLoop();
   bool EvictOne();
   void Queue(const FileKey& key, const FileInfo& info, std::optional<ElfFile> elf = std::nullopt);
 
   TableStore* store_;
+  std::unique_ptr<TableCache> cache_;  // the worker's only
   std::map<FileKey, FileInfo> files_;
   std::list<FileKey> unused_;  // ready tables no process uses, most recent first
   bool retry_no_space_ = false;
@@ -111,6 +122,8 @@ class FileTables {
   Stats stats_;
   std::vector<std::string> warnings_;
   mutable std::mutex mu_;
+  std::vector<std::string> worker_warnings_;  // guarded by mu_ (the cache's)
+  uint64_t from_cache_ = 0;                   // guarded by mu_
   std::condition_variable cv_;
   std::deque<Job> jobs_;
   std::vector<Done> done_;

@@ -350,7 +350,16 @@ absl::Status Recorder::Run() {
   if (!session.ok()) return session.status();
   session_ = std::move(*session);
   store_ = std::make_unique<TableStore>(session_->maps(), options_.sizes);
-  files_ = std::make_unique<FileTables>(store_.get());
+  std::unique_ptr<TableCache> cache;
+  if (!options_.table_cache_dir.empty()) {
+    auto c = TableCache::Open(options_.table_cache_dir, options_.table_cache_bytes);
+    if (c.ok()) {
+      cache = std::make_unique<TableCache>(*std::move(c));
+    } else if (options_.table_cache_explicit || geteuid() == 0) {
+      warnings_.push_back(absl::StrCat(c.status().message(), " (tables are built every run)"));
+    }
+  }
+  files_ = std::make_unique<FileTables>(store_.get(), std::move(cache));
   tracker_ = std::make_unique<ProcessTracker>(files_.get(), session_->maps().procs);
 
   if (child_pid_ > 0) PrefetchCommandTables();

@@ -47,6 +47,13 @@ struct RecordOptions {
   MapSizes sizes;
   bool live_status = false;           // a one-line status on stderr
   uint32_t verify_every = 0;          // --verify: capture every Nth sample
+  // The on-disk cache of built tables (--table-cache; empty: none) and its
+  // budget.
+  std::string table_cache_dir = kDefaultTableCacheDir;
+  // Said when it cannot be used; the default is left out quietly (a user
+  // with capabilities but not root cannot create it).
+  bool table_cache_explicit = false;
+  uint64_t table_cache_bytes = uint64_t{1} << 30;
   // Continuous mode (ehprof agent): each sample goes to on_sample instead
   // of being kept, while the tracker is current (exited processes then keep
   // no history), and on_tick runs after every poll of the ring buffer (at
