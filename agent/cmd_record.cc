@@ -153,8 +153,9 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
 // Writes via a temporary file in the same directory, renamed at the end, so
 // a failed write never leaves a truncated profile under the final name.
 absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::string& path,
-                         const std::string& format, const PprofOptions& pprof, bool srcline,
-                         mode_t mode) {
+                         const std::string& format, const PprofOptions& pprof,
+                         const PerfScriptOptions& script, mode_t mode) {
+  const bool srcline = script.srcline;
   // A device or pipe (-o /dev/null, -o /dev/stdout) is written in place:
   // renaming a file over it would replace the device.
   struct stat st;
@@ -181,7 +182,7 @@ absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::
       fg.title = absl::StrCat("ehprof: ", samples.size(), " samples");
       st = WriteFlameGraphSvg(samples, out, fg);
     } else {
-      st = WritePerfScript(samples, out, srcline);
+      st = WritePerfScript(samples, out, script);
     }
     if (!st.ok()) return st;
     out.flush();
@@ -214,6 +215,8 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   uint64_t table_mb = 64;
   uint32_t max_procs = MapSizes{}.procs;
   int targets = 0;
+  std::string event_name = "cpu-clock";
+  bool o_event_is_clock = true;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string* v) {
@@ -281,6 +284,8 @@ int RunRecordCommand(const std::vector<std::string>& args) {
       if (!value(&diff_path)) return UsageError("record", "--diff-folded takes a file");
     } else if (a == "-e") {
       if (!value(&v)) return UsageError("record", "-e takes an event");
+      event_name = v;
+      o_event_is_clock = v != "cycles";
       if (v == "cpu-clock") {
         o.event_type = PERF_TYPE_SOFTWARE;
         o.event_config = PERF_COUNT_SW_CPU_CLOCK;
@@ -427,12 +432,18 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   pprof.duration_nanos = static_cast<int64_t>(rec.summary().seconds * 1e9);
   pprof.time_nanos = static_cast<int64_t>(absl::ToUnixNanos(absl::Now())) - pprof.duration_nanos;
   pprof.build_ids = rec.tracker() ? rec.tracker()->BuildIds() : std::map<std::string, std::string>{};
-  absl::Status wst = WriteOutput(resolved, output, format, pprof, srcline, output_mode);
+  PerfScriptOptions script;
+  script.srcline = srcline;
+  script.event = event_name;
+  // Clock events count nanoseconds; a hardware event's period in frequency
+  // mode varies from sample to sample and is not known here.
+  script.period = o_event_is_clock ? 1000000000 / frequency_hz : 0;
+  absl::Status wst = WriteOutput(resolved, output, format, pprof, script, output_mode);
   if (!wst.ok()) {
     // Never lose a recording to a bad -o: keep it where it can be written.
     const std::string fallback = absl::StrCat("/tmp/ehprof-", getpid(), ".", format);
     std::fprintf(stderr, "ehprof record: %s\n", std::string(wst.message()).c_str());
-    if (WriteOutput(resolved, fallback, format, pprof, srcline, 0600).ok()) {
+    if (WriteOutput(resolved, fallback, format, pprof, script, 0600).ok()) {
       std::fprintf(stderr, "ehprof record: the profile was written to %s instead\n", fallback.c_str());
       PrintSummary(rec, absl::StrCat(fallback, " (", format, ")"));
     } else {

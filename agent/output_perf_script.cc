@@ -16,11 +16,22 @@ std::string OneLine(const std::string& name) {
   return s;
 }
 
-std::string FormatSample(const ResolvedSample& sample, bool srcline) {
-  // perf 6.1 builtin-script.c: "%s " for the comm when a callchain follows,
-  // "%5d " for the tid (signed: perf shows -1 for an unknown thread).
-  std::string text = absl::StrFormat("%s %5d \n", OneLine(sample.comm),
-                                     static_cast<int32_t>(sample.tid));
+std::string FormatSample(const ResolvedSample& sample, const PerfScriptOptions& o) {
+  const bool srcline = o.srcline;
+  std::string text;
+  if (o.event.empty()) {
+    // perf 6.1 builtin-script.c: "%s " for the comm when a callchain
+    // follows, "%5d " for the tid (signed: perf shows -1 for an unknown
+    // thread).
+    text = absl::StrFormat("%s %5d \n", OneLine(sample.comm), static_cast<int32_t>(sample.tid));
+  } else {
+    // perf script's default fields: comm, tid, [cpu], time, period, event
+    // (npm flamegraph's detector wants exactly these; a pid/tid pair
+    // does not match it).
+    text = absl::StrFormat("%s %5d [%03d] %d.%06d: %10d %s: \n", OneLine(sample.comm),
+                           static_cast<int32_t>(sample.tid), sample.cpu, sample.time_ns / 1000000000,
+                           sample.time_ns % 1000000000 / 1000, o.period, OneLine(o.event));
+  }
   for (const ResolvedFrame& f : sample.frames) {
     // evsel_fprintf.c: an inlined frame prints " (inlined)" instead of its dso.
     absl::StrAppendFormat(&text, "\t%16x %s (%s)\n", f.addr, OneLine(f.symbol),
@@ -46,9 +57,16 @@ absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::os
 
 absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::ostream& out,
                              bool srcline) {
+  PerfScriptOptions o;
+  o.srcline = srcline;
+  return WritePerfScript(samples, out, o);
+}
+
+absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::ostream& out,
+                             const PerfScriptOptions& options) {
   for (const ResolvedSample& sample : samples) {
     if (sample.count == 0) continue;
-    const std::string text = FormatSample(sample, srcline);
+    const std::string text = FormatSample(sample, options);
     for (uint64_t i = 0; i < sample.count && out; ++i) out << text;
   }
   out.flush();

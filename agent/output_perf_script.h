@@ -5,7 +5,9 @@
 #ifndef EHPROF_AGENT_OUTPUT_PERF_SCRIPT_H_
 #define EHPROF_AGENT_OUTPUT_PERF_SCRIPT_H_
 
+#include <cstdint>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -25,6 +27,18 @@ absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::os
 // `perf script -F +srcline` prints it ("  file:line", "??:0" unknown).
 absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::ostream& out,
                              bool srcline);
+
+// With an event name, the header is perf script's default one
+//   "COMM TID [CPU] SECONDS.MICROS: PERIOD EVENT: \n"
+// (what speedscope, npm flamegraph and the Firefox Profiler look for to
+// recognise perf output: the time and the event).
+struct PerfScriptOptions {
+  bool srcline = false;
+  std::string event;    // "cpu-clock"; empty: the short "COMM TID" header
+  uint64_t period = 0;  // per sample (cpu-clock: 1e9 / Hz nanoseconds)
+};
+absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::ostream& out,
+                             const PerfScriptOptions& options);
 
 }  // namespace ehprof
 

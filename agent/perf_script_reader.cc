@@ -57,9 +57,15 @@ absl::StatusOr<std::vector<ResolvedSample>> ReadPerfScript(std::istream& in,
     std::vector<std::string> tok = absl::StrSplit(line, ' ', absl::SkipEmpty());
     ResolvedSample s;
     size_t t = 1;
+    // "PID/TID" in perf's default header, a bare "TID" in the short one.
     for (; t < tok.size(); ++t) {
-      std::string id = tok[t].substr(0, tok[t].find('/'));
-      if (absl::SimpleAtoi(id, &s.tid)) break;
+      const size_t slash = tok[t].find('/');
+      if (slash == std::string::npos) {
+        if (absl::SimpleAtoi(tok[t], &s.tid)) break;
+      } else if (absl::SimpleAtoi(tok[t].substr(0, slash), &s.pid) &&
+                 absl::SimpleAtoi(tok[t].substr(slash + 1), &s.tid)) {
+        break;
+      }
     }
     if (tok.empty() || t == tok.size()) {
       return absl::InvalidArgumentError(absl::StrCat(name, ":", lineno, ": not a sample header"));
