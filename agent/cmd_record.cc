@@ -88,13 +88,8 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 void PrintSummary(const Recorder& rec, const std::string& output) {
   const RecordSummary& s = rec.summary();
-  std::map<unsigned, uint64_t> reasons;
-  uint64_t user_walked = 0;
-  for (const RawSample& r : rec.samples()) {
-    if (r.stop_reason == EHP_STOP_NOT_WALKED || r.stop_reason == EHP_STOP_NO_USER_STACK) continue;
-    ++user_walked;
-    ++reasons[r.stop_reason];
-  }
+  std::map<unsigned, uint64_t> reasons = s.stop_reasons;
+  const uint64_t user_walked = s.user_walked;
   std::fprintf(stderr, "ehprof: %llu samples in %.1f s (%llu lost), ended by %s\n",
                static_cast<unsigned long long>(s.samples), s.seconds,
                static_cast<unsigned long long>(s.ringbuf_drops), s.ended_by.c_str());
@@ -110,19 +105,15 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
     std::fprintf(stderr, "ehprof: user stacks complete (reached the bottom): %.1f%%; stop reasons: %s\n",
                  100.0 * reasons[EHP_STOP_END_OF_STACK] / user_walked, line.c_str());
   }
-  if (!rec.samples().empty()) {
-    std::vector<uint32_t> ns;
-    uint64_t bytes = 0;
-    for (const RawSample& r : rec.samples()) {
-      ns.push_back(r.bpf_ns);
-      bytes += sizeof(ehp_event) + 8 * (r.kernel.size() + r.user.size() + r.user_fp.size());
-    }
+  if (!s.bpf_ns.empty()) {
+    std::vector<uint32_t> ns = s.bpf_ns;
+    const uint64_t bytes = s.ring_bytes;
     std::sort(ns.begin(), ns.end());
     auto pct = [&](double p) { return ns[std::min(ns.size() - 1, size_t(p * ns.size()))] / 1e3; };
     std::fprintf(stderr,
                  "ehprof: BPF time per sample: median %.2f us, p90 %.2f us, p99 %.2f us; "
                  "%.0f bytes per sample through the ring buffer\n",
-                 pct(0.5), pct(0.9), pct(0.99), double(bytes) / rec.samples().size());
+                 pct(0.5), pct(0.9), pct(0.99), double(bytes) / s.samples);
   }
   if (s.prog.run_cnt) {
     std::fprintf(stderr, "ehprof: BPF run time per program run (kernel.bpf_stats_enabled): mean %.2f us over %llu runs\n",
@@ -179,7 +170,9 @@ absl::Status WriteOutput(const std::vector<ResolvedSample>& samples, const std::
       st = WriteText(samples, out);
     } else if (format == "svg") {
       FlameGraphOptions fg;
-      fg.title = absl::StrCat("ehprof: ", samples.size(), " samples");
+      uint64_t total = 0;
+      for (const ResolvedSample& r : samples) total += r.count;
+      fg.title = absl::StrCat("ehprof: ", total, " samples");
       st = WriteFlameGraphSvg(samples, out, fg);
     } else {
       st = WritePerfScript(samples, out, script);
@@ -344,6 +337,11 @@ int RunRecordCommand(const std::vector<std::string>& args) {
                                                                           : "perf-script";
   }
   const uint64_t frequency_hz = o.frequency_hz;
+  // Outputs that sum samples take them aggregated (memory by distinct
+  // stack); perf-script and text print each sample with its time, and
+  // --verify / --compare pair samples one by one.
+  o.aggregate = (format == "folded" || format == "svg" || format == "pprof") && o.verify_every == 0 &&
+                compare_path.empty() && diff_path.empty();
   o.sizes = SizesForMemory(table_mb);
   o.sizes.procs = max_procs;
 

@@ -19,6 +19,7 @@ class Resolver {
 
   ResolvedSample Resolve(const RawSample& raw) {
     ResolvedSample out;
+    out.count = raw.count;
     out.comm = raw.comm;
     out.pid = raw.pid;
     out.tid = raw.tid;

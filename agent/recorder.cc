@@ -199,6 +199,16 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       s.user.assign(frames + ev.n_kernel, frames + ev.n_kernel + ev.n_user);
       s.user_fp.assign(frames + ev.n_kernel + ev.n_user, frames + n);
       if (s.stop_reason == EHP_STOP_END_OF_STACK) ++complete_;
+      if (s.stop_reason != EHP_STOP_NOT_WALKED && s.stop_reason != EHP_STOP_NO_USER_STACK) {
+        ++summary_.user_walked;
+        ++summary_.stop_reasons[s.stop_reason];
+      }
+      summary_.ring_bytes += size;
+      if (summary_.bpf_ns.size() < RecordSummary::kBpfNsReservoir) {
+        summary_.bpf_ns.push_back(s.bpf_ns);
+      } else if (uint64_t j = reservoir_rng_() % (sample_count_ + 1); j < RecordSummary::kBpfNsReservoir) {
+        summary_.bpf_ns[j] = s.bpf_ns;
+      }
       if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
       ++sample_count_;
       if (options_.on_sample) {
@@ -206,6 +216,15 @@ void Recorder::HandleEvent(const void* data, size_t size) {
         break;
       }
       sampled_.insert(s.pid);
+      if (options_.aggregate) {
+        SampleKey key{s.pid, s.tid, exec_gen_[s.pid], s.flags, s.stop_reason, s.fp_stop_reason,
+                      s.comm, s.kernel, s.user, s.user_fp};
+        auto [it, inserted] = sample_index_.try_emplace(std::move(key), samples_.size());
+        if (!inserted) {
+          ++samples_[it->second].count;
+          break;
+        }
+      }
       last_sample_on_cpu_[s.cpu] = samples_.size();
       samples_.push_back(std::move(s));
       break;
@@ -229,6 +248,7 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       break;
     }
     case EHP_EVENT_EXEC:
+      ++exec_gen_[ev.pid];
       tracker_->ImageEnded(ev.pid, ev.time_ns);
       for (uint64_t delay_ms : {5, 20, 60, 200}) {
         followups_.emplace(ev.time_ns + delay_ms * 1000000, ev.pid);
@@ -248,6 +268,7 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       to_refresh_.insert(static_cast<uint32_t>(ev.addr));
       break;
     case EHP_EVENT_EXIT:
+      ++exec_gen_[ev.pid];  // a reused pid is another image too
       to_exit_.emplace(ev.pid, ev.time_ns);
       break;
     default:

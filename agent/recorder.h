@@ -9,11 +9,13 @@
 #include <functional>
 #include <memory>
 #include <map>
+#include <random>
 #include <set>
 #include <unordered_set>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "agent/bpf_session.h"
 #include "agent/file_tables.h"
@@ -30,6 +32,7 @@ struct RawSample {
   uint32_t flags = 0;
   uint32_t bpf_ns = 0;      // the BPF program's own time for this sample
   std::vector<uint64_t> kernel, user, user_fp;  // user frames carry EHP_FRAME_* bits
+  uint64_t count = 1;       // > 1: equal samples aggregated (time_ns is the first's)
 };
 
 struct RecordOptions {
@@ -47,6 +50,10 @@ struct RecordOptions {
   MapSizes sizes;
   bool live_status = false;           // a one-line status on stderr
   uint32_t verify_every = 0;          // --verify: capture every Nth sample
+  // Equal samples (same thread, image, comm, stacks, stop reasons) are kept
+  // once with a count, so memory grows with distinct stacks, not with
+  // samples. Not for outputs that need every sample's time or --verify.
+  bool aggregate = false;
   // The on-disk cache of built tables (--table-cache; empty: none) and its
   // budget.
   std::string table_cache_dir = kDefaultTableCacheDir;
@@ -84,6 +91,14 @@ struct RecordSummary {
   uint64_t procs_refused = 0;   // processes the full process map had no room for
   size_t remembered = 0;        // processes whose mappings are kept for resolving
   size_t kept_files = 0;        // files held open for symbolization
+  // Per sample, counted as they arrive (aggregated samples keep no per-
+  // sample data): user walks by stop reason, BPF time per sample (a
+  // uniform reservoir of at most kBpfNsReservoir), ring-buffer bytes.
+  static constexpr size_t kBpfNsReservoir = 100000;
+  std::map<unsigned, uint64_t> stop_reasons;
+  uint64_t user_walked = 0;
+  std::vector<uint32_t> bpf_ns;
+  uint64_t ring_bytes = 0;
 };
 
 // This process's CPU time (user + system) so far.
@@ -127,6 +142,22 @@ class Recorder {
   std::vector<VerifyCapture> captures_;
   // The sample index of each CPU's latest sample: its VERIFY event follows.
   std::map<uint32_t, size_t> last_sample_on_cpu_;
+  // aggregate: the index in samples_ of each distinct sample; execs per pid
+  // (a sample after an exec never merges with one before it).
+  struct SampleKey {
+    uint32_t pid, tid, exec_gen, flags;
+    uint8_t stop, fp_stop;
+    std::string comm;
+    std::vector<uint64_t> kernel, user, user_fp;
+    bool operator==(const SampleKey&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const SampleKey& k) {
+      return H::combine(std::move(h), k.pid, k.tid, k.exec_gen, k.flags, k.stop, k.fp_stop, k.comm,
+                        k.kernel, k.user, k.user_fp);
+    }
+  };
+  absl::flat_hash_map<SampleKey, size_t> sample_index_;
+  absl::flat_hash_map<uint32_t, uint32_t> exec_gen_;
   void ReportWarnings();
   std::vector<std::string> NewWarnings();
 
@@ -147,6 +178,7 @@ class Recorder {
   int child_error_fd_ = -1;  // the child writes errno here if exec fails
   uint64_t complete_ = 0;    // samples whose user walk reached the bottom
   uint64_t sample_count_ = 0;
+  std::mt19937_64 reservoir_rng_{12345};
   uint64_t last_status_ns_ = 0;
 };
 

@@ -212,7 +212,7 @@ struct Sample {
 bool IsKernelAddress(uint64_t addr) { return addr >= 0xffff800000000000ull; }
 
 // Parses ehprof's perf-script output. Returns false with `error` on anything
-// that does not follow the format (header `COMM TID`, then `\t<hex> SYM (DSO)`
+// that does not follow the format (header `COMM TID [CPU] TIME: PERIOD EVENT:`, then `\t<hex> SYM (DSO)`
 // lines, kernel frames before user frames, a blank line after each sample).
 bool ParsePerfScript(const std::string& text, std::vector<Sample>* samples, std::string* error) {
   std::istringstream in(text);
@@ -233,6 +233,12 @@ bool ParsePerfScript(const std::string& text, std::vector<Sample>* samples, std:
     if (line[0] != '\t') {
       if (cur) return fail("header inside a sample");
       std::string h = line;
+      // perf's default header: "COMM TID [CPU] SECS.MICROS: PERIOD EVENT: ";
+      // the comm and tid come before " [".
+      if (const size_t cpu = h.find(" ["); cpu != std::string::npos && h.back() == ' ' &&
+          h.find(": ", cpu) != std::string::npos) {
+        h = h.substr(0, cpu);
+      }
       while (!h.empty() && h.back() == ' ') h.pop_back();
       const size_t sp = h.rfind(' ');
       if (sp == std::string::npos) return fail("header without tid");
