@@ -30,10 +30,24 @@ objects="${objects%,}}"
 record_rc=-1
 if [[ $check_rc == 0 ]]; then
   rstart=$(now_ms)
-  timeout -s INT 600 "$E" record -F "${EHPROF_FREQ:-199}" -o "$R/fio.perf-script" -- \
+  timeout -s INT 600 "$E" record -F "${EHPROF_FREQ:-199}" --no-table-cache -o "$R/fio.perf-script" -- \
     fio --output=/dev/null "$EHPROF_REPO/testdata/workloads/fio-cpu.job" > "$R/record.txt" 2>&1
   record_rc=$?
   record_ms=$(($(now_ms) - rstart))
+  # ehprof agent on the same workload: 1 s intervals for 6 s into files
+  # (its start-up under TCG takes a few of them).
+  fio --output=/dev/null "$EHPROF_REPO/testdata/workloads/fio-cpu.job" > /dev/null 2>&1 &
+  fio_pid=$!
+  "$E" agent -p "$fio_pid" --interval 1 --output-dir "$R/agent" --metrics-every 0 \
+    --no-table-cache > "$R/agent.txt" 2>&1 &
+  agent_pid=$!
+  sleep 6
+  kill -TERM "$agent_pid"
+  wait "$agent_pid"
+  agent_rc=$?
+  kill "$fio_pid" 2>/dev/null
+  wait "$fio_pid" 2>/dev/null
+  agent_files=$(ls "$R/agent" 2>/dev/null | grep -c '\.pb\.gz$')
 fi
 cp /sys/kernel/btf/vmlinux "$R/vmlinux.btf" 2>/dev/null
 cat > "$R/guest.json" <<JSON
@@ -43,6 +57,8 @@ cat > "$R/guest.json" <<JSON
   "objects": $objects,
   "record_rc": $record_rc,
   "record_ms": ${record_ms:-0},
+  "agent_rc": ${agent_rc:--1},
+  "agent_files": ${agent_files:-0},
   "guest_ms": $(($(now_ms) - start)),
   "nproc": $(nproc)
 }
