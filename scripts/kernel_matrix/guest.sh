@@ -34,19 +34,19 @@ if [[ $check_rc == 0 ]]; then
     fio --output=/dev/null "$EHPROF_REPO/testdata/workloads/fio-cpu.job" > "$R/record.txt" 2>&1
   record_rc=$?
   record_ms=$(($(now_ms) - rstart))
-  # ehprof agent on the same workload: 1 s intervals for 6 s into files
-  # (its start-up under TCG takes a few of them).
-  fio --output=/dev/null "$EHPROF_REPO/testdata/workloads/fio-cpu.job" > /dev/null 2>&1 &
-  fio_pid=$!
-  "$E" agent -p "$fio_pid" --interval 1 --output-dir "$R/agent" --metrics-every 0 \
+  # ehprof agent on testdata's deep_recursion: 1 s intervals for 6 s into
+  # files (its start-up under TCG takes a few of them).
+  "$(dirname "$E")/testdata/deep_recursion" 10 10 > /dev/null 2>&1 &
+  work_pid=$!
+  "$E" agent -p "$work_pid" --interval 1 --output-dir "$R/agent" --metrics-every 0 \
     --no-table-cache > "$R/agent.txt" 2>&1 &
   agent_pid=$!
   sleep 6
   kill -TERM "$agent_pid"
   wait "$agent_pid"
   agent_rc=$?
-  kill "$fio_pid" 2>/dev/null
-  wait "$fio_pid" 2>/dev/null
+  kill "$work_pid" 2>/dev/null
+  wait "$work_pid" 2>/dev/null
   agent_files=$(ls "$R/agent" 2>/dev/null | grep -c '\.pb\.gz$')
 fi
 cp /sys/kernel/btf/vmlinux "$R/vmlinux.btf" 2>/dev/null
