@@ -120,6 +120,8 @@ std::string PrometheusText(const AgentCounters& c, const PushQueue::Counters& q,
                       q.rejected);
     out += PromMetric("ehprof_pushes_dropped_total", "counter",
                       "Pushes dropped from a full queue (oldest first).", q.dropped);
+    out += PromMetric("ehprof_pushes_abandoned_total", "counter",
+                      "Pushes given up after 12 failed attempts (about 3 minutes).", q.abandoned);
     out += PromMetric("ehprof_push_queue_depth", "gauge", "Pushes waiting.", static_cast<double>(q.queued));
   }
   out += PromMetric("ehprof_symbol_cache_resets_total", "counter",
@@ -315,7 +317,8 @@ int RunAgentCommand(const std::vector<std::string>& args) {
     if (!queue) return "";
     const PushQueue::Counters c = queue->counters();
     return absl::StrCat(", pushed ", c.pushed, " (failed attempts ", c.attempts_failed, ", refused ",
-                        c.rejected, ", dropped ", c.dropped, ", queued ", c.queued, ")");
+                        c.rejected, ", dropped ", c.dropped, ", given up ", c.abandoned, ", queued ",
+                        c.queued, ")");
   };
   o.on_tick = [&] {
     if (g_reopen_log.exchange(false) && !log_path.empty()) ReopenLog(log_path);

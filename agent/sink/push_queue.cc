@@ -67,14 +67,23 @@ void PushQueue::Run() {
     absl::Status st = send_(body);
     lock.lock();
     sending_ = false;
-    if (st.ok() || !absl::IsUnavailable(st)) {
+    const bool give_up = !st.ok() && absl::IsUnavailable(st) && ++attempts_ >= options_.max_attempts;
+    if (st.ok() || !absl::IsUnavailable(st) || give_up) {
       if (!queue_.empty()) queue_.pop_front();
       if (st.ok()) {
         ++counters_.pushed;
+      } else if (give_up) {
+        ++counters_.abandoned;
       } else {
         ++counters_.rejected;
       }
+      attempts_ = 0;
       cv_.notify_all();
+    }
+    if (give_up && report_) {
+      lock.unlock();
+      report_(absl::StrCat("push given up after ", options_.max_attempts, " attempts: ", st.message()));
+      lock.lock();
     }
     if (st.ok()) {
       backoff = options_.min_backoff;

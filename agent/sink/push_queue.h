@@ -30,12 +30,17 @@ class PushQueue {
     size_t max_queued = 60;  // 10 minutes of 10 s intervals
     std::chrono::milliseconds min_backoff{500};
     std::chrono::milliseconds max_backoff{30000};
+    // A request still failing after this many attempts is given up (a
+    // server that answers 500 to one malformed request would otherwise hold
+    // every later one behind it); about 3 minutes with the backoffs above.
+    int max_attempts = 12;
   };
   struct Counters {
     uint64_t pushed = 0;
     uint64_t attempts_failed = 0;
     uint64_t rejected = 0;  // refused for good (4xx)
     uint64_t dropped = 0;   // oldest dropped from a full queue
+    uint64_t abandoned = 0; // given up after max_attempts
     size_t queued = 0;      // waiting, including one being sent
   };
 
@@ -65,6 +70,7 @@ class PushQueue {
   Counters counters_;              // guarded by mu_
   std::set<absl::StatusCode> said_;  // sender thread only
   uint64_t failures_since_ok_ = 0;   // sender thread only
+  int attempts_ = 0;                 // of the request at the front, sender thread only
   std::thread thread_;
 };
 
