@@ -110,7 +110,8 @@ TEST_F(Agent, WritesOnePrivateProfilePerIntervalAndTheLastOnSigterm) {
     for (std::sregex_iterator it(raw.begin(), raw.end(), line), end; it != end; ++it) {
       count += std::stoull((*it)[1].str());
     }
-    EXPECT_GE(count, 80u) << files[i] << raw.substr(0, 600);  // less when the CPU is shared
+    // At least some (fewer when the CPU is shared), never several intervals merged.
+    EXPECT_GE(count, 20u) << files[i] << raw.substr(0, 600);
     EXPECT_LE(count, 260u) << files[i];
   }
 }

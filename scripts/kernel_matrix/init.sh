@@ -29,7 +29,26 @@ mount -t devpts devpts "$R/dev/pts"
 mount -t bpf bpf "$R/sys/fs/bpf" 2>/dev/null
 mount -t tracefs tracefs "$R/sys/kernel/tracing" 2>/dev/null
 mount -t debugfs debugfs "$R/sys/kernel/debug" 2>/dev/null
+# The repository, the ehprof binary's directory and the BPF objects (a CI
+# clone may live under /tmp or /root) must stay visible through the tmpfs
+# mounted over their parent: each is bound aside first, then put back
+# inside the tmpfs.
+n=0
+: > /keep.list
+for p in "$EHPROF_REPO" "${EHPROF_BIN%/*}" "$EHPROF_OBJECTS"; do
+  [ -n "$p" ] && [ -d "$R$p" ] || continue
+  mkdir -p "/keep$n"
+  mount -o bind "$R$p" "/keep$n" && echo "$n $p" >> /keep.list
+  n=$((n + 1))
+done
 for d in tmp run var/tmp root; do mount -t tmpfs tmpfs "$R/$d"; done
+while read -r i p; do
+  case "$p/" in
+    /tmp/*|/run/*|/var/tmp/*|/root/*)
+      mkdir -p "$R$p"
+      mount -o bind "/keep$i" "$R$p" || say "cannot bind $p back";;
+  esac
+done < /keep.list
 # A results directory under /tmp exists only in the tmpfs now over it.
 mkdir -p "$R$EHPROF_RESULTS" 2>/dev/null
 if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results "$R$EHPROF_RESULTS"; then
