@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "unwind_tables/byte_reader.h"
+#include "base/byte_reader.h"
 #include "unwind_tables/elf_file.h"
 
 namespace ehprof {

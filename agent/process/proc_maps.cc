@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "unwind_tables/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace ehprof {
 namespace {

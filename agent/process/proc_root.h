@@ -13,7 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "unwind_tables/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace ehprof {
 

@@ -118,8 +118,7 @@ absl::StatusOr<FileKey> ProcessTracker::OpenMappedFile(uint32_t pid, const MapsE
 void ProcessTracker::WarnOnce(const std::string& topic, std::string warning) {
   // Bounded: a message naming a pid is its own topic, and a machine that
   // starts processes all day would otherwise grow this without end.
-  if (told_.size() >= kMaxTopics) return;
-  if (told_.insert(topic).second) warnings_.push_back(std::move(warning));
+  warnings_.AddOnce(topic, std::move(warning));
 }
 
 TrackedMapping ProcessTracker::Track(uint32_t pid, const MapsEntry& e) {
@@ -290,7 +289,7 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
   const std::vector<const TrackedMapping*> chosen =
       ChooseEntryMappings(all, EHP_MAX_MAPPINGS, loader_like);
   if (chosen.size() < all.size() && over_limit_warned_.insert(pid).second) {
-    warnings_.push_back(absl::StrCat(
+    warnings_.Add(absl::StrCat(
         "pid ", pid, ": ", all.size(), " executable mappings, more than the ", EHP_MAX_MAPPINGS,
         " a process entry holds: every file's first mapping kept, stacks stop in the other ",
         all.size() - chosen.size()));
@@ -322,7 +321,7 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
     // A full map is said once for the whole recording (the summary counts
     // the processes); other errors once per process.
     if (first && (err != E2BIG || procs_full_ == 1)) {
-      warnings_.push_back(absl::StrCat(
+      warnings_.Add(absl::StrCat(
           "pid ", pid, ": cannot add to the BPF process map: ", std::strerror(err),
           err == E2BIG ? " (map full: the user stacks of processes without an entry stop at "
                          "the leaf until one exits; raise --max-procs)"
@@ -404,10 +403,6 @@ std::map<std::string, std::string> ProcessTracker::BuildIds() const {
   return out;
 }
 
-std::vector<std::string> ProcessTracker::TakeWarnings() {
-  std::vector<std::string> out;
-  out.swap(warnings_);
-  return out;
-}
+std::vector<std::string> ProcessTracker::TakeWarnings() { return warnings_.Take(); }
 
 }  // namespace ehprof

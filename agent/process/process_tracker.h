@@ -20,7 +20,8 @@
 #include "absl/status/statusor.h"
 #include "agent/process/proc_maps.h"
 #include "agent/session/file_tables.h"
-#include "unwind_tables/unique_fd.h"
+#include "base/unique_fd.h"
+#include "base/warnings.h"
 
 namespace ehprof {
 
@@ -113,9 +114,8 @@ class ProcessTracker {
   std::set<uint32_t> over_limit_warned_;
   std::set<uint32_t> refused_;  // live pids the BPF map had no room for
   uint64_t procs_full_ = 0;     // processes it refused
-  std::vector<std::string> warnings_;
   static constexpr size_t kMaxTopics = 1024;
-  std::set<std::string> told_;  // WarnOnce's topics, at most kMaxTopics
+  Warnings warnings_{kMaxTopics};
   std::vector<uint8_t> vdso_image_;
   // An fd on every file a process mapped, for symbolizing after the
   // process (or the file's name) is gone.

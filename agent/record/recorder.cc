@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "agent/process/exec_closure.h"
+#include "base/scoped_handle.h"
 #include "unwind_tables/abi_checks.h"
 
 namespace ehprof {
@@ -43,10 +44,6 @@ uint64_t NowNs() {
   return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-struct RingBufferDeleter {
-  void operator()(ring_buffer* rb) const { ring_buffer__free(rb); }
-};
-
 bool ProcessExists(uint32_t pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
 
 // The thread group of a thread id, from /proc/TID/status.
@@ -64,7 +61,7 @@ std::optional<uint32_t> TgidOf(uint32_t tid) {
 
 std::vector<uint32_t> AllPids() {
   std::vector<uint32_t> pids;
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc"), closedir);
+  ScopedHandle<DIR, closedir> dir(opendir("/proc"));
   if (!dir) return pids;
   while (dirent* d = readdir(dir.get())) {
     uint32_t pid;
@@ -165,7 +162,7 @@ absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
     if (pid == static_cast<uint32_t>(getpid())) continue;
     absl::Status st = tracker_->Refresh(pid, now_ns);
     if (!st.ok() && !absl::IsNotFound(st) && !options_.all) {
-      warnings_.push_back(std::string(st.message()));
+      warnings_.Add(std::string(st.message()));
     }
   }
   return absl::OkStatus();
@@ -284,7 +281,7 @@ void Recorder::ProcessPending(uint64_t now_ns) {
   for (uint32_t pid : to_refresh_) {
     if (to_exit_.count(pid)) continue;
     absl::Status st = tracker_->Refresh(pid, now_ns);
-    if (!st.ok() && !absl::IsNotFound(st)) warnings_.push_back(std::string(st.message()));
+    if (!st.ok() && !absl::IsNotFound(st)) warnings_.Add(std::string(st.message()));
   }
   to_refresh_.clear();
   // A process that ended without an EXIT event (the ring buffer was full)
@@ -377,7 +374,7 @@ absl::Status Recorder::Run() {
     if (c.ok()) {
       cache = std::make_unique<TableCache>(*std::move(c));
     } else if (options_.table_cache_explicit || geteuid() == 0) {
-      warnings_.push_back(absl::StrCat(c.status().message(), " (tables are built every run)"));
+      warnings_.Add(absl::StrCat(c.status().message(), " (tables are built every run)"));
     }
   }
   files_ = std::make_unique<FileTables>(store_.get(), std::move(cache));
@@ -386,7 +383,7 @@ absl::Status Recorder::Run() {
   if (child_pid_ > 0) PrefetchCommandTables();
   const uint64_t start = NowNs();
   if (absl::Status st = AddInitialTargets(start); !st.ok()) return st;
-  std::unique_ptr<ring_buffer, RingBufferDeleter> rb(
+  ScopedHandle<ring_buffer, ring_buffer__free> rb(
       ring_buffer__new(session_->maps().events, &Recorder::OnEvent, this, nullptr));
   if (!rb) return absl::InternalError(absl::StrCat("ring buffer: ", std::strerror(errno)));
 
@@ -419,7 +416,7 @@ absl::Status Recorder::Run() {
     const uint64_t now = NowNs();
     summary_.seconds = (now - start) / 1e9;
     if (n < 0 && n != -EINTR) {
-      warnings_.push_back(absl::StrCat("ring buffer poll: ", std::strerror(-n)));
+      warnings_.Add(absl::StrCat("ring buffer poll: ", std::strerror(-n)));
     }
     ProcessPending(now);
     if (options_.on_tick) options_.on_tick(now);
@@ -468,28 +465,13 @@ absl::Status Recorder::Run() {
 }
 
 // The warnings not yet seen, from the recorder, the tables and the
-// tracker, each distinct one once over the whole recording.
+// tracker, each distinct one once over the whole recording. Past the cap
+// nothing more is remembered for deduplication, only counted (see Warnings).
 std::vector<std::string> Recorder::NewWarnings() {
-  std::vector<std::string> all;
-  all.swap(warnings_);
-  if (files_) {
-    for (std::string& w : files_->TakeWarnings()) all.push_back(std::move(w));
-  }
-  if (tracker_) {
-    for (std::string& w : tracker_->TakeWarnings()) all.push_back(std::move(w));
-  }
-  std::vector<std::string> fresh;
-  for (std::string& w : all) {
-    // Past the cap nothing more is shown, so nothing more is remembered for
-    // deduplication (a warning naming a pid is distinct for every process:
-    // under -a the set would grow as long as processes start).
-    if (warned_.size() >= kMaxRememberedWarnings) {
-      ++warnings_suppressed_;
-      continue;
-    }
-    if (warned_.insert(w).second) fresh.push_back(std::move(w));
-  }
-  return fresh;
+  if (files_) warnings_.AddAll(files_->TakeWarnings());
+  if (tracker_) warnings_.AddAll(tracker_->TakeWarnings());
+  warnings_suppressed_ += warnings_.TakeDropped();
+  return warnings_.Take();
 }
 
 std::vector<std::string> Recorder::TakeWarnings() {

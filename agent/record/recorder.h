@@ -22,6 +22,7 @@
 #include "agent/session/bpf_session.h"
 #include "agent/session/file_tables.h"
 #include "agent/session/table_store.h"
+#include "base/warnings.h"
 
 namespace ehprof {
 
@@ -149,13 +150,13 @@ class Recorder {
   std::map<uint32_t, uint64_t> to_exit_;  // pid -> exit time
   std::unordered_set<uint32_t> sampled_;  // pids with samples since their last exit
   static constexpr size_t kMaxRememberedWarnings = 1000;
-  std::set<std::string> warned_;  // at most kMaxRememberedWarnings
   uint64_t warnings_shown_ = 0, warnings_suppressed_ = 0;
   uint64_t last_sweep_ns_ = 0;
   // Re-reads due after an exec, while ld.so maps the libraries: time -> pid.
   std::multimap<uint64_t, uint32_t> followups_;
   std::vector<FileKey> prefetched_;
-  std::vector<std::string> warnings_;
+  // From here, the tables and the tracker; each distinct one once.
+  Warnings warnings_{kMaxRememberedWarnings};
   RecordSummary summary_;
   int child_pid_ = -1;
   int child_go_fd_ = -1;     // closing it lets the child exec

@@ -1,6 +1,6 @@
 // The two error-propagation macros Debian's abseil (20220623) lacks.
-#ifndef EHPROF_UNWIND_TABLES_STATUS_MACROS_H_
-#define EHPROF_UNWIND_TABLES_STATUS_MACROS_H_
+#ifndef EHPROF_BASE_STATUS_MACROS_H_
+#define EHPROF_BASE_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,4 +24,4 @@
   if (!tmp.ok()) return tmp.status();              \
   lhs = std::move(*tmp)
 
-#endif  // EHPROF_UNWIND_TABLES_STATUS_MACROS_H_
+#endif  // EHPROF_BASE_STATUS_MACROS_H_

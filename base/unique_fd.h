@@ -1,6 +1,6 @@
 // A move-only owner of a file descriptor.
-#ifndef EHPROF_UNWIND_TABLES_UNIQUE_FD_H_
-#define EHPROF_UNWIND_TABLES_UNIQUE_FD_H_
+#ifndef EHPROF_BASE_UNIQUE_FD_H_
+#define EHPROF_BASE_UNIQUE_FD_H_
 
 #include <unistd.h>
 
@@ -35,4 +35,4 @@ class UniqueFd {
 
 }  // namespace ehprof
 
-#endif  // EHPROF_UNWIND_TABLES_UNIQUE_FD_H_
+#endif  // EHPROF_BASE_UNIQUE_FD_H_

@@ -3,8 +3,8 @@
 // Reads past the end return 0 and set a sticky failure flag instead of
 // branching out on every field: parsers read a whole record, then check
 // ok() once. Nothing here ever touches memory outside [begin, end).
-#ifndef EHPROF_UNWIND_TABLES_BYTE_READER_H_
-#define EHPROF_UNWIND_TABLES_BYTE_READER_H_
+#ifndef EHPROF_BASE_BYTE_READER_H_
+#define EHPROF_BASE_BYTE_READER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -135,4 +135,4 @@ class ByteReader {
 
 }  // namespace ehprof
 
-#endif  // EHPROF_UNWIND_TABLES_BYTE_READER_H_
+#endif  // EHPROF_BASE_BYTE_READER_H_
