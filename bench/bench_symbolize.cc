@@ -18,11 +18,11 @@
 #include <thread>
 #include <vector>
 
-#include "agent/file_tables.h"
-#include "agent/process_tracker.h"
-#include "agent/profile_resolver.h"
-#include "agent/recorder.h"
-#include "agent/table_store.h"
+#include "agent/session/file_tables.h"
+#include "agent/process/process_tracker.h"
+#include "agent/resolve/profile_resolver.h"
+#include "agent/record/recorder.h"
+#include "agent/session/table_store.h"
 #include "bpf/ehprof_abi.h"
 #include "symbolizer/debuginfod_client.h"
 #include "symbolizer/dwarf_symbolizer.h"

@@ -1,5 +1,5 @@
-// libFuzzer target: text through ReadPerfScript (agent/perf_script_reader.h),
-// then back out through WritePerfScript (agent/output_perf_script.h).
+// libFuzzer target: text through ReadPerfScript (agent/output/perf_script_reader.h),
+// then back out through WritePerfScript (agent/output/output_perf_script.h).
 //
 // Input: a perf-script dump. Seeds: testdata/seeds/perf_script.
 // Checks: errors name the input; each frame line is "<hex> <symbol> (<dso>)"
@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/output_perf_script.h"
-#include "agent/perf_script_reader.h"
+#include "agent/output/output_perf_script.h"
+#include "agent/output/perf_script_reader.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer target: text through ParseProcMaps (agent/proc_maps.h).
+// libFuzzer target: text through ParseProcMaps (agent/process/proc_maps.h).
 //
 // Input: the text of a /proc/PID/maps file. Seeds: testdata/seeds/maps.
 // Checks what proc_maps.h (and tests/proc_maps_test.cc) promise: an error
@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "agent/proc_maps.h"
+#include "agent/process/proc_maps.h"
 
 namespace {
 

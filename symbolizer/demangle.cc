@@ -6,14 +6,9 @@
 #include <memory>
 #include <string_view>
 
+#include "base/scoped_handle.h"
+
 namespace ehprof {
-namespace {
-
-struct FreeDeleter {
-  void operator()(char* p) const { std::free(p); }
-};
-
-}  // namespace
 
 std::string Demangle(const std::string& name) {
   // __cxa_demangle also accepts bare types ("f" -> "float", "i" -> "int"),
@@ -28,7 +23,7 @@ std::string Demangle(const std::string& name) {
   }
   std::string base(view);
   int status = 0;
-  std::unique_ptr<char, FreeDeleter> out(
+  MallocPtr<char> out(
       abi::__cxa_demangle(base.c_str(), nullptr, nullptr, &status));
   if (status != 0 || !out) return name;
   return std::string(out.get()) + std::string(suffix);

@@ -10,21 +10,16 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/scoped_handle.h"
 #include "symbolizer/debuginfod_client.h"
 
 namespace ehprof {
 namespace {
 
-struct DwflDeleter {
-  void operator()(Dwfl* dwfl) const { dwfl_end(dwfl); }
-};
-using DwflPtr = std::unique_ptr<Dwfl, DwflDeleter>;
+using DwflPtr = ScopedHandle<Dwfl, dwfl_end>;
 
 // dwarf_getscopes / dwarf_getscopes_die return malloc'ed arrays.
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-using DieArray = std::unique_ptr<Dwarf_Die, FreeDeleter>;
+using DieArray = MallocPtr<Dwarf_Die>;
 
 // An offline session (files, not a live process), as `eu-addr2line -e`
 // sets up. debuginfo_path nullptr: libdwfl's default ":.debug:/usr/lib/debug".
@@ -228,8 +223,7 @@ std::shared_ptr<DwarfSymbolizer::Module> DwarfSymbolizer::Get(const std::string&
   if (!module->loaded) {
     module->loaded = true;
     if (absl::Status status = module->Load(path); !status.ok()) {
-      std::lock_guard<std::mutex> warnings_lock(warnings_mu_);
-      warnings_.push_back(std::string(status.message()));
+      warnings_.Add(std::string(status.message()));
     }
   }
   return module;
@@ -286,10 +280,7 @@ bool DwarfSymbolizer::HasDwarf(const std::string& path) {
   return module->has_dwarf;
 }
 
-std::vector<std::string> DwarfSymbolizer::TakeWarnings() {
-  std::lock_guard<std::mutex> lock(warnings_mu_);
-  return std::exchange(warnings_, {});
-}
+std::vector<std::string> DwarfSymbolizer::TakeWarnings() { return warnings_.Take(); }
 
 std::optional<uint64_t> DwarfSymbolizer::FunctionStart(const std::string& path,
                                                        uint64_t elf_vaddr) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "base/warnings.h"
 #include "symbolizer/symbol_cache.h"
 #include "symbolizer/symbolizer.h"
 
@@ -66,8 +67,7 @@ class DwarfSymbolizer : public Symbolizer {
   // std::mutex rather than absl::Mutex: see SymbolCache.
   std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Module>> modules_;  // guarded by mu_
-  std::mutex warnings_mu_;
-  std::vector<std::string> warnings_;  // guarded by warnings_mu_
+  Warnings warnings_;
 };
 
 }  // namespace ehprof

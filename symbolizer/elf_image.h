@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "unwind_tables/elf_file.h"
-#include "unwind_tables/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace ehprof::symbolizer_internal {
 

@@ -6,7 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "unwind_tables/status_macros.h"
+#include "base/status_macros.h"
 
 namespace ehprof::symbolizer_internal {
 namespace {

@@ -9,7 +9,7 @@
 #include "symbolizer/elf_image.h"
 #include "symbolizer/elf_symbol_reader.h"
 #include "symbolizer/xz_decompress.h"
-#include "unwind_tables/status_macros.h"
+#include "base/status_macros.h"
 
 namespace ehprof {
 

@@ -11,7 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "unwind_tables/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace ehprof {
 namespace {

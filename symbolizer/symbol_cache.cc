@@ -30,8 +30,7 @@ void SymbolCache::Load(const std::string& path, Slot* slot) {
   if (table.ok()) {
     slot->table = *std::move(table);
   } else {
-    std::lock_guard<std::mutex> warnings_lock(warnings_mu_);
-    warnings_.push_back(std::string(table.status().message()));
+    warnings_.Add(std::string(table.status().message()));
     return;
   }
   auto elf = ElfFile::Open(path);
@@ -95,9 +94,6 @@ std::optional<ElfSymbol> SymbolCache::FromCfi(const std::string& path, Slot* slo
   return sym;
 }
 
-std::vector<std::string> SymbolCache::TakeWarnings() {
-  std::lock_guard<std::mutex> lock(warnings_mu_);
-  return std::exchange(warnings_, {});
-}
+std::vector<std::string> SymbolCache::TakeWarnings() { return warnings_.Take(); }
 
 }  // namespace ehprof

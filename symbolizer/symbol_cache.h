@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "base/warnings.h"
 #include "symbolizer/elf_symbols.h"
 #include "symbolizer/symbolizer.h"
 #include "unwind_tables/cfi_functions.h"
@@ -70,8 +71,7 @@ class SymbolCache : public Symbolizer {
   // reports false races.
   std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Slot>> slots_;  // guarded by mu_
-  std::mutex warnings_mu_;  // taken while a slot's mu is held
-  std::vector<std::string> warnings_;  // guarded by warnings_mu_
+  Warnings warnings_;
 };
 
 }  // namespace ehprof

@@ -1,7 +1,7 @@
 // DwflUnwinder on real stacks captured in this process: a chain of four
 // functions in this -O2/-O3 binary (no frame pointers, .eh_frame only) run on
 // a thread whose stack we allocate, so the copy's bounds are known.
-#include "agent/dwfl_unwinder.h"
+#include "agent/verify/dwfl_unwinder.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/proc_maps.h"
+#include "agent/process/proc_maps.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "unwind_tables/elf_file.h"

@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/output_svg.h"
-#include "agent/resolved_sample.h"
+#include "agent/output/output_svg.h"
+#include "agent/resolve/resolved_sample.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,6 +1,6 @@
 // A kernel that lacks a feature is refused with the feature and the Linux
 // version that has it named, never a verifier or relocation error.
-#include "agent/kernel_features.h"
+#include "agent/session/kernel_features.h"
 
 #include <string>
 #include <vector>

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/output_pprof.h"
-#include "agent/resolved_sample.h"
+#include "agent/output/output_pprof.h"
+#include "agent/resolve/resolved_sample.h"
 #include "gtest/gtest.h"
 
 namespace ehprof {

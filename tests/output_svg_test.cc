@@ -2,7 +2,7 @@
 // (every element closed, attributes quoted, entities valid, UTF-8 valid), then
 // checked frame by frame: geometry, tooltips, order, escaping, colours.
 // tests/flamegraph_browser_priv_test.cc checks that a browser runs it.
-#include "agent/output_svg.h"
+#include "agent/output/output_svg.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/resolved_sample.h"
+#include "agent/resolve/resolved_sample.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-#include "agent/output_text.h"
+#include "agent/output/output_text.h"
 
 #include <sstream>
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/output_folded.h"
-#include "agent/output_perf_script.h"
-#include "agent/resolved_sample.h"
+#include "agent/output/output_folded.h"
+#include "agent/output/output_perf_script.h"
+#include "agent/resolve/resolved_sample.h"
 #include "gtest/gtest.h"
 
 namespace ehprof {

@@ -1,7 +1,7 @@
 // /proc/PID/maps parsing: the real file of this test, the kernel's odd
 // corners (padding, spaces in paths, " (deleted)", pseudo-names) and broken
 // text, which must fail with the source and line, never crash.
-#include "agent/proc_maps.h"
+#include "agent/process/proc_maps.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "agent/proc_root.h"
+#include "agent/process/proc_root.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
 

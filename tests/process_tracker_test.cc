@@ -2,13 +2,13 @@
 // sample resolves against across exit, pid reuse and exec, what a
 // short-lived process leaves behind, and the choice of mappings when a
 // process has more than a process entry holds.
-#include "agent/process_tracker.h"
+#include "agent/process/process_tracker.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "agent/table_store.h"
+#include "agent/session/table_store.h"
 
 namespace ehprof {
 namespace {

@@ -1,10 +1,10 @@
 // The FP-vs-CFI comparison and the perf-script reader it uses offline.
-#include "agent/walk_compare.h"
+#include "agent/verify/walk_compare.h"
 
 #include <sstream>
 
-#include "agent/output_perf_script.h"
-#include "agent/perf_script_reader.h"
+#include "agent/output/output_perf_script.h"
+#include "agent/output/perf_script_reader.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
 

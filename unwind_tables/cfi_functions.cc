@@ -4,7 +4,7 @@
 
 #include "unwind_tables/cfi_records.h"
 #include "unwind_tables/cfi_sections.h"
-#include "unwind_tables/status_macros.h"
+#include "base/status_macros.h"
 #include "unwind_tables/table_builder.h"
 
 namespace ehprof {

@@ -5,7 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "unwind_tables/byte_reader.h"
+#include "base/byte_reader.h"
 
 namespace ehprof {
 namespace {

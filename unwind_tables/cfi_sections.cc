@@ -3,8 +3,8 @@
 #include <elf.h>
 
 #include "absl/strings/str_cat.h"
-#include "unwind_tables/byte_reader.h"
-#include "unwind_tables/status_macros.h"
+#include "base/byte_reader.h"
+#include "base/status_macros.h"
 
 namespace ehprof {
 

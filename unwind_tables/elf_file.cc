@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "unwind_tables/status_macros.h"
+#include "base/status_macros.h"
 
 namespace ehprof {
 namespace {

@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "unwind_tables/unique_fd.h"
+#include "base/scoped_handle.h"
+#include "base/unique_fd.h"
 
 namespace ehprof {
 
@@ -38,10 +39,7 @@ struct ElfSegment {
   uint64_t memsz = 0;
 };
 
-struct ElfDeleter {
-  void operator()(Elf* e) const { elf_end(e); }
-};
-using ElfPtr = std::unique_ptr<Elf, ElfDeleter>;
+using ElfPtr = ScopedHandle<Elf, elf_end>;
 
 class ElfFile {
  public:

@@ -8,12 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "unwind_tables/byte_reader.h"
+#include "base/byte_reader.h"
 #include "unwind_tables/cfa_program.h"
 #include "unwind_tables/cfi_records.h"
 #include "unwind_tables/cfi_sections.h"
 #include "unwind_tables/debug_file_finder.h"
-#include "unwind_tables/status_macros.h"
+#include "base/status_macros.h"
 
 namespace ehprof {
 namespace {

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
-#include "unwind_tables/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace ehprof {
 namespace {

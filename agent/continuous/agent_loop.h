@@ -23,8 +23,8 @@
 #include "agent/continuous/interval_profile.h"
 #include "agent/continuous/interval_symbolizer.h"
 #include "agent/continuous/service_name.h"
-#include "agent/recorder.h"
-#include "agent/resolved_sample.h"
+#include "agent/record/recorder.h"
+#include "agent/resolve/resolved_sample.h"
 
 namespace ehprof {
 

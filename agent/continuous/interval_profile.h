@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "agent/process_tracker.h"
-#include "agent/recorder.h"
+#include "agent/process/process_tracker.h"
+#include "agent/record/recorder.h"
 
 namespace ehprof {
 

@@ -17,7 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "agent/continuous/interval_profile.h"
-#include "agent/resolved_sample.h"
+#include "agent/resolve/resolved_sample.h"
 #include "symbolizer/dwarf_symbolizer.h"
 #include "symbolizer/kallsyms.h"
 #include "symbolizer/symbol_cache.h"

@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "agent/output_pprof.h"
+#include "agent/output/output_pprof.h"
 
 namespace ehprof {
 namespace {

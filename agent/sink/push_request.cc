@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "agent/protobuf_writer.h"
+#include "agent/output/protobuf_writer.h"
 
 namespace ehprof {
 namespace {

@@ -1,0 +1,91 @@
+// `ehprof check`: can this machine run ehprof, and how much verifier
+// headroom do its BPF programs keep.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "agent/cli/cli.h"
+#include "agent/session/bpf_session.h"
+#include "agent/session/kernel_features.h"
+
+namespace ehprof {
+namespace {
+
+constexpr char kHelp[] = R"(usage: ehprof check [--bpf-object FILE]
+
+Probes what ehprof needs from the kernel (BTF, ring buffers, the BPF
+helpers the sampler calls) and prints each with the first Linux version
+that has it; then loads ehprof's BPF programs (as `record` would, attaching
+nothing that samples) and prints, per program, the instructions the verifier
+processed against its limit of 1,000,000, its states, and the translated and
+JITed sizes. Exit 0 when ehprof can run here, 1 with the reason when it
+cannot.
+
+  --bpf-object FILE  load this build of bpf/profiler.bpf.c instead of the
+                     built-in one (the same source compiled against another
+                     kernel's vmlinux.h; scripts/kernel_matrix.sh uses it)
+)";
+
+constexpr uint64_t kVerifierLimit = 1000000;
+
+}  // namespace
+
+int RunCheckCommand(const std::vector<std::string>& args) {
+  SessionOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (IsHelpFlag(a)) {
+      std::fputs(kHelp, stdout);
+      return kExitOk;
+    }
+    if (a == "--bpf-object" && i + 1 < args.size()) {
+      o.bpf_object_path = args[++i];
+    } else if (a.rfind("--bpf-object=", 0) == 0) {
+      o.bpf_object_path = a.substr(std::strlen("--bpf-object="));
+    } else {
+      return UsageError("check", "unknown argument " + a);
+    }
+  }
+  utsname u{};
+  uname(&u);
+  std::printf("kernel %s %s\n", u.release, u.machine);
+  std::vector<KernelFeature> features = ProbeKernelFeatures();
+  std::printf("%-26s %6s  %s\n", "feature", "since", "here");
+  for (const KernelFeature& f : features) {
+    std::printf("%-26s %6s  %s%s%s\n", f.name.c_str(), f.since.c_str(), f.present ? "yes" : "NO",
+                f.detail.empty() ? "" : ": ", f.detail.c_str());
+  }
+  if (absl::Status s = CheckKernelFeatures(features); !s.ok()) {
+    std::printf("ehprof cannot run here: %s\n", std::string(s.message()).c_str());
+    return kExitFailure;
+  }
+  o.verifier_stats = true;
+  o.frequency_hz = 1;
+  o.event_type = 1;  // PERF_TYPE_SOFTWARE, cpu-clock at 1 Hz: harmless
+  o.config.filter_pids = 1;  // and no target: nothing is sampled
+  o.config.max_frames = EHP_MAX_USER_FRAMES;
+  o.config.user_stacks = o.config.kernel_stacks = 1;
+  auto session = BpfSession::Start(o);
+  if (!session.ok()) {
+    std::printf("ehprof cannot run here: %s\n", std::string(session.status().message()).c_str());
+    return kExitFailure;
+  }
+  std::printf("%-16s %10s %7s %12s %10s %8s %8s\n", "program", "insns", "limit%", "total_states",
+              "peak", "xlated", "jited");
+  for (const auto& p : (*session)->Programs()) {
+    std::printf("%-16s %10llu %6.2f%% %12llu %10llu %7uB %7uB\n", p.name.c_str(),
+                static_cast<unsigned long long>(p.processed_insns),
+                100.0 * p.processed_insns / kVerifierLimit,
+                static_cast<unsigned long long>(p.total_states),
+                static_cast<unsigned long long>(p.peak_states), p.xlated_bytes, p.jited_bytes);
+  }
+  std::printf("ehprof can run here (%d CPUs)\n", (*session)->num_cpus());
+  return kExitOk;
+}
+
+}  // namespace ehprof

@@ -1,0 +1,85 @@
+// `ehprof compare CFI.txt FP.txt`: the frame-pointer walk against the CFI
+// walk of the same samples, from the two perf-script dumps of one
+// `ehprof record --unwinder both` run (the second written with --fp-walk).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/cli/cli.h"
+#include "agent/output/perf_script_reader.h"
+#include "agent/verify/walk_compare.h"
+
+namespace ehprof {
+namespace {
+
+constexpr char kHelp[] = R"(usage: ehprof compare [--diff-folded FILE] CFI.txt FP.txt
+
+Compares the frame-pointer walk with the CFI walk of the same samples: the
+share of samples where they agree, where FP is shorter, where FP is wrong
+(frames that are not call sites), per binary and per function. The inputs are
+the perf-script dumps of one `ehprof record --unwinder both` run, written
+once as is and once with --fp-walk (`ehprof record --unwinder both --compare
+FILE` writes the same report directly).
+
+options:
+  --diff-folded FILE  also write "stack FP_COUNT CFI_COUNT" lines, which
+                      FlameGraph's flamegraph.pl draws as a differential graph
+  -h, --help          this text
+)";
+
+absl::StatusOr<std::vector<ResolvedSample>> Load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  return ReadPerfScript(in, path);
+}
+
+}  // namespace
+
+int RunCompareCommand(const std::vector<std::string>& args) {
+  std::vector<std::string> files;
+  std::string diff;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (IsHelpFlag(args[i])) {
+      std::fputs(kHelp, stdout);
+      return kExitOk;
+    } else if (args[i] == "--diff-folded") {
+      if (i + 1 >= args.size()) return UsageError("compare", "--diff-folded takes a file");
+      diff = args[++i];
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      return UsageError("compare", absl::StrCat("unknown option ", args[i]));
+    } else {
+      files.push_back(args[i]);
+    }
+  }
+  if (files.size() != 2) return UsageError("compare", "takes two perf-script dumps: CFI.txt FP.txt");
+  auto cfi = Load(files[0]);
+  auto fp = Load(files[1]);
+  for (const auto* r : {&cfi, &fp}) {
+    if (!r->ok()) {
+      std::fprintf(stderr, "ehprof compare: %s\n", std::string(r->status().message()).c_str());
+      return kExitFailure;
+    }
+  }
+  if (cfi->size() != fp->size()) {
+    std::fprintf(stderr, "ehprof compare: the dumps hold %zu and %zu samples: not the same recording\n",
+                 cfi->size(), fp->size());
+    return kExitFailure;
+  }
+  CallSiteChecker checker;
+  WriteComparisonReport(CompareWalks(*cfi, *fp, checker), std::cout);
+  if (!diff.empty()) {
+    std::ofstream out(diff);
+    absl::Status st = out ? WriteDiffFolded(*cfi, *fp, out)
+                          : absl::PermissionDeniedError(absl::StrCat("cannot create ", diff));
+    if (!st.ok()) {
+      std::fprintf(stderr, "ehprof compare: %s\n", std::string(st.message()).c_str());
+      return kExitFailure;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace ehprof

@@ -1,0 +1,113 @@
+// `ehprof tables [--stats] FILE`: the unwind rows ehprof would load for FILE.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "agent/cli/cli.h"
+#include "unwind_tables/compact_table.h"
+#include "unwind_tables/table_builder.h"
+
+namespace ehprof {
+namespace {
+
+constexpr char kHelp[] = R"(usage: ehprof tables [--stats] [--no-debug-file] FILE
+
+Builds the unwind table of an ELF file (executable, shared library or
+separate debug file) from its .eh_frame and .debug_frame, merging the
+.debug_frame of its separate debug file (by build-id or .gnu_debuglink) for
+addresses .eh_frame does not cover, and prints one row a line, sorted:
+
+  000000000001d020 cfa=rsp+16 rbp=same ra=cfa-8
+  000000000001d030 cfa=plt rbp=same ra=cfa-8
+  000000000001e7d0 none
+
+Each row holds from its address to the next row's. cfa= is REG+N, plt/plt10
+(the PLT expressions), *(REG+N)[+M] (a load) or expr (unsupported); rbp= is
+same, cfa+N, undef, *(REG+N) or other; ra= is cfa+N, undef or other; a
+trailing 'signal' marks signal trampolines. 'none': no CFI covers it.
+
+options:
+  --stats           print one line instead of the rows:
+                    rows=N bytes=N build_ms=N source=eh_frame[+debug_frame]
+                    followed by the compact encoding's figures
+  --no-debug-file   do not look for a separate debug file
+  -h, --help        this text
+)";
+
+}  // namespace
+
+int RunTablesCommand(const std::vector<std::string>& args) {
+  bool stats = false;
+  TableBuildOptions options;
+  std::string file;
+  for (const std::string& a : args) {
+    if (IsHelpFlag(a)) {
+      std::fputs(kHelp, stdout);
+      return kExitOk;
+    } else if (a == "--stats") {
+      stats = true;
+    } else if (a == "--no-debug-file") {
+      options.find_debug_file = false;
+    } else if (!a.empty() && a[0] == '-') {
+      return UsageError("tables", absl::StrFormat("unknown option %s", a));
+    } else if (!file.empty()) {
+      return UsageError("tables", "takes one FILE");
+    } else {
+      file = a;
+    }
+  }
+  if (file.empty()) return UsageError("tables", "missing FILE");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto table = BuildUnwindTableFromPath(file, options);
+  if (!table.ok()) {
+    std::fprintf(stderr, "ehprof tables: %s\n", std::string(table.status().message()).c_str());
+    return kExitFailure;
+  }
+  for (const std::string& w : table->warnings) {
+    std::fprintf(stderr, "ehprof tables: warning: %s\n", w.c_str());
+  }
+  auto compact = EncodeCompactTable(table->rows, file);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (!compact.ok()) {
+    std::fprintf(stderr, "ehprof tables: %s\n", std::string(compact.status().message()).c_str());
+    return kExitFailure;
+  }
+  if (compact->unencodable_rows) {
+    std::fprintf(stderr,
+                 "ehprof tables: warning: %s: %llu rows have offsets too large for "
+                 "the compact encoding; the unwinder will stop there\n",
+                 file.c_str(), static_cast<unsigned long long>(compact->unencodable_rows));
+  }
+  if (stats) {
+    const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    const size_t rows = table->rows.size();
+    std::printf(
+        "rows=%zu bytes=%llu build_ms=%.0f source=%s cfi_rows=%llu fdes=%llu "
+        "bytes_per_row=%.2f bytes_per_cfi_row=%.2f pages=%zu page_shift=%u "
+        "rules=%zu palette=%zu\n",
+        rows, static_cast<unsigned long long>(compact->bytes()), ms,
+        table->source().c_str(), static_cast<unsigned long long>(table->cfi_rows),
+        static_cast<unsigned long long>(table->fdes),
+        rows ? double(compact->bytes()) / rows : 0.0,
+        table->cfi_rows ? double(compact->bytes()) / table->cfi_rows : 0.0,
+        compact->num_pages(), compact->page_shift, compact->rules.size(),
+        compact->palette.size());
+    return kExitOk;
+  }
+  std::string out;
+  out.reserve(table->rows.size() * 48);
+  absl::StrAppendFormat(&out, "# %s: %zu rows from %s%s%s\n", file, table->rows.size(),
+                        table->source(), table->debug_file.empty() ? "" : " with ",
+                        table->debug_file);
+  for (const UnwindRow& row : table->rows) {
+    out += FormatRow(row);
+    out += '\n';
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return std::fflush(stdout) == 0 ? kExitOk : kExitFailure;
+}
+
+}  // namespace ehprof

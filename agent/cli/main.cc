@@ -1,0 +1,42 @@
+// ehprof: a sampling CPU profiler that unwinds user stacks with CFI in BPF.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "agent/cli/cli.h"
+
+namespace {
+
+constexpr char kHelp[] = R"(usage: ehprof COMMAND [ARGS]
+
+commands:
+  record         sample CPU stacks (unwound in the kernel with CFI) and write a profile
+  agent          profile continuously, one profile per interval (--output-dir)
+  check          can ehprof run here; verifier headroom of its BPF programs
+  compare        frame-pointer against CFI stacks of the same samples
+  tables FILE    print the unwind rows built from an ELF file's CFI
+
+'ehprof COMMAND --help' describes each command.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kHelp, stderr);
+    return ehprof::kExitUsage;
+  }
+  const std::string cmd = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (ehprof::IsHelpFlag(cmd)) {
+    std::fputs(kHelp, stdout);
+    return ehprof::kExitOk;
+  }
+  if (cmd == "tables") return ehprof::RunTablesCommand(args);
+  if (cmd == "record") return ehprof::RunRecordCommand(args);
+  if (cmd == "compare") return ehprof::RunCompareCommand(args);
+  if (cmd == "check") return ehprof::RunCheckCommand(args);
+  if (cmd == "agent") return ehprof::RunAgentCommand(args);
+  std::fprintf(stderr, "ehprof: unknown command '%s' (see 'ehprof --help')\n", cmd.c_str());
+  return ehprof::kExitUsage;
+}

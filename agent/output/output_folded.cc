@@ -1,0 +1,85 @@
+#include "agent/output/output_folded.h"
+
+#include <cstdint>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+
+namespace ehprof {
+namespace {
+
+std::string Sanitize(const std::string& name) {
+  if (name.empty()) return "[unknown]";
+  std::string s = name;
+  for (char& c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == ';') {
+      c = ':';
+    } else if (u < 0x20 || u == 0x7f) {
+      c = '?';
+    }
+  }
+  for (size_t i = s.size(); i > 0 && s[i - 1] == ' '; --i) s[i - 1] = '_';
+  return s;
+}
+
+std::string FoldedComm(const std::string& comm) {
+  std::string s = Sanitize(comm);
+  // Both stackcollapse scripts do this, so the comm stays one token.
+  for (char& c : s) {
+    if (c == ' ') c = '_';
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string FoldedFrameName(const ResolvedFrame& frame, bool srcline) {
+  std::string name = Sanitize(frame.symbol);
+  if (srcline && !frame.src_file.empty()) {
+    name = Sanitize(absl::StrCat(frame.symbol, " (", frame.src_file, ":", frame.line, ")"));
+  }
+  // An unsymbolized frame still names its file, as FlameGraph's
+  // stackcollapse-perf.pl does: "[libc.so.6]" says more than "[unknown]".
+  if (name == "[unknown]" && !frame.dso.empty() && frame.dso != "[unknown]") {
+    const size_t slash = frame.dso.rfind('/');
+    std::string base = slash == std::string::npos ? frame.dso : frame.dso.substr(slash + 1);
+    if (base.empty() || base.front() != '[') base = absl::StrCat("[", base, "]");
+    name = Sanitize(base);
+  }
+  if (frame.inlined) return absl::StrCat(name, "_[i]");
+  if (frame.jit) return absl::StrCat(name, "_[j]");
+  if (frame.kernel) return absl::StrCat(name, "_[k]");
+  return name;
+}
+
+absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostream& out) {
+  return WriteFolded(samples, out, /*srcline=*/false);
+}
+
+std::string FoldedStack(const ResolvedSample& sample, bool srcline) {
+  std::string key = FoldedComm(sample.comm);
+  for (auto it = sample.frames.rbegin(); it != sample.frames.rend(); ++it) {
+    absl::StrAppend(&key, ";", FoldedFrameName(*it, srcline));
+  }
+  return key;
+}
+
+absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostream& out,
+                         bool srcline) {
+  // std::map: the lines come out sorted, so equal profiles give equal files.
+  std::map<std::string, uint64_t> stacks;
+  for (const ResolvedSample& sample : samples) {
+    if (sample.count == 0) continue;
+    stacks[FoldedStack(sample, srcline)] += sample.count;
+  }
+  for (const auto& [stack, count] : stacks) {
+    out << stack << ' ' << count << '\n';
+    if (!out) break;
+  }
+  out.flush();
+  if (!out) return absl::DataLossError("folded output: write failed");
+  return absl::OkStatus();
+}
+
+}  // namespace ehprof

@@ -1,0 +1,483 @@
+#include "agent/output/output_svg.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace ehprof {
+namespace {
+
+// Geometry, shared with the script (ScriptConstants) so a zoomed label is
+// cut the same way as the first one.
+constexpr double kPad = 10;     // left and right margin
+constexpr double kTop = 36;     // title and buttons above the frames
+constexpr double kBottom = 28;  // hover details and search result below
+constexpr double kFrameHeight = 16;
+constexpr double kFontSize = 12;
+// Labels use the monospace font so their width is known without measuring:
+// DejaVu Sans Mono (Debian's monospace) advances 0.602 em, plus a margin for
+// other fonts.
+constexpr double kCharWidth = kFontSize * 0.62;
+
+enum class FrameKind { kRoot, kComm, kUser, kKernel, kInlined, kUnknown };
+
+// Children are keyed by kind too: an inlined "foo" and a real "foo" are
+// different frames. Looked up by view, so the common case allocates nothing.
+struct KeyView {
+  std::string_view name;
+  FrameKind kind;
+};
+struct ChildKey {
+  std::string name;
+  FrameKind kind;
+};
+struct KeyLess {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    const int c = std::string_view(a.name).compare(std::string_view(b.name));
+    return c != 0 ? c < 0 : a.kind < b.kind;
+  }
+};
+
+struct Node {
+  std::string name;
+  FrameKind kind = FrameKind::kRoot;
+  uint64_t count = 0;
+  std::map<ChildKey, std::unique_ptr<Node>, KeyLess> children;
+};
+
+// A frame placed on the image, in pre-order: the script rebuilds the tree
+// from this order and the depths.
+struct Box {
+  const Node* node;
+  int depth;
+  uint64_t offset;  // samples left of it
+};
+
+// Valid UTF-8 without control characters, or the file is not XML at all.
+std::string CleanText(const std::string& in) {
+  std::string out;
+  out.reserve(in.size());
+  size_t i = 0;
+  while (i < in.size()) {
+    const auto b = static_cast<unsigned char>(in[i]);
+    if (b < 0x80) {
+      out += (b < 0x20 || b == 0x7f) ? '?' : static_cast<char>(b);
+      ++i;
+      continue;
+    }
+    int len = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 0;
+    uint32_t cp = len == 4 ? (b & 0x07) : len == 3 ? (b & 0x0f) : (b & 0x1f);
+    bool ok = len != 0 && b < 0xf5 && i + len <= in.size();
+    for (int k = 1; ok && k < len; ++k) {
+      const auto c = static_cast<unsigned char>(in[i + k]);
+      ok = (c & 0xc0) == 0x80;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    const uint32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    ok = ok && cp >= min && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff) && cp != 0xfffe &&
+         cp != 0xffff && !(cp >= 0x80 && cp < 0xa0);
+    if (ok) {
+      out.append(in, i, len);
+      i += len;
+    } else {
+      out += '?';
+      ++i;
+    }
+  }
+  return out;
+}
+
+// XML's five predefined entities: enough for text and attribute values.
+const char* Entity(char c) {
+  switch (c) {
+    case '&':
+      return "&amp;";
+    case '<':
+      return "&lt;";
+    case '>':
+      return "&gt;";
+    case '"':
+      return "&quot;";
+    case '\'':
+      return "&apos;";
+  }
+  return nullptr;
+}
+
+std::string XmlEscape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    const char* entity = Entity(c);
+    if (entity) {
+      out += entity;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Coordinates with two decimals and no trailing zeros: smaller files.
+std::string Num(double v) {
+  std::string s = absl::StrFormat("%.2f", v);
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s == "-0" ? "0" : s;
+}
+
+size_t CodePoints(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+  return n;
+}
+
+// The label that fits `width` pixels: the name, or at least two of its
+// characters and "..", or nothing. Cut between code points, as the script's
+// Array.from does.
+std::string FitLabel(const std::string& name, double width) {
+  const double fit = std::floor((width - 6) / kCharWidth);
+  if (fit < 1) return "";
+  const auto chars = static_cast<size_t>(fit);
+  if (CodePoints(name) <= chars) return name;
+  if (chars < 4) return "";
+  size_t keep = chars - 2, i = 0;
+  for (; i < name.size() && keep > 0; ++i) {
+    if (i + 1 == name.size() || (static_cast<unsigned char>(name[i + 1]) & 0xc0) != 0x80) --keep;
+  }
+  return absl::StrCat(name.substr(0, i), "..");
+}
+
+std::string Basename(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Names of printable ASCII, nearly all of them, are used as they are.
+std::string_view CleanName(const std::string& raw, std::string* scratch) {
+  bool plain = !raw.empty();
+  for (char c : raw) plain = plain && c >= 0x20 && c < 0x7f;
+  if (plain) return raw;
+  *scratch = raw.empty() ? "[unknown]" : CleanText(raw);
+  return *scratch;
+}
+
+KeyView FrameKey(const ResolvedFrame& f, std::string* scratch) {
+  if (f.symbol.empty() || f.symbol == "[unknown]") {
+    // Which file it was in is still worth seeing (and merging on).
+    if (f.dso.empty() || f.dso == "[unknown]") return {"[unknown]", FrameKind::kUnknown};
+    *scratch = CleanText(absl::StrCat("[", Basename(f.dso), "]"));
+    return {*scratch, FrameKind::kUnknown};
+  }
+  const std::string_view name = CleanName(f.symbol, scratch);
+  if (f.inlined) return {name, FrameKind::kInlined};
+  if (f.kernel) return {name, FrameKind::kKernel};
+  return {name, FrameKind::kUser};
+}
+
+Node* Child(Node* parent, KeyView key) {
+  auto it = parent->children.find(key);
+  if (it != parent->children.end()) return it->second.get();
+  auto node = std::make_unique<Node>();
+  node->name = std::string(key.name);
+  node->kind = key.kind;
+  Node* raw = node.get();
+  parent->children.emplace(ChildKey{node->name, key.kind}, std::move(node));
+  return raw;
+}
+
+void AddSample(Node* root, const ResolvedSample& sample) {
+  std::string scratch;
+  root->count += sample.count;
+  Node* node = Child(root, {CleanName(sample.comm, &scratch), FrameKind::kComm});
+  node->count += sample.count;
+  for (auto it = sample.frames.rbegin(); it != sample.frames.rend(); ++it) {
+    node = Child(node, FrameKey(*it, &scratch));
+    node->count += sample.count;
+  }
+}
+
+// Pre-order, children by name; iterative because stacks can be deep.
+std::vector<Box> Layout(const Node& root, double scale, double min_width) {
+  std::vector<Box> boxes;
+  std::vector<Box> todo = {{&root, 0, 0}};
+  while (!todo.empty()) {
+    const Box box = todo.back();
+    todo.pop_back();
+    boxes.push_back(box);
+    std::vector<Box> kids;
+    uint64_t offset = box.offset;
+    for (const auto& [key, child] : box.node->children) {
+      // Left out frames keep their place, so the others stay proportional.
+      if (child->count * scale >= min_width) kids.push_back({child.get(), box.depth + 1, offset});
+      offset += child->count;
+    }
+    todo.insert(todo.end(), kids.rbegin(), kids.rend());
+  }
+  return boxes;
+}
+
+uint32_t Fnv1a(const std::string& s) {
+  uint32_t h = 2166136261u;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  return h;
+}
+
+std::string Hsl(double h, double s, double l) {
+  // CSS's HSL to RGB; written out as rgb() because SVG 1.1 viewers may not
+  // know hsl().
+  const double c = (1 - std::fabs(2 * l - 1)) * s;
+  const double hp = std::fmod(h, 360) / 60;
+  const double x = c * (1 - std::fabs(std::fmod(hp, 2) - 1));
+  // Per 60-degree sector of the hue circle, (r, g, b) is (c, x, 0) permuted.
+  const double sectors[6][3] = {{c, x, 0}, {x, c, 0}, {0, c, x}, {0, x, c}, {x, 0, c}, {c, 0, x}};
+  const double* rgb = sectors[std::clamp(static_cast<int>(hp), 0, 5)];
+  const double m = l - c / 2;
+  auto byte = [m](double v) { return static_cast<int>(std::lround((v + m) * 255)); };
+  return absl::StrFormat("rgb(%d,%d,%d)", byte(rgb[0]), byte(rgb[1]), byte(rgb[2]));
+}
+
+std::string FrameColor(const Node& node) {
+  const uint32_t h = Fnv1a(node.name);
+  const double v1 = (h & 0xff) / 255.0, v2 = ((h >> 8) & 0xff) / 255.0;
+  switch (node.kind) {
+    case FrameKind::kRoot:
+      return Hsl(0, 0, 0.80);
+    case FrameKind::kComm:
+      return Hsl(265 + 25 * v1, 0.45, 0.72 + 0.08 * v2);
+    case FrameKind::kUser:
+      return Hsl(8 + 42 * v1, 0.85, 0.55 + 0.10 * v2);
+    case FrameKind::kKernel:
+      return Hsl(195 + 25 * v1, 0.60, 0.62 + 0.10 * v2);
+    case FrameKind::kInlined:
+      return Hsl(95 + 40 * v1, 0.50, 0.55 + 0.10 * v2);
+    case FrameKind::kUnknown:
+      return Hsl(0, 0, 0.70 + 0.10 * v2);
+  }
+  return "gray";
+}
+
+std::string Tooltip(const Node& node, uint64_t total) {
+  return absl::StrFormat("%s (%d sample%s, %.2f%%)", node.name, node.count,
+                         node.count == 1 ? "" : "s", 100.0 * node.count / total);
+}
+
+constexpr char kStyle[] = R"(<style type="text/css"><![CDATA[
+text { font-family: monospace; font-size: 12px; fill: #000; }
+.title { font-size: 17px; }
+.button { cursor: pointer; fill: #1a3b8c; }
+.button:hover { text-decoration: underline; }
+.hidden { opacity: 0; pointer-events: none; }
+#frames g { cursor: pointer; }
+#frames g:hover rect { stroke: #000; stroke-width: 0.5; }
+#frames g.ancestor rect { opacity: 0.55; }
+#frames text { pointer-events: none; }
+]]></style>
+)";
+
+// Each frame is <g><title>NAME (N samples, P%)</title><rect/><text/></g> in
+// pre-order: the script reads names and counts back from the titles and the
+// tree from the order and the rects' y, so nothing is stored twice.
+constexpr char kScript[] = R"js(
+var svg, frames = [], zoomed = null, searching = false;
+function byId(id) { return document.getElementById(id); }
+function fit(name, w) {
+  var n = Math.floor((w - 6) / CW), cs = Array.from(name);
+  if (cs.length <= n) return name;
+  return n < 4 ? '' : cs.slice(0, n - 2).join('') + '..';
+}
+function place(f, x, w) {
+  f.r.setAttribute('x', x.toFixed(2));
+  f.r.setAttribute('width', w.toFixed(2));
+  f.t.setAttribute('x', (x + 3).toFixed(2));
+  f.t.textContent = fit(f.name, w);
+}
+function show(f, on) {
+  if (on) f.g.removeAttribute('display'); else f.g.setAttribute('display', 'none');
+}
+function zoom(f) {
+  if (!f.parent) { unzoom(); return; }
+  zoomed = f;
+  var scale = (W - 2 * PAD) / f.w;
+  frames.forEach(function (h, i) {
+    var inside = i >= f.i && i < f.end;
+    show(h, inside);
+    h.g.classList.remove('ancestor');
+    if (inside) place(h, PAD + (h.x - f.x) * scale, h.w * scale);
+  });
+  for (var a = f.parent; a; a = a.parent) {
+    show(a, true);
+    a.g.classList.add('ancestor');
+    place(a, PAD, W - 2 * PAD);
+  }
+  byId('unzoom').classList.remove('hidden');
+}
+function unzoom() {
+  zoomed = null;
+  frames.forEach(function (h) {
+    show(h, true);
+    h.g.classList.remove('ancestor');
+    place(h, h.x, h.w);
+  });
+  byId('unzoom').classList.add('hidden');
+}
+function search(term) {
+  var re;
+  try { re = new RegExp(term); }
+  catch (e) { re = new RegExp(term.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')); }
+  // Pre-order: a match inside an already counted one adds nothing.
+  var matched = 0, coveredTo = 0;
+  frames.forEach(function (f, i) {
+    var hit = re.test(f.name);
+    f.r.setAttribute('fill', hit ? 'rgb(230,0,230)' : f.fill);
+    if (hit && i >= coveredTo) { matched += f.count; coveredTo = f.end; }
+  });
+  var total = frames.length ? frames[0].count : 0;
+  byId('matched').textContent = 'Matched: ' + (total ? 100 * matched / total : 0).toFixed(2) + '%';
+  byId('search').textContent = 'Reset search';
+  searching = true;
+}
+function resetSearch() {
+  frames.forEach(function (f) { f.r.setAttribute('fill', f.fill); });
+  byId('matched').textContent = '';
+  byId('search').textContent = 'Search';
+  searching = false;
+}
+function askSearch() {
+  if (searching) { resetSearch(); return; }
+  var term = prompt('Search frames (regular expression):', '');
+  if (term) search(term);
+}
+function init() {
+  svg = document.documentElement;
+  var gs = byId('frames').children, open = [], baseY = 0;
+  for (var i = 0; i < gs.length; i++) {
+    var g = gs[i], r = g.querySelector('rect');
+    var tip = g.querySelector('title').textContent;
+    var m = /^([\s\S]*) \((\d+) samples?, [\d.]+%\)$/.exec(tip);
+    var f = { g: g, r: r, t: g.querySelector('text'), i: i, tip: tip,
+              name: m ? m[1] : tip, count: m ? Number(m[2]) : 0,
+              x: Number(r.getAttribute('x')), w: Number(r.getAttribute('width')),
+              fill: r.getAttribute('fill') };
+    var y = Number(r.getAttribute('y'));
+    if (i === 0) baseY = y;
+    var depth = Math.round((baseY - y) / FH);
+    while (open.length > depth) open.pop().end = i;
+    f.parent = open.length ? open[open.length - 1] : null;
+    open.push(f);
+    frames.push(f);
+    g.addEventListener('click', zoom.bind(null, f));
+    g.addEventListener('mouseover', function () { byId('details').textContent = this.tip; }.bind(f));
+    g.addEventListener('mouseout', function () { byId('details').textContent = ' '; });
+  }
+  while (open.length) open.pop().end = gs.length;
+  byId('unzoom').addEventListener('click', unzoom);
+  byId('search').addEventListener('click', askSearch);
+  window.addEventListener('keydown', function (e) {
+    if (e.key === 'F3' || ((e.ctrlKey || e.metaKey) && e.key === 'f')) {
+      e.preventDefault();
+      if (searching) resetSearch();
+      askSearch();
+    } else if (e.key === 'Escape') {
+      unzoom();
+      resetSearch();
+    }
+  });
+  var q = new URLSearchParams(window.location.search);
+  if (q.get('z')) {
+    var target = frames.find(function (f) { return f.name === q.get('z'); });
+    if (target) zoom(target);
+  }
+  if (q.get('s')) search(q.get('s'));
+  // Tests (and anyone curious) can tell the script ran.
+  svg.setAttribute('data-ehprof-ready', '1');
+}
+window.addEventListener('load', init);
+)js";
+
+std::string ScriptConstants(double width) {
+  return absl::StrFormat("\"use strict\";\nvar W = %s, PAD = %s, FH = %s, CW = %s;", Num(width),
+                         Num(kPad), Num(kFrameHeight), absl::StrFormat("%.4f", kCharWidth));
+}
+
+void WriteHeader(std::ostream& out, const FlameGraphOptions& options, double height) {
+  const std::string w = Num(options.width), h = Num(height);
+  const std::string title = XmlEscape(CleanText(options.title));
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << w << "\" height=\""
+      << h << "\" viewBox=\"0 0 " << w << ' ' << h << "\">\n"
+      << "<title>" << title << "</title>\n"  // the browser tab's
+      << kStyle << "<script type=\"text/ecmascript\"><![CDATA[\n"
+      << ScriptConstants(options.width) << kScript << "]]></script>\n"
+      << "<rect x=\"0\" y=\"0\" width=\"" << w << "\" height=\"" << h << "\" fill=\"#f7f7f2\"/>\n"
+      << "<text class=\"title\" x=\"" << Num(options.width / 2) << "\" y=\"24\""
+      << " text-anchor=\"middle\">" << title << "</text>\n"
+      << "<text id=\"unzoom\" class=\"button hidden\" x=\"" << Num(kPad)
+      << "\" y=\"24\">Reset zoom</text>\n"
+      << "<text id=\"search\" class=\"button\" x=\"" << Num(options.width - kPad)
+      << "\" y=\"24\" text-anchor=\"end\">Search</text>\n"
+      << "<text id=\"details\" x=\"" << Num(kPad) << "\" y=\"" << Num(height - 10)
+      << "\"> </text>\n"
+      << "<text id=\"matched\" x=\"" << Num(options.width - kPad) << "\" y=\"" << Num(height - 10)
+      << "\" text-anchor=\"end\"></text>\n";
+}
+
+void WriteFrame(std::ostream& out, const Box& box, double scale, double base_y, uint64_t total) {
+  const Node& n = *box.node;
+  const double x = kPad + box.offset * scale, w = n.count * scale;
+  const double y = base_y - box.depth * kFrameHeight;
+  out << "<g><title>" << XmlEscape(Tooltip(n, total)) << "</title><rect x=\"" << Num(x) << "\" y=\""
+      << Num(y) << "\" width=\"" << Num(w) << "\" height=\"" << Num(kFrameHeight - 1)
+      << "\" rx=\"2\" fill=\"" << FrameColor(n) << "\"/><text x=\"" << Num(x + 3) << "\" y=\""
+      << Num(y + kFontSize - 0.5) << "\">" << XmlEscape(FitLabel(n.name, w)) << "</text></g>\n";
+}
+
+}  // namespace
+
+absl::Status WriteFlameGraphSvg(const std::vector<ResolvedSample>& samples, std::ostream& out,
+                                const FlameGraphOptions& options) {
+  if (!std::isfinite(options.width) || options.width < 2 * kPad + 10 || options.width > 1e6) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("flame graph width must be 30..1000000 pixels, not %g", options.width));
+  }
+  if (!std::isfinite(options.min_frame_width) || options.min_frame_width < 0) {
+    return absl::InvalidArgumentError("flame graph minimum frame width must be >= 0");
+  }
+  Node root;
+  root.name = "all";
+  for (const ResolvedSample& sample : samples) {
+    if (sample.count > 0) AddSample(&root, sample);
+  }
+
+  if (root.count == 0) {
+    const double height = kTop + 3 * kFrameHeight + kBottom;
+    WriteHeader(out, options, height);
+    out << "<text x=\"" << Num(options.width / 2) << "\" y=\"" << Num(kTop + 2 * kFrameHeight)
+        << "\" text-anchor=\"middle\">no samples</text>\n<g id=\"frames\"></g>\n</svg>\n";
+  } else {
+    const double scale = (options.width - 2 * kPad) / static_cast<double>(root.count);
+    const std::vector<Box> boxes = Layout(root, scale, options.min_frame_width);
+    int max_depth = 0;
+    for (const Box& b : boxes) max_depth = std::max(max_depth, b.depth);
+    const double height = kTop + (max_depth + 1) * kFrameHeight + kBottom;
+    const double base_y = height - kBottom - kFrameHeight;
+    WriteHeader(out, options, height);
+    out << "<g id=\"frames\">\n";
+    for (const Box& b : boxes) WriteFrame(out, b, scale, base_y, root.count);
+    out << "</g>\n</svg>\n";
+  }
+  out.flush();
+  if (!out) return absl::DataLossError("flame graph output: write failed");
+  return absl::OkStatus();
+}
+
+}  // namespace ehprof

@@ -1,0 +1,408 @@
+#include "agent/process/process_tracker.h"
+
+#include <bpf/bpf.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <elf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/process/proc_maps.h"
+#include "agent/process/proc_root.h"
+#include "unwind_tables/abi_checks.h"
+
+namespace ehprof {
+namespace {
+
+// ELF vaddr = addr - bias for the PT_LOAD that file offset `offset` falls
+// in; without program headers, assume the mapping starts at vaddr offset.
+uint64_t LoadBias(const MapsEntry& e, const std::vector<ElfSegment>& loads) {
+  for (const ElfSegment& s : loads) {
+    const uint64_t seg_start = s.offset & ~uint64_t{0xfff};
+    if (e.offset >= seg_start && e.offset < s.offset + s.filesz) {
+      return e.start - e.offset - (s.vaddr - s.offset);
+    }
+  }
+  return e.start - e.offset;
+}
+
+// Alive and not a zombie (whose map_files are gone while kill(pid, 0)
+// still succeeds).
+bool Running(uint32_t pid) {
+  char buf[512];
+  UniqueFd fd(::open(absl::StrCat("/proc/", pid, "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  const ssize_t n = ::read(fd.get(), buf, sizeof(buf) - 1);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  const char* paren = std::strrchr(buf, ')');  // comm may hold spaces and parens
+  return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
+}  // namespace
+
+std::vector<uint8_t> ReadOwnVdso() {
+  const uint64_t base = getauxval(AT_SYSINFO_EHDR);
+  if (!base) return {};
+  auto maps = ReadProcMaps(static_cast<int>(getpid()));
+  if (!maps.ok()) return {};
+  for (const MapsEntry& e : *maps) {
+    if (e.start == base && e.path == "[vdso]") {
+      const auto* p = reinterpret_cast<const uint8_t*>(base);
+      return std::vector<uint8_t>(p, p + (e.end - e.start));
+    }
+  }
+  return {};
+}
+
+ProcessTracker::ProcessTracker(FileTables* files, int procs_map_fd)
+    : files_(files), procs_fd_(procs_map_fd) {}
+
+absl::Status ProcessTracker::Refresh(uint32_t pid, uint64_t now_ns) {
+  auto maps = ReadProcMaps(static_cast<int>(pid));
+  if (!maps.ok()) return maps.status();
+  Apply(pid, *maps, now_ns);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FileKey> ProcessTracker::OpenMappedFile(uint32_t pid, const MapsEntry& e,
+                                                       std::string* topic) {
+  // map_files reaches the very file mapped, even deleted or replaced since,
+  // but opening it needs CAP_CHECKPOINT_RESTORE (or CAP_SYS_ADMIN), and
+  // CAP_DAC_READ_SEARCH for another user's process.
+  UniqueFd fd(::open(absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end).c_str(),
+                     O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (e.path.rfind("/memfd:", 0) == 0 || e.deleted) {
+      // Its path names another file or none: reading that would be wrong.
+      *topic = "map_files";
+      return absl::UnavailableError(absl::StrCat(
+          "pid ", pid, ": ", e.path, e.deleted ? " was deleted or replaced after it was mapped" : "",
+          ": only /proc/", pid, "/map_files reaches it, which needs CAP_CHECKPOINT_RESTORE"));
+    }
+    // By its path as the process sees it: inside its root, where a
+    // container's symlinks cannot lead to the host's files.
+    absl::StatusOr<ProcessRoot> root = ProcessRoot::Open(pid);
+    if (!root.ok()) {
+      if (absl::IsPermissionDenied(root.status())) *topic = "proc_root";
+      return root.status();
+    }
+    absl::StatusOr<UniqueFd> in_root = root->OpenFile(e.path);
+    if (!in_root.ok()) return in_root.status();
+    fd = std::move(*in_root);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat("pid ", pid, ": ", e.path, ": ", std::strerror(errno)));
+  }
+  // The same four fields FileTables::Register keys a file by: the fd kept
+  // for a file already seen serves again, and tables and symbols are read
+  // through the kept fd, never by a path opened anew.
+  const FileKey probe{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                      static_cast<uint64_t>(st.st_size),
+                      int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+  auto [kept, added] = kept_.try_emplace(probe);
+  if (added) kept->second = std::move(fd);
+  return files_->Register(absl::StrCat("/proc/self/fd/", kept->second.get()), e.path);
+}
+
+void ProcessTracker::WarnOnce(const std::string& topic, std::string warning) {
+  // Bounded: a message naming a pid is its own topic, and a machine that
+  // starts processes all day would otherwise grow this without end.
+  warnings_.AddOnce(topic, std::move(warning));
+}
+
+TrackedMapping ProcessTracker::Track(uint32_t pid, const MapsEntry& e) {
+  TrackedMapping m;
+  m.start = e.start;
+  m.end = e.end;
+  absl::StatusOr<FileKey> key = absl::NotFoundError("anonymous");
+  if (e.path == "[vdso]") {
+    if (vdso_image_.empty()) vdso_image_ = ReadOwnVdso();
+    if (!vdso_image_.empty()) key = files_->Register("", "[vdso]", vdso_image_);
+    m.path = "[vdso]";
+  } else if (e.path.empty() || e.path[0] == '[') {
+    m.path = "//anon";  // JIT or other generated code: frame pointers only
+  } else {
+    m.path = e.path;
+    std::string topic;
+    key = OpenMappedFile(pid, e, &topic);
+    // A process that exited meanwhile is not worth a warning.
+    if (!key.ok() && Running(pid)) {
+      const std::string message(key.status().message());
+      // A missing capability fails every such file alike: said once.
+      if (topic.empty()) {
+        WarnOnce(message, message);
+      } else {
+        WarnOnce(topic, absl::StrCat(message, "; no unwind table or symbols for such files "
+                                              "(frame pointers used there; further ones not listed)"));
+      }
+    }
+  }
+  m.bias = e.start - e.offset;
+  m.offset = e.offset;
+  if (key.ok() && e.path != "[vdso]") {
+    auto kept = kept_.find(*key);
+    if (kept != kept_.end()) m.kept_path = absl::StrCat("/proc/self/fd/", kept->second.get());
+  }
+  if (key.ok()) {
+    m.file = *key;
+    if (const FileInfo* f = files_->Find(*key)) {
+      m.bias = LoadBias(e, f->loads);
+      m.build_id = f->build_id;
+    }
+  }
+  return m;
+}
+
+size_t ProcessTracker::History::ImageAt(uint64_t time_ns) const {
+  return static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), time_ns) - ends.begin());
+}
+
+void ProcessTracker::Apply(uint32_t pid, const std::vector<MapsEntry>& maps, uint64_t now_ns) {
+  Snapshot snap;
+  snap.from_ns = now_ns;
+  for (const MapsEntry& e : maps) {
+    if (!e.exec || e.path == "[vsyscall]") continue;
+    snap.mappings.push_back(Track(pid, e));
+  }
+  std::sort(snap.mappings.begin(), snap.mappings.end(),
+            [](const TrackedMapping& a, const TrackedMapping& b) { return a.start < b.start; });
+  History& hist = history_[pid];
+  const bool live = live_.count(pid) > 0;
+  if (live && !hist.snaps.empty() &&
+      hist.ImageAt(hist.snaps.back().from_ns) == hist.ImageAt(now_ns)) {
+    // Re-reads of an unchanged image (exec follow-ups, unknown pcs that
+    // stay unknown) add nothing: keep one snapshot, not one per read.
+    const auto& last = hist.snaps.back().mappings;
+    auto same = [](const TrackedMapping& a, const TrackedMapping& b) {
+      return a.start == b.start && a.end == b.end && a.bias == b.bias && a.file == b.file;
+    };
+    if (std::equal(last.begin(), last.end(), snap.mappings.begin(), snap.mappings.end(), same)) {
+      if (refused_.count(pid)) WriteEntry(pid);  // the map may have room now
+      return;
+    }
+  }
+  for (const TrackedMapping& m : snap.mappings) {
+    if (m.file) files_->AddRef(*m.file);
+  }
+  if (live && !hist.snaps.empty()) ReleaseFiles(hist.snaps.back().mappings);
+  hist.snaps.push_back(std::move(snap));
+  live_.insert(pid);
+  WriteEntry(pid);
+}
+
+void ProcessTracker::ReleaseFiles(const std::vector<TrackedMapping>& mappings) {
+  for (const TrackedMapping& m : mappings) {
+    if (m.file) files_->Release(*m.file);
+  }
+}
+
+void ProcessTracker::ImageEnded(uint32_t pid, uint64_t time_ns) {
+  auto& ends = history_[pid].ends;
+  ends.insert(std::upper_bound(ends.begin(), ends.end(), time_ns), time_ns);
+}
+
+void ProcessTracker::Exit(uint32_t pid, uint64_t time_ns, bool keep_history) {
+  auto it = history_.find(pid);
+  if (live_.erase(pid)) {
+    if (procs_fd_ >= 0) bpf_map_delete_elem(procs_fd_, &pid);
+    if (it != history_.end() && !it->second.snaps.empty()) ReleaseFiles(it->second.snaps.back().mappings);
+  }
+  over_limit_warned_.erase(pid);
+  refused_.erase(pid);
+  if (it == history_.end()) return;
+  History& hist = it->second;
+  if (!keep_history) {
+    // No sample came from this process since the previous exit of its pid:
+    // none of its images (exec makes several) is needed for resolving.
+    const uint64_t since = hist.last_exit_ns;
+    std::erase_if(hist.snaps, [&](const Snapshot& s) { return s.from_ns >= since; });
+    std::erase_if(hist.ends, [&](uint64_t e) { return e > since; });
+    if (hist.snaps.empty()) {
+      history_.erase(it);
+      return;
+    }
+  }
+  ImageEnded(pid, time_ns);
+  hist.last_exit_ns = time_ns;
+}
+
+bool ProcessTracker::Covers(uint32_t pid, uint64_t addr) const {
+  auto it = history_.find(pid);
+  if (it == history_.end() || it->second.snaps.empty()) return false;
+  for (const TrackedMapping& m : it->second.snaps.back().mappings) {
+    if (addr >= m.start && addr < m.end) return true;
+  }
+  return false;
+}
+
+std::vector<const TrackedMapping*> ChooseEntryMappings(
+    const std::vector<TrackedMapping>& all, size_t limit,
+    const std::function<bool(const TrackedMapping&)>& loader_like) {
+  std::vector<const TrackedMapping*> chosen;
+  for (const TrackedMapping& m : all) chosen.push_back(&m);
+  if (chosen.size() <= limit) return chosen;
+  // Every file's first mapping before any file's second, so a process that
+  // maps one file thousands of times still unwinds through its binary,
+  // libc and ld.so; anonymous code counts as one file. Within a file the
+  // mappings the loader would make (an executable PT_LOAD at its offset)
+  // come first: extra copies of a file's first page must not displace its
+  // text.
+  std::stable_partition(chosen.begin(), chosen.end(),
+                        [&](const TrackedMapping* m) { return loader_like(*m); });
+  std::map<std::string, size_t> seen;
+  std::vector<std::pair<size_t, const TrackedMapping*>> ranked;
+  for (const TrackedMapping* m : chosen) {
+    const std::string id = m->file ? absl::StrCat(m->file->dev, ":", m->file->inode) : m->path;
+    ranked.push_back({seen[id]++, m});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  ranked.resize(limit);
+  chosen.clear();
+  for (const auto& r : ranked) chosen.push_back(r.second);
+  std::sort(chosen.begin(), chosen.end(),
+            [](const TrackedMapping* a, const TrackedMapping* b) { return a->start < b->start; });
+  return chosen;
+}
+
+void ProcessTracker::WriteEntry(uint32_t pid) {
+  const std::vector<TrackedMapping>& all = history_[pid].snaps.back().mappings;
+  auto loader_like = [&](const TrackedMapping& m) {
+    const FileInfo* f = m.file ? files_->Find(*m.file) : nullptr;
+    if (!f) return false;
+    for (const ElfSegment& s : f->loads) {
+      if ((s.flags & PF_X) && (s.offset & ~uint64_t{0xfff}) == m.offset) return true;
+    }
+    return false;
+  };
+  const std::vector<const TrackedMapping*> chosen =
+      ChooseEntryMappings(all, EHP_MAX_MAPPINGS, loader_like);
+  if (chosen.size() < all.size() && over_limit_warned_.insert(pid).second) {
+    warnings_.Add(absl::StrCat(
+        "pid ", pid, ": ", all.size(), " executable mappings, more than the ", EHP_MAX_MAPPINGS,
+        " a process entry holds: every file's first mapping kept, stacks stop in the other ",
+        all.size() - chosen.size()));
+  }
+  if (procs_fd_ < 0) return;
+  auto proc = std::make_unique<ehp_proc>();
+  std::memset(proc.get(), 0, sizeof(ehp_proc));
+  size_t n = 0;
+  for (const TrackedMapping* m : chosen) {
+    ehp_mapping& out = proc->mappings[n++];
+    out.begin = m->start;
+    out.end = m->end;
+    out.bias = m->bias;
+    const FileInfo* f = m->file ? files_->Find(*m->file) : nullptr;
+    if (f && f->state == FileInfo::State::kReady) {
+      out.flags = EHP_MAPPING_HAS_TABLE;
+      out.table_id = f->table_id;
+    } else if (f && f->state == FileInfo::State::kPending) {
+      out.flags = EHP_MAPPING_PENDING;
+    }
+  }
+  proc->n_mappings = static_cast<uint32_t>(n);
+  if (bpf_map_update_elem(procs_fd_, &pid, proc.get(), BPF_ANY) == 0) {
+    refused_.erase(pid);
+  } else {
+    const int err = errno;
+    const bool first = refused_.insert(pid).second;
+    if (first) ++procs_full_;
+    // A full map is said once for the whole recording (the summary counts
+    // the processes); other errors once per process.
+    if (first && (err != E2BIG || procs_full_ == 1)) {
+      warnings_.Add(absl::StrCat(
+          "pid ", pid, ": cannot add to the BPF process map: ", std::strerror(err),
+          err == E2BIG ? " (map full: the user stacks of processes without an entry stop at "
+                         "the leaf until one exits; raise --max-procs)"
+                       : ""));
+    }
+  }
+}
+
+void ProcessTracker::TablesChanged(const std::vector<FileKey>& keys) {
+  if (keys.empty()) return;
+  for (uint32_t pid : live_) {
+    const Snapshot& snap = history_[pid].snaps.back();
+    bool affected = false;
+    for (const TrackedMapping& m : snap.mappings) {
+      if (m.file && std::find(keys.begin(), keys.end(), *m.file) != keys.end()) {
+        affected = true;
+        break;
+      }
+    }
+    if (affected) WriteEntry(pid);
+  }
+}
+
+std::vector<uint32_t> ProcessTracker::live_pids() const {
+  return std::vector<uint32_t>(live_.begin(), live_.end());
+}
+
+std::pair<const ProcessTracker::Snapshot*, const ProcessTracker::Snapshot*>
+ProcessTracker::SnapshotsAt(uint32_t pid, uint64_t time_ns) const {
+  auto it = history_.find(pid);
+  if (it == history_.end() || it->second.snaps.empty()) return {nullptr, nullptr};
+  const History& hist = it->second;
+  const size_t image = hist.ImageAt(time_ns);
+  auto image_of = [&](const Snapshot& s) { return hist.ImageAt(s.from_ns); };
+  // Snapshots are in time order, so each image's are contiguous.
+  auto lo = std::partition_point(hist.snaps.begin(), hist.snaps.end(),
+                                 [&](const Snapshot& s) { return image_of(s) < image; });
+  auto hi = std::partition_point(lo, hist.snaps.end(),
+                                 [&](const Snapshot& s) { return image_of(s) == image; });
+  if (lo == hi) return {nullptr, nullptr};
+  auto s = std::upper_bound(lo, hi, time_ns,
+                            [](uint64_t t, const Snapshot& x) { return t < x.from_ns; });
+  const Snapshot* first = s == lo ? &*lo : &*std::prev(s);
+  return {first, hist.snaps.data() + (hi - hist.snaps.begin())};
+}
+
+const std::vector<TrackedMapping>* ProcessTracker::MappingsAt(uint32_t pid,
+                                                             uint64_t time_ns) const {
+  const Snapshot* snap = SnapshotsAt(pid, time_ns).first;
+  return snap ? &snap->mappings : nullptr;
+}
+
+std::optional<ResolvedAddr> ProcessTracker::Resolve(uint32_t pid, uint64_t time_ns,
+                                                    uint64_t addr) const {
+  auto [first, last] = SnapshotsAt(pid, time_ns);
+  // The snapshot in force first; then later ones of the same image: a
+  // library ld.so or dlopen mapped after that snapshot but before the
+  // sample shows up only there.
+  for (const Snapshot* s = first; s && s != last; ++s) {
+    const auto& maps = s->mappings;
+    auto m = std::upper_bound(maps.begin(), maps.end(), addr,
+                              [](uint64_t a, const TrackedMapping& x) { return a < x.start; });
+    if (m == maps.begin()) continue;
+    --m;
+    if (addr < m->end) return ResolvedAddr{&*m, addr - m->bias};
+  }
+  return std::nullopt;
+}
+
+std::map<std::string, std::string> ProcessTracker::BuildIds() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [pid, hist] : history_) {
+    for (const Snapshot& snap : hist.snaps) {
+      for (const TrackedMapping& m : snap.mappings) {
+        if (!m.build_id.empty()) out[m.path] = m.build_id;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> ProcessTracker::TakeWarnings() { return warnings_.Take(); }
+
+}  // namespace ehprof

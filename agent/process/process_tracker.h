@@ -1,0 +1,138 @@
+// What ehprof knows about each profiled process: its executable mappings,
+// the unwind table behind each, and the BPF `procs` entry built from them.
+// Mapping snapshots are kept with the time they were taken, so a sample is
+// resolved against the mappings it was taken under, across exec and exit.
+// Exec and exit end a process image: a sample after that end is never
+// resolved against the image before it, so a reused pid or an exec'd binary
+// cannot borrow the previous one's mappings.
+#ifndef EHPROF_AGENT_PROCESS_PROCESS_TRACKER_H_
+#define EHPROF_AGENT_PROCESS_PROCESS_TRACKER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "agent/process/proc_maps.h"
+#include "agent/session/file_tables.h"
+#include "base/unique_fd.h"
+#include "base/warnings.h"
+
+namespace ehprof {
+
+struct TrackedMapping {
+  uint64_t start = 0, end = 0;
+  uint64_t bias = 0;          // ELF vaddr = addr - bias
+  uint64_t offset = 0;        // file offset of start
+  std::string path;           // "[vdso]", "//anon" for anonymous code
+  std::string build_id;
+  std::optional<FileKey> file;
+  // The mapped file itself ("/proc/self/fd/N", an fd ehprof keeps): read
+  // when `path` no longer holds it (replaced or deleted on disk).
+  std::string kept_path;
+};
+
+struct ResolvedAddr {
+  const TrackedMapping* mapping = nullptr;
+  uint64_t elf_vaddr = 0;
+};
+
+class ProcessTracker {
+ public:
+  ProcessTracker(FileTables* files, int procs_map_fd);
+
+  // Reads /proc/PID/maps and (re)writes the process's entry. NotFound when
+  // the process is gone.
+  absl::Status Refresh(uint32_t pid, uint64_t now_ns);
+  // Refresh from maps already read (tests; ReadProcMaps' entries).
+  void Apply(uint32_t pid, const std::vector<MapsEntry>& maps, uint64_t now_ns);
+  // pid exec'd at time_ns: the image before it ends there.
+  void ImageEnded(uint32_t pid, uint64_t time_ns);
+  // pid exited at time_ns: drops the BPF entry and the table references.
+  // The history stays for resolving samples, unless `keep_history` is false
+  // (no sample came from this image: a short-lived process costs nothing).
+  void Exit(uint32_t pid, uint64_t time_ns, bool keep_history = true);
+  // Whether addr lies in an executable mapping of pid's latest snapshot,
+  // including mappings left out of the BPF entry (over EHP_MAX_MAPPINGS):
+  // re-reading the maps would not help such a pc.
+  bool Covers(uint32_t pid, uint64_t addr) const;
+  // Rewrites the entries of processes that map any of `keys` (their
+  // tables became ready or failed).
+  void TablesChanged(const std::vector<FileKey>& keys);
+  bool tracking(uint32_t pid) const { return live_.count(pid) > 0; }
+  std::vector<uint32_t> live_pids() const;
+
+  // The executable mappings of pid in force at time_ns (empty if unknown).
+  const std::vector<TrackedMapping>* MappingsAt(uint32_t pid, uint64_t time_ns) const;
+  // addr as mapped in pid at time_ns; nullopt when no mapping holds it.
+  std::optional<ResolvedAddr> Resolve(uint32_t pid, uint64_t time_ns, uint64_t addr) const;
+  std::vector<std::string> TakeWarnings();
+  // Processes the full BPF map refused an entry: their samples stop at the
+  // leaf ("process not yet known") until there is room.
+  uint64_t procs_refused() const { return procs_full_; }
+  size_t history_size() const { return history_.size(); }
+  size_t kept_files() const { return kept_.size(); }
+  // Build-ids of every file any tracked process mapped: path -> hex.
+  std::map<std::string, std::string> BuildIds() const;
+
+ private:
+  struct Snapshot {
+    uint64_t from_ns = 0;
+    std::vector<TrackedMapping> mappings;  // executable only, sorted
+  };
+  struct History {
+    std::vector<Snapshot> snaps;  // by from_ns
+    std::vector<uint64_t> ends;   // image ends (exec, exit), ascending
+    uint64_t last_exit_ns = 0;    // the latest exit among them
+    // The image a time belongs to: the number of ends at or before it.
+    size_t ImageAt(uint64_t time_ns) const;
+  };
+  // The snapshots [first, last) of pid's image in force at time_ns, first
+  // being the one in force (or the image's first, for samples that beat
+  // it); empty when that image was never read.
+  std::pair<const Snapshot*, const Snapshot*> SnapshotsAt(uint32_t pid, uint64_t time_ns) const;
+  TrackedMapping Track(uint32_t pid, const MapsEntry& e);
+  // Opens the file behind a file mapping (map_files, else inside the
+  // process's root), keeps the fd in kept_ and registers the file through
+  // it. On a failure from a missing capability sets *topic ("map_files",
+  // "proc_root"): every such file fails alike.
+  absl::StatusOr<FileKey> OpenMappedFile(uint32_t pid, const MapsEntry& e, std::string* topic);
+  // A warning once per topic: Refresh re-reads the same mappings.
+  void WarnOnce(const std::string& topic, std::string warning);
+  void WriteEntry(uint32_t pid);
+  void ReleaseFiles(const std::vector<TrackedMapping>& mappings);
+
+  FileTables* files_;
+  int procs_fd_;
+  std::map<uint32_t, History> history_;
+  std::set<uint32_t> live_;
+  std::set<uint32_t> over_limit_warned_;
+  std::set<uint32_t> refused_;  // live pids the BPF map had no room for
+  uint64_t procs_full_ = 0;     // processes it refused
+  static constexpr size_t kMaxTopics = 1024;
+  Warnings warnings_{kMaxTopics};
+  std::vector<uint8_t> vdso_image_;
+  // An fd on every file a process mapped, for symbolizing after the
+  // process (or the file's name) is gone.
+  std::map<FileKey, UniqueFd> kept_;
+};
+
+// The mappings a process entry holds: all when they fit, else at most
+// `limit` (each file's first mapping before any file's second, loader_like
+// ones first within a file), by address.
+std::vector<const TrackedMapping*> ChooseEntryMappings(
+    const std::vector<TrackedMapping>& all, size_t limit,
+    const std::function<bool(const TrackedMapping&)>& loader_like);
+
+// The calling process's vDSO image (the same for every process on the
+// machine), or empty.
+std::vector<uint8_t> ReadOwnVdso();
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_PROCESS_PROCESS_TRACKER_H_

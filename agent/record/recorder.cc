@@ -1,0 +1,486 @@
+#include "agent/record/recorder.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "agent/process/exec_closure.h"
+#include "base/scoped_handle.h"
+#include "unwind_tables/abi_checks.h"
+
+namespace ehprof {
+
+std::atomic<int> g_stop_signal{0};
+
+uint64_t CpuTimeNs() {
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (uint64_t(ru.ru_utime.tv_sec) + ru.ru_stime.tv_sec) * 1000000000 +
+         (uint64_t(ru.ru_utime.tv_usec) + ru.ru_stime.tv_usec) * 1000;
+}
+
+namespace {
+
+void OnStopSignal(int sig) { g_stop_signal.store(sig); }
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock bpf_ktime_get_ns reads
+  return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+bool ProcessExists(uint32_t pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
+
+// The thread group of a thread id, from /proc/TID/status.
+std::optional<uint32_t> TgidOf(uint32_t tid) {
+  std::ifstream f(absl::StrCat("/proc/", tid, "/status"));
+  std::string line;
+  while (std::getline(f, line)) {
+    uint32_t tgid;
+    if (line.rfind("Tgid:", 0) == 0 && absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(5)), &tgid)) {
+      return tgid;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<uint32_t> AllPids() {
+  std::vector<uint32_t> pids;
+  ScopedHandle<DIR, closedir> dir(opendir("/proc"));
+  if (!dir) return pids;
+  while (dirent* d = readdir(dir.get())) {
+    uint32_t pid;
+    if (absl::SimpleAtoi(d->d_name, &pid)) pids.push_back(pid);
+  }
+  return pids;
+}
+
+const char* SignalName(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "a signal";
+  }
+}
+
+}  // namespace
+
+void InstallStopSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  // No SA_RESTART: a blocking poll returns EINTR and the loop sees the flag.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+Recorder::~Recorder() {
+  if (child_go_fd_ >= 0) ::close(child_go_fd_);
+  if (child_error_fd_ >= 0) ::close(child_error_fd_);
+  if (child_pid_ > 0 && summary_.command_exit < 0) {
+    // Never leave the command blocked before exec or running unobserved.
+    ::kill(child_pid_, SIGKILL);
+    ::waitpid(child_pid_, nullptr, 0);
+  }
+  // Tracker and tables before the session whose maps they write.
+  tracker_.reset();
+  files_.reset();
+  store_.reset();
+  session_.reset();
+}
+
+absl::Status Recorder::LaunchCommand() {
+  int go[2], err[2];
+  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  std::vector<char*> argv;
+  for (std::string& a : options_.command) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    ::close(go[1]);
+    ::close(err[0]);
+    char c;
+    // Blocks until the profiler is attached and closes its end.
+    while (::read(go[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    execvp(argv[0], argv.data());
+    int e = errno;
+    (void)!::write(err[1], &e, sizeof(e));
+    _exit(127);
+  }
+  ::close(go[0]);
+  ::close(err[1]);
+  child_pid_ = pid;
+  child_go_fd_ = go[1];
+  child_error_fd_ = err[0];
+  return absl::OkStatus();
+}
+
+absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
+  const int targets = session_->maps().targets;
+  auto add_target = [&](uint32_t key, uint8_t value) {
+    bpf_map_update_elem(targets, &key, &value, BPF_ANY);
+  };
+  for (uint32_t pid : options_.pids) {
+    if (!ProcessExists(pid)) return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
+    add_target(pid, 1);
+    followed_.insert(pid);
+  }
+  for (uint32_t tid : options_.tids) {
+    auto tgid = TgidOf(tid);
+    if (!tgid) return absl::NotFoundError(absl::StrCat("no thread with tid ", tid));
+    add_target(tid, 2);
+    followed_.insert(*tgid);
+  }
+  if (child_pid_ > 0) {
+    add_target(static_cast<uint32_t>(child_pid_), 1);
+    // Its mappings are read after exec (the EXEC event): until then it is a
+    // copy of ehprof.
+  }
+  std::vector<uint32_t> initial(followed_.begin(), followed_.end());
+  if (options_.all) initial = AllPids();
+  for (uint32_t pid : initial) {
+    if (pid == static_cast<uint32_t>(getpid())) continue;
+    absl::Status st = tracker_->Refresh(pid, now_ns);
+    if (!st.ok() && !absl::IsNotFound(st) && !options_.all) {
+      warnings_.Add(std::string(st.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int Recorder::OnEvent(void* ctx, void* data, size_t size) {
+  static_cast<Recorder*>(ctx)->HandleEvent(data, size);
+  return 0;
+}
+
+void Recorder::HandleEvent(const void* data, size_t size) {
+  if (size < sizeof(ehp_event)) return;
+  ehp_event ev;
+  std::memcpy(&ev, data, sizeof(ev));
+  switch (ev.kind) {
+    case EHP_EVENT_SAMPLE: {
+      const size_t n = size_t{ev.n_kernel} + ev.n_user + ev.n_user_fp;
+      if (sizeof(ev) + n * sizeof(uint64_t) > size) return;
+      const auto* frames = reinterpret_cast<const uint64_t*>(static_cast<const uint8_t*>(data) + sizeof(ev));
+      RawSample s;
+      s.pid = ev.pid;
+      s.tid = ev.tid;
+      s.cpu = ev.cpu;
+      s.time_ns = ev.time_ns;
+      s.comm.assign(ev.comm, strnlen(ev.comm, sizeof(ev.comm)));
+      s.stop_reason = ev.stop_reason;
+      s.fp_stop_reason = ev.fp_stop_reason;
+      s.flags = ev.flags;
+      s.bpf_ns = ev.bpf_ns;
+      s.kernel.assign(frames, frames + ev.n_kernel);
+      s.user.assign(frames + ev.n_kernel, frames + ev.n_kernel + ev.n_user);
+      s.user_fp.assign(frames + ev.n_kernel + ev.n_user, frames + n);
+      if (s.stop_reason == EHP_STOP_END_OF_STACK) ++complete_;
+      if (s.stop_reason != EHP_STOP_NOT_WALKED && s.stop_reason != EHP_STOP_NO_USER_STACK) {
+        ++summary_.user_walked;
+        ++summary_.stop_reasons[s.stop_reason];
+      }
+      summary_.ring_bytes += size;
+      if (summary_.bpf_ns.size() < RecordSummary::kBpfNsReservoir) {
+        summary_.bpf_ns.push_back(s.bpf_ns);
+      } else if (uint64_t j = reservoir_rng_() % (sample_count_ + 1); j < RecordSummary::kBpfNsReservoir) {
+        summary_.bpf_ns[j] = s.bpf_ns;
+      }
+      if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
+      ++sample_count_;
+      if (options_.on_sample) {
+        options_.on_sample(std::move(s), *tracker_);
+        break;
+      }
+      sampled_.insert(s.pid);
+      if (options_.aggregate) {
+        SampleKey key{s.pid, s.tid, exec_gen_[s.pid], s.flags, s.stop_reason, s.fp_stop_reason,
+                      s.comm, s.kernel, s.user, s.user_fp};
+        auto [it, inserted] = sample_index_.try_emplace(std::move(key), samples_.size());
+        if (!inserted) {
+          ++samples_[it->second].count;
+          break;
+        }
+      }
+      last_sample_on_cpu_[s.cpu] = samples_.size();
+      samples_.push_back(std::move(s));
+      break;
+    }
+    case EHP_EVENT_VERIFY: {
+      ehp_verify v;
+      if (size < sizeof(ev) + sizeof(v)) return;
+      std::memcpy(&v, static_cast<const uint8_t*>(data) + sizeof(ev), sizeof(v));
+      if (sizeof(ev) + sizeof(v) + v.stack_len > size) return;
+      // Sent right after its sample, on the same CPU.
+      auto it = last_sample_on_cpu_.find(ev.cpu);
+      if (it == last_sample_on_cpu_.end()) return;
+      const RawSample& s = samples_[it->second];
+      if (s.time_ns != ev.time_ns || s.tid != ev.tid) return;
+      VerifyCapture c;
+      c.sample = it->second;
+      std::memcpy(c.regs, v.regs, sizeof(c.regs));
+      const auto* stack = static_cast<const uint8_t*>(data) + sizeof(ev) + sizeof(v);
+      c.stack.assign(stack, stack + v.stack_len);
+      captures_.push_back(std::move(c));
+      break;
+    }
+    case EHP_EVENT_EXEC:
+      ++exec_gen_[ev.pid];
+      tracker_->ImageEnded(ev.pid, ev.time_ns);
+      for (uint64_t delay_ms : {5, 20, 60, 200}) {
+        followups_.emplace(ev.time_ns + delay_ms * 1000000, ev.pid);
+      }
+      to_refresh_.insert(ev.pid);
+      break;
+    case EHP_EVENT_UNKNOWN_PC:
+      // A pc in a mapping the process entry had no room for: the maps are
+      // known, re-reading them would not help.
+      if (tracker_->Covers(ev.pid, ev.addr)) break;
+      to_refresh_.insert(ev.pid);
+      break;
+    case EHP_EVENT_UNKNOWN_PID:
+      to_refresh_.insert(ev.pid);
+      break;
+    case EHP_EVENT_FORK:
+      to_refresh_.insert(static_cast<uint32_t>(ev.addr));
+      break;
+    case EHP_EVENT_EXIT:
+      ++exec_gen_[ev.pid];  // a reused pid is another image too
+      to_exit_.emplace(ev.pid, ev.time_ns);
+      break;
+    default:
+      break;
+  }
+}
+
+void Recorder::ProcessPending(uint64_t now_ns) {
+  while (!followups_.empty() && followups_.begin()->first <= now_ns) {
+    to_refresh_.insert(followups_.begin()->second);
+    followups_.erase(followups_.begin());
+  }
+  for (uint32_t pid : to_refresh_) {
+    if (to_exit_.count(pid)) continue;
+    absl::Status st = tracker_->Refresh(pid, now_ns);
+    if (!st.ok() && !absl::IsNotFound(st)) warnings_.Add(std::string(st.message()));
+  }
+  to_refresh_.clear();
+  // A process that ended without an EXIT event (the ring buffer was full)
+  // must not keep its entry: look for vanished ones now and then.
+  if (now_ns - last_sweep_ns_ > 1000000000ull) {
+    last_sweep_ns_ = now_ns;
+    for (uint32_t pid : tracker_->live_pids()) {
+      if (!ProcessExists(pid)) to_exit_.emplace(pid, now_ns);
+    }
+  }
+  for (auto [pid, time_ns] : to_exit_) {
+    // An image no sample came from is not needed for resolving: forget it,
+    // so thousands of short-lived processes leave no trace.
+    tracker_->Exit(pid, time_ns, /*keep_history=*/sampled_.erase(pid) > 0);
+    if (!options_.all) bpf_map_delete_elem(session_->maps().targets, &pid);
+  }
+  to_exit_.clear();
+  tracker_->TablesChanged(files_->CollectFinished());
+  ReportWarnings();
+}
+
+// Warnings go out as they happen (a long recording should not keep them
+// to the end), each distinct one once, and at most kMaxWarnings of them.
+void Recorder::ReportWarnings() {
+  constexpr size_t kMaxWarnings = 50;
+  for (std::string& w : NewWarnings()) {
+    if (warnings_shown_++ < kMaxWarnings) {
+      std::fprintf(stderr, "%sehprof: warning: %s\n", options_.live_status ? "\r\033[K" : "", w.c_str());
+    } else {
+      ++warnings_suppressed_;
+    }
+  }
+}
+
+void Recorder::PrintStatus(uint64_t now_ns, bool final_line) {
+  if (!options_.live_status) return;
+  if (!final_line && now_ns - last_status_ns_ < 1000000000ull) return;
+  last_status_ns_ = now_ns;
+  const double secs = summary_.seconds > 0 ? summary_.seconds : 1;
+  std::fprintf(stderr, "\rehprof: %llu samples, %.0f/s, %.1f%% complete  %s",
+               static_cast<unsigned long long>(sample_count_), sample_count_ / secs,
+               sample_count_ == 0 ? 0.0 : 100.0 * complete_ / sample_count_,
+               final_line ? "\n" : "");
+  std::fflush(stderr);
+}
+
+// Builds the tables of the command's executable and libraries before it
+// runs, so its first samples unwind instead of stopping at "table not
+// loaded yet". Bounded: a slow build only delays the start a little.
+void Recorder::PrefetchCommandTables() {
+  const std::string exe = FindExecutable(options_.command[0]);
+  if (exe.empty()) return;
+  for (const std::string& path : ExecClosure(exe)) {
+    auto key = files_->Register(path, path);
+    if (!key.ok()) continue;
+    files_->AddRef(*key);
+    prefetched_.push_back(*key);
+  }
+  const uint64_t give_up = NowNs() + 3000000000ull;
+  while (files_->pending() > 0 && NowNs() < give_up && !g_stop_signal.load()) {
+    files_->CollectFinished();
+    usleep(1000);
+  }
+  files_->CollectFinished();
+}
+
+absl::Status Recorder::Run() {
+  if (!options_.command.empty()) {
+    if (absl::Status st = LaunchCommand(); !st.ok()) return st;
+  }
+  SessionOptions so;
+  so.config.unwinder = options_.unwinder;
+  so.config.user_stacks = options_.user;
+  so.config.kernel_stacks = options_.kernel;
+  so.config.filter_pids = !options_.all;
+  so.config.max_frames = EHP_MAX_USER_FRAMES;
+  so.config.self_pid = static_cast<uint32_t>(getpid());
+  so.config.verify_every = options_.verify_every;
+  so.sizes = options_.sizes;
+  so.frequency_hz = options_.frequency_hz;
+  so.event_type = options_.event_type;
+  so.event_config = options_.event_config;
+  auto session = BpfSession::Start(so);
+  if (!session.ok()) return session.status();
+  session_ = std::move(*session);
+  store_ = std::make_unique<TableStore>(session_->maps(), options_.sizes);
+  std::unique_ptr<TableCache> cache;
+  if (!options_.table_cache_dir.empty()) {
+    auto c = TableCache::Open(options_.table_cache_dir, options_.table_cache_bytes);
+    if (c.ok()) {
+      cache = std::make_unique<TableCache>(*std::move(c));
+    } else if (options_.table_cache_explicit || geteuid() == 0) {
+      warnings_.Add(absl::StrCat(c.status().message(), " (tables are built every run)"));
+    }
+  }
+  files_ = std::make_unique<FileTables>(store_.get(), std::move(cache));
+  tracker_ = std::make_unique<ProcessTracker>(files_.get(), session_->maps().procs);
+
+  if (child_pid_ > 0) PrefetchCommandTables();
+  const uint64_t start = NowNs();
+  if (absl::Status st = AddInitialTargets(start); !st.ok()) return st;
+  ScopedHandle<ring_buffer, ring_buffer__free> rb(
+      ring_buffer__new(session_->maps().events, &Recorder::OnEvent, this, nullptr));
+  if (!rb) return absl::InternalError(absl::StrCat("ring buffer: ", std::strerror(errno)));
+
+  if (child_pid_ > 0) {
+    ::close(child_go_fd_);
+    child_go_fd_ = -1;
+    int e = 0;
+    ssize_t got;
+    while ((got = ::read(child_error_fd_, &e, sizeof(e))) < 0 && errno == EINTR) {
+    }
+    if (got == sizeof(e)) {
+      summary_.command_error = absl::StrCat("cannot run ", options_.command[0], ": ", std::strerror(e));
+      ::waitpid(child_pid_, nullptr, 0);
+      summary_.command_exit = 127;
+      return absl::FailedPreconditionError(summary_.command_error);
+    }
+  }
+
+  summary_.setup_cpu_ns = CpuTimeNs();
+  const uint64_t deadline = options_.duration_s > 0
+                                ? start + static_cast<uint64_t>(options_.duration_s * 1e9)
+                                : UINT64_MAX;
+  for (;;) {
+    int timeout_ms = 100;
+    if (!followups_.empty()) {
+      const uint64_t now = NowNs(), due = followups_.begin()->first;
+      timeout_ms = due <= now ? 0 : static_cast<int>(std::min<uint64_t>(100, (due - now) / 1000000 + 1));
+    }
+    int n = ring_buffer__poll(rb.get(), timeout_ms);
+    const uint64_t now = NowNs();
+    summary_.seconds = (now - start) / 1e9;
+    if (n < 0 && n != -EINTR) {
+      warnings_.Add(absl::StrCat("ring buffer poll: ", std::strerror(-n)));
+    }
+    ProcessPending(now);
+    if (options_.on_tick) options_.on_tick(now);
+    PrintStatus(now, false);
+    if (int sig = g_stop_signal.load()) {
+      summary_.ended_by = SignalName(sig);
+      if (child_pid_ > 0 && summary_.command_exit < 0 && sig != SIGINT) ::kill(child_pid_, sig);
+      break;
+    }
+    if (now >= deadline) {
+      summary_.ended_by = "duration";
+      break;
+    }
+    if (child_pid_ > 0) {
+      int status;
+      if (::waitpid(child_pid_, &status, WNOHANG) == child_pid_) {
+        summary_.command_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        summary_.ended_by = "command exit";
+        break;
+      }
+    } else if (!options_.all && !followed_.empty()) {
+      bool any = false;
+      for (uint32_t pid : followed_) any = any || ProcessExists(pid);
+      if (!any) {
+        summary_.ended_by = "all processes exited";
+        break;
+      }
+    }
+  }
+  // Samples still in the ring buffer belong to the recording.
+  ring_buffer__consume(rb.get());
+  ProcessPending(NowNs());
+  PrintStatus(NowNs(), true);
+
+  std::vector<uint64_t> stats = session_->ReadStats();
+  summary_.samples = sample_count_;
+  summary_.ringbuf_drops = stats[EHP_STAT_RINGBUF_DROPS];
+  summary_.event_drops = stats[EHP_STAT_EVENT_DROPS];
+  summary_.prog = session_->SampleProgStats();
+  summary_.cpu_time_ns = CpuTimeNs() - summary_.setup_cpu_ns;
+  summary_.tables = files_->stats();
+  summary_.procs_refused = tracker_->procs_refused();
+  summary_.remembered = tracker_->history_size();
+  summary_.kept_files = tracker_->kept_files();
+  return absl::OkStatus();
+}
+
+// The warnings not yet seen, from the recorder, the tables and the
+// tracker, each distinct one once over the whole recording. Past the cap
+// nothing more is remembered for deduplication, only counted (see Warnings).
+std::vector<std::string> Recorder::NewWarnings() {
+  if (files_) warnings_.AddAll(files_->TakeWarnings());
+  if (tracker_) warnings_.AddAll(tracker_->TakeWarnings());
+  warnings_suppressed_ += warnings_.TakeDropped();
+  return warnings_.Take();
+}
+
+std::vector<std::string> Recorder::TakeWarnings() {
+  std::vector<std::string> out = NewWarnings();
+  if (warnings_suppressed_ > 0) {
+    out.push_back(absl::StrCat(warnings_suppressed_, " further distinct warnings not shown"));
+    warnings_suppressed_ = 0;
+  }
+  return out;
+}
+
+}  // namespace ehprof

@@ -1,0 +1,172 @@
+// `ehprof record`'s engine: starts the BPF session, keeps the process
+// tracker and unwind tables current from the BPF events, collects samples
+// until the duration ends, the command exits or a signal arrives.
+#ifndef EHPROF_AGENT_RECORD_RECORDER_H_
+#define EHPROF_AGENT_RECORD_RECORDER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <map>
+#include <random>
+#include <set>
+#include <unordered_set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "agent/process/process_tracker.h"
+#include "agent/record/raw_sample.h"
+#include "agent/session/bpf_session.h"
+#include "agent/session/file_tables.h"
+#include "agent/session/table_store.h"
+#include "base/warnings.h"
+
+namespace ehprof {
+
+struct RecordOptions {
+  uint64_t frequency_hz = 99;
+  double duration_s = 0;              // 0: until the command exits or a signal
+  std::vector<uint32_t> pids;         // -p
+  std::vector<uint32_t> tids;         // -t
+  bool all = false;                   // -a
+  std::vector<std::string> command;   // -- CMD ARGS
+  bool kernel = true;                 // false with -U
+  bool user = true;                   // false with -K
+  uint32_t unwinder = EHP_UNWINDER_DWARF;
+  uint32_t event_type = 1;            // PERF_TYPE_SOFTWARE
+  uint64_t event_config = 0;          // PERF_COUNT_SW_CPU_CLOCK
+  MapSizes sizes;
+  bool live_status = false;           // a one-line status on stderr
+  uint32_t verify_every = 0;          // --verify: capture every Nth sample
+  // Equal samples (same thread, image, comm, stacks, stop reasons) are kept
+  // once with a count, so memory grows with distinct stacks, not with
+  // samples. Not for outputs that need every sample's time or --verify.
+  bool aggregate = false;
+  // The on-disk cache of built tables (--table-cache; empty: none) and its
+  // budget.
+  std::string table_cache_dir = kDefaultTableCacheDir;
+  // Said when it cannot be used; the default is left out quietly (a user
+  // with capabilities but not root cannot create it).
+  bool table_cache_explicit = false;
+  uint64_t table_cache_bytes = uint64_t{1} << 30;
+  // Continuous mode (ehprof agent): each sample goes to on_sample instead
+  // of being kept, while the tracker is current (exited processes then keep
+  // no history), and on_tick runs after every poll of the ring buffer (at
+  // least every 100 ms). Both on the recording thread: keep them short.
+  std::function<void(RawSample&&, const ProcessTracker&)> on_sample;
+  std::function<void(uint64_t now_ns)> on_tick;
+};
+
+
+struct RecordSummary {
+  uint64_t samples = 0;
+  uint64_t ringbuf_drops = 0;   // lost samples
+  uint64_t event_drops = 0;
+  double seconds = 0;
+  int command_exit = -1;        // the command's exit status, or -1
+  std::string command_error;    // it could not be started
+  BpfSession::ProgStats prog;   // with kernel.bpf_stats_enabled=1
+  uint64_t cpu_time_ns = 0;     // ehprof's own CPU time while recording
+  uint64_t setup_cpu_ns = 0;    // before: loading BPF (the verifier), maps
+  std::string ended_by;         // "duration", "command exit", "SIGINT", ...
+  FileTables::Stats tables;     // loads, evictions, refusals
+  uint64_t procs_refused = 0;   // processes the full process map had no room for
+  size_t remembered = 0;        // processes whose mappings are kept for resolving
+  size_t kept_files = 0;        // files held open for symbolization
+  // Per sample, counted as they arrive (aggregated samples keep no per-
+  // sample data): user walks by stop reason, BPF time per sample (a
+  // uniform reservoir of at most kBpfNsReservoir), ring-buffer bytes.
+  static constexpr size_t kBpfNsReservoir = 100000;
+  std::map<unsigned, uint64_t> stop_reasons;
+  uint64_t user_walked = 0;
+  std::vector<uint32_t> bpf_ns;
+  uint64_t ring_bytes = 0;
+};
+
+// This process's CPU time (user + system) so far.
+uint64_t CpuTimeNs();
+
+// Set from signal handlers: the signal number that asked to stop.
+extern std::atomic<int> g_stop_signal;
+void InstallStopSignalHandlers();
+
+class Recorder {
+ public:
+  explicit Recorder(RecordOptions options) : options_(std::move(options)) {}
+  ~Recorder();
+  // Records; the samples collected so far are kept whatever the result.
+  absl::Status Run();
+  const std::vector<RawSample>& samples() const { return samples_; }
+  const std::vector<VerifyCapture>& captures() const { return captures_; }
+  const ProcessTracker* tracker() const { return tracker_.get(); }
+  const RecordSummary& summary() const { return summary_; }
+  // The BPF counters (enum ehp_stat) now, while recording.
+  std::vector<uint64_t> LiveBpfStats() const {
+    return session_ ? session_->ReadStats() : std::vector<uint64_t>(EHP_STAT_COUNT, 0);
+  }
+  std::vector<std::string> TakeWarnings();
+
+ private:
+  static int OnEvent(void* ctx, void* data, size_t size);
+  void HandleEvent(const void* data, size_t size);
+  void ProcessPending(uint64_t now_ns);
+  absl::Status LaunchCommand();
+  absl::Status AddInitialTargets(uint64_t now_ns);
+  void PrintStatus(uint64_t now_ns, bool final_line);
+  void PrefetchCommandTables();
+
+  RecordOptions options_;
+  std::unique_ptr<BpfSession> session_;
+  std::unique_ptr<TableStore> store_;
+  std::unique_ptr<FileTables> files_;
+  std::unique_ptr<ProcessTracker> tracker_;
+  std::vector<RawSample> samples_;
+  std::vector<VerifyCapture> captures_;
+  // The sample index of each CPU's latest sample: its VERIFY event follows.
+  std::map<uint32_t, size_t> last_sample_on_cpu_;
+  // aggregate: the index in samples_ of each distinct sample; execs per pid
+  // (a sample after an exec never merges with one before it).
+  struct SampleKey {
+    uint32_t pid, tid, exec_gen, flags;
+    uint8_t stop, fp_stop;
+    std::string comm;
+    std::vector<uint64_t> kernel, user, user_fp;
+    bool operator==(const SampleKey&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const SampleKey& k) {
+      return H::combine(std::move(h), k.pid, k.tid, k.exec_gen, k.flags, k.stop, k.fp_stop, k.comm,
+                        k.kernel, k.user, k.user_fp);
+    }
+  };
+  absl::flat_hash_map<SampleKey, size_t> sample_index_;
+  absl::flat_hash_map<uint32_t, uint32_t> exec_gen_;
+  void ReportWarnings();
+  std::vector<std::string> NewWarnings();
+
+  std::set<uint32_t> to_refresh_, followed_;
+  std::map<uint32_t, uint64_t> to_exit_;  // pid -> exit time
+  std::unordered_set<uint32_t> sampled_;  // pids with samples since their last exit
+  static constexpr size_t kMaxRememberedWarnings = 1000;
+  uint64_t warnings_shown_ = 0, warnings_suppressed_ = 0;
+  uint64_t last_sweep_ns_ = 0;
+  // Re-reads due after an exec, while ld.so maps the libraries: time -> pid.
+  std::multimap<uint64_t, uint32_t> followups_;
+  std::vector<FileKey> prefetched_;
+  // From here, the tables and the tracker; each distinct one once.
+  Warnings warnings_{kMaxRememberedWarnings};
+  RecordSummary summary_;
+  int child_pid_ = -1;
+  int child_go_fd_ = -1;     // closing it lets the child exec
+  int child_error_fd_ = -1;  // the child writes errno here if exec fails
+  uint64_t complete_ = 0;    // samples whose user walk reached the bottom
+  uint64_t sample_count_ = 0;
+  std::mt19937_64 reservoir_rng_{12345};
+  uint64_t last_status_ns_ = 0;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_RECORD_RECORDER_H_

@@ -1,0 +1,179 @@
+#include "agent/resolve/profile_resolver.h"
+
+#include <sys/stat.h>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "symbolizer/demangle.h"
+#include "symbolizer/perf_map.h"
+
+namespace ehprof {
+namespace {
+
+constexpr char kUnknown[] = "[unknown]";
+
+class Resolver {
+ public:
+  Resolver(const ProcessTracker& t, Symbolizer& s, const Kallsyms* k, const ResolveOptions& o)
+      : tracker_(t), symbols_(s), kernel_(k), options_(o) {}
+
+  ResolvedSample Resolve(const RawSample& raw) {
+    ResolvedSample out;
+    out.count = raw.count;
+    out.comm = raw.comm;
+    out.pid = raw.pid;
+    out.tid = raw.tid;
+    out.cpu = raw.cpu;
+    out.time_ns = raw.time_ns;
+    for (uint64_t addr : raw.kernel) out.frames.push_back(KernelFrame(addr));
+    const std::vector<uint64_t>& user = options_.use_fp_walk ? raw.user_fp : raw.user;
+    for (uint64_t value : user) AddUserFrames(raw, value, &out.frames);
+    return out;
+  }
+
+ private:
+  ResolvedFrame KernelFrame(uint64_t addr) {
+    ResolvedFrame f;
+    f.addr = addr;
+    f.kernel = true;
+    f.dso = "[kernel.kallsyms]";
+    f.symbol = kUnknown;
+    if (kernel_) {
+      if (auto sym = kernel_->Find(addr)) {
+        f.symbol = sym->name;
+        f.symbol_start = sym->start;
+        if (!sym->module.empty()) f.dso = absl::StrCat("[", sym->module, "]");
+      }
+    }
+    return f;
+  }
+
+  // One address: its inline expansions (innermost first), then the
+  // function holding it, as perf and eu-addr2line -i show them.
+  void AddUserFrames(const RawSample& raw, uint64_t value, std::vector<ResolvedFrame>* out) {
+    const uint64_t addr = value & EHP_FRAME_ADDR_MASK;
+    // Return addresses are shown (and symbolized) at the call site.
+    const uint64_t site = (value & EHP_FRAME_EXACT) ? addr : addr - 1;
+    ResolvedFrame f;
+    f.addr = site;
+    f.dso = kUnknown;
+    f.symbol = kUnknown;
+    auto r = tracker_.Resolve(raw.pid, raw.time_ns, site);
+    if (!r || r->mapping->path == "//anon") {
+      // JIT code: anonymous memory, named (if at all) by the JIT's perf map.
+      if (auto name = PerfMapOf(raw.pid).Find(site)) {
+        f.symbol = *name;
+        f.dso = absl::StrCat("/tmp/perf-", raw.pid, ".map");
+        f.jit = true;
+      } else if (r) {
+        f.dso = "[anon]";
+      }
+      out->push_back(std::move(f));
+      return;
+    }
+    f.addr = r->elf_vaddr;
+    f.dso = r->mapping->path;
+    f.map_start = r->mapping->start;
+    f.map_limit = r->mapping->end;
+    f.map_offset = r->mapping->offset;
+    f.runtime_addr = site;
+    const Symbolized& sym = Symbolize(SymbolPathOf(*r->mapping), f.addr);
+    if (sym.frames.empty()) {
+      out->push_back(std::move(f));
+      return;
+    }
+    for (const Symbolizer::SourceFrame& sf : sym.frames) {
+      ResolvedFrame g = f;
+      g.symbol = sf.function;
+      g.src_file = sf.file;
+      g.line = sf.line;
+      g.inlined = sf.inlined;
+      if (!sf.inlined) g.symbol_start = sym.start;
+      out->push_back(std::move(g));
+    }
+  }
+
+  const PerfMap& PerfMapOf(uint32_t pid) {
+    auto it = perf_maps_.find(pid);
+    if (it == perf_maps_.end()) {
+      std::string warning;
+      it = perf_maps_.emplace(pid, PerfMap::Load(pid, &warning)).first;
+      if (!warning.empty() && options_.warnings) options_.warnings->push_back(warning);
+    }
+    return it->second;
+  }
+
+  struct Symbolized {
+    std::vector<Symbolizer::SourceFrame> frames;  // innermost first
+    uint64_t start = 0;
+  };
+  const Symbolized& Symbolize(const std::string& path, uint64_t vaddr) {
+    auto key = std::make_pair(path, vaddr);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    Symbolized s;
+    const std::string& file = SymbolFile(path);
+    if (!file.empty()) {
+      s.frames = symbols_.Frames(file, vaddr);
+      s.start = symbols_.FunctionStart(file, vaddr).value_or(0);
+      if (options_.symbol_table_names && !s.frames.empty() && !s.frames.back().inlined) {
+        if (auto name = options_.symbol_table_names->FunctionName(file, vaddr)) {
+          s.frames.back().function = *name;
+        }
+      }
+      if (options_.demangle) {
+        for (auto& sf : s.frames) sf.function = Demangle(sf.function);
+      }
+    }
+    return cache_.emplace(key, std::move(s)).first->second;
+  }
+
+  // Where to read a mapping's symbols: its path while that still holds the
+  // file that was mapped (a separate debug file is found next to it), else
+  // the fd ehprof kept on it (a binary replaced or deleted since).
+  const std::string& SymbolPathOf(const TrackedMapping& m) {
+    if (!m.file || m.kept_path.empty()) return m.path;
+    const std::string key = absl::StrCat(m.path, ":", m.file->inode, ":", m.file->mtime_ns);
+    auto it = same_file_.find(key);
+    if (it == same_file_.end()) {
+      struct stat st;
+      const bool same = ::stat(m.path.c_str(), &st) == 0 &&
+                        static_cast<uint64_t>(st.st_ino) == m.file->inode &&
+                        static_cast<uint64_t>(st.st_dev) == m.file->dev &&
+                        int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec == m.file->mtime_ns;
+      it = same_file_.emplace(key, same).first;
+    }
+    return it->second ? m.path : m.kept_path;
+  }
+
+  // The file to read symbols from for a mapping path ("" when none).
+  const std::string& SymbolFile(const std::string& path) {
+    static const std::string kNone;
+    auto alias = options_.symbol_file_alias.find(path);
+    const std::string& file = alias == options_.symbol_file_alias.end() ? path : alias->second;
+    return !file.empty() && file[0] == '/' ? file : kNone;
+  }
+
+  const ProcessTracker& tracker_;
+  Symbolizer& symbols_;
+  const Kallsyms* kernel_;
+  const ResolveOptions& options_;
+  absl::flat_hash_map<std::pair<std::string, uint64_t>, Symbolized> cache_;
+  absl::flat_hash_map<uint32_t, PerfMap> perf_maps_;
+  // "path:inode:mtime" -> the path still holds that file.
+  absl::flat_hash_map<std::string, bool> same_file_;
+};
+
+}  // namespace
+
+std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples,
+                                           const ProcessTracker& tracker, Symbolizer& symbols,
+                                           const Kallsyms* kernel, const ResolveOptions& options) {
+  Resolver r(tracker, symbols, kernel, options);
+  std::vector<ResolvedSample> out;
+  out.reserve(samples.size());
+  for (const RawSample& s : samples) out.push_back(r.Resolve(s));
+  return out;
+}
+
+}  // namespace ehprof

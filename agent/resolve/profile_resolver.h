@@ -1,0 +1,42 @@
+// Raw samples (runtime addresses) to resolved ones (ELF addresses, symbols,
+// files). Runs after recording, off the sampling path; every distinct
+// (file, address) is symbolized once.
+#ifndef EHPROF_AGENT_RESOLVE_PROFILE_RESOLVER_H_
+#define EHPROF_AGENT_RESOLVE_PROFILE_RESOLVER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent/process/process_tracker.h"
+#include "agent/record/raw_sample.h"
+#include "agent/resolve/resolved_sample.h"
+#include "symbolizer/kallsyms.h"
+#include "symbolizer/symbolizer.h"
+
+namespace ehprof {
+
+struct ResolveOptions {
+  // Which user walk to print: the primary one, or the frame-pointer walk
+  // recorded alongside it (--unwinder both).
+  bool use_fp_walk = false;
+  // Files to read symbols from instead of the path in the maps ("[vdso]").
+  std::map<std::string, std::string> symbol_file_alias;
+  // When set, the function holding an address (not its inline expansions)
+  // is named from the ELF symbol tables where they have a name, as perf
+  // does: DWARF may name glibc's functions by internal aliases
+  // (__GI___qsort_r for qsort_r).
+  Symbolizer* symbol_table_names = nullptr;
+  // C++ names demangled (--no-demangle keeps them raw).
+  bool demangle = true;
+  // Problems worth one line each (a perf map with broken lines), appended.
+  std::vector<std::string>* warnings = nullptr;
+};
+
+std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples,
+                                           const ProcessTracker& tracker, Symbolizer& symbols,
+                                           const Kallsyms* kernel, const ResolveOptions& options);
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_RESOLVE_PROFILE_RESOLVER_H_

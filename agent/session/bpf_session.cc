@@ -1,0 +1,314 @@
+#include "agent/session/bpf_session.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "agent/session/capabilities.h"
+#include "agent/session/kernel_features.h"
+#include "profiler.skel.h"
+
+namespace ehprof {
+
+void BpfLinkDeleter::operator()(bpf_link* l) const { bpf_link__destroy(l); }
+void SkeletonDeleter::operator()(ehprof_bpf* s) const { ehprof_bpf__destroy(s); }
+
+uint64_t MapSizes::table_bytes() const {
+  return uint64_t{tables} * sizeof(ehp_table_info) + uint64_t{pages} * sizeof(ehp_page) +
+         uint64_t{pages} * sizeof(ehp_buckets) +
+         uint64_t{row_chunks} * EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES +
+         uint64_t{palette_words} * sizeof(uint64_t) + uint64_t{rules} * sizeof(ehp_rule);
+}
+
+std::vector<int> OnlineCpus() {
+  std::vector<int> cpus;
+  std::ifstream f("/sys/devices/system/cpu/online");
+  std::string text;
+  std::getline(f, text);
+  for (absl::string_view range : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::vector<std::string> ends = absl::StrSplit(range, '-');
+    int lo = 0, hi = 0;
+    if (!absl::SimpleAtoi(ends[0], &lo)) continue;
+    hi = lo;
+    if (ends.size() > 1 && !absl::SimpleAtoi(ends[1], &hi)) continue;
+    for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+  }
+  if (cpus.empty()) {
+    for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN); ++c) cpus.push_back(static_cast<int>(c));
+  }
+  return cpus;
+}
+
+namespace {
+
+std::string Errno(int err) { return std::strerror(err < 0 ? -err : err); }
+
+absl::Status PermissionHint(int err, const std::string& what) {
+  std::string msg = absl::StrCat(what, ": ", Errno(err));
+  if (err == EPERM || err == -EPERM || err == EACCES || err == -EACCES) {
+    absl::StrAppend(&msg, BpfPermissionHint());
+    return absl::PermissionDeniedError(msg);
+  }
+  return absl::InternalError(msg);
+}
+
+// While the programs load, libbpf's messages still go to stderr (its log is
+// what a user sends with a bug report) and the lines that say why a load
+// failed are kept, so the error can name the cause.
+class LibbpfLog {
+ public:
+  LibbpfLog() {
+    lines_ = &kept_;
+    previous_ = libbpf_set_print(&LibbpfLog::Print);
+  }
+  ~LibbpfLog() {
+    libbpf_set_print(previous_);
+    lines_ = nullptr;
+  }
+  LibbpfLog(const LibbpfLog&) = delete;
+  LibbpfLog& operator=(const LibbpfLog&) = delete;
+
+  // The first kept line containing needle, without libbpf's prefix.
+  std::string Find(const char* needle) const {
+    for (const std::string& l : kept_) {
+      if (l.find(needle) != std::string::npos) return l;
+    }
+    return "";
+  }
+
+ private:
+  static int Print(libbpf_print_level level, const char* fmt, va_list args) {
+    if (level == LIBBPF_DEBUG) return 0;
+    va_list copy;
+    va_copy(copy, args);
+    char buf[1024];
+    std::vsnprintf(buf, sizeof(buf), fmt, copy);
+    va_end(copy);
+    if (lines_ && lines_->size() < 256) {
+      std::string line(buf);
+      while (!line.empty() && line.back() == '\n') line.pop_back();
+      if (line.rfind("libbpf: ", 0) == 0) line.erase(0, 8);
+      lines_->push_back(std::move(line));
+    }
+    return std::vfprintf(stderr, fmt, args);
+  }
+
+  static inline std::vector<std::string>* lines_ = nullptr;
+  std::vector<std::string> kept_;
+  libbpf_print_fn_t previous_ = nullptr;
+};
+
+// Why ehprof_bpf__load failed, from what libbpf said: a CO-RE relocation
+// that does not fit this kernel's types is ehprof's bug, a verifier
+// rejection names the program; neither is "the kernel lacks a feature"
+// (those are probed before loading).
+absl::Status LoadError(int err, const LibbpfLog& log) {
+  std::string kernel = KernelRelease();
+  if (std::string relo = log.Find("relo #"); !relo.empty() || !log.Find("CO-RE").empty()) {
+    if (relo.empty()) relo = log.Find("CO-RE");
+    return absl::InternalError(absl::StrCat(
+        "loading the BPF programs: a CO-RE relocation does not fit this kernel's types (", relo,
+        "): ehprof reads a kernel field whose type differs on ", kernel,
+        "; this is a bug in ehprof, please report it with this message"));
+  }
+  if (std::string failed = log.Find("BPF program load failed"); !failed.empty()) {
+    return absl::InternalError(absl::StrCat(
+        "loading the BPF programs: the verifier of kernel ", kernel, " rejected them (", failed,
+        "; its log is printed above): please report it with that log"));
+  }
+  return absl::InternalError(absl::StrCat("loading the BPF programs on kernel ", kernel, ": ",
+                                          Errno(err), " (libbpf's messages are above)"));
+}
+
+// The skeleton's own open (ehprof_bpf__open_opts) with another object's
+// bytes: maps and programs are bound by name, so a build of the same source
+// against another kernel's vmlinux.h fits; anything else fails to open.
+absl::StatusOr<ehprof_bpf*> OpenObjectFile(const std::string& path, std::string& bytes) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat(path, ": cannot open the BPF object"));
+  std::ostringstream all;
+  all << f.rdbuf();
+  bytes = all.str();
+  auto* obj = static_cast<ehprof_bpf*>(calloc(1, sizeof(ehprof_bpf)));
+  if (!obj) return absl::ResourceExhaustedError("out of memory opening the BPF object");
+  int err = ehprof_bpf__create_skeleton(obj);
+  if (!err) {
+    obj->skeleton->data = bytes.data();
+    obj->skeleton->data_sz = bytes.size();
+    err = bpf_object__open_skeleton(obj->skeleton, nullptr);
+  }
+  if (err) {
+    ehprof_bpf__destroy(obj);
+    char why[128];
+    libbpf_strerror(err, why, sizeof(why));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a build of ehprof's BPF programs (", why, ")"));
+  }
+  return obj;
+}
+
+int OpenPerfEvent(const SessionOptions& o, int cpu) {
+  perf_event_attr attr{};
+  attr.size = sizeof(attr);
+  attr.type = o.event_type;
+  attr.config = o.event_config;
+  attr.freq = 1;
+  attr.sample_freq = o.frequency_hz;
+  return static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptions& o) {
+  auto session = std::unique_ptr<BpfSession>(new BpfSession());
+  if (std::string missing = MissingBpfCapabilities(); !missing.empty()) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot load the BPF programs: ", missing));
+  }
+  libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
+  if (absl::Status s = CheckKernelFeatures(ProbeKernelFeatures()); !s.ok()) return s;
+  LibbpfLog log;
+  if (o.bpf_object_path.empty()) {
+    session->skel_.reset(ehprof_bpf__open());
+  } else {
+    absl::StatusOr<ehprof_bpf*> skel = OpenObjectFile(o.bpf_object_path, session->object_bytes_);
+    if (!skel.ok()) return skel.status();
+    session->skel_.reset(*skel);
+  }
+  if (!session->skel_) return PermissionHint(errno, "opening the BPF object");
+  ehprof_bpf* skel = session->skel_.get();
+  skel->rodata->cfg = o.config;
+
+  const MapSizes& z = o.sizes;
+  struct {
+    bpf_map* map;
+    uint32_t entries;
+  } sizes[] = {{skel->maps.tables, z.tables},   {skel->maps.pages, z.pages},
+               {skel->maps.buckets, z.pages},   {skel->maps.rows, z.row_chunks},
+               {skel->maps.palettes, z.palette_words}, {skel->maps.rules, z.rules},
+               {skel->maps.procs, z.procs},     {skel->maps.events, z.ringbuf_bytes},
+               {skel->maps.verify_scratch,
+                o.config.verify_every ? static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())) : 1u}};
+  for (auto& s : sizes) {
+    if (int err = bpf_map__set_max_entries(s.map, s.entries)) {
+      return absl::InternalError(absl::StrCat("sizing BPF map ", bpf_map__name(s.map), ": ",
+                                              Errno(err)));
+    }
+  }
+  constexpr size_t kLogSize = 64 * 1024;
+  if (o.verifier_stats) {
+    bpf_program* prog;
+    bpf_object__for_each_program(prog, skel->obj) {
+      auto buf = std::make_unique<char[]>(kLogSize);
+      buf[0] = 0;
+      bpf_program__set_log_level(prog, 4);  // BPF_LOG_STATS: the summary only
+      bpf_program__set_log_buf(prog, buf.get(), kLogSize);
+      session->log_bufs_.push_back(std::move(buf));
+    }
+  }
+  if (int err = ehprof_bpf__load(skel)) {
+    if (geteuid() == 0 && err != -EPERM && err != EPERM) return LoadError(err, log);
+    return PermissionHint(err, "loading the BPF programs");
+  }
+  if (o.verifier_stats) {
+    size_t i = 0;
+    bpf_program* prog;
+    bpf_object__for_each_program(prog, skel->obj) {
+      ProgramInfo info;
+      info.name = bpf_program__name(prog);
+      const char* log = session->log_bufs_[i++].get();
+      auto num = [&](const char* key) -> uint64_t {
+        const char* at = std::strstr(log, key);
+        return at ? std::strtoull(at + std::strlen(key), nullptr, 10) : 0;
+      };
+      info.processed_insns = num("processed ");
+      info.total_states = num("total_states ");
+      info.peak_states = num("peak_states ");
+      info.verification_us = num("verification time ");
+      bpf_prog_info pi{};
+      uint32_t len = sizeof(pi);
+      if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len) == 0) {
+        info.xlated_bytes = pi.xlated_prog_len;
+        info.jited_bytes = pi.jited_prog_len;
+      }
+      session->verifier_.push_back(std::move(info));
+    }
+  }
+  session->maps_ = MapFds{bpf_map__fd(skel->maps.procs),    bpf_map__fd(skel->maps.targets),
+                          bpf_map__fd(skel->maps.tables),   bpf_map__fd(skel->maps.pages),
+                          bpf_map__fd(skel->maps.buckets),  bpf_map__fd(skel->maps.rows),
+                          bpf_map__fd(skel->maps.palettes), bpf_map__fd(skel->maps.rules),
+                          bpf_map__fd(skel->maps.events),   bpf_map__fd(skel->maps.stats)};
+
+  for (bpf_program* prog : {skel->progs.ehprof_fork, skel->progs.ehprof_exec, skel->progs.ehprof_exit}) {
+    BpfLinkPtr link(bpf_program__attach(prog));
+    if (!link) return PermissionHint(errno, absl::StrCat("attaching ", bpf_program__name(prog)));
+    session->links_.push_back(std::move(link));
+  }
+  for (int cpu : OnlineCpus()) {
+    int fd = OpenPerfEvent(o, cpu);
+    if (fd < 0) {
+      int err = errno;
+      if (err == ENOENT || err == EOPNOTSUPP) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "perf event type ", o.event_type, " config ", o.event_config,
+            " is not supported here (no hardware PMU in this VM?); the default cpu-clock works"));
+      }
+      return PermissionHint(err, absl::StrCat("perf_event_open on CPU ", cpu));
+    }
+    BpfLinkPtr link(bpf_program__attach_perf_event(skel->progs.ehprof_sample, fd));
+    if (!link) {
+      int err = errno;
+      ::close(fd);
+      return PermissionHint(err, absl::StrCat("attaching the sampler on CPU ", cpu));
+    }
+    session->links_.push_back(std::move(link));
+    ++session->num_cpus_;
+  }
+  return session;
+}
+
+BpfSession::~BpfSession() {
+  links_.clear();
+  skel_.reset();
+}
+
+std::vector<uint64_t> BpfSession::ReadStats() const {
+  std::vector<uint64_t> totals(EHP_STAT_COUNT, 0);
+  const int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return totals;
+  std::vector<uint64_t> per_cpu(ncpu);
+  for (uint32_t k = 0; k < EHP_STAT_COUNT; ++k) {
+    if (bpf_map_lookup_elem(maps_.stats, &k, per_cpu.data()) != 0) continue;
+    for (uint64_t v : per_cpu) totals[k] += v;
+  }
+  return totals;
+}
+
+std::vector<BpfSession::ProgramInfo> BpfSession::Programs() const { return verifier_; }
+
+BpfSession::ProgStats BpfSession::SampleProgStats() const {
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  ProgStats out;
+  if (bpf_obj_get_info_by_fd(bpf_program__fd(skel_->progs.ehprof_sample), &info, &len) == 0) {
+    out.run_time_ns = info.run_time_ns;
+    out.run_cnt = info.run_cnt;
+  }
+  return out;
+}
+
+}  // namespace ehprof

@@ -1,0 +1,108 @@
+// Owns the loaded BPF program and everything attached to it: the skeleton,
+// one perf event per CPU, the tracepoint links. Destruction detaches and
+// releases all of it, so no program or map outlives ehprof.
+#ifndef EHPROF_AGENT_SESSION_BPF_SESSION_H_
+#define EHPROF_AGENT_SESSION_BPF_SESSION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bpf/ehprof_abi.h"
+
+struct ehprof_bpf;
+struct bpf_link;
+
+namespace ehprof {
+
+struct MapSizes {
+  uint32_t tables = 4096;
+  uint32_t pages = 1 << 16;         // 64 KiB of code each at most
+  uint32_t row_chunks = 1024;       // EHP_ROW_CHUNK_ROWS rows each
+  uint32_t palette_words = 1 << 16; // EHP_PALETTE_PER_WORD entries each
+  uint32_t rules = 1 << 16;
+  uint32_t procs = 4096;
+  uint32_t ringbuf_bytes = 16 << 20;
+  uint64_t table_bytes() const;     // what the table maps lock in memory
+};
+
+struct SessionOptions {
+  ehp_config config{};
+  // Collect the verifier's statistics (log level 4) for VerifierStats().
+  bool verifier_stats = false;
+  MapSizes sizes;
+  uint64_t frequency_hz = 99;
+  // PERF_TYPE_SOFTWARE/PERF_COUNT_SW_CPU_CLOCK by default (works in VMs).
+  uint32_t event_type = 0;
+  uint64_t event_config = 0;
+  // Load this BPF object file instead of the one built in: the same
+  // profiler.bpf.c compiled against another kernel's vmlinux.h (the kernel
+  // matrix checks that an object built on one kernel loads on the others).
+  // It must define the same maps and programs.
+  std::string bpf_object_path;
+};
+
+struct BpfLinkDeleter {
+  void operator()(bpf_link* l) const;
+};
+using BpfLinkPtr = std::unique_ptr<bpf_link, BpfLinkDeleter>;
+struct SkeletonDeleter {
+  void operator()(ehprof_bpf* s) const;
+};
+
+struct MapFds {
+  int procs = -1, targets = -1, tables = -1, pages = -1, buckets = -1, rows = -1,
+      palettes = -1, rules = -1, events = -1, stats = -1;
+};
+
+class BpfSession {
+ public:
+  // Opens, sizes and loads the programs; attaches the tracepoints, then one
+  // sampling event per online CPU. Errors name what failed and why (missing
+  // privileges, no PMU for -e cycles, a verifier rejection).
+  static absl::StatusOr<std::unique_ptr<BpfSession>> Start(const SessionOptions& options);
+  ~BpfSession();
+
+  const MapFds& maps() const { return maps_; }
+  // Sums of the per-CPU counters (enum ehp_stat).
+  std::vector<uint64_t> ReadStats() const;
+  // Runtime statistics of the sampling program (kernel.bpf_stats_enabled).
+  struct ProgStats {
+    uint64_t run_time_ns = 0;
+    uint64_t run_cnt = 0;
+  };
+  ProgStats SampleProgStats() const;
+  int num_cpus() const { return num_cpus_; }
+
+  // What the verifier and the JIT made of each program (--verifier-stats).
+  struct ProgramInfo {
+    std::string name;
+    uint64_t processed_insns = 0;  // the verifier's count; the limit is 1,000,000
+    uint64_t total_states = 0, peak_states = 0;
+    uint64_t verification_us = 0;
+    uint32_t xlated_bytes = 0, jited_bytes = 0;
+  };
+  std::vector<ProgramInfo> Programs() const;
+
+ private:
+  BpfSession() = default;
+  // The bytes of SessionOptions::bpf_object_path; outlive the skeleton.
+  std::string object_bytes_;
+  // Declared first, destroyed last: links (which own and close their perf
+  // event fds) go before the programs they attach.
+  std::unique_ptr<ehprof_bpf, SkeletonDeleter> skel_;
+  std::vector<BpfLinkPtr> links_;
+  int num_cpus_ = 0;
+  MapFds maps_;
+  std::vector<ProgramInfo> verifier_;  // from the load logs
+  std::vector<std::unique_ptr<char[]>> log_bufs_;
+};
+
+// Online CPUs from /sys/devices/system/cpu/online.
+std::vector<int> OnlineCpus();
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_SESSION_BPF_SESSION_H_

@@ -1,0 +1,283 @@
+#include "agent/session/file_tables.h"
+
+#include <elf.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "unwind_tables/table_builder.h"
+
+namespace ehprof {
+
+FileTables::FileTables(TableStore* store, std::unique_ptr<TableCache> cache)
+    : store_(store), cache_(std::move(cache)) {
+  worker_ = std::thread([this] { WorkerLoop(); });
+}
+
+FileTables::~FileTables() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+absl::StatusOr<FileKey> FileTables::Register(const std::string& open_path,
+                                             const std::string& display_path,
+                                             std::vector<uint8_t> image) {
+  FileKey key;
+  if (image.empty()) {
+    struct stat st;
+    if (::stat(open_path.c_str(), &st) != 0) {
+      return absl::NotFoundError(absl::StrCat(open_path, ": ", std::strerror(errno)));
+    }
+    key = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+           static_cast<uint64_t>(st.st_size),
+           int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+  } else {
+    // In-memory images (the vDSO) are keyed by their size and a hash.
+    uint64_t h = 1469598103934665603ull;
+    for (uint8_t b : image) h = (h ^ b) * 1099511628211ull;
+    key = {~uint64_t{0}, h, image.size(), 0};
+  }
+  if (auto it = files_.find(key); it != files_.end()) {
+    if (it->second.refs == 0 && it->second.state == FileInfo::State::kReady) ++stats_.reused;
+    return key;
+  }
+  auto elf = image.empty() ? ElfFile::Open(open_path)
+                           : ElfFile::FromBytes(display_path, std::vector<uint8_t>(image));
+  FileInfo info;
+  info.path = display_path;
+  if (!elf.ok()) {
+    info.state = FileInfo::State::kFailed;
+    info.error = std::string(elf.status().message());
+    files_.emplace(key, std::move(info));
+    return key;
+  }
+  info.build_id = elf->BuildId();
+  for (const ElfSegment& s : elf->segments()) {
+    if (s.type == PT_LOAD) info.loads.push_back(s);
+  }
+  info.open_path = open_path;
+  info.image = std::move(image);
+  Queue(key, files_.emplace(key, std::move(info)).first->second, std::move(*elf));
+  return key;
+}
+
+void FileTables::Queue(const FileKey& key, const FileInfo& info, std::optional<ElfFile> elf) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back({key, info.open_path, info.path, info.build_id, info.image, std::move(elf)});
+  }
+  cv_.notify_one();
+}
+
+const FileInfo* FileTables::Find(const FileKey& key) const {
+  auto it = files_.find(key);
+  return it == files_.end() ? nullptr : &it->second;
+}
+
+void FileTables::AddRef(const FileKey& key) {
+  auto it = files_.find(key);
+  if (it == files_.end()) return;
+  FileInfo& f = it->second;
+  if (f.refs++ == 0 && f.state == FileInfo::State::kReady) unused_.erase(f.unused);
+}
+
+void FileTables::Release(const FileKey& key) {
+  auto it = files_.find(key);
+  if (it == files_.end() || it->second.refs == 0) return;
+  FileInfo& f = it->second;
+  if (--f.refs > 0) return;
+  switch (f.state) {
+    case FileInfo::State::kReady:
+      // Kept loaded: the same binary often runs again soon (shells,
+      // build steps). Room is made by evicting from the back.
+      unused_.push_front(key);
+      f.unused = unused_.begin();
+      f.unused_since = std::chrono::steady_clock::now();
+      retry_no_space_ = true;
+      break;
+    case FileInfo::State::kNoSpace:
+      files_.erase(it);  // the next process mapping it tries again
+      break;
+    default:
+      break;  // pending: dropped when its build ends; failed: remembered
+  }
+}
+
+bool FileTables::EvictOne() {
+  if (unused_.empty()) return false;
+  auto it = files_.find(unused_.back());
+  unused_.pop_back();
+  if (it != files_.end()) {
+    store_->Unload(it->second.table_id);
+    files_.erase(it);
+  }
+  return true;
+}
+
+FileTables::Stats FileTables::stats() const {
+  Stats s = stats_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.from_cache = from_cache_;
+  }
+  s.unused = unused_.size();
+  s.files = files_.size();
+  return s;
+}
+
+void FileTables::WorkerLoop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+      ++in_flight_;
+    }
+    Done done = Build(job);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done.from_cache) ++from_cache_;
+    done_.push_back(std::move(done));
+    --in_flight_;
+  }
+}
+
+FileTables::Done FileTables::Build(Job& job) {
+  Done done{job.key, absl::UnknownError("not built")};
+  // In-memory images (the vDSO) have no file identity to key a cache entry.
+  const bool cacheable = cache_ && job.image.empty() && job.key.inode != 0;
+  const TableFileKey tkey{job.build_id, job.key.inode, job.key.size, job.key.mtime_ns};
+  if (cacheable) {
+    std::string why;
+    if (std::optional<StoredTable> t = cache_->Load(tkey, &why)) {
+      done.rows = t->plain_rows;
+      done.table = std::move(t->table);
+      done.from_cache = true;
+      return done;
+    }
+    if (!why.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      worker_warnings_.push_back(absl::StrCat(why, " (rebuilt)"));
+    }
+  }
+  auto elf = job.elf ? absl::StatusOr<ElfFile>(std::move(*job.elf))
+             : job.image.empty() ? ElfFile::Open(job.open_path)
+                                 : ElfFile::FromBytes(job.name, std::move(job.image));
+  if (!elf.ok()) {
+    done.table = elf.status();
+    return done;
+  }
+  auto table = BuildUnwindTable(*elf);
+  if (!table.ok()) {
+    done.table = table.status();
+    return done;
+  }
+  done.rows = table->rows.size();
+  done.table = EncodeCompactTable(table->rows, job.name);
+  if (cacheable && done.table.ok()) {
+    if (absl::Status st = cache_->Store(tkey, {*done.table, done.rows}); !st.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      worker_warnings_.push_back(std::string(st.message()));
+    }
+  }
+  return done;
+}
+
+std::vector<FileKey> FileTables::CollectFinished() {
+  std::vector<Done> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done.swap(done_);
+  }
+  std::vector<FileKey> ready;
+  const auto now = std::chrono::steady_clock::now();
+  while (!unused_.empty()) {
+    auto it = files_.find(unused_.back());
+    if (it != files_.end() &&
+        now - it->second.unused_since < std::chrono::seconds(kUnusedTableSeconds)) {
+      break;
+    }
+    EvictOne();
+    ++stats_.expired;
+  }
+  if (retry_no_space_ && now - last_retry_ > std::chrono::seconds(2)) {
+    // Tables became evictable: files refused for room get another build
+    // (not more often than this: a build costs milliseconds).
+    retry_no_space_ = false;
+    last_retry_ = now;
+    for (auto& [key, f] : files_) {
+      if (f.state == FileInfo::State::kNoSpace && f.refs > 0) {
+        f.state = FileInfo::State::kPending;
+        Queue(key, f);
+      }
+    }
+  }
+  for (Done& d : done) {
+    auto it = files_.find(d.key);
+    if (it == files_.end()) continue;
+    FileInfo& f = it->second;
+    if (f.refs == 0) {
+      files_.erase(it);  // every process using it went away meanwhile
+      continue;
+    }
+    if (!d.table.ok()) {
+      f.state = FileInfo::State::kFailed;
+      f.error = std::string(d.table.status().message());
+      warnings_.push_back(absl::StrCat("no unwind table for ", f.path, ": ", f.error,
+                                       " (frame pointers used there)"));
+      ready.push_back(d.key);
+      continue;
+    }
+    auto id = store_->Load(*d.table, f.path);
+    while (!id.ok() && absl::IsResourceExhausted(id.status()) && EvictOne()) {
+      ++stats_.evicted;
+      id = store_->Load(*d.table, f.path);
+    }
+    if (!id.ok()) {
+      f.state = FileInfo::State::kNoSpace;
+      f.error = std::string(id.status().message());
+      // Said once: with -a a full map refuses many files; the summary
+      // counts them.
+      if (stats_.no_space++ == 0 || !absl::IsResourceExhausted(id.status())) {
+        warnings_.push_back(absl::StrCat(f.error, " (files without a table are unwound with frame "
+                                                  "pointers; raise --table-memory)"));
+      }
+      ready.push_back(d.key);
+      continue;
+    }
+    ++stats_.loaded;
+    f.image.clear();
+    f.image.shrink_to_fit();
+    f.state = FileInfo::State::kReady;
+    f.table_id = *id;
+    f.rows = d.rows;
+    f.table_bytes = d.table->bytes();
+    ready.push_back(d.key);
+  }
+  return ready;
+}
+
+std::vector<std::string> FileTables::TakeWarnings() {
+  std::vector<std::string> out;
+  out.swap(warnings_);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (std::string& w : worker_warnings_) out.push_back(std::move(w));
+  worker_warnings_.clear();
+  return out;
+}
+
+size_t FileTables::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return jobs_.size() + in_flight_ + done_.size();
+}
+
+}  // namespace ehprof

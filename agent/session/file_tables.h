@@ -1,0 +1,137 @@
+// One unwind table per distinct file (dev, inode, mtime, size), shared by
+// every process that maps it, built on a worker thread so table builds never
+// delay sampling or event handling. A table no process uses stays loaded
+// (the next short-lived process running that binary finds it ready) until
+// the maps run out of room (least recently used first) or it has been
+// unused for kUnusedTableSeconds. Tables in use are never evicted.
+#ifndef EHPROF_AGENT_SESSION_FILE_TABLES_H_
+#define EHPROF_AGENT_SESSION_FILE_TABLES_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/session/table_store.h"
+#include "unwind_tables/elf_file.h"
+#include "unwind_tables/table_cache.h"
+
+namespace ehprof {
+
+struct FileKey {
+  uint64_t dev = 0, inode = 0, size = 0;
+  int64_t mtime_ns = 0;
+  auto operator<=>(const FileKey&) const = default;
+};
+
+struct FileInfo {
+  std::string path;        // as the process's maps name it
+  std::string build_id;
+  std::vector<ElfSegment> loads;  // PT_LOADs, for load biases
+  enum class State { kPending, kReady, kFailed, kNoSpace } state = State::kPending;
+  uint32_t table_id = 0;   // when kReady
+  std::string error;       // when kFailed / kNoSpace
+  uint32_t refs = 0;       // processes mapping it
+  uint64_t rows = 0, table_bytes = 0;
+  std::list<FileKey>::iterator unused;  // in FileTables::unused_ when refs == 0 and ready
+  std::chrono::steady_clock::time_point unused_since;
+  // Where it was read from, for a retry when the maps were full.
+  std::string open_path;
+  std::vector<uint8_t> image;
+};
+
+class FileTables {
+ public:
+  // How long a table no process uses stays loaded for the next process
+  // mapping the file; then the maps are back to what live processes need.
+  static constexpr int kUnusedTableSeconds = 10;
+
+  // cache (may be null): built tables are looked up there before a build
+  // and stored after one, so the next run of a binary finds its table at
+  // once. Used by the worker thread only.
+  explicit FileTables(TableStore* store, std::unique_ptr<TableCache> cache = nullptr);
+  ~FileTables();  // stops the worker
+
+  // The file behind `open_path` (a /proc/PID/map_files link, or a path),
+  // registered on first sight and its table build queued. Reads only the
+  // ELF headers on this thread. `image` non-empty: an in-memory ELF (vDSO).
+  absl::StatusOr<FileKey> Register(const std::string& open_path, const std::string& display_path,
+                                   std::vector<uint8_t> image = {});
+  const FileInfo* Find(const FileKey& key) const;
+  void AddRef(const FileKey& key);
+  void Release(const FileKey& key);  // at zero refs the table becomes evictable
+
+  // Loads finished builds into the BPF maps; returns the keys that became
+  // ready (their processes' entries need rewriting). Main thread only.
+  std::vector<FileKey> CollectFinished();
+  // Problems worth one line each (failed builds, full maps), drained.
+  std::vector<std::string> TakeWarnings();
+  size_t pending() const;
+
+  struct Stats {
+    uint64_t loaded = 0;        // tables placed in the maps
+    uint64_t evicted = 0;       // unused tables evicted for room
+    uint64_t expired = 0;       // unused tables unloaded after kUnusedTableSeconds
+    uint64_t reused = 0;        // registrations that found an unused table
+    uint64_t no_space = 0;      // files left without a table for lack of room
+    uint64_t from_cache = 0;    // builds served by the on-disk table cache
+    size_t unused = 0;          // unused tables loaded now
+    size_t files = 0;           // files known now
+  };
+  Stats stats() const;
+
+ private:
+  struct Job {
+    FileKey key;
+    std::string open_path;
+    std::string name;
+    std::string build_id;
+    std::vector<uint8_t> image;
+    // Opened when registered: a short-lived process's map_files link is
+    // gone by the time the worker gets to it.
+    std::optional<ElfFile> elf;
+  };
+  struct Done {
+    FileKey key;
+    absl::StatusOr<CompactTable> table;
+    uint64_t rows = 0;
+    bool from_cache = false;
+  };
+  // The table of a job: from the cache when it has it, else built (and
+  // stored there).
+  Done Build(Job& job);
+  void WorkerLoop();
+  bool EvictOne();
+  void Queue(const FileKey& key, const FileInfo& info, std::optional<ElfFile> elf = std::nullopt);
+
+  TableStore* store_;
+  std::unique_ptr<TableCache> cache_;  // the worker's only
+  std::map<FileKey, FileInfo> files_;
+  std::list<FileKey> unused_;  // ready tables no process uses, most recent first
+  bool retry_no_space_ = false;
+  std::chrono::steady_clock::time_point last_retry_{};
+  Stats stats_;
+  std::vector<std::string> warnings_;
+  mutable std::mutex mu_;
+  std::vector<std::string> worker_warnings_;  // guarded by mu_ (the cache's)
+  uint64_t from_cache_ = 0;                   // guarded by mu_
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  std::vector<Done> done_;
+  size_t in_flight_ = 0;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_SESSION_FILE_TABLES_H_

@@ -1,0 +1,92 @@
+#include "agent/session/kernel_features.h"
+
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace ehprof {
+namespace {
+
+// libbpf's probes answer 1 (present), 0 (absent) or a negative errno (the
+// probe itself could not run: no privileges, no bpf() at all).
+void Record(KernelFeature& f, int probe) {
+  f.present = probe == 1;
+  if (probe < 0) f.detail = absl::StrCat("probe failed: ", std::strerror(-probe));
+}
+
+KernelFeature Feature(const char* name, const char* since, const char* why) {
+  KernelFeature f;
+  f.name = name;
+  f.since = since;
+  f.why = why;
+  return f;
+}
+
+}  // namespace
+
+std::string KernelRelease() {
+  utsname u{};
+  if (uname(&u) != 0) return "unknown";
+  return u.release;
+}
+
+std::vector<KernelFeature> ProbeKernelFeatures() {
+  std::vector<KernelFeature> out;
+  {
+    KernelFeature f = Feature("kernel BTF", "5.4", "CO-RE and tp_btf (CONFIG_DEBUG_INFO_BTF, /sys/kernel/btf/vmlinux)");
+    f.present = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+    if (!f.present) f.detail = absl::StrCat("/sys/kernel/btf/vmlinux: ", std::strerror(errno));
+    out.push_back(std::move(f));
+  }
+  {
+    KernelFeature f = Feature("perf_event programs", "4.9", "the sampler");
+    Record(f, libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, nullptr));
+    out.push_back(std::move(f));
+  }
+  {
+    KernelFeature f = Feature("ring buffer maps", "5.8", "samples to user space");
+    Record(f, libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr));
+    out.push_back(std::move(f));
+  }
+  // Helpers the sampler calls, oldest first, so the first missing one
+  // reads as the kernel's age.
+  struct Helper {
+    bpf_func_id id;
+    const char* name;
+    const char* since;
+    const char* why;
+  } helpers[] = {
+      {BPF_FUNC_get_stack, "bpf_get_stack", "4.18", "kernel stacks"},
+      {BPF_FUNC_probe_read_user, "bpf_probe_read_user", "5.5", "reading user stacks"},
+      {BPF_FUNC_ringbuf_output, "bpf_ringbuf_output", "5.8", "sending samples"},
+      {BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf", "5.11", "the sampled task"},
+      {BPF_FUNC_task_pt_regs, "bpf_task_pt_regs", "5.15", "user registers in kernel mode"},
+      {BPF_FUNC_loop, "bpf_loop", "5.17", "the frame-by-frame walk"},
+  };
+  for (const Helper& h : helpers) {
+    KernelFeature f = Feature(h.name, h.since, h.why);
+    Record(f, libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, h.id, nullptr));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+absl::Status CheckKernelFeatures(const std::vector<KernelFeature>& features) {
+  std::string missing;
+  for (const KernelFeature& f : features) {
+    if (f.present) continue;
+    absl::StrAppend(&missing, missing.empty() ? "" : "; ", f.name, " (Linux ", f.since, "+, for ",
+                    f.why, f.detail.empty() ? "" : ": ", f.detail, ")");
+  }
+  if (missing.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "this kernel (", KernelRelease(), ") lacks what ehprof's BPF programs need: ", missing,
+      ". ehprof needs Linux 5.17 or later with BTF (Debian 12's 6.1 and newer)"));
+}
+
+}  // namespace ehprof

@@ -1,0 +1,50 @@
+// Warnings for the user, gathered the same way by every component: each
+// distinct one once (a file that fails to load is named once, not once per
+// process mapping it), taken by whoever reports them. Bounded: past
+// `remember` distinct warnings nothing more is remembered or kept (a
+// message naming a pid is distinct for every process; under -a the set
+// would grow as long as processes start), only counted. Thread-safe: the
+// symbolizer adds from its worker threads.
+#ifndef EHPROF_BASE_WARNINGS_H_
+#define EHPROF_BASE_WARNINGS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ehprof {
+
+class Warnings {
+ public:
+  static constexpr size_t kDefaultRemember = 1000;
+  explicit Warnings(size_t remember = kDefaultRemember) : remember_(remember) {}
+
+  // Pending unless the same text was added before.
+  void Add(std::string warning);
+  // Pending unless a warning on `topic` was added before (the text may
+  // differ: it names the first occurrence).
+  void AddOnce(std::string_view topic, std::string warning);
+  // Each of `warnings` as Add, in order.
+  void AddAll(std::vector<std::string> warnings);
+  // The pending warnings, oldest first; they are not pending any more.
+  std::vector<std::string> Take();
+  // How many were dropped past the bound since the last call.
+  uint64_t TakeDropped();
+
+ private:
+  void AddKeyed(std::string key, std::string warning);
+
+  const size_t remember_;
+  std::mutex mu_;
+  std::set<std::string> seen_;  // "w:" texts and "t:" topics
+  std::vector<std::string> pending_;
+  uint64_t dropped_ = 0;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_BASE_WARNINGS_H_
