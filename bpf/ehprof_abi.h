@@ -141,23 +141,36 @@ struct ehp_buckets {
 #define EHP_FRAME_FP (1ull << 62)    /* found by the frame-pointer fallback */
 #define EHP_FRAME_ADDR_MASK ((1ull << 62) - 1)
 
-/* Why a user walk stopped. */
+/* Why a user walk stopped: X(enumerator, value, name for reports). The one
+ * list: the enum below and StopReasonName (agent/resolve/stop_reasons.h)
+ * are both made from it, so a new reason cannot go unnamed. */
+#define EHP_STOP_REASONS(X)                                                   \
+	X(EHP_STOP_NONE, 0, "none")            /* still walking (internal) */ \
+	/* return address undefined: _start, clone3 */                         \
+	X(EHP_STOP_END_OF_STACK, 1, "end of stack")                            \
+	X(EHP_STOP_NO_PROC, 2, "process not yet known")                        \
+	/* pc in no known executable mapping */                                \
+	X(EHP_STOP_NO_MAPPING, 3, "pc outside known mappings")                 \
+	/* mapping known, its table not loaded */                              \
+	X(EHP_STOP_NO_TABLE, 4, "table not loaded yet")                        \
+	X(EHP_STOP_NO_CFI, 5, "no CFI for pc")                                 \
+	/* expression, unknown register, ... */                                \
+	X(EHP_STOP_UNSUPPORTED_RULE, 6, "unsupported CFI rule")                \
+	X(EHP_STOP_READ_FAULT, 7, "stack read fault")                          \
+	X(EHP_STOP_DEPTH_LIMIT, 8, "depth limit")                              \
+	/* zero pc, stack not growing */                                       \
+	X(EHP_STOP_BAD_FRAME, 9, "bad frame")                                  \
+	/* rbp 0 */                                                            \
+	X(EHP_STOP_FP_END, 10, "frame-pointer chain ended")                    \
+	X(EHP_STOP_NO_USER_STACK, 11, "no user stack (kernel thread)")         \
+	X(EHP_STOP_NOT_WALKED, 12, "user stack not requested")
+
+#define EHP_STOP_ENUMERATOR_(name, value, text) name = value,
 enum ehp_stop_reason {
-	EHP_STOP_NONE = 0,             /* still walking (internal) */
-	EHP_STOP_END_OF_STACK = 1,     /* return address undefined: _start, clone3 */
-	EHP_STOP_NO_PROC = 2,          /* the process is not known (yet) */
-	EHP_STOP_NO_MAPPING = 3,       /* pc in no known executable mapping */
-	EHP_STOP_NO_TABLE = 4,         /* mapping known, its table not loaded */
-	EHP_STOP_NO_CFI = 5,           /* the table has no row for pc */
-	EHP_STOP_UNSUPPORTED_RULE = 6, /* expression, unknown register, ... */
-	EHP_STOP_READ_FAULT = 7,       /* reading the stack failed */
-	EHP_STOP_DEPTH_LIMIT = 8,
-	EHP_STOP_BAD_FRAME = 9,        /* zero pc, stack not growing */
-	EHP_STOP_FP_END = 10,          /* frame-pointer chain ended (rbp 0) */
-	EHP_STOP_NO_USER_STACK = 11,   /* kernel thread */
-	EHP_STOP_NOT_WALKED = 12,      /* user stacks not requested */
+	EHP_STOP_REASONS(EHP_STOP_ENUMERATOR_)
 	EHP_STOP_REASON_COUNT = 13,
 };
+#undef EHP_STOP_ENUMERATOR_
 
 enum ehp_unwinder {
 	EHP_UNWINDER_DWARF = 0, /* CFI tables, frame pointers where no CFI */

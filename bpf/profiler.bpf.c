@@ -25,7 +25,8 @@ const volatile struct ehp_config cfg = {
 };
 
 /* Sizes of the table maps are set by user space before loading
- * (agent/bpf_maps.cc plans them from memory). */
+ * (SizesForMemory in agent/cli/cli.cc plans them from --table-memory;
+ * BpfSession sets them, agent/session/bpf_session.cc). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);

@@ -1,4 +1,5 @@
-// Human names of enum ehp_stop_reason, for summaries and reports.
+// Human names of enum ehp_stop_reason, for summaries and reports, from the
+// one list in bpf/ehprof_abi.h.
 #ifndef EHPROF_AGENT_RESOLVE_STOP_REASONS_H_
 #define EHPROF_AGENT_RESOLVE_STOP_REASONS_H_
 
@@ -6,22 +7,21 @@
 
 namespace ehprof {
 
+// Every value below EHP_STOP_REASON_COUNT is in the list, once.
+#define EHP_STOP_COUNT_ONE_(name, value, text) +1
+static_assert(0 EHP_STOP_REASONS(EHP_STOP_COUNT_ONE_) == EHP_STOP_REASON_COUNT,
+              "EHP_STOP_REASONS and EHP_STOP_REASON_COUNT disagree");
+#undef EHP_STOP_COUNT_ONE_
+
 inline const char* StopReasonName(unsigned reason) {
   switch (reason) {
-    case EHP_STOP_NONE: return "none";
-    case EHP_STOP_END_OF_STACK: return "end of stack";
-    case EHP_STOP_NO_PROC: return "process not yet known";
-    case EHP_STOP_NO_MAPPING: return "pc outside known mappings";
-    case EHP_STOP_NO_TABLE: return "table not loaded yet";
-    case EHP_STOP_NO_CFI: return "no CFI for pc";
-    case EHP_STOP_UNSUPPORTED_RULE: return "unsupported CFI rule";
-    case EHP_STOP_READ_FAULT: return "stack read fault";
-    case EHP_STOP_DEPTH_LIMIT: return "depth limit";
-    case EHP_STOP_BAD_FRAME: return "bad frame";
-    case EHP_STOP_FP_END: return "frame-pointer chain ended";
-    case EHP_STOP_NO_USER_STACK: return "no user stack (kernel thread)";
-    case EHP_STOP_NOT_WALKED: return "user stack not requested";
-    default: return "unknown";
+#define EHP_STOP_NAME_CASE_(name, value, text) \
+  case name:                                   \
+    return text;
+    EHP_STOP_REASONS(EHP_STOP_NAME_CASE_)
+#undef EHP_STOP_NAME_CASE_
+    default:
+      return "unknown";
   }
 }
 
