@@ -1,6 +1,7 @@
 #include "agent/continuous/interval_symbolizer.h"
 
 #include "absl/strings/str_cat.h"
+#include "agent/resolve/profile_resolver.h"
 #include "symbolizer/demangle.h"
 
 namespace ehprof {
@@ -75,19 +76,7 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
     return;
   }
   const Symbolized& s = Lookup(file, f.addr);
-  if (s.frames.empty()) {
-    out->push_back(std::move(r));
-    return;
-  }
-  for (const Symbolizer::SourceFrame& sf : s.frames) {
-    ResolvedFrame g = r;
-    g.symbol = sf.function;
-    g.src_file = sf.file;
-    g.line = sf.line;
-    g.inlined = sf.inlined;
-    if (!sf.inlined) g.symbol_start = s.start;
-    out->push_back(std::move(g));
-  }
+  AppendSourceFrames(r, s.frames, s.start, out);
 }
 
 std::map<std::string, std::vector<ResolvedSample>> IntervalSymbolizer::Resolve(
@@ -101,19 +90,7 @@ std::map<std::string, std::vector<ResolvedSample>> IntervalSymbolizer::Resolve(
     for (uint32_t id : key.frames) {
       const LocatedFrame& f = p.frames[id];
       if (f.mapping == LocatedFrame::kKernel) {
-        ResolvedFrame r;
-        r.addr = f.addr;
-        r.kernel = true;
-        r.dso = "[kernel.kallsyms]";
-        r.symbol = "[unknown]";
-        if (kallsyms_) {
-          if (auto sym = kallsyms_->Find(f.addr)) {
-            r.symbol = sym->name;
-            r.symbol_start = sym->start;
-            if (!sym->module.empty()) r.dso = absl::StrCat("[", sym->module, "]");
-          }
-        }
-        s.frames.push_back(std::move(r));
+        s.frames.push_back(KernelFrame(f.addr, kallsyms_ ? &*kallsyms_ : nullptr));
       } else {
         AddUser(p, f, &s.frames);
       }

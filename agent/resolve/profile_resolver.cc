@@ -25,29 +25,13 @@ class Resolver {
     out.tid = raw.tid;
     out.cpu = raw.cpu;
     out.time_ns = raw.time_ns;
-    for (uint64_t addr : raw.kernel) out.frames.push_back(KernelFrame(addr));
+    for (uint64_t addr : raw.kernel) out.frames.push_back(KernelFrame(addr, kernel_));
     const std::vector<uint64_t>& user = options_.use_fp_walk ? raw.user_fp : raw.user;
     for (uint64_t value : user) AddUserFrames(raw, value, &out.frames);
     return out;
   }
 
  private:
-  ResolvedFrame KernelFrame(uint64_t addr) {
-    ResolvedFrame f;
-    f.addr = addr;
-    f.kernel = true;
-    f.dso = "[kernel.kallsyms]";
-    f.symbol = kUnknown;
-    if (kernel_) {
-      if (auto sym = kernel_->Find(addr)) {
-        f.symbol = sym->name;
-        f.symbol_start = sym->start;
-        if (!sym->module.empty()) f.dso = absl::StrCat("[", sym->module, "]");
-      }
-    }
-    return f;
-  }
-
   // One address: its inline expansions (innermost first), then the
   // function holding it, as perf and eu-addr2line -i show them.
   void AddUserFrames(const RawSample& raw, uint64_t value, std::vector<ResolvedFrame>* out) {
@@ -78,19 +62,7 @@ class Resolver {
     f.map_offset = r->mapping->offset;
     f.runtime_addr = site;
     const Symbolized& sym = Symbolize(SymbolPathOf(*r->mapping), f.addr);
-    if (sym.frames.empty()) {
-      out->push_back(std::move(f));
-      return;
-    }
-    for (const Symbolizer::SourceFrame& sf : sym.frames) {
-      ResolvedFrame g = f;
-      g.symbol = sf.function;
-      g.src_file = sf.file;
-      g.line = sf.line;
-      g.inlined = sf.inlined;
-      if (!sf.inlined) g.symbol_start = sym.start;
-      out->push_back(std::move(g));
-    }
+    AppendSourceFrames(f, sym.frames, sym.start, out);
   }
 
   const PerfMap& PerfMapOf(uint32_t pid) {
@@ -165,6 +137,40 @@ class Resolver {
 };
 
 }  // namespace
+
+ResolvedFrame KernelFrame(uint64_t addr, const Kallsyms* kernel) {
+  ResolvedFrame f;
+  f.addr = addr;
+  f.kernel = true;
+  f.dso = "[kernel.kallsyms]";
+  f.symbol = kUnknown;
+  if (kernel) {
+    if (auto sym = kernel->Find(addr)) {
+      f.symbol = sym->name;
+      f.symbol_start = sym->start;
+      if (!sym->module.empty()) f.dso = absl::StrCat("[", sym->module, "]");
+    }
+  }
+  return f;
+}
+
+void AppendSourceFrames(const ResolvedFrame& base,
+                        const std::vector<Symbolizer::SourceFrame>& frames, uint64_t start,
+                        std::vector<ResolvedFrame>* out) {
+  if (frames.empty()) {
+    out->push_back(base);
+    return;
+  }
+  for (const Symbolizer::SourceFrame& sf : frames) {
+    ResolvedFrame g = base;
+    g.symbol = sf.function;
+    g.src_file = sf.file;
+    g.line = sf.line;
+    g.inlined = sf.inlined;
+    if (!sf.inlined) g.symbol_start = start;
+    out->push_back(std::move(g));
+  }
+}
 
 std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples,
                                            const ProcessTracker& tracker, Symbolizer& symbols,

@@ -33,6 +33,15 @@ struct ResolveOptions {
   std::vector<std::string>* warnings = nullptr;
 };
 
+// A kernel address as a frame, named from kallsyms when it is given.
+ResolvedFrame KernelFrame(uint64_t addr, const Kallsyms* kernel);
+// `base` (a user frame located in its file) once per source frame of its
+// address, innermost inline expansion first, the function itself last
+// (with symbol_start); `base` alone when nothing is known.
+void AppendSourceFrames(const ResolvedFrame& base,
+                        const std::vector<Symbolizer::SourceFrame>& frames, uint64_t start,
+                        std::vector<ResolvedFrame>* out);
+
 std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples,
                                            const ProcessTracker& tracker, Symbolizer& symbols,
                                            const Kallsyms* kernel, const ResolveOptions& options);
