@@ -1,8 +1,9 @@
 /* Every struct and enum shared between the BPF programs and the C++ side.
  *
  * Fixed-width types and explicit padding only: the same bytes are written by
- * user space into BPF maps and read by the BPF verifier-checked code. The C++
- * side static_asserts the sizes (unwind_tables/abi_checks.h).
+ * user space into BPF maps and read by the BPF verifier-checked code. The
+ * layout checks (EHP_ASSERT) sit beside each struct and are compiled by both
+ * clang -target bpf and the C++ compiler.
  */
 #ifndef EHPROF_BPF_EHPROF_ABI_H_
 #define EHPROF_BPF_EHPROF_ABI_H_
@@ -24,58 +25,70 @@ typedef uint32_t ehp_u32;
 typedef uint64_t ehp_u64;
 #endif
 
+/* Layout checks seen by both compilers: the BPF program and the C++ side
+ * agree on these structs only if both build with the same sizes. */
+#ifdef __cplusplus
+#define EHP_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define EHP_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+#define EHP_OFFSET(type, field) __builtin_offsetof(type, field)
+
 /* DWARF register numbers of x86-64 (System V psABI, figure 3.36). */
 enum ehp_dwarf_reg {
-  EHP_REG_RAX = 0,
-  EHP_REG_RDX = 1,
-  EHP_REG_RCX = 2,
-  EHP_REG_RBX = 3,
-  EHP_REG_RSI = 4,
-  EHP_REG_RDI = 5,
-  EHP_REG_RBP = 6,
-  EHP_REG_RSP = 7,
-  EHP_REG_R8 = 8,
-  EHP_REG_R15 = 15,
-  EHP_REG_RIP = 16, /* the return-address column */
+	EHP_REG_RAX = 0,
+	EHP_REG_RDX = 1,
+	EHP_REG_RCX = 2,
+	EHP_REG_RBX = 3,
+	EHP_REG_RSI = 4,
+	EHP_REG_RDI = 5,
+	EHP_REG_RBP = 6,
+	EHP_REG_RSP = 7,
+	EHP_REG_R8 = 8,
+	EHP_REG_R15 = 15,
+	EHP_REG_RIP = 16, /* the return-address column */
 };
 
 /* How the canonical frame address is computed. */
 enum ehp_cfa_kind {
-  EHP_CFA_NONE = 0,      /* no CFI covers this address */
-  EHP_CFA_REG = 1,       /* cfa = reg + offset */
-  EHP_CFA_PLT_LIT11 = 2, /* cfa = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0) */
-  EHP_CFA_PLT_LIT10 = 3, /* cfa = rsp + 8 + ((rip & 15) >= 10 ? 8 : 0) */
-  EHP_CFA_DEREF = 4,     /* cfa = *(reg + offset) + deref_add */
-  EHP_CFA_EXPR = 5,      /* another DWARF expression: unsupported */
+	EHP_CFA_NONE = 0,      /* no CFI covers this address */
+	EHP_CFA_REG = 1,       /* cfa = reg + offset */
+	EHP_CFA_PLT_LIT11 = 2, /* cfa = rsp + 8 + ((rip & 15) >= 11 ? 8 : 0) */
+	EHP_CFA_PLT_LIT10 = 3, /* cfa = rsp + 8 + ((rip & 15) >= 10 ? 8 : 0) */
+	EHP_CFA_DEREF = 4,     /* cfa = *(reg + offset) + deref_add */
+	EHP_CFA_EXPR = 5,      /* another DWARF expression: unsupported */
 };
 
 /* Where a register's caller value is (used for rbp and the return address). */
 enum ehp_reg_kind {
-  EHP_RULE_SAME = 0,       /* unchanged from this frame */
-  EHP_RULE_CFA_OFFSET = 1, /* saved at *(cfa + offset) */
-  EHP_RULE_UNDEFINED = 2,  /* not recoverable; for ra: the bottom of the stack */
-  EHP_RULE_DEREF = 3,      /* saved at *(reg + offset), reg of this frame */
-  EHP_RULE_OTHER = 4,      /* register, val_offset, other expression: unsupported */
+	EHP_RULE_SAME = 0,	 /* unchanged from this frame */
+	EHP_RULE_CFA_OFFSET = 1, /* saved at *(cfa + offset) */
+	EHP_RULE_UNDEFINED = 2,	 /* not recoverable; for ra: the bottom of the stack */
+	EHP_RULE_DEREF = 3,	 /* saved at *(reg + offset), reg of this frame */
+	EHP_RULE_OTHER = 4,	 /* register, val_offset, other expression: unsupported */
 };
 
 enum ehp_rule_flags {
-  EHP_RULE_FLAG_SIGNAL = 1, /* the FDE's CIE has the 'S' augmentation */
+	EHP_RULE_FLAG_SIGNAL = 1, /* the FDE's CIE has the 'S' augmentation */
 };
 
 /* One distinct unwind rule. Tables reference rules by index, so most rows
  * share a handful of these (cfa=rsp+8..rsp+56, ra=cfa-8). */
 struct ehp_rule {
-  ehp_s32 cfa_offset;
-  ehp_s16 cfa_deref_add;
-  ehp_s16 rbp_offset;
-  ehp_s16 ra_offset;
-  ehp_u8 cfa_kind; /* enum ehp_cfa_kind */
-  ehp_u8 cfa_reg;  /* enum ehp_dwarf_reg */
-  ehp_u8 rbp_kind; /* enum ehp_reg_kind */
-  ehp_u8 rbp_reg;  /* for EHP_RULE_DEREF */
-  ehp_u8 ra_kind;  /* enum ehp_reg_kind */
-  ehp_u8 flags;    /* enum ehp_rule_flags */
+	ehp_s32 cfa_offset;
+	ehp_s16 cfa_deref_add;
+	ehp_s16 rbp_offset;
+	ehp_s16 ra_offset;
+	ehp_u8 cfa_kind; /* enum ehp_cfa_kind */
+	ehp_u8 cfa_reg;	 /* enum ehp_dwarf_reg */
+	ehp_u8 rbp_kind; /* enum ehp_reg_kind */
+	ehp_u8 rbp_reg;	 /* for EHP_RULE_DEREF */
+	ehp_u8 ra_kind;	 /* enum ehp_reg_kind */
+	ehp_u8 flags;	 /* enum ehp_rule_flags */
 };
+EHP_ASSERT(sizeof(struct ehp_rule) == 16, "ehp_rule is 16 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_rule, cfa_kind) == 10, "ehp_rule.cfa_kind at 10");
+EHP_ASSERT(EHP_OFFSET(struct ehp_rule, flags) == 15, "ehp_rule.flags at 15");
 
 /* Compact table layout (per ELF file):
  *  - a dense array of pages, one per (1 << page_shift) bytes of address
@@ -117,6 +130,16 @@ struct ehp_page {
 struct ehp_buckets {
 	ehp_u16 start[EHP_BUCKETS_PER_PAGE];
 };
+EHP_ASSERT(sizeof(struct ehp_page) == 16, "ehp_page is 16 bytes");
+EHP_ASSERT(sizeof(struct ehp_buckets) == 2 * EHP_BUCKETS_PER_PAGE, "ehp_buckets is u16s only");
+/* The search-step bounds the BPF loops rely on. */
+EHP_ASSERT(EHP_MAX_PAGE_ROWS <= (1u << (EHP_LOOKUP_STEPS - 1)),
+	   "a page's rows must be searchable in EHP_LOOKUP_STEPS halvings");
+EHP_ASSERT((1u << EHP_PAGE_SHIFT_MIN) <= EHP_MAX_PAGE_ROWS &&
+	       (1u << EHP_PAGE_SHIFT_MIN) <= EHP_PALETTE_MAX,
+	   "the smallest page must always fit (one row per byte at most)");
+EHP_ASSERT(EHP_MAX_PAGE_ROWS - 1 <= 0xffff, "bucket starts are u16");
+EHP_ASSERT(EHP_PAGE_SHIFT_MIN >= EHP_BUCKET_BITS, "a bucket is at least one byte of code");
 
 /* ---- The in-kernel walker ------------------------------------------------ */
 
@@ -131,9 +154,14 @@ struct ehp_buckets {
 
 #define EHP_MAX_USER_FRAMES 1024
 #define EHP_MAX_KERNEL_FRAMES 127 /* perf_event_max_stack's default */
-#define EHP_MAX_MAPPINGS 1024     /* executable mappings per process */
+#define EHP_MAX_MAPPINGS 1024	  /* executable mappings per process */
 #define EHP_MAPPING_SEARCH_STEPS 11
 #define EHP_COMM_LEN 16
+EHP_ASSERT(EHP_MAX_MAPPINGS == (1u << (EHP_MAPPING_SEARCH_STEPS - 1)),
+	   "the mapping search halves EHP_MAX_MAPPINGS in EHP_MAPPING_SEARCH_STEPS steps");
+EHP_ASSERT((EHP_MAX_MAPPINGS & (EHP_MAX_MAPPINGS - 1)) == 0, "mapping indexes are masked");
+EHP_ASSERT((EHP_ROW_CHUNK_ROWS & (EHP_ROW_CHUNK_ROWS - 1)) == 0, "row indexes are masked");
+EHP_ASSERT(EHP_MAX_PAGE_ROWS <= EHP_ROW_CHUNK_ROWS, "a page's rows fit in one chunk");
 
 /* User frame addresses are below 2^47; the walker marks how it found each
  * one in the top bits. */
@@ -144,38 +172,37 @@ struct ehp_buckets {
 /* Why a user walk stopped: X(enumerator, value, name for reports). The one
  * list: the enum below and StopReasonName (agent/resolve/stop_reasons.h)
  * are both made from it, so a new reason cannot go unnamed. */
-#define EHP_STOP_REASONS(X)                                                   \
-	X(EHP_STOP_NONE, 0, "none")            /* still walking (internal) */ \
-	/* return address undefined: _start, clone3 */                         \
-	X(EHP_STOP_END_OF_STACK, 1, "end of stack")                            \
-	X(EHP_STOP_NO_PROC, 2, "process not yet known")                        \
-	/* pc in no known executable mapping */                                \
-	X(EHP_STOP_NO_MAPPING, 3, "pc outside known mappings")                 \
-	/* mapping known, its table not loaded */                              \
-	X(EHP_STOP_NO_TABLE, 4, "table not loaded yet")                        \
-	X(EHP_STOP_NO_CFI, 5, "no CFI for pc")                                 \
-	/* expression, unknown register, ... */                                \
-	X(EHP_STOP_UNSUPPORTED_RULE, 6, "unsupported CFI rule")                \
-	X(EHP_STOP_READ_FAULT, 7, "stack read fault")                          \
-	X(EHP_STOP_DEPTH_LIMIT, 8, "depth limit")                              \
-	/* zero pc, stack not growing */                                       \
-	X(EHP_STOP_BAD_FRAME, 9, "bad frame")                                  \
-	/* rbp 0 */                                                            \
-	X(EHP_STOP_FP_END, 10, "frame-pointer chain ended")                    \
-	X(EHP_STOP_NO_USER_STACK, 11, "no user stack (kernel thread)")         \
+#define EHP_STOP_REASONS(X)                                                                        \
+	X(EHP_STOP_NONE, 0, "none") /* still walking (internal) */                                 \
+	/* return address undefined: _start, clone3 */                                             \
+	X(EHP_STOP_END_OF_STACK, 1, "end of stack")                                                \
+	X(EHP_STOP_NO_PROC, 2, "process not yet known")                                            \
+	/* pc in no known executable mapping */                                                    \
+	X(EHP_STOP_NO_MAPPING, 3, "pc outside known mappings")                                     \
+	/* mapping known, its table not loaded */                                                  \
+	X(EHP_STOP_NO_TABLE, 4, "table not loaded yet")                                            \
+	X(EHP_STOP_NO_CFI, 5, "no CFI for pc")                                                     \
+	/* expression, unknown register, ... */                                                    \
+	X(EHP_STOP_UNSUPPORTED_RULE, 6, "unsupported CFI rule")                                    \
+	X(EHP_STOP_READ_FAULT, 7, "stack read fault")                                              \
+	X(EHP_STOP_DEPTH_LIMIT, 8, "depth limit")                                                  \
+	/* zero pc, stack not growing */                                                           \
+	X(EHP_STOP_BAD_FRAME, 9, "bad frame")                                                      \
+	/* rbp 0 */                                                                                \
+	X(EHP_STOP_FP_END, 10, "frame-pointer chain ended")                                        \
+	X(EHP_STOP_NO_USER_STACK, 11, "no user stack (kernel thread)")                             \
 	X(EHP_STOP_NOT_WALKED, 12, "user stack not requested")
 
 #define EHP_STOP_ENUMERATOR_(name, value, text) name = value,
 enum ehp_stop_reason {
-	EHP_STOP_REASONS(EHP_STOP_ENUMERATOR_)
-	EHP_STOP_REASON_COUNT = 13,
+	EHP_STOP_REASONS(EHP_STOP_ENUMERATOR_) EHP_STOP_REASON_COUNT = 13,
 };
 #undef EHP_STOP_ENUMERATOR_
 
 enum ehp_unwinder {
 	EHP_UNWINDER_DWARF = 0, /* CFI tables, frame pointers where no CFI */
 	EHP_UNWINDER_FP = 1,
-	EHP_UNWINDER_BOTH = 2,  /* both walks of the same sample */
+	EHP_UNWINDER_BOTH = 2, /* both walks of the same sample */
 };
 
 enum ehp_mapping_flags {
@@ -191,6 +218,7 @@ struct ehp_mapping {
 	ehp_u32 table_id;
 	ehp_u32 flags; /* enum ehp_mapping_flags */
 };
+EHP_ASSERT(sizeof(struct ehp_mapping) == 32, "ehp_mapping is 32 bytes");
 
 /* A process's executable mappings, sorted by begin, non-overlapping. */
 struct ehp_proc {
@@ -198,6 +226,7 @@ struct ehp_proc {
 	ehp_u32 pad;
 	struct ehp_mapping mappings[EHP_MAX_MAPPINGS];
 };
+EHP_ASSERT(EHP_OFFSET(struct ehp_proc, mappings) == 8, "ehp_proc's mappings after 8 bytes");
 
 /* Where one file's compact table sits in the global maps. Pages'
  * first_row / first_palette are global indexes there. */
@@ -209,6 +238,7 @@ struct ehp_table_info {
 	ehp_u32 page_base;
 	ehp_u32 rule_base;
 };
+EHP_ASSERT(sizeof(struct ehp_table_info) == 32, "ehp_table_info is 32 bytes");
 
 enum ehp_event_kind {
 	EHP_EVENT_SAMPLE = 1,
@@ -216,8 +246,8 @@ enum ehp_event_kind {
 	EHP_EVENT_UNKNOWN_PC = 3,  /* a pc outside every known mapping */
 	EHP_EVENT_EXEC = 4,
 	EHP_EVENT_EXIT = 5,
-	EHP_EVENT_FORK = 6,        /* a followed process forked */
-	EHP_EVENT_VERIFY = 7,      /* registers + stack copy of the sample before it */
+	EHP_EVENT_FORK = 6,   /* a followed process forked */
+	EHP_EVENT_VERIFY = 7, /* registers + stack copy of the sample before it */
 };
 
 /* --verify: every cfg.verify_every-th sample is followed by a VERIFY event
@@ -230,6 +260,7 @@ struct ehp_verify {
 	ehp_u32 stack_len;
 	ehp_u32 pad;
 };
+EHP_ASSERT(sizeof(struct ehp_verify) == 8 * (EHP_REG_RIP + 1) + 8, "ehp_verify: regs, len, pad");
 
 enum ehp_sample_flags {
 	EHP_SAMPLE_USER_MODE = 1, /* the sample hit user mode */
@@ -251,9 +282,13 @@ struct ehp_event {
 	ehp_u16 n_user_fp;
 	ehp_u8 stop_reason;    /* enum ehp_stop_reason */
 	ehp_u8 fp_stop_reason; /* for the frame-pointer walk */
-	ehp_u32 flags;         /* enum ehp_sample_flags */
-	ehp_u32 bpf_ns;        /* time spent in the program before sending */
+	ehp_u32 flags;	       /* enum ehp_sample_flags */
+	ehp_u32 bpf_ns;	       /* time spent in the program before sending */
 };
+EHP_ASSERT(sizeof(struct ehp_event) == 64, "ehp_event is 64 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_event, comm) == 32, "ehp_event.comm at 32");
+EHP_ASSERT(EHP_OFFSET(struct ehp_event, n_kernel) == 48, "ehp_event.n_kernel at 48");
+EHP_ASSERT(EHP_OFFSET(struct ehp_event, flags) == 56, "ehp_event.flags at 56");
 
 #define EHP_MAX_EVENT_FRAMES (EHP_MAX_KERNEL_FRAMES + 2 * EHP_MAX_USER_FRAMES)
 
@@ -268,14 +303,36 @@ enum ehp_stat {
 
 /* Load-time settings (the program's .rodata). */
 struct ehp_config {
-	ehp_u32 unwinder;     /* enum ehp_unwinder */
-	ehp_u32 user_stacks;  /* 0 with -K */
-	ehp_u32 kernel_stacks;/* 0 with -U */
-	ehp_u32 filter_pids;  /* only pids in the targets map */
-	ehp_u32 max_frames;   /* <= EHP_MAX_USER_FRAMES */
-	ehp_u32 self_pid;     /* never sampled */
-	ehp_u32 verify_every; /* 0: off; N: capture every Nth sample (per CPU) */
+	ehp_u32 unwinder;      /* enum ehp_unwinder */
+	ehp_u32 user_stacks;   /* 0 with -K */
+	ehp_u32 kernel_stacks; /* 0 with -U */
+	ehp_u32 filter_pids;   /* only pids in the targets map */
+	ehp_u32 max_frames;    /* <= EHP_MAX_USER_FRAMES */
+	ehp_u32 self_pid;      /* never sampled */
+	ehp_u32 verify_every;  /* 0: off; N: capture every Nth sample (per CPU) */
 	ehp_u32 pad;
 };
+EHP_ASSERT(sizeof(struct ehp_config) == 32, "ehp_config is 32 bytes");
+
+/* The value stored in the targets map (key: a pid or tid to sample); the
+ * BPF side tests only presence, the value says what user space put there
+ * (children found by the fork tracepoint are processes). */
+enum ehp_target {
+	EHP_TARGET_PROCESS = 1, /* -p, the command, a followed fork's child */
+	EHP_TARGET_THREAD = 2,	/* -t */
+};
+
+/* Default BPF map sizes: the BPF object's compiled-in max_entries and the
+ * C++ defaults (MapSizes, agent/session/bpf_session.h) both come from here;
+ * user space resizes the table maps from --table-memory before loading. */
+#define EHP_DEFAULT_TABLES 4096
+#define EHP_DEFAULT_PAGES (1 << 16)	    /* each up to 64 KiB of code */
+#define EHP_DEFAULT_ROW_CHUNKS 1024	    /* EHP_ROW_CHUNK_ROWS rows each */
+#define EHP_DEFAULT_PALETTE_WORDS (1 << 16) /* EHP_PALETTE_PER_WORD entries each */
+#define EHP_DEFAULT_RULES (1 << 16)
+#define EHP_DEFAULT_PROCS 4096
+#define EHP_DEFAULT_RINGBUF_BYTES (16 << 20)
+#define EHP_MAX_TARGETS 65536
+#define EHP_NOTIFIED_ENTRIES 4096
 
 #endif /* EHPROF_BPF_EHPROF_ABI_H_ */

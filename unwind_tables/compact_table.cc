@@ -6,7 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "bpf/compact_lookup.h"
-#include "unwind_tables/abi_checks.h"
+#include "bpf/ehprof_abi.h"
 
 namespace ehprof {
 namespace {
@@ -193,7 +193,7 @@ absl::StatusOr<CompactTable> EncodeCompactTable(const std::vector<UnwindRow>& ro
           " bytes, too sparse for the page index"));
     }
     // A 256-byte page holds at most 256 rows, so the last try always fits
-    // (abi_checks.h).
+    // (EHP_ASSERT in bpf/ehprof_abi.h).
     if (Layout(rows, ids, shift, &t)) return t;
   }
   return absl::InternalError(absl::StrCat(std::string(name), ": no page size fits"));

@@ -1,5 +1,6 @@
 // `ehprof check`: can this machine run ehprof, and how much verifier
 // headroom do its BPF programs keep.
+#include <linux/perf_event.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -66,7 +67,8 @@ int RunCheckCommand(const std::vector<std::string>& args) {
   }
   o.verifier_stats = true;
   o.frequency_hz = 1;
-  o.event_type = 1;  // PERF_TYPE_SOFTWARE, cpu-clock at 1 Hz: harmless
+  o.event_type = PERF_TYPE_SOFTWARE;  // cpu-clock at 1 Hz: harmless
+  o.event_config = PERF_COUNT_SW_CPU_CLOCK;
   o.config.filter_pids = 1;  // and no target: nothing is sampled
   o.config.max_frames = EHP_MAX_USER_FRAMES;
   o.config.user_stacks = o.config.kernel_stacks = 1;

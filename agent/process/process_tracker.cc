@@ -18,7 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "agent/process/proc_maps.h"
 #include "agent/process/proc_root.h"
-#include "unwind_tables/abi_checks.h"
+#include "bpf/ehprof_abi.h"
 
 namespace ehprof {
 namespace {

@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/process/exec_closure.h"
 #include "base/scoped_handle.h"
-#include "unwind_tables/abi_checks.h"
+#include "bpf/ehprof_abi.h"
 
 namespace ehprof {
 
@@ -142,17 +142,17 @@ absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
   };
   for (uint32_t pid : options_.pids) {
     if (!ProcessExists(pid)) return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
-    add_target(pid, 1);
+    add_target(pid, EHP_TARGET_PROCESS);
     followed_.insert(pid);
   }
   for (uint32_t tid : options_.tids) {
     auto tgid = TgidOf(tid);
     if (!tgid) return absl::NotFoundError(absl::StrCat("no thread with tid ", tid));
-    add_target(tid, 2);
+    add_target(tid, EHP_TARGET_THREAD);
     followed_.insert(*tgid);
   }
   if (child_pid_ > 0) {
-    add_target(static_cast<uint32_t>(child_pid_), 1);
+    add_target(static_cast<uint32_t>(child_pid_), EHP_TARGET_PROCESS);
     // Its mappings are read after exec (the EXEC event): until then it is a
     // copy of ehprof.
   }

@@ -173,91 +173,89 @@ int OpenPerfEvent(const SessionOptions& o, int cpu) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptions& o) {
-  auto session = std::unique_ptr<BpfSession>(new BpfSession());
-  if (std::string missing = MissingBpfCapabilities(); !missing.empty()) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot load the BPF programs: ", missing));
-  }
-  libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
-  if (absl::Status s = CheckKernelFeatures(ProbeKernelFeatures()); !s.ok()) return s;
-  LibbpfLog log;
+absl::Status BpfSession::Open(const SessionOptions& o) {
   if (o.bpf_object_path.empty()) {
-    session->skel_.reset(ehprof_bpf__open());
+    skel_.reset(ehprof_bpf__open());
   } else {
-    absl::StatusOr<ehprof_bpf*> skel = OpenObjectFile(o.bpf_object_path, session->object_bytes_);
+    absl::StatusOr<ehprof_bpf*> skel = OpenObjectFile(o.bpf_object_path, object_bytes_);
     if (!skel.ok()) return skel.status();
-    session->skel_.reset(*skel);
+    skel_.reset(*skel);
   }
-  if (!session->skel_) return PermissionHint(errno, "opening the BPF object");
-  ehprof_bpf* skel = session->skel_.get();
-  skel->rodata->cfg = o.config;
+  if (!skel_) return PermissionHint(errno, "opening the BPF object");
+  skel_->rodata->cfg = o.config;
+  return absl::OkStatus();
+}
 
+absl::Status BpfSession::SizeMaps(const SessionOptions& o) {
+  ehprof_bpf* skel = skel_.get();
   const MapSizes& z = o.sizes;
+  const uint32_t verify_slots =
+      o.config.verify_every ? static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())) : 1u;
   struct {
     bpf_map* map;
     uint32_t entries;
-  } sizes[] = {{skel->maps.tables, z.tables},   {skel->maps.pages, z.pages},
-               {skel->maps.buckets, z.pages},   {skel->maps.rows, z.row_chunks},
+  } sizes[] = {{skel->maps.tables, z.tables},      {skel->maps.pages, z.pages},
+               {skel->maps.buckets, z.pages},      {skel->maps.rows, z.row_chunks},
                {skel->maps.palettes, z.palette_words}, {skel->maps.rules, z.rules},
-               {skel->maps.procs, z.procs},     {skel->maps.events, z.ringbuf_bytes},
-               {skel->maps.verify_scratch,
-                o.config.verify_every ? static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())) : 1u}};
+               {skel->maps.procs, z.procs},        {skel->maps.events, z.ringbuf_bytes},
+               {skel->maps.verify_scratch, verify_slots}};
   for (auto& s : sizes) {
     if (int err = bpf_map__set_max_entries(s.map, s.entries)) {
       return absl::InternalError(absl::StrCat("sizing BPF map ", bpf_map__name(s.map), ": ",
                                               Errno(err)));
     }
   }
-  constexpr size_t kLogSize = 64 * 1024;
-  if (o.verifier_stats) {
-    bpf_program* prog;
-    bpf_object__for_each_program(prog, skel->obj) {
-      auto buf = std::make_unique<char[]>(kLogSize);
-      buf[0] = 0;
-      bpf_program__set_log_level(prog, 4);  // BPF_LOG_STATS: the summary only
-      bpf_program__set_log_buf(prog, buf.get(), kLogSize);
-      session->log_bufs_.push_back(std::move(buf));
-    }
-  }
-  if (int err = ehprof_bpf__load(skel)) {
-    if (geteuid() == 0 && err != -EPERM && err != EPERM) return LoadError(err, log);
-    return PermissionHint(err, "loading the BPF programs");
-  }
-  if (o.verifier_stats) {
-    size_t i = 0;
-    bpf_program* prog;
-    bpf_object__for_each_program(prog, skel->obj) {
-      ProgramInfo info;
-      info.name = bpf_program__name(prog);
-      const char* log = session->log_bufs_[i++].get();
-      auto num = [&](const char* key) -> uint64_t {
-        const char* at = std::strstr(log, key);
-        return at ? std::strtoull(at + std::strlen(key), nullptr, 10) : 0;
-      };
-      info.processed_insns = num("processed ");
-      info.total_states = num("total_states ");
-      info.peak_states = num("peak_states ");
-      info.verification_us = num("verification time ");
-      bpf_prog_info pi{};
-      uint32_t len = sizeof(pi);
-      if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len) == 0) {
-        info.xlated_bytes = pi.xlated_prog_len;
-        info.jited_bytes = pi.jited_prog_len;
-      }
-      session->verifier_.push_back(std::move(info));
-    }
-  }
-  session->maps_ = MapFds{bpf_map__fd(skel->maps.procs),    bpf_map__fd(skel->maps.targets),
-                          bpf_map__fd(skel->maps.tables),   bpf_map__fd(skel->maps.pages),
-                          bpf_map__fd(skel->maps.buckets),  bpf_map__fd(skel->maps.rows),
-                          bpf_map__fd(skel->maps.palettes), bpf_map__fd(skel->maps.rules),
-                          bpf_map__fd(skel->maps.events),   bpf_map__fd(skel->maps.stats)};
+  return absl::OkStatus();
+}
 
+void BpfSession::KeepVerifierLogs() {
+  constexpr size_t kLogSize = 64 * 1024;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    auto buf = std::make_unique<char[]>(kLogSize);
+    buf[0] = 0;
+    bpf_program__set_log_level(prog, 4);  // BPF_LOG_STATS: the summary only
+    bpf_program__set_log_buf(prog, buf.get(), kLogSize);
+    log_bufs_.push_back(std::move(buf));
+  }
+}
+
+void BpfSession::ReadVerifierLogs() {
+  size_t i = 0;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    ProgramInfo info;
+    info.name = bpf_program__name(prog);
+    const char* log = log_bufs_[i++].get();
+    auto num = [&](const char* key) -> uint64_t {
+      const char* at = std::strstr(log, key);
+      return at ? std::strtoull(at + std::strlen(key), nullptr, 10) : 0;
+    };
+    info.processed_insns = num("processed ");
+    info.total_states = num("total_states ");
+    info.peak_states = num("peak_states ");
+    info.verification_us = num("verification time ");
+    bpf_prog_info pi{};
+    uint32_t len = sizeof(pi);
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len) == 0) {
+      info.xlated_bytes = pi.xlated_prog_len;
+      info.jited_bytes = pi.jited_prog_len;
+    }
+    verifier_.push_back(std::move(info));
+  }
+}
+
+absl::Status BpfSession::AttachLifecycle() {
+  ehprof_bpf* skel = skel_.get();
   for (bpf_program* prog : {skel->progs.ehprof_fork, skel->progs.ehprof_exec, skel->progs.ehprof_exit}) {
     BpfLinkPtr link(bpf_program__attach(prog));
     if (!link) return PermissionHint(errno, absl::StrCat("attaching ", bpf_program__name(prog)));
-    session->links_.push_back(std::move(link));
+    links_.push_back(std::move(link));
   }
+  return absl::OkStatus();
+}
+
+absl::Status BpfSession::AttachSampler(const SessionOptions& o) {
   for (int cpu : OnlineCpus()) {
     int fd = OpenPerfEvent(o, cpu);
     if (fd < 0) {
@@ -269,15 +267,42 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
       }
       return PermissionHint(err, absl::StrCat("perf_event_open on CPU ", cpu));
     }
-    BpfLinkPtr link(bpf_program__attach_perf_event(skel->progs.ehprof_sample, fd));
+    BpfLinkPtr link(bpf_program__attach_perf_event(skel_->progs.ehprof_sample, fd));
     if (!link) {
       int err = errno;
       ::close(fd);
       return PermissionHint(err, absl::StrCat("attaching the sampler on CPU ", cpu));
     }
-    session->links_.push_back(std::move(link));
-    ++session->num_cpus_;
+    links_.push_back(std::move(link));
+    ++num_cpus_;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptions& o) {
+  auto session = std::unique_ptr<BpfSession>(new BpfSession());
+  if (std::string missing = MissingBpfCapabilities(); !missing.empty()) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot load the BPF programs: ", missing));
+  }
+  libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
+  if (absl::Status s = CheckKernelFeatures(ProbeKernelFeatures()); !s.ok()) return s;
+  LibbpfLog log;
+  if (absl::Status s = session->Open(o); !s.ok()) return s;
+  if (absl::Status s = session->SizeMaps(o); !s.ok()) return s;
+  if (o.verifier_stats) session->KeepVerifierLogs();
+  if (int err = ehprof_bpf__load(session->skel_.get())) {
+    if (geteuid() == 0 && err != -EPERM && err != EPERM) return LoadError(err, log);
+    return PermissionHint(err, "loading the BPF programs");
+  }
+  if (o.verifier_stats) session->ReadVerifierLogs();
+  const auto& m = session->skel_->maps;
+  session->maps_ = MapFds{bpf_map__fd(m.procs),    bpf_map__fd(m.targets),
+                          bpf_map__fd(m.tables),   bpf_map__fd(m.pages),
+                          bpf_map__fd(m.buckets),  bpf_map__fd(m.rows),
+                          bpf_map__fd(m.palettes), bpf_map__fd(m.rules),
+                          bpf_map__fd(m.events),   bpf_map__fd(m.stats)};
+  if (absl::Status s = session->AttachLifecycle(); !s.ok()) return s;
+  if (absl::Status s = session->AttachSampler(o); !s.ok()) return s;
   return session;
 }
 

@@ -18,13 +18,14 @@ struct bpf_link;
 namespace ehprof {
 
 struct MapSizes {
-  uint32_t tables = 4096;
-  uint32_t pages = 1 << 16;         // 64 KiB of code each at most
-  uint32_t row_chunks = 1024;       // EHP_ROW_CHUNK_ROWS rows each
-  uint32_t palette_words = 1 << 16; // EHP_PALETTE_PER_WORD entries each
-  uint32_t rules = 1 << 16;
-  uint32_t procs = 4096;
-  uint32_t ringbuf_bytes = 16 << 20;
+  // Defaults from bpf/ehprof_abi.h, where the BPF object takes them too.
+  uint32_t tables = EHP_DEFAULT_TABLES;
+  uint32_t pages = EHP_DEFAULT_PAGES;
+  uint32_t row_chunks = EHP_DEFAULT_ROW_CHUNKS;
+  uint32_t palette_words = EHP_DEFAULT_PALETTE_WORDS;
+  uint32_t rules = EHP_DEFAULT_RULES;
+  uint32_t procs = EHP_DEFAULT_PROCS;
+  uint32_t ringbuf_bytes = EHP_DEFAULT_RINGBUF_BYTES;
   uint64_t table_bytes() const;     // what the table maps lock in memory
 };
 
@@ -76,7 +77,7 @@ class BpfSession {
   ProgStats SampleProgStats() const;
   int num_cpus() const { return num_cpus_; }
 
-  // What the verifier and the JIT made of each program (--verifier-stats).
+  // What the verifier and the JIT made of each program (`ehprof check`).
   struct ProgramInfo {
     std::string name;
     uint64_t processed_insns = 0;  // the verifier's count; the limit is 1,000,000
@@ -88,6 +89,13 @@ class BpfSession {
 
  private:
   BpfSession() = default;
+  // The steps of Start, in order.
+  absl::Status Open(const SessionOptions& o);
+  absl::Status SizeMaps(const SessionOptions& o);
+  void KeepVerifierLogs();  // before loading
+  void ReadVerifierLogs();  // after
+  absl::Status AttachLifecycle();
+  absl::Status AttachSampler(const SessionOptions& o);
   // The bytes of SessionOptions::bpf_object_path; outlive the skeleton.
   std::string object_bytes_;
   // Declared first, destroyed last: links (which own and close their perf

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "unwind_tables/abi_checks.h"
+#include "bpf/ehprof_abi.h"
 
 namespace ehprof {
 namespace {

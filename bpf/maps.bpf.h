@@ -1,0 +1,161 @@
+/* The maps and load-time settings every ehprof BPF program shares.
+ * Included once, by profiler.bpf.c, after vmlinux.h and bpf/ehprof_abi.h.
+ *
+ * Sizes here are the defaults from bpf/ehprof_abi.h; user space resizes the
+ * table maps from --table-memory before loading (MapSizes and
+ * BpfSession::Start, agent/session/bpf_session.cc). */
+#ifndef EHPROF_BPF_MAPS_BPF_H_
+#define EHPROF_BPF_MAPS_BPF_H_
+
+const volatile struct ehp_config cfg = {
+    .unwinder = EHP_UNWINDER_DWARF,
+    .user_stacks = 1,
+    .kernel_stacks = 1,
+    .max_frames = EHP_MAX_USER_FRAMES,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, EHP_DEFAULT_RINGBUF_BYTES);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EHP_DEFAULT_PROCS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct ehp_proc);
+} procs SEC(".maps");
+
+/* pid or tid -> enum ehp_target, when cfg.filter_pids. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EHP_MAX_TARGETS);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EHP_DEFAULT_TABLES);
+	__type(key, __u32);
+	__type(value, struct ehp_table_info);
+} tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EHP_DEFAULT_PAGES);
+	__type(key, __u32);
+	__type(value, struct ehp_page);
+} pages SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EHP_DEFAULT_PAGES);
+	__type(key, __u32);
+	__type(value, struct ehp_buckets);
+} buckets SEC(".maps");
+
+struct row_chunk {
+	__u8 bytes[EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EHP_DEFAULT_ROW_CHUNKS);
+	__type(key, __u32);
+	__type(value, struct row_chunk);
+} rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EHP_DEFAULT_PALETTE_WORDS);
+	__type(key, __u32);
+	__type(value, __u64); /* EHP_PALETTE_PER_WORD rule ids */
+} palettes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EHP_DEFAULT_RULES);
+	__type(key, __u32);
+	__type(value, struct ehp_rule);
+} rules SEC(".maps");
+
+/* Each bpf_probe_read_user costs ~75 ns however small (measured here),
+ * while an unwind reads upwards through the stack a word or two a frame:
+ * reading a window at once and serving later reads from it cuts the cost
+ * per frame by several times. */
+#define STACK_WINDOW 2048
+#define PAGE_SIZE_BYTES 4096
+
+/* The sample being built: header and frames contiguous, so one
+ * bpf_ringbuf_output sends both. */
+struct scratch {
+	struct ehp_event ev;
+	__u64 frames[EHP_MAX_EVENT_FRAMES];
+	/* walk state: registers in DWARF numbering */
+	__u64 regs[EHP_REG_RIP + 1];
+	__u32 valid; /* bit per register in regs */
+	__u32 exact; /* pc is an interrupted pc, not a return address */
+	__u64 pc;
+	/* Read-ahead window over the user stack: [win_lo, win_lo + win_len). */
+	__u64 win_lo;
+	__u32 win_len;
+	__u32 pad;
+	__u64 leaf_regs[EHP_REG_RIP + 1];
+	__u8 win[STACK_WINDOW];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+/* --verify's capture: event header, registers and up to 64 KiB of stack. */
+struct verify_scratch {
+	struct ehp_event ev;
+	struct ehp_verify v;
+	/* A page of slack past EHP_VERIFY_STACK_MAX lets every copy be a masked
+	 * offset plus at most a page, bounds the verifier can follow; only
+	 * EHP_VERIFY_STACK_MAX bytes are sent. */
+	__u8 stack[EHP_VERIFY_STACK_MAX + PAGE_SIZE_BYTES];
+	__u64 counter; /* samples seen on this CPU */
+};
+/* A plain array indexed by CPU: per-CPU map values are capped at 32 KiB.
+ * Safe without locking: the sampler runs with preemption off. User space
+ * sizes it to the possible CPUs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct verify_scratch);
+} verify_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, EHP_STAT_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/* Last time an UNKNOWN_PID / UNKNOWN_PC event went out for a pid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, EHP_NOTIFIED_ENTRIES);
+	__type(key, __u32);
+	__type(value, __u64);
+} notified SEC(".maps");
+
+EHP_INLINE void count(__u32 stat)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &stat);
+	if (v)
+		*v += 1;
+}
+
+EHP_INLINE int followed(__u32 pid)
+{
+	return !cfg.filter_pids || bpf_map_lookup_elem(&targets, &pid);
+}
+
+#endif /* EHPROF_BPF_MAPS_BPF_H_ */

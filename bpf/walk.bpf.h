@@ -1,0 +1,257 @@
+/* The user-stack walk: CFI rows from the table maps, frame pointers where a
+ * mapping has no table, signal frames through the kernel's ucontext. Used
+ * by every program that records a stack (bpf/profiler.bpf.c).
+ * Included after bpf/lookup.bpf.h. */
+#ifndef EHPROF_BPF_WALK_BPF_H_
+#define EHPROF_BPF_WALK_BPF_H_
+
+#define REG_BIT(r) (1u << (r))
+#define ALL_REGS ((1u << (EHP_REG_RIP + 1)) - 1)
+
+struct walk {
+	struct scratch *s;
+	struct ehp_proc *proc;
+	__u32 base; /* first frame slot of this walk */
+	__u32 n;    /* frames so far */
+	__u32 pid;
+	__u8 stop;
+	/* The mapping of the previous frame: consecutive frames are mostly in
+	 * the same file, so this skips most mapping searches. */
+	struct ehp_mapping *last;
+};
+
+EHP_INLINE int push_frame(struct walk *w, __u64 value)
+{
+	__u32 at = w->base + w->n;
+	if (w->n >= cfg.max_frames || w->n >= EHP_MAX_USER_FRAMES || at >= EHP_MAX_EVENT_FRAMES) {
+		w->stop = EHP_STOP_DEPTH_LIMIT;
+		return 0;
+	}
+	w->s->frames[at] = value;
+	w->n++;
+	return 1;
+}
+
+/* A user-stack word: from the window when it holds it, else by reading a
+ * new window from addr up to STACK_WINDOW bytes but never past addr's page
+ * end (a page that is mapped for the word is mapped for the rest of it). */
+EHP_INLINE int read_stack_u64(struct scratch *s, __u64 addr, __u64 *out)
+{
+	__u64 off = addr - s->win_lo;
+	if (addr >= s->win_lo && off <= STACK_WINDOW - 8 && off + 8 <= s->win_len) {
+		__builtin_memcpy(out, &s->win[off], 8);
+		return 1;
+	}
+	__u32 len = PAGE_SIZE_BYTES - (addr & (PAGE_SIZE_BYTES - 1));
+	if (len > STACK_WINDOW)
+		len = STACK_WINDOW;
+	if (len >= 8 && bpf_probe_read_user(s->win, len, (void *)addr) == 0) {
+		s->win_lo = addr;
+		s->win_len = len;
+		__builtin_memcpy(out, &s->win[0], 8);
+		return 1;
+	}
+	s->win_len = 0;
+	return bpf_probe_read_user(out, sizeof(*out), (void *)addr) == 0;
+}
+
+/* One frame-pointer step from the current state: the caller's pc, sp, bp. */
+EHP_INLINE int fp_step_state(struct walk *w, __u64 flags)
+{
+	struct scratch *s = w->s;
+	__u64 bp = s->regs[EHP_REG_RBP], ra, next_bp;
+	if (!(s->valid & REG_BIT(EHP_REG_RBP)) || bp == 0) {
+		w->stop = EHP_STOP_FP_END;
+		return 0;
+	}
+	if ((s->valid & REG_BIT(EHP_REG_RSP)) && bp < s->regs[EHP_REG_RSP]) {
+		w->stop = EHP_STOP_BAD_FRAME;
+		return 0;
+	}
+	if (!read_stack_u64(s, bp, &next_bp) || !read_stack_u64(s, bp + 8, &ra)) {
+		w->stop = EHP_STOP_READ_FAULT;
+		return 0;
+	}
+	if (ra == 0) {
+		w->stop = EHP_STOP_FP_END;
+		return 0;
+	}
+	s->regs[EHP_REG_RSP] = bp + 16;
+	s->regs[EHP_REG_RBP] = next_bp;
+	s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
+	s->pc = ra;
+	s->exact = 0;
+	return push_frame(w, ra | flags);
+}
+
+static long fp_step(__u32 i, void *data)
+{
+	struct walk *w = data;
+	return fp_step_state(w, 0) ? 0 : 1;
+}
+
+/* Registers of the interrupted context, from the sigcontext the kernel
+ * pushed for a signal handler: __restore_rt runs on the rt_sigframe with
+ * its return address (pretcode) popped, so rsp points at its struct
+ * ucontext. The layouts are the kernel's (vmlinux.h), fixed by the user
+ * ABI. */
+EHP_INLINE int signal_step(struct walk *w)
+{
+	struct scratch *s = w->s;
+	struct sigcontext_64 sc;
+	if (!(s->valid & REG_BIT(EHP_REG_RSP)) ||
+	    bpf_probe_read_user(&sc, sizeof(sc),
+				(void *)(s->regs[EHP_REG_RSP] +
+					 __builtin_offsetof(struct ucontext, uc_mcontext)))) {
+		w->stop = EHP_STOP_READ_FAULT;
+		return 0;
+	}
+	s->regs[EHP_REG_R8] = sc.r8;
+	s->regs[EHP_REG_R8 + 1] = sc.r9;
+	s->regs[EHP_REG_R8 + 2] = sc.r10;
+	s->regs[EHP_REG_R8 + 3] = sc.r11;
+	s->regs[EHP_REG_R8 + 4] = sc.r12;
+	s->regs[EHP_REG_R8 + 5] = sc.r13;
+	s->regs[EHP_REG_R8 + 6] = sc.r14;
+	s->regs[EHP_REG_R8 + 7] = sc.r15;
+	s->regs[EHP_REG_RDI] = sc.di;
+	s->regs[EHP_REG_RSI] = sc.si;
+	s->regs[EHP_REG_RBP] = sc.bp;
+	s->regs[EHP_REG_RBX] = sc.bx;
+	s->regs[EHP_REG_RDX] = sc.dx;
+	s->regs[EHP_REG_RAX] = sc.ax;
+	s->regs[EHP_REG_RCX] = sc.cx;
+	s->regs[EHP_REG_RSP] = sc.sp;
+	s->regs[EHP_REG_RIP] = sc.ip;
+	s->valid = ALL_REGS;
+	s->pc = sc.ip;
+	s->exact = 1;
+	if (s->pc == 0) {
+		w->stop = EHP_STOP_BAD_FRAME;
+		return 0;
+	}
+	return push_frame(w, s->pc | EHP_FRAME_EXACT);
+}
+
+EHP_INLINE int reg_value(struct scratch *s, __u32 reg, __u64 *out)
+{
+	if (reg > EHP_REG_RIP || !(s->valid & REG_BIT(reg)))
+		return 0;
+	*out = s->regs[reg];
+	return 1;
+}
+
+/* One CFI step: from the current frame's rule to the caller's registers. */
+EHP_INLINE int dwarf_step_state(struct walk *w)
+{
+	struct scratch *s = w->s;
+	__u64 pc = s->pc;
+	__u64 lookup = s->exact ? pc : pc - 1;
+	struct ehp_mapping *m = w->last;
+	if (!m || lookup < m->begin || lookup >= m->end)
+		m = find_mapping(w->proc, lookup);
+	w->last = m;
+	if (!m) {
+		notify(EHP_EVENT_UNKNOWN_PC, w->pid, s->ev.tid, lookup);
+		w->stop = EHP_STOP_NO_MAPPING;
+		return 0;
+	}
+	if (m->flags & EHP_MAPPING_PENDING) {
+		w->stop = EHP_STOP_NO_TABLE;
+		return 0;
+	}
+	if (!(m->flags & EHP_MAPPING_HAS_TABLE)) {
+		/* JIT code, anonymous memory, a file whose table is not built:
+		 * frame pointers are all there is. */
+		return fp_step_state(w, EHP_FRAME_FP);
+	}
+	struct ehp_rule *rule = find_rule(m->table_id, lookup - m->bias);
+	if (!rule || rule->cfa_kind == EHP_CFA_NONE) {
+		w->stop = EHP_STOP_NO_CFI;
+		return 0;
+	}
+	if (rule->flags & EHP_RULE_FLAG_SIGNAL)
+		return signal_step(w);
+
+	__u64 cfa, base;
+	__u8 kind = rule->cfa_kind;
+	if (kind == EHP_CFA_REG || kind == EHP_CFA_DEREF) {
+		if (!reg_value(s, rule->cfa_reg, &base)) {
+			w->stop = EHP_STOP_UNSUPPORTED_RULE;
+			return 0;
+		}
+		cfa = base + (__s64)rule->cfa_offset;
+		if (kind == EHP_CFA_DEREF) {
+			if (!read_stack_u64(s, cfa, &cfa)) {
+				w->stop = EHP_STOP_READ_FAULT;
+				return 0;
+			}
+			cfa += (__s64)rule->cfa_deref_add;
+		}
+	} else if (kind == EHP_CFA_PLT_LIT11 || kind == EHP_CFA_PLT_LIT10) {
+		if (!reg_value(s, EHP_REG_RSP, &base)) {
+			w->stop = EHP_STOP_UNSUPPORTED_RULE;
+			return 0;
+		}
+		__u64 threshold = kind == EHP_CFA_PLT_LIT11 ? 11 : 10;
+		cfa = base + 8 + ((pc & 15) >= threshold ? 8 : 0);
+	} else {
+		w->stop = EHP_STOP_UNSUPPORTED_RULE;
+		return 0;
+	}
+
+	if (rule->ra_kind == EHP_RULE_UNDEFINED) {
+		w->stop = EHP_STOP_END_OF_STACK;
+		return 0;
+	}
+	__u64 ra;
+	if (rule->ra_kind != EHP_RULE_CFA_OFFSET) {
+		w->stop = EHP_STOP_UNSUPPORTED_RULE;
+		return 0;
+	}
+	if (!read_stack_u64(s, cfa + (__s64)rule->ra_offset, &ra)) {
+		w->stop = EHP_STOP_READ_FAULT;
+		return 0;
+	}
+
+	__u64 bp = 0;
+	int bp_valid = 0;
+	switch (rule->rbp_kind) {
+	case EHP_RULE_SAME:
+		bp_valid = reg_value(s, EHP_REG_RBP, &bp);
+		break;
+	case EHP_RULE_CFA_OFFSET:
+		bp_valid = read_stack_u64(s, cfa + (__s64)rule->rbp_offset, &bp);
+		break;
+	case EHP_RULE_DEREF:
+		if (reg_value(s, rule->rbp_reg, &base))
+			bp_valid = read_stack_u64(s, base + (__s64)rule->rbp_offset, &bp);
+		break;
+	default:
+		break;
+	}
+
+	__u64 sp = 0;
+	if (reg_value(s, EHP_REG_RSP, &sp) && cfa <= sp) {
+		w->stop = EHP_STOP_BAD_FRAME;
+		return 0;
+	}
+	if (ra == 0) {
+		w->stop = EHP_STOP_BAD_FRAME;
+		return 0;
+	}
+	s->regs[EHP_REG_RSP] = cfa;
+	s->regs[EHP_REG_RBP] = bp;
+	s->valid = REG_BIT(EHP_REG_RSP) | (bp_valid ? REG_BIT(EHP_REG_RBP) : 0);
+	s->pc = ra;
+	s->exact = 0;
+	return push_frame(w, ra);
+}
+
+static long dwarf_step(__u32 i, void *data)
+{
+	struct walk *w = data;
+	return dwarf_step_state(w) ? 0 : 1;
+}
+
+#endif /* EHPROF_BPF_WALK_BPF_H_ */
