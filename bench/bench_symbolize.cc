@@ -51,7 +51,7 @@ MapSizes SmallSizes() {
 // table loads and the procs entry fail (warnings, ignored), but the tracker
 // still records the mappings, which is all that resolving reads.
 struct Recording {
-  TableStore store{MapFds{}, SmallSizes()};
+  TableStore store{BpfTableMaps(MapFds{}), SmallSizes()};
   FileTables files{&store};
   ProcessTracker tracker{&files, -1};
   std::vector<RawSample> samples;

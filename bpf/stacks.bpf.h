@@ -21,23 +21,7 @@ EHP_INLINE int load_user_regs(struct scratch *s, int user_mode)
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!r)
 		return 0;
-	s->regs[EHP_REG_RAX] = r->ax;
-	s->regs[EHP_REG_RDX] = r->dx;
-	s->regs[EHP_REG_RCX] = r->cx;
-	s->regs[EHP_REG_RBX] = r->bx;
-	s->regs[EHP_REG_RSI] = r->si;
-	s->regs[EHP_REG_RDI] = r->di;
-	s->regs[EHP_REG_RBP] = r->bp;
-	s->regs[EHP_REG_RSP] = r->sp;
-	s->regs[EHP_REG_R8] = r->r8;
-	s->regs[EHP_REG_R8 + 1] = r->r9;
-	s->regs[EHP_REG_R8 + 2] = r->r10;
-	s->regs[EHP_REG_R8 + 3] = r->r11;
-	s->regs[EHP_REG_R8 + 4] = r->r12;
-	s->regs[EHP_REG_R8 + 5] = r->r13;
-	s->regs[EHP_REG_R8 + 6] = r->r14;
-	s->regs[EHP_REG_R8 + 7] = r->r15;
-	s->regs[EHP_REG_RIP] = r->ip;
+	EHP_LOAD_GPRS(s->regs, r);
 	s->valid = ALL_REGS;
 	s->pc = s->regs[EHP_REG_RIP];
 	/* Inside a syscall (orig_ax holds its number, not -1) the user pc is

@@ -8,6 +8,29 @@
 #define REG_BIT(r) (1u << (r))
 #define ALL_REGS ((1u << (EHP_REG_RIP + 1)) - 1)
 
+/* The general registers into regs (DWARF numbering) from a struct pt_regs
+ * or a struct sigcontext_64: the kernel names their fields alike. */
+#define EHP_LOAD_GPRS(regs, src)                                                                   \
+	do {                                                                                       \
+		(regs)[EHP_REG_RAX] = (src)->ax;                                                   \
+		(regs)[EHP_REG_RDX] = (src)->dx;                                                   \
+		(regs)[EHP_REG_RCX] = (src)->cx;                                                   \
+		(regs)[EHP_REG_RBX] = (src)->bx;                                                   \
+		(regs)[EHP_REG_RSI] = (src)->si;                                                   \
+		(regs)[EHP_REG_RDI] = (src)->di;                                                   \
+		(regs)[EHP_REG_RBP] = (src)->bp;                                                   \
+		(regs)[EHP_REG_RSP] = (src)->sp;                                                   \
+		(regs)[EHP_REG_R8] = (src)->r8;                                                    \
+		(regs)[EHP_REG_R8 + 1] = (src)->r9;                                                \
+		(regs)[EHP_REG_R8 + 2] = (src)->r10;                                               \
+		(regs)[EHP_REG_R8 + 3] = (src)->r11;                                               \
+		(regs)[EHP_REG_R8 + 4] = (src)->r12;                                               \
+		(regs)[EHP_REG_R8 + 5] = (src)->r13;                                               \
+		(regs)[EHP_REG_R8 + 6] = (src)->r14;                                               \
+		(regs)[EHP_REG_R8 + 7] = (src)->r15;                                               \
+		(regs)[EHP_REG_RIP] = (src)->ip;                                                   \
+	} while (0)
+
 struct walk {
 	struct scratch *s;
 	struct ehp_proc *proc;
@@ -98,33 +121,20 @@ static long fp_step(__u32 i, void *data)
 EHP_INLINE int signal_step(struct walk *w)
 {
 	struct scratch *s = w->s;
-	struct sigcontext_64 sc;
+	/* In the scratch map, not on the stack: the struct is 256 bytes and
+	 * the walk runs in a bpf_loop callback, whose stack counts with the
+	 * program's against the 512-byte limit. */
+	struct sigcontext_64 *sc = &s->sig;
 	if (!(s->valid & REG_BIT(EHP_REG_RSP)) ||
-	    bpf_probe_read_user(&sc, sizeof(sc),
+	    bpf_probe_read_user(sc, sizeof(*sc),
 				(void *)(s->regs[EHP_REG_RSP] +
 					 __builtin_offsetof(struct ucontext, uc_mcontext)))) {
 		w->stop = EHP_STOP_READ_FAULT;
 		return 0;
 	}
-	s->regs[EHP_REG_R8] = sc.r8;
-	s->regs[EHP_REG_R8 + 1] = sc.r9;
-	s->regs[EHP_REG_R8 + 2] = sc.r10;
-	s->regs[EHP_REG_R8 + 3] = sc.r11;
-	s->regs[EHP_REG_R8 + 4] = sc.r12;
-	s->regs[EHP_REG_R8 + 5] = sc.r13;
-	s->regs[EHP_REG_R8 + 6] = sc.r14;
-	s->regs[EHP_REG_R8 + 7] = sc.r15;
-	s->regs[EHP_REG_RDI] = sc.di;
-	s->regs[EHP_REG_RSI] = sc.si;
-	s->regs[EHP_REG_RBP] = sc.bp;
-	s->regs[EHP_REG_RBX] = sc.bx;
-	s->regs[EHP_REG_RDX] = sc.dx;
-	s->regs[EHP_REG_RAX] = sc.ax;
-	s->regs[EHP_REG_RCX] = sc.cx;
-	s->regs[EHP_REG_RSP] = sc.sp;
-	s->regs[EHP_REG_RIP] = sc.ip;
+	EHP_LOAD_GPRS(s->regs, sc);
 	s->valid = ALL_REGS;
-	s->pc = sc.ip;
+	s->pc = sc->ip;
 	s->exact = 1;
 	if (s->pc == 0) {
 		w->stop = EHP_STOP_BAD_FRAME;

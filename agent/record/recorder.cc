@@ -367,7 +367,7 @@ absl::Status Recorder::Run() {
   auto session = BpfSession::Start(so);
   if (!session.ok()) return session.status();
   session_ = std::move(*session);
-  store_ = std::make_unique<TableStore>(session_->maps(), options_.sizes);
+  store_ = std::make_unique<TableStore>(BpfTableMaps(session_->maps()), options_.sizes);
   std::unique_ptr<TableCache> cache;
   if (!options_.table_cache_dir.empty()) {
     auto c = TableCache::Open(options_.table_cache_dir, options_.table_cache_bytes);

@@ -220,6 +220,19 @@ void BpfSession::KeepVerifierLogs() {
   }
 }
 
+void BpfSession::PrintVerifierLogTails() const {
+  constexpr size_t kTail = 3000;
+  size_t i = 0;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (i >= log_bufs_.size()) break;
+    std::string log(log_bufs_[i++].get());
+    if (log.empty()) continue;
+    if (log.size() > kTail) log = "..." + log.substr(log.size() - kTail);
+    std::fprintf(stderr, "verifier log of %s (end):\n%s\n", bpf_program__name(prog), log.c_str());
+  }
+}
+
 void BpfSession::ReadVerifierLogs() {
   size_t i = 0;
   bpf_program* prog;
@@ -291,6 +304,8 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
   if (absl::Status s = session->SizeMaps(o); !s.ok()) return s;
   if (o.verifier_stats) session->KeepVerifierLogs();
   if (int err = ehprof_bpf__load(session->skel_.get())) {
+    // With our own log buffers libbpf prints no verifier log: say its end.
+    if (o.verifier_stats) session->PrintVerifierLogTails();
     if (geteuid() == 0 && err != -EPERM && err != EPERM) return LoadError(err, log);
     return PermissionHint(err, "loading the BPF programs");
   }

@@ -94,6 +94,7 @@ class BpfSession {
   absl::Status SizeMaps(const SessionOptions& o);
   void KeepVerifierLogs();  // before loading
   void ReadVerifierLogs();  // after
+  void PrintVerifierLogTails() const;  // after a failed load
   absl::Status AttachLifecycle();
   absl::Status AttachSampler(const SessionOptions& o);
   // The bytes of SessionOptions::bpf_object_path; outlive the skeleton.

@@ -99,7 +99,7 @@ void FileTables::Release(const FileKey& key) {
       // build steps). Room is made by evicting from the back.
       unused_.push_front(key);
       f.unused = unused_.begin();
-      f.unused_since = std::chrono::steady_clock::now();
+      f.unused_since = now_();
       retry_no_space_ = true;
       break;
     case FileInfo::State::kNoSpace:
@@ -199,7 +199,7 @@ std::vector<FileKey> FileTables::CollectFinished() {
     done.swap(done_);
   }
   std::vector<FileKey> ready;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = now_();
   while (!unused_.empty()) {
     auto it = files_.find(unused_.back());
     if (it != files_.end() &&

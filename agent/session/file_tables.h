@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -60,6 +61,11 @@ class FileTables {
   // once. Used by the worker thread only.
   explicit FileTables(TableStore* store, std::unique_ptr<TableCache> cache = nullptr);
   ~FileTables();  // stops the worker
+
+  // The clock expiry and retries go by (steady_clock by default); tests
+  // move time on with their own.
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  void SetClock(Clock now) { now_ = std::move(now); }
 
   // The file behind `open_path` (a /proc/PID/map_files link, or a path),
   // registered on first sight and its table build queued. Reads only the
@@ -114,6 +120,7 @@ class FileTables {
   void Queue(const FileKey& key, const FileInfo& info, std::optional<ElfFile> elf = std::nullopt);
 
   TableStore* store_;
+  Clock now_ = [] { return std::chrono::steady_clock::now(); };
   std::unique_ptr<TableCache> cache_;  // the worker's only
   std::map<FileKey, FileInfo> files_;
   std::list<FileKey> unused_;  // ready tables no process uses, most recent first

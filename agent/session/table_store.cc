@@ -1,7 +1,5 @@
 #include "agent/session/table_store.h"
 
-#include <bpf/bpf.h>
-
 #include <cerrno>
 #include <cstring>
 
@@ -10,32 +8,6 @@
 
 namespace ehprof {
 namespace {
-
-absl::Status UpdateElem(int fd, uint32_t key, const void* value, const char* map) {
-  if (bpf_map_update_elem(fd, &key, value, BPF_ANY) != 0) {
-    return absl::InternalError(absl::StrCat("writing BPF map ", map, "[", key,
-                                            "]: ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
-// Writes values[i] at keys start + i (one syscall when batching works).
-absl::Status UpdateRange(int fd, uint32_t start, const void* values, uint32_t n,
-                         size_t value_size, const char* map) {
-  if (n == 0) return absl::OkStatus();
-  std::vector<uint32_t> keys(n);
-  for (uint32_t i = 0; i < n; ++i) keys[i] = start + i;
-  uint32_t count = n;
-  if (bpf_map_update_batch(fd, keys.data(), values, &count, nullptr) == 0 && count == n) {
-    return absl::OkStatus();
-  }
-  const auto* bytes = static_cast<const uint8_t*>(values);
-  for (uint32_t i = 0; i < n; ++i) {
-    absl::Status st = UpdateElem(fd, start + i, bytes + i * value_size, map);
-    if (!st.ok()) return st;
-  }
-  return absl::OkStatus();
-}
 
 // Splits per-page runs of `per_page[i]` items into chunks of `chunk` items
 // without splitting a run: returns each run's chunk number and offset.
@@ -60,8 +32,8 @@ std::vector<Slot> Pack(const std::vector<uint32_t>& per_page, uint32_t chunk, ui
 
 }  // namespace
 
-TableStore::TableStore(const MapFds& fds, const MapSizes& sizes)
-    : fds_(fds),
+TableStore::TableStore(TableMaps maps, const MapSizes& sizes)
+    : maps_(std::move(maps)),
       sizes_(sizes),
       pages_(sizes.pages),
       rules_(sizes.rules),
@@ -77,15 +49,10 @@ void TableStore::Release(const Placement& p) {
   free_row_chunks_.insert(free_row_chunks_.end(), p.row_chunks.begin(), p.row_chunks.end());
 }
 
-absl::StatusOr<uint32_t> TableStore::Load(const CompactTable& t, const std::string& name) {
-  const uint32_t np = static_cast<uint32_t>(t.num_pages());
-  std::vector<uint32_t> page_rows(np);
-  for (uint32_t i = 0; i < np; ++i) page_rows[i] = t.pages[i].num_rows;
-  uint32_t n_row_chunks = 0;
-  std::vector<Slot> row_slots = Pack(page_rows, EHP_ROW_CHUNK_ROWS, &n_row_chunks);
-  const auto n_pal_words = static_cast<uint32_t>(
-      (t.palette.size() + EHP_PALETTE_PER_WORD - 1) / EHP_PALETTE_PER_WORD);
-
+absl::StatusOr<TableStore::Placement> TableStore::Allocate(uint32_t np, uint32_t n_row_chunks,
+                                                           uint32_t n_pal_words,
+                                                           uint32_t n_rules,
+                                                           const std::string& name) {
   auto full = [&](const char* what) {
     return absl::ResourceExhaustedError(absl::StrCat(
         name, ": the BPF table maps are full (", what, "); raise --table-memory"));
@@ -104,23 +71,31 @@ absl::StatusOr<uint32_t> TableStore::Load(const CompactTable& t, const std::stri
   }
   p.page_base = *page_base;
   p.num_pages = np;
-  auto rule_base = rules_.Allocate(static_cast<uint32_t>(t.rules.size()));
+  auto rule_base = rules_.Allocate(n_rules);
   if (!rule_base) {
     pages_.Free(p.page_base, np);
     palette_words_.Free(p.palette_base, n_pal_words);
     return full("rules");
   }
   p.rule_base = *rule_base;
-  p.num_rules = static_cast<uint32_t>(t.rules.size());
+  p.num_rules = n_rules;
   for (uint32_t i = 0; i < n_row_chunks; ++i) {
     p.row_chunks.push_back(free_row_chunks_.front());
     free_row_chunks_.pop_front();
   }
+  return p;
+}
 
+absl::Status TableStore::WriteParts(const CompactTable& t, const Placement& p) {
+  const uint32_t np = p.num_pages;
+  std::vector<uint32_t> page_rows(np);
+  for (uint32_t i = 0; i < np; ++i) page_rows[i] = t.pages[i].num_rows;
+  uint32_t n_row_chunks = 0;
+  std::vector<Slot> row_slots = Pack(page_rows, EHP_ROW_CHUNK_ROWS, &n_row_chunks);
   // Lay out the chunks and the pages with global indexes.
   std::vector<uint8_t> row_bytes(size_t{n_row_chunks} * EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES, 0);
   // The table's palette as is, 4 ids a word: pages keep their offsets.
-  std::vector<uint64_t> pal_words(n_pal_words, 0);
+  std::vector<uint64_t> pal_words(p.num_palette_words, 0);
   for (size_t k = 0; k < t.palette.size(); ++k) {
     pal_words[k / EHP_PALETTE_PER_WORD] |= uint64_t{t.palette[k]} << (16 * (k % EHP_PALETTE_PER_WORD));
   }
@@ -133,33 +108,40 @@ absl::StatusOr<uint32_t> TableStore::Load(const CompactTable& t, const std::stri
     pages[i] = {p.row_chunks[rs.chunk] * EHP_ROW_CHUNK_ROWS + rs.offset, src.num_rows,
                 p.palette_base * EHP_PALETTE_PER_WORD + src.first_palette, 0};
   }
-
-  absl::Status st = UpdateRange(fds_.rules, p.rule_base, t.rules.data(), p.num_rules,
-                                sizeof(ehp_rule), "rules");
-  if (st.ok()) {
-    st = UpdateRange(fds_.palettes, p.palette_base, pal_words.data(), n_pal_words,
-                     sizeof(uint64_t), "palettes");
-  }
+  absl::Status st = maps_.rules->Write(p.rule_base, t.rules.data(), p.num_rules);
+  if (st.ok()) st = maps_.palettes->Write(p.palette_base, pal_words.data(), p.num_palette_words);
   for (uint32_t c = 0; st.ok() && c < n_row_chunks; ++c) {
-    st = UpdateElem(fds_.rows, p.row_chunks[c],
-                    &row_bytes[size_t{c} * EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES], "rows");
+    st = maps_.rows->Write(p.row_chunks[c],
+                           &row_bytes[size_t{c} * EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES], 1);
   }
-  if (st.ok()) st = UpdateRange(fds_.pages, p.page_base, pages.data(), np, sizeof(ehp_page), "pages");
-  if (st.ok()) {
-    st = UpdateRange(fds_.buckets, p.page_base, t.buckets.data(), np, sizeof(ehp_buckets),
-                     "buckets");
-  }
+  if (st.ok()) st = maps_.pages->Write(p.page_base, pages.data(), np);
+  if (st.ok()) st = maps_.buckets->Write(p.page_base, t.buckets.data(), np);
+  return st;
+}
+
+absl::StatusOr<uint32_t> TableStore::Load(const CompactTable& t, const std::string& name) {
+  const uint32_t np = static_cast<uint32_t>(t.num_pages());
+  std::vector<uint32_t> page_rows(np);
+  for (uint32_t i = 0; i < np; ++i) page_rows[i] = t.pages[i].num_rows;
+  uint32_t n_row_chunks = 0;
+  Pack(page_rows, EHP_ROW_CHUNK_ROWS, &n_row_chunks);
+  const auto n_pal_words = static_cast<uint32_t>(
+      (t.palette.size() + EHP_PALETTE_PER_WORD - 1) / EHP_PALETTE_PER_WORD);
+  absl::StatusOr<Placement> p =
+      Allocate(np, n_row_chunks, n_pal_words, static_cast<uint32_t>(t.rules.size()), name);
+  if (!p.ok()) return p.status();
+  absl::Status st = WriteParts(t, *p);
   const uint32_t id = free_ids_.front();
   if (st.ok()) {
-    ehp_table_info info{t.start, t.end, t.page_shift, np, p.page_base, p.rule_base};
-    st = UpdateElem(fds_.tables, id, &info, "tables");
+    ehp_table_info info{t.start, t.end, t.page_shift, np, p->page_base, p->rule_base};
+    st = maps_.tables->Write(id, &info, 1);
   }
   if (!st.ok()) {
-    Release(p);
+    Release(*p);
     return st;
   }
   free_ids_.pop_front();
-  loaded_[id] = std::move(p);
+  loaded_[id] = *std::move(p);
   return id;
 }
 
@@ -167,7 +149,9 @@ void TableStore::Unload(uint32_t id) {
   auto it = loaded_.find(id);
   if (it == loaded_.end()) return;
   ehp_table_info empty{};
-  UpdateElem(fds_.tables, id, &empty, "tables").IgnoreError();
+  // Cleared first: the BPF side stops using the table before its parts are
+  // handed to the next one.
+  maps_.tables->Write(id, &empty, 1).IgnoreError();
   Release(it->second);
   loaded_.erase(it);
   free_ids_.push_back(id);

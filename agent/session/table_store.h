@@ -3,8 +3,11 @@
 // Tables share global maps (pages, buckets, row and palette chunks, rules);
 // each gets a table id whose ehp_table_info says where its parts are. A
 // page's rows and palette never straddle a chunk, so the BPF search needs
-// one map lookup per page; palettes are ranges of u64 words. The descriptor is written last and cleared
-// first, so the BPF side never sees a half-written table.
+// one map lookup per page; palettes are ranges of u64 words. The descriptor
+// is written last and cleared first, so the BPF side never sees a
+// half-written table; a load that fails part way gives back everything it
+// took. The maps come through MapWriter, so all of this is unit-tested
+// without root (tests/table_store_test.cc).
 #ifndef EHPROF_AGENT_SESSION_TABLE_STORE_H_
 #define EHPROF_AGENT_SESSION_TABLE_STORE_H_
 
@@ -16,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/session/bpf_session.h"
+#include "agent/session/map_writer.h"
 #include "agent/session/range_allocator.h"
 #include "unwind_tables/compact_table.h"
 
@@ -23,7 +27,7 @@ namespace ehprof {
 
 class TableStore {
  public:
-  TableStore(const MapFds& fds, const MapSizes& sizes);
+  TableStore(TableMaps maps, const MapSizes& sizes);
 
   // ResourceExhausted when the maps are full (the caller evicts or degrades).
   absl::StatusOr<uint32_t> Load(const CompactTable& table, const std::string& name);
@@ -41,9 +45,15 @@ class TableStore {
     uint32_t palette_base = 0, num_palette_words = 0;  // in words
     std::vector<uint32_t> row_chunks;
   };
+  // Takes room for a table of these dimensions; ResourceExhausted naming
+  // the map that is full, with nothing taken.
+  absl::StatusOr<Placement> Allocate(uint32_t pages, uint32_t row_chunks, uint32_t palette_words,
+                                     uint32_t rules, const std::string& name);
+  // Writes everything but the descriptor.
+  absl::Status WriteParts(const CompactTable& t, const Placement& p);
   void Release(const Placement& p);
 
-  MapFds fds_;
+  TableMaps maps_;
   MapSizes sizes_;
   std::deque<uint32_t> free_ids_;  // FIFO: a freed id is reused last
   RangeAllocator pages_;

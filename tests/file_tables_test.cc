@@ -1,0 +1,121 @@
+// FileTables' policy without root: tables shared per file, kept loaded when
+// unused, evicted least recently used first when the maps are full, never
+// while a process maps them, expired after kUnusedTableSeconds, and files
+// refused for room retried once room appears. The table store writes
+// in-memory maps (memory_map_writer.h); the clock is the test's.
+#include "agent/session/file_tables.h"
+
+#include <chrono>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/memory_map_writer.h"
+#include "tests/test_support.h"
+
+namespace ehprof {
+namespace {
+
+using ::ehprof::testing::TestdataPath;
+using Time = std::chrono::steady_clock::time_point;
+
+class FileTablesTest : public ::testing::Test {
+ protected:
+  void MakeTables(uint32_t table_slots) {
+    MapSizes sizes;
+    sizes.tables = table_slots;
+    TableMaps m;
+    m.tables = std::make_unique<MemoryMapWriter>(sizeof(ehp_table_info), sizes.tables);
+    m.pages = std::make_unique<MemoryMapWriter>(sizeof(ehp_page), sizes.pages);
+    m.buckets = std::make_unique<MemoryMapWriter>(sizeof(ehp_buckets), sizes.pages);
+    m.rows = std::make_unique<MemoryMapWriter>(size_t{EHP_ROW_CHUNK_ROWS} * EHP_ROW_BYTES,
+                                               sizes.row_chunks);
+    m.palettes = std::make_unique<MemoryMapWriter>(sizeof(uint64_t), sizes.palette_words);
+    m.rules = std::make_unique<MemoryMapWriter>(sizeof(ehp_rule), sizes.rules);
+    store_ = std::make_unique<TableStore>(std::move(m), sizes);
+    files_ = std::make_unique<FileTables>(store_.get());
+    files_->SetClock([this] { return now_; });
+  }
+  FileKey Map(const std::string& name) {
+    const std::string path = TestdataPath(name);
+    auto key = files_->Register(path, path);
+    EXPECT_TRUE(key.ok()) << key.status();
+    files_->AddRef(*key);
+    return *key;
+  }
+  // Collects builds until none is pending (the worker thread builds).
+  void Settle() {
+    for (int i = 0; i < 500 && (files_->pending() > 0 || i == 0); ++i) {
+      files_->CollectFinished();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    files_->CollectFinished();
+    ASSERT_EQ(files_->pending(), 0u);
+  }
+  FileInfo::State StateOf(const FileKey& k) {
+    const FileInfo* f = files_->Find(k);
+    EXPECT_NE(f, nullptr);
+    return f ? f->state : FileInfo::State::kFailed;
+  }
+  Time now_ = std::chrono::steady_clock::now();
+  std::unique_ptr<TableStore> store_;
+  std::unique_ptr<FileTables> files_;
+};
+
+TEST_F(FileTablesTest, FullMapsEvictTheLeastRecentlyUnusedTableFirst) {
+  MakeTables(2);
+  FileKey a = Map("realign.stripped"), b = Map("asm_cfi.stripped");
+  Settle();
+  ASSERT_EQ(StateOf(a), FileInfo::State::kReady);
+  ASSERT_EQ(StateOf(b), FileInfo::State::kReady);
+  files_->Release(a);  // unused first: evicted first
+  files_->Release(b);
+  FileKey c = Map("deep_recursion.stripped");
+  Settle();
+  EXPECT_EQ(StateOf(c), FileInfo::State::kReady);
+  EXPECT_EQ(files_->Find(a), nullptr) << "the least recently used table stays";
+  EXPECT_EQ(StateOf(b), FileInfo::State::kReady);
+  EXPECT_EQ(files_->stats().evicted, 1u);
+  // b, unused but loaded, is found again by the next process mapping it.
+  FileKey b2 = Map("asm_cfi.stripped");
+  EXPECT_EQ(b2, b);
+  EXPECT_EQ(files_->stats().reused, 1u);
+}
+
+TEST_F(FileTablesTest, TablesInUseStayAndARefusedFileIsRetriedWhenRoomAppears) {
+  MakeTables(1);
+  FileKey a = Map("realign.stripped");
+  Settle();
+  FileKey c = Map("asm_cfi.stripped");
+  Settle();
+  EXPECT_EQ(StateOf(a), FileInfo::State::kReady) << "a table in use was evicted";
+  EXPECT_EQ(StateOf(c), FileInfo::State::kNoSpace);
+  std::vector<std::string> warnings = files_->TakeWarnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("raise --table-memory"), std::string::npos) << warnings[0];
+  files_->Release(a);
+  now_ += std::chrono::seconds(3);  // past the retry spacing
+  files_->CollectFinished();        // queues the retry
+  Settle();
+  EXPECT_EQ(StateOf(c), FileInfo::State::kReady);
+  EXPECT_EQ(files_->Find(a), nullptr);
+}
+
+TEST_F(FileTablesTest, UnusedTablesExpireAndGiveTheirRoomBack) {
+  MakeTables(4);
+  FileKey a = Map("realign.stripped");
+  Settle();
+  ASSERT_EQ(store_->usage().tables, 1u);
+  files_->Release(a);
+  now_ += std::chrono::seconds(FileTables::kUnusedTableSeconds - 1);
+  files_->CollectFinished();
+  EXPECT_EQ(store_->usage().tables, 1u) << "expired too early";
+  now_ += std::chrono::seconds(2);
+  files_->CollectFinished();
+  EXPECT_EQ(files_->stats().expired, 1u);
+  const TableStore::Usage u = store_->usage();
+  EXPECT_EQ(u.tables + u.pages + u.row_chunks + u.palette_words + u.rules, 0u);
+  EXPECT_EQ(files_->Find(a), nullptr);
+}
+
+}  // namespace
+}  // namespace ehprof
