@@ -53,7 +53,7 @@ MapSizes SmallSizes() {
 struct Recording {
   TableStore store{BpfTableMaps(MapFds{}), SmallSizes()};
   FileTables files{&store};
-  ProcessTracker tracker{&files, -1};
+  ProcessTracker tracker{&files, nullptr};
   std::vector<RawSample> samples;
   std::string error;
 };

@@ -1,4 +1,5 @@
-// ProcessTracker's bookkeeping without BPF (no process map): which image a
+// ProcessTracker's bookkeeping without BPF (no process map, or an in-memory
+// one behind the MapWriter seam): which image a
 // sample resolves against across exit, pid reuse and exec, what a
 // short-lived process leaves behind, and the choice of mappings when a
 // process has more than a process entry holds.
@@ -9,6 +10,7 @@
 #include <algorithm>
 
 #include "agent/session/table_store.h"
+#include "tests/memory_map_writer.h"
 
 namespace ehprof {
 namespace {
@@ -33,7 +35,7 @@ class ProcessTrackerTest : public ::testing::Test {
     return r ? r->mapping->path : "(none)";
   }
   FileTables files_{nullptr};
-  ProcessTracker tracker_{&files_, -1};
+  ProcessTracker tracker_{&files_, nullptr};
 };
 
 TEST_F(ProcessTrackerTest, ReusedPidNeverResolvesAgainstTheExitedProcess) {
@@ -138,6 +140,37 @@ TEST(ChooseEntryMappingsTest, EveryFilesFirstMappingBeforeAnyFilesSecond) {
   EXPECT_EQ(chosen[1023]->path, "[vdso]");
   // Within the limit nothing is left out.
   EXPECT_EQ(ChooseEntryMappings(all, 5000, loader_like).size(), all.size());
+}
+
+// The procs map through the seam: entries written sorted, a full map said
+// once and counted, an exit's entry removed, a refused process written once
+// there is room.
+TEST(ProcessTrackerProcsMap, FullMapIsCountedOnceAndRoomIsUsedAgain) {
+  FileTables files{nullptr};
+  auto map = std::make_unique<MemoryMapWriter>(sizeof(ehp_proc), 2, MemoryMapWriter::Kind::kHash);
+  MemoryMapWriter* procs = map.get();
+  ProcessTracker tracker(&files, std::move(map));
+  tracker.Apply(kPid, {Exec(0x5000, 0x6000, "/b"), Exec(0x1000, 0x2000, "/a")}, 100);
+  tracker.Apply(kPid + 1, {Exec(0x1000, 0x2000, "/a")}, 100);
+  ASSERT_TRUE(procs->Has(kPid));
+  const auto entry = std::make_unique<ehp_proc>(procs->Get<ehp_proc>(kPid));
+  ASSERT_EQ(entry->n_mappings, 2u);
+  EXPECT_EQ(entry->mappings[0].begin, 0x1000u);  // sorted for the BPF binary search
+  EXPECT_EQ(entry->mappings[1].end, 0x6000u);
+  EXPECT_EQ(entry->mappings[0].flags, 0u);  // no table: frame pointers there
+
+  tracker.Apply(kPid + 2, {Exec(0x1000, 0x2000, "/a")}, 100);
+  tracker.Apply(kPid + 3, {Exec(0x1000, 0x2000, "/a")}, 100);
+  tracker.Apply(kPid + 2, {Exec(0x1000, 0x2000, "/a")}, 110);  // refused again: not recounted
+  EXPECT_EQ(tracker.procs_refused(), 2u);
+  std::vector<std::string> warnings = tracker.TakeWarnings();
+  ASSERT_EQ(warnings.size(), 1u) << "a full map is said once";
+  EXPECT_NE(warnings[0].find("raise --max-procs"), std::string::npos) << warnings[0];
+
+  tracker.Exit(kPid, 200);
+  EXPECT_FALSE(procs->Has(kPid));
+  tracker.Apply(kPid + 2, {Exec(0x1000, 0x2000, "/a")}, 210);
+  EXPECT_TRUE(procs->Has(kPid + 2));
 }
 
 }  // namespace

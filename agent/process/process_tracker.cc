@@ -1,6 +1,5 @@
 #include "agent/process/process_tracker.h"
 
-#include <bpf/bpf.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/auxv.h>
@@ -64,8 +63,8 @@ std::vector<uint8_t> ReadOwnVdso() {
   return {};
 }
 
-ProcessTracker::ProcessTracker(FileTables* files, int procs_map_fd)
-    : files_(files), procs_fd_(procs_map_fd) {}
+ProcessTracker::ProcessTracker(FileTables* files, std::unique_ptr<MapWriter> procs)
+    : files_(files), procs_(std::move(procs)) {}
 
 absl::Status ProcessTracker::Refresh(uint32_t pid, uint64_t now_ns) {
   auto maps = ReadProcMaps(static_cast<int>(pid));
@@ -215,7 +214,7 @@ void ProcessTracker::ImageEnded(uint32_t pid, uint64_t time_ns) {
 void ProcessTracker::Exit(uint32_t pid, uint64_t time_ns, bool keep_history) {
   auto it = history_.find(pid);
   if (live_.erase(pid)) {
-    if (procs_fd_ >= 0) bpf_map_delete_elem(procs_fd_, &pid);
+    if (procs_) procs_->Delete(pid);
     if (it != history_.end() && !it->second.snaps.empty()) ReleaseFiles(it->second.snaps.back().mappings);
   }
   over_limit_warned_.erase(pid);
@@ -294,7 +293,7 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
         " a process entry holds: every file's first mapping kept, stacks stop in the other ",
         all.size() - chosen.size()));
   }
-  if (procs_fd_ < 0) return;
+  if (!procs_) return;
   auto proc = std::make_unique<ehp_proc>();
   std::memset(proc.get(), 0, sizeof(ehp_proc));
   size_t n = 0;
@@ -312,20 +311,21 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
     }
   }
   proc->n_mappings = static_cast<uint32_t>(n);
-  if (bpf_map_update_elem(procs_fd_, &pid, proc.get(), BPF_ANY) == 0) {
+  const absl::Status st = procs_->Write(pid, proc.get(), 1);
+  if (st.ok()) {
     refused_.erase(pid);
   } else {
-    const int err = errno;
+    const bool full = absl::IsResourceExhausted(st);
     const bool first = refused_.insert(pid).second;
     if (first) ++procs_full_;
     // A full map is said once for the whole recording (the summary counts
     // the processes); other errors once per process.
-    if (first && (err != E2BIG || procs_full_ == 1)) {
+    if (first && (!full || procs_full_ == 1)) {
       warnings_.Add(absl::StrCat(
-          "pid ", pid, ": cannot add to the BPF process map: ", std::strerror(err),
-          err == E2BIG ? " (map full: the user stacks of processes without an entry stop at "
-                         "the leaf until one exits; raise --max-procs)"
-                       : ""));
+          "pid ", pid, ": cannot add to the BPF process map: ", st.message(),
+          full ? " (map full: the user stacks of processes without an entry stop at "
+                 "the leaf until one exits; raise --max-procs)"
+               : ""));
     }
   }
 }

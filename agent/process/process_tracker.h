@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "agent/process/proc_maps.h"
 #include "agent/session/file_tables.h"
+#include "agent/session/map_writer.h"
 #include "base/unique_fd.h"
 #include "base/warnings.h"
 
@@ -44,7 +46,9 @@ struct ResolvedAddr {
 
 class ProcessTracker {
  public:
-  ProcessTracker(FileTables* files, int procs_map_fd);
+  // procs: the BPF procs map (BpfMapWriter), an in-memory one in tests, or
+  // null to track without writing entries (resolving only).
+  ProcessTracker(FileTables* files, std::unique_ptr<MapWriter> procs);
 
   // Reads /proc/PID/maps and (re)writes the process's entry. NotFound when
   // the process is gone.
@@ -108,7 +112,7 @@ class ProcessTracker {
   void ReleaseFiles(const std::vector<TrackedMapping>& mappings);
 
   FileTables* files_;
-  int procs_fd_;
+  std::unique_ptr<MapWriter> procs_;
   std::map<uint32_t, History> history_;
   std::set<uint32_t> live_;
   std::set<uint32_t> over_limit_warned_;

@@ -378,7 +378,9 @@ absl::Status Recorder::Run() {
     }
   }
   files_ = std::make_unique<FileTables>(store_.get(), std::move(cache));
-  tracker_ = std::make_unique<ProcessTracker>(files_.get(), session_->maps().procs);
+  tracker_ = std::make_unique<ProcessTracker>(
+      files_.get(),
+      std::make_unique<BpfMapWriter>(session_->maps().procs, sizeof(ehp_proc), "procs"));
 
   if (child_pid_ > 0) PrefetchCommandTables();
   const uint64_t start = NowNs();
