@@ -22,6 +22,7 @@
 #include "agent/continuous/output_dir.h"
 #include "agent/output/output_pprof.h"
 #include "agent/process/process_tracker.h"
+#include "agent/process/vdso_file.h"
 #include "agent/sink/push_queue.h"
 #include "agent/sink/push_request.h"
 #include "agent/sink/pyroscope_client.h"
@@ -334,7 +335,8 @@ int RunAgentCommand(const std::vector<std::string>& args) {
     nofile.rlim_cur = nofile.rlim_max;
     setrlimit(RLIMIT_NOFILE, &nofile);
   }
-  o.symbols.vdso_file = VdsoMemfdPath(ReadOwnVdso());
+  const VdsoFile vdso_file(ReadOwnVdso());  // read by the symbolizer while the loop runs
+  o.symbols.vdso_file = vdso_file.path();
 
   AgentLoop loop(std::move(o));
   std::unique_ptr<MetricsServer> metrics;

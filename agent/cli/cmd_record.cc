@@ -24,6 +24,7 @@
 #include "agent/output/output_pprof.h"
 #include "agent/output/output_svg.h"
 #include "agent/output/output_text.h"
+#include "agent/process/vdso_file.h"
 #include "agent/record/recorder.h"
 #include "agent/resolve/profile_resolver.h"
 #include "agent/resolve/stop_reasons.h"
@@ -370,12 +371,8 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   ro.use_fp_walk = use_fp_walk;
   ro.demangle = demangle;
   ro.warnings = &resolve_warnings;
-  std::string vdso_path;
-  if (!vdso.empty()) {
-    vdso_path = absl::StrCat("/tmp/ehprof-vdso-", getpid(), ".so");
-    std::ofstream(vdso_path, std::ios::binary).write(reinterpret_cast<const char*>(vdso.data()), vdso.size());
-    ro.symbol_file_alias["[vdso]"] = vdso_path;
-  }
+  const VdsoFile vdso_file(vdso);
+  if (!vdso_file.path().empty()) ro.symbol_file_alias["[vdso]"] = vdso_file.path();
   auto kallsyms = Kallsyms::Load();
   if (!kallsyms.ok() && rec.summary().samples) {
     std::fprintf(stderr, "ehprof: warning: kernel symbols unavailable: %s\n",
@@ -418,7 +415,6 @@ int RunRecordCommand(const std::vector<std::string>& args) {
       if (!out) std::fprintf(stderr, "ehprof record: cannot write %s\n", verify_path.c_str());
     }
   }
-  if (!vdso_path.empty()) ::unlink(vdso_path.c_str());
   for (const std::string& w : resolve_warnings) {
     std::fprintf(stderr, "ehprof: warning: %s\n", w.c_str());
   }

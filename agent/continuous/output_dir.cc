@@ -1,7 +1,6 @@
 #include "agent/continuous/output_dir.h"
 
 #include <dirent.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -76,22 +75,6 @@ absl::Status OutputDir::Write(const IntervalOutput& interval) {
   std::vector<std::string> files = Files();
   for (size_t i = 0; i + keep_ < files.size(); ++i) ::unlink(files[i].c_str());
   return absl::OkStatus();
-}
-
-std::string VdsoMemfdPath(const std::vector<uint8_t>& image) {
-  if (image.empty()) return "";
-  int fd = ::memfd_create("ehprof-vdso", 0);  // kept open: the path is the fd
-  if (fd < 0) return "";
-  size_t put = 0;
-  while (put < image.size()) {
-    ssize_t n = ::write(fd, image.data() + put, image.size() - put);
-    if (n <= 0) {
-      ::close(fd);
-      return "";
-    }
-    put += static_cast<size_t>(n);
-  }
-  return absl::StrCat("/proc/self/fd/", fd);
 }
 
 }  // namespace ehprof

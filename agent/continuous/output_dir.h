@@ -29,10 +29,6 @@ class OutputDir {
   uint64_t seq_ = 0;
 };
 
-// A copy of the vDSO image in a memfd, readable at the returned
-// /proc/self/fd path for as long as the process lives (no file in /tmp for
-// anyone to race); empty on failure.
-std::string VdsoMemfdPath(const std::vector<uint8_t>& image);
 
 }  // namespace ehprof
 

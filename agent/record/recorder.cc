@@ -91,8 +91,6 @@ void InstallStopSignalHandlers() {
 }
 
 Recorder::~Recorder() {
-  if (child_go_fd_ >= 0) ::close(child_go_fd_);
-  if (child_error_fd_ >= 0) ::close(child_error_fd_);
   if (child_pid_ > 0 && summary_.command_exit < 0) {
     // Never leave the command blocked before exec or running unobserved.
     ::kill(child_pid_, SIGKILL);
@@ -106,8 +104,16 @@ Recorder::~Recorder() {
 }
 
 absl::Status Recorder::LaunchCommand() {
-  int go[2], err[2];
-  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+  // Owned from creation: a failing second pipe2 or fork closes the first.
+  auto make_pipe = [](UniqueFd* read_end, UniqueFd* write_end) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return false;
+    read_end->reset(fds[0]);
+    write_end->reset(fds[1]);
+    return true;
+  };
+  UniqueFd go_read, go_write, err_read, err_write;
+  if (!make_pipe(&go_read, &go_write) || !make_pipe(&err_read, &err_write)) {
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
   std::vector<char*> argv;
@@ -116,22 +122,20 @@ absl::Status Recorder::LaunchCommand() {
   pid_t pid = fork();
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   if (pid == 0) {
-    ::close(go[1]);
-    ::close(err[0]);
     char c;
-    // Blocks until the profiler is attached and closes its end.
-    while (::read(go[0], &c, 1) < 0 && errno == EINTR) {
+    // Blocks until the profiler is attached and closes its end (the
+    // child's copy of that end is closed on exec, never read here).
+    go_write.reset();
+    while (::read(go_read.get(), &c, 1) < 0 && errno == EINTR) {
     }
     execvp(argv[0], argv.data());
     int e = errno;
-    (void)!::write(err[1], &e, sizeof(e));
+    (void)!::write(err_write.get(), &e, sizeof(e));
     _exit(127);
   }
-  ::close(go[0]);
-  ::close(err[1]);
   child_pid_ = pid;
-  child_go_fd_ = go[1];
-  child_error_fd_ = err[0];
+  child_go_fd_ = std::move(go_write);
+  child_error_fd_ = std::move(err_read);
   return absl::OkStatus();
 }
 
@@ -390,11 +394,10 @@ absl::Status Recorder::Run() {
   if (!rb) return absl::InternalError(absl::StrCat("ring buffer: ", std::strerror(errno)));
 
   if (child_pid_ > 0) {
-    ::close(child_go_fd_);
-    child_go_fd_ = -1;
+    child_go_fd_.reset();
     int e = 0;
     ssize_t got;
-    while ((got = ::read(child_error_fd_, &e, sizeof(e))) < 0 && errno == EINTR) {
+    while ((got = ::read(child_error_fd_.get(), &e, sizeof(e))) < 0 && errno == EINTR) {
     }
     if (got == sizeof(e)) {
       summary_.command_error = absl::StrCat("cannot run ", options_.command[0], ": ", std::strerror(e));

@@ -22,6 +22,7 @@
 #include "agent/session/bpf_session.h"
 #include "agent/session/file_tables.h"
 #include "agent/session/table_store.h"
+#include "base/unique_fd.h"
 #include "base/warnings.h"
 
 namespace ehprof {
@@ -159,8 +160,8 @@ class Recorder {
   Warnings warnings_{kMaxRememberedWarnings};
   RecordSummary summary_;
   int child_pid_ = -1;
-  int child_go_fd_ = -1;     // closing it lets the child exec
-  int child_error_fd_ = -1;  // the child writes errno here if exec fails
+  UniqueFd child_go_fd_;     // closing it lets the child exec
+  UniqueFd child_error_fd_;  // the child writes errno here if exec fails
   uint64_t complete_ = 0;    // samples whose user walk reached the bottom
   uint64_t sample_count_ = 0;
   std::mt19937_64 reservoir_rng_{12345};

@@ -4,6 +4,8 @@
 #ifndef EHPROF_AGENT_SESSION_BPF_SESSION_H_
 #define EHPROF_AGENT_SESSION_BPF_SESSION_H_
 
+#include <linux/perf_event.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,9 +37,9 @@ struct SessionOptions {
   bool verifier_stats = false;
   MapSizes sizes;
   uint64_t frequency_hz = 99;
-  // PERF_TYPE_SOFTWARE/PERF_COUNT_SW_CPU_CLOCK by default (works in VMs).
-  uint32_t event_type = 0;
-  uint64_t event_config = 0;
+  // cpu-clock by default: a software event, so it works in VMs without a PMU.
+  uint32_t event_type = PERF_TYPE_SOFTWARE;
+  uint64_t event_config = PERF_COUNT_SW_CPU_CLOCK;
   // Load this BPF object file instead of the one built in: the same
   // profiler.bpf.c compiled against another kernel's vmlinux.h (the kernel
   // matrix checks that an object built on one kernel loads on the others).

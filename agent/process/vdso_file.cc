@@ -1,0 +1,24 @@
+#include "agent/process/vdso_file.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace ehprof {
+
+VdsoFile::VdsoFile(const std::vector<uint8_t>& image) {
+  if (image.empty()) return;
+  UniqueFd fd(::memfd_create("ehprof-vdso", MFD_CLOEXEC));
+  if (!fd.valid()) return;
+  size_t put = 0;
+  while (put < image.size()) {
+    ssize_t n = ::write(fd.get(), image.data() + put, image.size() - put);
+    if (n <= 0) return;
+    put += static_cast<size_t>(n);
+  }
+  path_ = absl::StrCat("/proc/self/fd/", fd.get());
+  fd_ = std::move(fd);
+}
+
+}  // namespace ehprof
