@@ -14,6 +14,7 @@ PKGS=(
   libcurl4-openssl-dev  # ehprof agent --pyroscope (HTTP, TLS)
   libmicrohttpd-dev  # ehprof agent --metrics-addr (Prometheus scrape endpoint)
   systemd  # systemd-analyze verify of packaging/ehprof-agent.service
+  protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev  # tests decode pprof with classes protoc generates from pprof's own profile.proto
 )
 missing=()
 for p in "${PKGS[@]}"; do

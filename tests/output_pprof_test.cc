@@ -1,6 +1,7 @@
-// The pprof writer, checked twice: decoded here field by field (a tiny
-// protobuf reader, so the test does not trust the encoder it checks), and
-// read by the real `go tool pprof`, the reference consumer of the format.
+// The pprof writer, checked twice: decoded here by classes protoc generates
+// from pprof's profile.proto (so the test trusts neither our encoder nor our
+// reading of the schema), and read by the real `go tool pprof`, the
+// reference consumer of the format.
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -17,8 +18,10 @@
 #include <vector>
 
 #include "agent/output/output_pprof.h"
+#include "agent/output/pprof_fields.h"
 #include "agent/resolve/resolved_sample.h"
 #include "gtest/gtest.h"
+#include "profile.pb.h"
 
 namespace ehprof {
 namespace {
@@ -43,80 +46,6 @@ std::optional<std::string> Gunzip(const std::string& gz) {
   const bool trailing = z.avail_in != 0;
   inflateEnd(&z);
   if (rc != Z_STREAM_END || trailing) return std::nullopt;
-  return out;
-}
-
-struct Field {
-  uint32_t number = 0;
-  uint32_t wire = 0;
-  uint64_t varint = 0;  // wire type 0
-  std::string bytes;    // wire type 2
-};
-
-bool ReadVarint(std::string_view& data, uint64_t& value) {
-  value = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (data.empty()) return false;
-    const auto b = static_cast<uint8_t>(data.front());
-    data.remove_prefix(1);
-    value |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return true;
-  }
-  return false;
-}
-
-// Only the wire types profile.proto uses (varint, length-delimited).
-std::optional<std::vector<Field>> ParseMessage(std::string_view data) {
-  std::vector<Field> fields;
-  while (!data.empty()) {
-    uint64_t tag = 0;
-    if (!ReadVarint(data, tag)) return std::nullopt;
-    Field f;
-    f.number = static_cast<uint32_t>(tag >> 3);
-    f.wire = static_cast<uint32_t>(tag & 7);
-    if (f.number == 0) return std::nullopt;
-    if (f.wire == 0) {
-      if (!ReadVarint(data, f.varint)) return std::nullopt;
-    } else if (f.wire == 2) {
-      uint64_t len = 0;
-      if (!ReadVarint(data, len) || len > data.size()) return std::nullopt;
-      f.bytes = std::string(data.substr(0, len));
-      data.remove_prefix(len);
-    } else {
-      return std::nullopt;
-    }
-    fields.push_back(std::move(f));
-  }
-  return fields;
-}
-
-// A repeated integer field, packed or not (readers must accept both).
-std::vector<uint64_t> Ints(const std::vector<Field>& fields, uint32_t number) {
-  std::vector<uint64_t> out;
-  for (const Field& f : fields) {
-    if (f.number != number) continue;
-    if (f.wire == 0) {
-      out.push_back(f.varint);
-      continue;
-    }
-    std::string_view packed = f.bytes;
-    uint64_t v = 0;
-    while (!packed.empty() && ReadVarint(packed, v)) out.push_back(v);
-  }
-  return out;
-}
-uint64_t Int(const std::vector<Field>& fields, uint32_t number) {
-  const std::vector<uint64_t> v = Ints(fields, number);
-  return v.empty() ? 0 : v.back();
-}
-std::vector<std::vector<Field>> Messages(const std::vector<Field>& fields, uint32_t number) {
-  std::vector<std::vector<Field>> out;
-  for (const Field& f : fields) {
-    if (f.number != number || f.wire != 2) continue;
-    auto m = ParseMessage(f.bytes);
-    EXPECT_TRUE(m.has_value()) << "bad embedded message in field " << number;
-    out.push_back(m.value_or(std::vector<Field>{}));
-  }
   return out;
 }
 
@@ -188,42 +117,44 @@ struct Profile {
   }
 };
 
+// The profile as pprof's own schema reads it: classes protoc generated from
+// profile.proto (Debian's golang-github-google-pprof-dev), not a reader of
+// ours, so the test does not trust our reading of the format either.
 std::optional<Profile> Decode(const std::string& gz) {
   std::optional<std::string> raw = Gunzip(gz);
   if (!raw) return std::nullopt;
-  std::optional<std::vector<Field>> top = ParseMessage(*raw);
-  if (!top) return std::nullopt;
+  perftools::profiles::Profile m;
+  if (!m.ParseFromString(*raw)) return std::nullopt;
   Profile p;
-  for (const Field& f : *top) {
-    if (f.number == 6) p.strings.push_back(f.bytes);
-  }
-  auto value_type = [&](const std::vector<Field>& m) {
-    return std::make_pair(p.Str(Int(m, 1)), p.Str(Int(m, 2)));
+  p.strings.assign(m.string_table().begin(), m.string_table().end());
+  auto value_type = [&](const perftools::profiles::ValueType& v) {
+    return std::make_pair(p.Str(v.type()), p.Str(v.unit()));
   };
-  for (const auto& m : Messages(*top, 1)) p.sample_types.push_back(value_type(m));
-  for (const auto& m : Messages(*top, 11)) p.period_type = value_type(m);
-  p.period = static_cast<int64_t>(Int(*top, 12));
-  p.time_nanos = static_cast<int64_t>(Int(*top, 9));
-  p.duration_nanos = static_cast<int64_t>(Int(*top, 10));
-  for (const auto& m : Messages(*top, 2)) {
+  for (const auto& v : m.sample_type()) p.sample_types.push_back(value_type(v));
+  if (m.has_period_type()) p.period_type = value_type(m.period_type());
+  p.period = m.period();
+  p.time_nanos = m.time_nanos();
+  p.duration_nanos = m.duration_nanos();
+  for (const auto& ms : m.sample()) {
     Sample s;
-    s.location_ids = Ints(m, 1);
-    s.values = Ints(m, 2);
-    for (const auto& l : Messages(m, 3)) {
-      s.labels.push_back({p.Str(Int(l, 1)), Int(l, 2) ? p.Str(Int(l, 2)) : "", Int(l, 3)});
+    s.location_ids.assign(ms.location_id().begin(), ms.location_id().end());
+    for (int64_t v : ms.value()) s.values.push_back(static_cast<uint64_t>(v));
+    for (const auto& l : ms.label()) {
+      s.labels.push_back({p.Str(l.key()), l.str() ? p.Str(l.str()) : "",
+                          static_cast<uint64_t>(l.num())});
     }
     p.samples.push_back(std::move(s));
   }
-  for (const auto& m : Messages(*top, 3)) {
-    p.mappings.push_back({Int(m, 1), p.Str(Int(m, 5)), p.Str(Int(m, 6)), Int(m, 7) != 0});
+  for (const auto& mm : m.mapping()) {
+    p.mappings.push_back({mm.id(), p.Str(mm.filename()), p.Str(mm.build_id()), mm.has_functions()});
   }
-  for (const auto& m : Messages(*top, 4)) {
-    Location l{Int(m, 1), Int(m, 2), Int(m, 3), {}};
-    for (const auto& line : Messages(m, 4)) l.function_ids.push_back(Int(line, 1));
+  for (const auto& ml : m.location()) {
+    Location l{ml.id(), ml.mapping_id(), ml.address(), {}};
+    for (const auto& line : ml.line()) l.function_ids.push_back(line.function_id());
     p.locations.push_back(std::move(l));
   }
-  for (const auto& m : Messages(*top, 5)) {
-    p.functions.push_back({Int(m, 1), p.Str(Int(m, 2)), p.Str(Int(m, 3))});
+  for (const auto& mf : m.function()) {
+    p.functions.push_back({mf.id(), p.Str(mf.name()), p.Str(mf.system_name())});
   }
   return p;
 }
@@ -291,6 +222,50 @@ std::string Write(const std::vector<ResolvedSample>& samples, const PprofOptions
   EXPECT_TRUE(status.ok()) << status;
   return out.str();
 }
+
+// --- schema ---------------------------------------------------------------
+
+// The writer's field numbers are the schema's.
+namespace pf = pprof_fields;
+namespace pp = perftools::profiles;
+static_assert(pf::kProfileSampleType == pp::Profile::kSampleTypeFieldNumber);
+static_assert(pf::kProfileSample == pp::Profile::kSampleFieldNumber);
+static_assert(pf::kProfileMapping == pp::Profile::kMappingFieldNumber);
+static_assert(pf::kProfileLocation == pp::Profile::kLocationFieldNumber);
+static_assert(pf::kProfileFunction == pp::Profile::kFunctionFieldNumber);
+static_assert(pf::kProfileStringTable == pp::Profile::kStringTableFieldNumber);
+static_assert(pf::kProfileTimeNanos == pp::Profile::kTimeNanosFieldNumber);
+static_assert(pf::kProfileDurationNanos == pp::Profile::kDurationNanosFieldNumber);
+static_assert(pf::kProfilePeriodType == pp::Profile::kPeriodTypeFieldNumber);
+static_assert(pf::kProfilePeriod == pp::Profile::kPeriodFieldNumber);
+static_assert(pf::kValueTypeType == pp::ValueType::kTypeFieldNumber);
+static_assert(pf::kValueTypeUnit == pp::ValueType::kUnitFieldNumber);
+static_assert(pf::kSampleLocationId == pp::Sample::kLocationIdFieldNumber);
+static_assert(pf::kSampleValue == pp::Sample::kValueFieldNumber);
+static_assert(pf::kSampleLabel == pp::Sample::kLabelFieldNumber);
+static_assert(pf::kLabelKey == pp::Label::kKeyFieldNumber);
+static_assert(pf::kLabelStr == pp::Label::kStrFieldNumber);
+static_assert(pf::kLabelNum == pp::Label::kNumFieldNumber);
+static_assert(pf::kMappingId == pp::Mapping::kIdFieldNumber);
+static_assert(pf::kMappingMemoryStart == pp::Mapping::kMemoryStartFieldNumber);
+static_assert(pf::kMappingMemoryLimit == pp::Mapping::kMemoryLimitFieldNumber);
+static_assert(pf::kMappingFileOffset == pp::Mapping::kFileOffsetFieldNumber);
+static_assert(pf::kMappingFilename == pp::Mapping::kFilenameFieldNumber);
+static_assert(pf::kMappingBuildId == pp::Mapping::kBuildIdFieldNumber);
+static_assert(pf::kMappingHasFunctions == pp::Mapping::kHasFunctionsFieldNumber);
+static_assert(pf::kMappingHasFilenames == pp::Mapping::kHasFilenamesFieldNumber);
+static_assert(pf::kMappingHasLineNumbers == pp::Mapping::kHasLineNumbersFieldNumber);
+static_assert(pf::kMappingHasInlineFrames == pp::Mapping::kHasInlineFramesFieldNumber);
+static_assert(pf::kLocationId == pp::Location::kIdFieldNumber);
+static_assert(pf::kLocationMappingId == pp::Location::kMappingIdFieldNumber);
+static_assert(pf::kLocationAddress == pp::Location::kAddressFieldNumber);
+static_assert(pf::kLocationLine == pp::Location::kLineFieldNumber);
+static_assert(pf::kLineFunctionId == pp::Line::kFunctionIdFieldNumber);
+static_assert(pf::kLineLine == pp::Line::kLineFieldNumber);
+static_assert(pf::kFunctionId == pp::Function::kIdFieldNumber);
+static_assert(pf::kFunctionName == pp::Function::kNameFieldNumber);
+static_assert(pf::kFunctionSystemName == pp::Function::kSystemNameFieldNumber);
+static_assert(pf::kFunctionFilename == pp::Function::kFilenameFieldNumber);
 
 // --- structure ------------------------------------------------------------
 

@@ -9,55 +9,17 @@
 #include <tuple>
 #include <utility>
 
+#include "base/scoped_handle.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "agent/output/pprof_fields.h"
 #include "agent/output/protobuf_writer.h"
 
 namespace ehprof {
 namespace {
 
-// Field numbers from pprof's proto/profile.proto.
-enum ProfileField : uint32_t {
-  kProfileSampleType = 1,
-  kProfileSample = 2,
-  kProfileMapping = 3,
-  kProfileLocation = 4,
-  kProfileFunction = 5,
-  kProfileStringTable = 6,
-  kProfileTimeNanos = 9,
-  kProfileDurationNanos = 10,
-  kProfilePeriodType = 11,
-  kProfilePeriod = 12,
-};
-enum ValueTypeField : uint32_t { kValueTypeType = 1, kValueTypeUnit = 2 };
-enum SampleField : uint32_t { kSampleLocationId = 1, kSampleValue = 2, kSampleLabel = 3 };
-enum LabelField : uint32_t { kLabelKey = 1, kLabelStr = 2, kLabelNum = 3 };
-enum MappingField : uint32_t {
-  kMappingId = 1,
-  kMappingMemoryStart = 2,
-  kMappingMemoryLimit = 3,
-  kMappingFileOffset = 4,
-  kMappingFilename = 5,
-  kMappingBuildId = 6,
-  kMappingHasFunctions = 7,
-  kMappingHasFilenames = 8,
-  kMappingHasLineNumbers = 9,
-  kMappingHasInlineFrames = 10,
-};
-enum LocationField : uint32_t {
-  kLocationId = 1,
-  kLocationMappingId = 2,
-  kLocationAddress = 3,
-  kLocationLine = 4,
-};
-enum LineField : uint32_t { kLineFunctionId = 1, kLineLine = 2 };
-enum FunctionField : uint32_t {
-  kFunctionId = 1,
-  kFunctionName = 2,
-  kFunctionSystemName = 3,
-  kFunctionFilename = 4,
-};
+using namespace pprof_fields;  // NOLINT: the field names read as the schema's
 
 std::string OrUnknown(const std::string& s) { return s.empty() ? "[unknown]" : s; }
 
@@ -356,6 +318,8 @@ absl::Status WriteGzip(std::string_view data, std::ostream& out) {
   if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     return absl::InternalError("pprof: deflateInit2 failed");
   }
+  // Ended on every path out, once initialized.
+  ScopedHandle<z_stream, deflateEnd> end_deflate(&z);
   char buf[1 << 16];
   // avail_in is 32-bit: feed large inputs in slices.
   constexpr size_t kMaxIn = 1u << 30;
@@ -371,12 +335,10 @@ absl::Status WriteGzip(std::string_view data, std::ostream& out) {
     z.avail_out = sizeof(buf);
     rc = deflate(&z, data.empty() ? Z_FINISH : Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
-      deflateEnd(&z);
       return absl::InternalError(absl::StrCat("pprof: deflate failed: ", rc));
     }
     out.write(buf, static_cast<std::streamsize>(sizeof(buf) - z.avail_out));
   }
-  deflateEnd(&z);
   if (!out) return absl::DataLossError("pprof: writing the output failed");
   return absl::OkStatus();
 }
