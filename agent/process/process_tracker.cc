@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "agent/process/proc_maps.h"
 #include "agent/process/proc_root.h"
+#include "agent/process/vdso_file.h"
 #include "bpf/ehprof_abi.h"
 
 namespace ehprof {
@@ -48,20 +49,6 @@ bool Running(uint32_t pid) {
 }
 
 }  // namespace
-
-std::vector<uint8_t> ReadOwnVdso() {
-  const uint64_t base = getauxval(AT_SYSINFO_EHDR);
-  if (!base) return {};
-  auto maps = ReadProcMaps(static_cast<int>(getpid()));
-  if (!maps.ok()) return {};
-  for (const MapsEntry& e : *maps) {
-    if (e.start == base && e.path == "[vdso]") {
-      const auto* p = reinterpret_cast<const uint8_t*>(base);
-      return std::vector<uint8_t>(p, p + (e.end - e.start));
-    }
-  }
-  return {};
-}
 
 ProcessTracker::ProcessTracker(FileTables* files, std::unique_ptr<MapWriter> procs)
     : files_(files), procs_(std::move(procs)) {}

@@ -133,9 +133,6 @@ std::vector<const TrackedMapping*> ChooseEntryMappings(
     const std::vector<TrackedMapping>& all, size_t limit,
     const std::function<bool(const TrackedMapping&)>& loader_like);
 
-// The calling process's vDSO image (the same for every process on the
-// machine), or empty.
-std::vector<uint8_t> ReadOwnVdso();
 
 }  // namespace ehprof
 

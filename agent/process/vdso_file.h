@@ -13,6 +13,10 @@
 
 namespace ehprof {
 
+// The calling process's vDSO image (the same for every process on the
+// machine), or empty.
+std::vector<uint8_t> ReadOwnVdso();
+
 class VdsoFile {
  public:
   // Empty path() when there is no image or the memfd cannot be written.

@@ -25,71 +25,6 @@
 
 namespace ehprof {
 
-std::atomic<int> g_stop_signal{0};
-
-uint64_t CpuTimeNs() {
-  rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return (uint64_t(ru.ru_utime.tv_sec) + ru.ru_stime.tv_sec) * 1000000000 +
-         (uint64_t(ru.ru_utime.tv_usec) + ru.ru_stime.tv_usec) * 1000;
-}
-
-namespace {
-
-void OnStopSignal(int sig) { g_stop_signal.store(sig); }
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock bpf_ktime_get_ns reads
-  return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-bool ProcessExists(uint32_t pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
-
-// The thread group of a thread id, from /proc/TID/status.
-std::optional<uint32_t> TgidOf(uint32_t tid) {
-  std::ifstream f(absl::StrCat("/proc/", tid, "/status"));
-  std::string line;
-  while (std::getline(f, line)) {
-    uint32_t tgid;
-    if (line.rfind("Tgid:", 0) == 0 && absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(5)), &tgid)) {
-      return tgid;
-    }
-  }
-  return std::nullopt;
-}
-
-std::vector<uint32_t> AllPids() {
-  std::vector<uint32_t> pids;
-  ScopedHandle<DIR, closedir> dir(opendir("/proc"));
-  if (!dir) return pids;
-  while (dirent* d = readdir(dir.get())) {
-    uint32_t pid;
-    if (absl::SimpleAtoi(d->d_name, &pid)) pids.push_back(pid);
-  }
-  return pids;
-}
-
-const char* SignalName(int sig) {
-  switch (sig) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    default: return "a signal";
-  }
-}
-
-}  // namespace
-
-void InstallStopSignalHandlers() {
-  struct sigaction sa {};
-  sa.sa_handler = OnStopSignal;
-  sigemptyset(&sa.sa_mask);
-  // No SA_RESTART: a blocking poll returns EINTR and the loop sees the flag.
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-}
-
 Recorder::~Recorder() {
   if (child_pid_ > 0 && summary_.command_exit < 0) {
     // Never leave the command blocked before exec or running unobserved.
@@ -101,42 +36,6 @@ Recorder::~Recorder() {
   files_.reset();
   store_.reset();
   session_.reset();
-}
-
-absl::Status Recorder::LaunchCommand() {
-  // Owned from creation: a failing second pipe2 or fork closes the first.
-  auto make_pipe = [](UniqueFd* read_end, UniqueFd* write_end) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return false;
-    read_end->reset(fds[0]);
-    write_end->reset(fds[1]);
-    return true;
-  };
-  UniqueFd go_read, go_write, err_read, err_write;
-  if (!make_pipe(&go_read, &go_write) || !make_pipe(&err_read, &err_write)) {
-    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-  }
-  std::vector<char*> argv;
-  for (std::string& a : options_.command) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) {
-    char c;
-    // Blocks until the profiler is attached and closes its end (the
-    // child's copy of that end is closed on exec, never read here).
-    go_write.reset();
-    while (::read(go_read.get(), &c, 1) < 0 && errno == EINTR) {
-    }
-    execvp(argv[0], argv.data());
-    int e = errno;
-    (void)!::write(err_write.get(), &e, sizeof(e));
-    _exit(127);
-  }
-  child_pid_ = pid;
-  child_go_fd_ = std::move(go_write);
-  child_error_fd_ = std::move(err_read);
-  return absl::OkStatus();
 }
 
 absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
@@ -330,26 +229,6 @@ void Recorder::PrintStatus(uint64_t now_ns, bool final_line) {
                sample_count_ == 0 ? 0.0 : 100.0 * complete_ / sample_count_,
                final_line ? "\n" : "");
   std::fflush(stderr);
-}
-
-// Builds the tables of the command's executable and libraries before it
-// runs, so its first samples unwind instead of stopping at "table not
-// loaded yet". Bounded: a slow build only delays the start a little.
-void Recorder::PrefetchCommandTables() {
-  const std::string exe = FindExecutable(options_.command[0]);
-  if (exe.empty()) return;
-  for (const std::string& path : ExecClosure(exe)) {
-    auto key = files_->Register(path, path);
-    if (!key.ok()) continue;
-    files_->AddRef(*key);
-    prefetched_.push_back(*key);
-  }
-  const uint64_t give_up = NowNs() + 3000000000ull;
-  while (files_->pending() > 0 && NowNs() < give_up && !g_stop_signal.load()) {
-    files_->CollectFinished();
-    usleep(1000);
-  }
-  files_->CollectFinished();
 }
 
 absl::Status Recorder::Run() {

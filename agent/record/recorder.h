@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "agent/process/process_tracker.h"
 #include "agent/record/raw_sample.h"
+#include "agent/record/run_control.h"
 #include "agent/session/bpf_session.h"
 #include "agent/session/file_tables.h"
 #include "agent/session/table_store.h"
@@ -86,13 +87,6 @@ struct RecordSummary {
   std::vector<uint32_t> bpf_ns;
   uint64_t ring_bytes = 0;
 };
-
-// This process's CPU time (user + system) so far.
-uint64_t CpuTimeNs();
-
-// Set from signal handlers: the signal number that asked to stop.
-extern std::atomic<int> g_stop_signal;
-void InstallStopSignalHandlers();
 
 class Recorder {
  public:

@@ -1,0 +1,72 @@
+// `ehprof record`'s closing lines on stderr: samples, completeness and stop
+// reasons, BPF time per sample, own CPU, table and process-map use.
+#include "agent/cli/record_summary.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/resolve/stop_reasons.h"
+
+namespace ehprof {
+
+void PrintSummary(const Recorder& rec, const std::string& output) {
+  const RecordSummary& s = rec.summary();
+  std::map<unsigned, uint64_t> reasons = s.stop_reasons;
+  const uint64_t user_walked = s.user_walked;
+  std::fprintf(stderr, "ehprof: %llu samples in %.1f s (%llu lost), ended by %s\n",
+               static_cast<unsigned long long>(s.samples), s.seconds,
+               static_cast<unsigned long long>(s.ringbuf_drops), s.ended_by.c_str());
+  if (user_walked) {
+    std::vector<std::pair<uint64_t, unsigned>> top;
+    for (auto [r, n] : reasons) top.push_back({n, r});
+    std::sort(top.rbegin(), top.rend());
+    std::string line;
+    for (size_t i = 0; i < top.size() && i < 4; ++i) {
+      absl::StrAppendFormat(&line, "%s%s %.1f%%", i ? ", " : "", StopReasonName(top[i].second),
+                            100.0 * top[i].first / user_walked);
+    }
+    std::fprintf(stderr, "ehprof: user stacks complete (reached the bottom): %.1f%%; stop reasons: %s\n",
+                 100.0 * reasons[EHP_STOP_END_OF_STACK] / user_walked, line.c_str());
+  }
+  if (!s.bpf_ns.empty()) {
+    std::vector<uint32_t> ns = s.bpf_ns;
+    const uint64_t bytes = s.ring_bytes;
+    std::sort(ns.begin(), ns.end());
+    auto pct = [&](double p) { return ns[std::min(ns.size() - 1, size_t(p * ns.size()))] / 1e3; };
+    std::fprintf(stderr,
+                 "ehprof: BPF time per sample: median %.2f us, p90 %.2f us, p99 %.2f us; "
+                 "%.0f bytes per sample through the ring buffer\n",
+                 pct(0.5), pct(0.9), pct(0.99), double(bytes) / s.samples);
+  }
+  if (s.prog.run_cnt) {
+    std::fprintf(stderr, "ehprof: BPF run time per program run (kernel.bpf_stats_enabled): mean %.2f us over %llu runs\n",
+                 s.prog.run_time_ns / 1e3 / s.prog.run_cnt, static_cast<unsigned long long>(s.prog.run_cnt));
+  }
+  if (s.seconds > 0) {
+    std::fprintf(stderr,
+                 "ehprof: own CPU time while recording %.2f%% of one CPU (setup before it: %.0f ms)\n",
+                 100.0 * s.cpu_time_ns / 1e9 / s.seconds, s.setup_cpu_ns / 1e6);
+  }
+  const FileTables::Stats& t = s.tables;
+  std::fprintf(stderr,
+               "ehprof: unwind tables: %llu loaded (%llu from the table cache), %llu reused after "
+               "their process ended, %llu evicted for room, %llu unloaded unused, %llu refused (maps full)\n",
+               static_cast<unsigned long long>(t.loaded), static_cast<unsigned long long>(t.from_cache),
+               static_cast<unsigned long long>(t.reused),
+               static_cast<unsigned long long>(t.evicted), static_cast<unsigned long long>(t.expired),
+               static_cast<unsigned long long>(t.no_space));
+  std::fprintf(stderr, "ehprof: %zu processes remembered for resolving, %zu files kept open, %zu known\n",
+               s.remembered, s.kept_files, t.files);
+  if (s.procs_refused) {
+    std::fprintf(stderr, "ehprof: %llu processes found the BPF process map full (--max-procs)\n",
+                 static_cast<unsigned long long>(s.procs_refused));
+  }
+  if (!output.empty()) std::fprintf(stderr, "ehprof: wrote %s\n", output.c_str());
+}
+
+}  // namespace ehprof

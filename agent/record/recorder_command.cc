@@ -1,0 +1,72 @@
+// The recorder's command: launched stopped before exec, so the profiler is
+// attached before its first instruction, and its tables prepared ahead.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "agent/process/exec_closure.h"
+#include "agent/record/recorder.h"
+
+namespace ehprof {
+
+absl::Status Recorder::LaunchCommand() {
+  // Owned from creation: a failing second pipe2 or fork closes the first.
+  auto make_pipe = [](UniqueFd* read_end, UniqueFd* write_end) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return false;
+    read_end->reset(fds[0]);
+    write_end->reset(fds[1]);
+    return true;
+  };
+  UniqueFd go_read, go_write, err_read, err_write;
+  if (!make_pipe(&go_read, &go_write) || !make_pipe(&err_read, &err_write)) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  std::vector<char*> argv;
+  for (std::string& a : options_.command) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    char c;
+    // Blocks until the profiler is attached and closes its end (the
+    // child's copy of that end is closed on exec, never read here).
+    go_write.reset();
+    while (::read(go_read.get(), &c, 1) < 0 && errno == EINTR) {
+    }
+    execvp(argv[0], argv.data());
+    int e = errno;
+    (void)!::write(err_write.get(), &e, sizeof(e));
+    _exit(127);
+  }
+  child_pid_ = pid;
+  child_go_fd_ = std::move(go_write);
+  child_error_fd_ = std::move(err_read);
+  return absl::OkStatus();
+}
+
+// Builds the tables of the command's executable and libraries before it
+// runs, so its first samples unwind instead of stopping at "table not
+// loaded yet". Bounded: a slow build only delays the start a little.
+void Recorder::PrefetchCommandTables() {
+  const std::string exe = FindExecutable(options_.command[0]);
+  if (exe.empty()) return;
+  for (const std::string& path : ExecClosure(exe)) {
+    auto key = files_->Register(path, path);
+    if (!key.ok()) continue;
+    files_->AddRef(*key);
+    prefetched_.push_back(*key);
+  }
+  const uint64_t give_up = NowNs() + 3000000000ull;
+  while (files_->pending() > 0 && NowNs() < give_up && !g_stop_signal.load()) {
+    files_->CollectFinished();
+    usleep(1000);
+  }
+  files_->CollectFinished();
+}
+
+}  // namespace ehprof
