@@ -147,7 +147,11 @@ TEST_F(Pyroscope, ServesFiosHotPathAsEhprofsOwnProfileHasIt) {
 }
 
 TEST_F(Pyroscope, AnOutageLosesNoInterval) {
-  pid_t work = Spawn({testing::TestdataPath("deep_recursion"), "25", "10"});
+  // Busy for longer than the test can take (killed below): an interval in
+  // which the workload had already exited has no samples and is rightly
+  // not pushed, which the count below would take for a loss (seen once
+  // when Pyroscope's restart took long on a loaded machine).
+  pid_t work = Spawn({testing::TestdataPath("deep_recursion"), "300", "10"});
   ASSERT_GT(work, 0);
   testing::RunResult r = RunEhprof(
       {"agent", "-p", std::to_string(work), "--interval", "1", "--pyroscope", server_.url(),

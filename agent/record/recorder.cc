@@ -76,77 +76,83 @@ int Recorder::OnEvent(void* ctx, void* data, size_t size) {
   return 0;
 }
 
+void Recorder::HandleSample(const ehp_event& ev, const void* data, size_t size) {
+  const size_t n = size_t{ev.n_kernel} + ev.n_user + ev.n_user_fp;
+  if (sizeof(ev) + n * sizeof(uint64_t) > size) return;
+  const auto* frames = reinterpret_cast<const uint64_t*>(static_cast<const uint8_t*>(data) + sizeof(ev));
+  RawSample s;
+  s.pid = ev.pid;
+  s.tid = ev.tid;
+  s.cpu = ev.cpu;
+  s.time_ns = ev.time_ns;
+  s.comm.assign(ev.comm, strnlen(ev.comm, sizeof(ev.comm)));
+  s.stop_reason = ev.stop_reason;
+  s.fp_stop_reason = ev.fp_stop_reason;
+  s.flags = ev.flags;
+  s.bpf_ns = ev.bpf_ns;
+  s.kernel.assign(frames, frames + ev.n_kernel);
+  s.user.assign(frames + ev.n_kernel, frames + ev.n_kernel + ev.n_user);
+  s.user_fp.assign(frames + ev.n_kernel + ev.n_user, frames + n);
+  if (s.stop_reason == EHP_STOP_END_OF_STACK) ++complete_;
+  if (s.stop_reason != EHP_STOP_NOT_WALKED && s.stop_reason != EHP_STOP_NO_USER_STACK) {
+    ++summary_.user_walked;
+    ++summary_.stop_reasons[s.stop_reason];
+  }
+  summary_.ring_bytes += size;
+  if (summary_.bpf_ns.size() < RecordSummary::kBpfNsReservoir) {
+    summary_.bpf_ns.push_back(s.bpf_ns);
+  } else if (uint64_t j = reservoir_rng_() % (sample_count_ + 1); j < RecordSummary::kBpfNsReservoir) {
+    summary_.bpf_ns[j] = s.bpf_ns;
+  }
+  if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
+  ++sample_count_;
+  if (options_.on_sample) {
+    options_.on_sample(std::move(s), *tracker_);
+    return;
+  }
+  sampled_.insert(s.pid);
+  if (options_.aggregate) {
+    SampleKey key{s.pid, s.tid, exec_gen_[s.pid], s.flags, s.stop_reason, s.fp_stop_reason,
+                  s.comm, s.kernel, s.user, s.user_fp};
+    auto [it, inserted] = sample_index_.try_emplace(std::move(key), samples_.size());
+    if (!inserted) {
+      ++samples_[it->second].count;
+      return;
+    }
+  }
+  last_sample_on_cpu_[s.cpu] = samples_.size();
+  samples_.push_back(std::move(s));
+}
+
+void Recorder::HandleVerify(const ehp_event& ev, const void* data, size_t size) {
+  ehp_verify v;
+  if (size < sizeof(ev) + sizeof(v)) return;
+  std::memcpy(&v, static_cast<const uint8_t*>(data) + sizeof(ev), sizeof(v));
+  if (sizeof(ev) + sizeof(v) + v.stack_len > size) return;
+  // Sent right after its sample, on the same CPU.
+  auto it = last_sample_on_cpu_.find(ev.cpu);
+  if (it == last_sample_on_cpu_.end()) return;
+  const RawSample& s = samples_[it->second];
+  if (s.time_ns != ev.time_ns || s.tid != ev.tid) return;
+  VerifyCapture c;
+  c.sample = it->second;
+  std::memcpy(c.regs, v.regs, sizeof(c.regs));
+  const auto* stack = static_cast<const uint8_t*>(data) + sizeof(ev) + sizeof(v);
+  c.stack.assign(stack, stack + v.stack_len);
+  captures_.push_back(std::move(c));
+}
+
 void Recorder::HandleEvent(const void* data, size_t size) {
   if (size < sizeof(ehp_event)) return;
   ehp_event ev;
   std::memcpy(&ev, data, sizeof(ev));
   switch (ev.kind) {
-    case EHP_EVENT_SAMPLE: {
-      const size_t n = size_t{ev.n_kernel} + ev.n_user + ev.n_user_fp;
-      if (sizeof(ev) + n * sizeof(uint64_t) > size) return;
-      const auto* frames = reinterpret_cast<const uint64_t*>(static_cast<const uint8_t*>(data) + sizeof(ev));
-      RawSample s;
-      s.pid = ev.pid;
-      s.tid = ev.tid;
-      s.cpu = ev.cpu;
-      s.time_ns = ev.time_ns;
-      s.comm.assign(ev.comm, strnlen(ev.comm, sizeof(ev.comm)));
-      s.stop_reason = ev.stop_reason;
-      s.fp_stop_reason = ev.fp_stop_reason;
-      s.flags = ev.flags;
-      s.bpf_ns = ev.bpf_ns;
-      s.kernel.assign(frames, frames + ev.n_kernel);
-      s.user.assign(frames + ev.n_kernel, frames + ev.n_kernel + ev.n_user);
-      s.user_fp.assign(frames + ev.n_kernel + ev.n_user, frames + n);
-      if (s.stop_reason == EHP_STOP_END_OF_STACK) ++complete_;
-      if (s.stop_reason != EHP_STOP_NOT_WALKED && s.stop_reason != EHP_STOP_NO_USER_STACK) {
-        ++summary_.user_walked;
-        ++summary_.stop_reasons[s.stop_reason];
-      }
-      summary_.ring_bytes += size;
-      if (summary_.bpf_ns.size() < RecordSummary::kBpfNsReservoir) {
-        summary_.bpf_ns.push_back(s.bpf_ns);
-      } else if (uint64_t j = reservoir_rng_() % (sample_count_ + 1); j < RecordSummary::kBpfNsReservoir) {
-        summary_.bpf_ns[j] = s.bpf_ns;
-      }
-      if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
-      ++sample_count_;
-      if (options_.on_sample) {
-        options_.on_sample(std::move(s), *tracker_);
-        break;
-      }
-      sampled_.insert(s.pid);
-      if (options_.aggregate) {
-        SampleKey key{s.pid, s.tid, exec_gen_[s.pid], s.flags, s.stop_reason, s.fp_stop_reason,
-                      s.comm, s.kernel, s.user, s.user_fp};
-        auto [it, inserted] = sample_index_.try_emplace(std::move(key), samples_.size());
-        if (!inserted) {
-          ++samples_[it->second].count;
-          break;
-        }
-      }
-      last_sample_on_cpu_[s.cpu] = samples_.size();
-      samples_.push_back(std::move(s));
+    case EHP_EVENT_SAMPLE:
+      HandleSample(ev, data, size);
       break;
-    }
-    case EHP_EVENT_VERIFY: {
-      ehp_verify v;
-      if (size < sizeof(ev) + sizeof(v)) return;
-      std::memcpy(&v, static_cast<const uint8_t*>(data) + sizeof(ev), sizeof(v));
-      if (sizeof(ev) + sizeof(v) + v.stack_len > size) return;
-      // Sent right after its sample, on the same CPU.
-      auto it = last_sample_on_cpu_.find(ev.cpu);
-      if (it == last_sample_on_cpu_.end()) return;
-      const RawSample& s = samples_[it->second];
-      if (s.time_ns != ev.time_ns || s.tid != ev.tid) return;
-      VerifyCapture c;
-      c.sample = it->second;
-      std::memcpy(c.regs, v.regs, sizeof(c.regs));
-      const auto* stack = static_cast<const uint8_t*>(data) + sizeof(ev) + sizeof(v);
-      c.stack.assign(stack, stack + v.stack_len);
-      captures_.push_back(std::move(c));
+    case EHP_EVENT_VERIFY:
+      HandleVerify(ev, data, size);
       break;
-    }
     case EHP_EVENT_EXEC:
       ++exec_gen_[ev.pid];
       tracker_->ImageEnded(ev.pid, ev.time_ns);
@@ -235,6 +241,29 @@ absl::Status Recorder::Run() {
   if (!options_.command.empty()) {
     if (absl::Status st = LaunchCommand(); !st.ok()) return st;
   }
+  if (absl::Status st = StartSession(); !st.ok()) return st;
+  if (child_pid_ > 0) PrefetchCommandTables();
+  const uint64_t start = NowNs();
+  if (absl::Status st = AddInitialTargets(start); !st.ok()) return st;
+  ScopedHandle<ring_buffer, ring_buffer__free> rb(
+      ring_buffer__new(session_->maps().events, &Recorder::OnEvent, this, nullptr));
+  if (!rb) return absl::InternalError(absl::StrCat("ring buffer: ", std::strerror(errno)));
+  if (absl::Status st = ReleaseCommand(); !st.ok()) return st;
+
+  summary_.setup_cpu_ns = CpuTimeNs();
+  const uint64_t deadline = options_.duration_s > 0
+                                ? start + static_cast<uint64_t>(options_.duration_s * 1e9)
+                                : UINT64_MAX;
+  Loop(rb.get(), start, deadline);
+  // Samples still in the ring buffer belong to the recording.
+  ring_buffer__consume(rb.get());
+  ProcessPending(NowNs());
+  PrintStatus(NowNs(), true);
+  FinishSummary();
+  return absl::OkStatus();
+}
+
+absl::Status Recorder::StartSession() {
   SessionOptions so;
   so.config.unwinder = options_.unwinder;
   so.config.user_stacks = options_.user;
@@ -264,39 +293,35 @@ absl::Status Recorder::Run() {
   tracker_ = std::make_unique<ProcessTracker>(
       files_.get(),
       std::make_unique<BpfMapWriter>(session_->maps().procs, sizeof(ehp_proc), "procs"));
+  return absl::OkStatus();
+}
 
-  if (child_pid_ > 0) PrefetchCommandTables();
-  const uint64_t start = NowNs();
-  if (absl::Status st = AddInitialTargets(start); !st.ok()) return st;
-  ScopedHandle<ring_buffer, ring_buffer__free> rb(
-      ring_buffer__new(session_->maps().events, &Recorder::OnEvent, this, nullptr));
-  if (!rb) return absl::InternalError(absl::StrCat("ring buffer: ", std::strerror(errno)));
-
-  if (child_pid_ > 0) {
-    child_go_fd_.reset();
-    int e = 0;
-    ssize_t got;
-    while ((got = ::read(child_error_fd_.get(), &e, sizeof(e))) < 0 && errno == EINTR) {
-    }
-    if (got == sizeof(e)) {
-      summary_.command_error = absl::StrCat("cannot run ", options_.command[0], ": ", std::strerror(e));
-      ::waitpid(child_pid_, nullptr, 0);
-      summary_.command_exit = 127;
-      return absl::FailedPreconditionError(summary_.command_error);
-    }
+// Lets the command exec (the session is attached); its exec error, if any,
+// ends the recording before it starts.
+absl::Status Recorder::ReleaseCommand() {
+  if (child_pid_ <= 0) return absl::OkStatus();
+  child_go_fd_.reset();
+  int e = 0;
+  ssize_t got;
+  while ((got = ::read(child_error_fd_.get(), &e, sizeof(e))) < 0 && errno == EINTR) {
   }
+  if (got == sizeof(e)) {
+    summary_.command_error = absl::StrCat("cannot run ", options_.command[0], ": ", std::strerror(e));
+    ::waitpid(child_pid_, nullptr, 0);
+    summary_.command_exit = 127;
+    return absl::FailedPreconditionError(summary_.command_error);
+  }
+  return absl::OkStatus();
+}
 
-  summary_.setup_cpu_ns = CpuTimeNs();
-  const uint64_t deadline = options_.duration_s > 0
-                                ? start + static_cast<uint64_t>(options_.duration_s * 1e9)
-                                : UINT64_MAX;
+void Recorder::Loop(ring_buffer* rb, uint64_t start, uint64_t deadline) {
   for (;;) {
     int timeout_ms = 100;
     if (!followups_.empty()) {
       const uint64_t now = NowNs(), due = followups_.begin()->first;
       timeout_ms = due <= now ? 0 : static_cast<int>(std::min<uint64_t>(100, (due - now) / 1000000 + 1));
     }
-    int n = ring_buffer__poll(rb.get(), timeout_ms);
+    int n = ring_buffer__poll(rb, timeout_ms);
     const uint64_t now = NowNs();
     summary_.seconds = (now - start) / 1e9;
     if (n < 0 && n != -EINTR) {
@@ -330,11 +355,9 @@ absl::Status Recorder::Run() {
       }
     }
   }
-  // Samples still in the ring buffer belong to the recording.
-  ring_buffer__consume(rb.get());
-  ProcessPending(NowNs());
-  PrintStatus(NowNs(), true);
+}
 
+void Recorder::FinishSummary() {
   std::vector<uint64_t> stats = session_->ReadStats();
   summary_.samples = sample_count_;
   summary_.ringbuf_drops = stats[EHP_STAT_RINGBUF_DROPS];
@@ -345,7 +368,6 @@ absl::Status Recorder::Run() {
   summary_.procs_refused = tracker_->procs_refused();
   summary_.remembered = tracker_->history_size();
   summary_.kept_files = tracker_->kept_files();
-  return absl::OkStatus();
 }
 
 // The warnings not yet seen, from the recorder, the tables and the

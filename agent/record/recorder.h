@@ -26,6 +26,8 @@
 #include "base/unique_fd.h"
 #include "base/warnings.h"
 
+struct ring_buffer;
+
 namespace ehprof {
 
 struct RecordOptions {
@@ -107,6 +109,15 @@ class Recorder {
  private:
   static int OnEvent(void* ctx, void* data, size_t size);
   void HandleEvent(const void* data, size_t size);
+  // The steps of Run.
+  absl::Status StartSession();  // BPF session, table store and cache, tracker
+  absl::Status ReleaseCommand();
+  void Loop(ring_buffer* rb, uint64_t start, uint64_t deadline);  // until an end
+  void FinishSummary();
+  // A sample: counted into the summary, aggregated or handed to on_sample.
+  void HandleSample(const ehp_event& ev, const void* data, size_t size);
+  // --verify's capture, matched to the sample sent just before it.
+  void HandleVerify(const ehp_event& ev, const void* data, size_t size);
   void ProcessPending(uint64_t now_ns);
   absl::Status LaunchCommand();
   absl::Status AddInitialTargets(uint64_t now_ns);
