@@ -23,15 +23,8 @@ class FileTablesTest : public ::testing::Test {
   void MakeTables(uint32_t table_slots) {
     MapSizes sizes;
     sizes.tables = table_slots;
-    TableMaps m;
-    m.tables = std::make_unique<MemoryMapWriter>(sizeof(ehp_table_info), sizes.tables);
-    m.pages = std::make_unique<MemoryMapWriter>(sizeof(ehp_page), sizes.pages);
-    m.buckets = std::make_unique<MemoryMapWriter>(sizeof(ehp_buckets), sizes.pages);
-    m.rows = std::make_unique<MemoryMapWriter>(size_t{EHP_ROW_CHUNK_ROWS} * EHP_ROW_BYTES,
-                                               sizes.row_chunks);
-    m.palettes = std::make_unique<MemoryMapWriter>(sizeof(uint64_t), sizes.palette_words);
-    m.rules = std::make_unique<MemoryMapWriter>(sizeof(ehp_rule), sizes.rules);
-    store_ = std::make_unique<TableStore>(std::move(m), sizes);
+    MemoryTableMaps views;
+    store_ = std::make_unique<TableStore>(MakeMemoryTableMaps(sizes, &views), sizes);
     files_ = std::make_unique<FileTables>(store_.get());
     files_->SetClock([this] { return now_; });
   }

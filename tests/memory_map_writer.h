@@ -8,11 +8,14 @@
 
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/session/bpf_session.h"
 #include "agent/session/map_writer.h"
+#include "bpf/ehprof_abi.h"
 
 namespace ehprof {
 
@@ -69,6 +72,28 @@ class MemoryMapWriter : public MapWriter {
   uint64_t writes_ = 0;
   int64_t fail_after_ = -1;
 };
+
+// The maps a TableStore fills, in memory and sized as `sizes` says (what
+// BpfTableMaps gives for the real ones); `views` points at them afterwards.
+struct MemoryTableMaps {
+  MemoryMapWriter *tables, *pages, *buckets, *rows, *palettes, *rules;
+};
+inline TableMaps MakeMemoryTableMaps(const MapSizes& sizes, MemoryTableMaps* views) {
+  TableMaps m;
+  auto make = [](std::unique_ptr<MapWriter>* slot, size_t value_size, uint32_t n) {
+    auto w = std::make_unique<MemoryMapWriter>(value_size, n);
+    MemoryMapWriter* raw = w.get();
+    *slot = std::move(w);
+    return raw;
+  };
+  views->tables = make(&m.tables, sizeof(ehp_table_info), sizes.tables);
+  views->pages = make(&m.pages, sizeof(ehp_page), sizes.pages);
+  views->buckets = make(&m.buckets, sizeof(ehp_buckets), sizes.pages);
+  views->rows = make(&m.rows, size_t{EHP_ROW_CHUNK_ROWS} * EHP_ROW_BYTES, sizes.row_chunks);
+  views->palettes = make(&m.palettes, sizeof(uint64_t), sizes.palette_words);
+  views->rules = make(&m.rules, sizeof(ehp_rule), sizes.rules);
+  return m;
+}
 
 }  // namespace ehprof
 

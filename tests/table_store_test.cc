@@ -21,26 +21,11 @@ namespace {
 
 using ::ehprof::testing::TestdataPath;
 
-struct Maps {
-  MemoryMapWriter *tables, *pages, *buckets, *rows, *palettes, *rules;
-};
+using Maps = MemoryTableMaps;
 
 // A store over in-memory maps sized as `sizes` says; `maps` points at them.
 std::unique_ptr<TableStore> MakeStore(const MapSizes& sizes, Maps* maps) {
-  TableMaps m;
-  auto make = [](std::unique_ptr<MapWriter>* slot, size_t value_size, uint32_t n) {
-    auto w = std::make_unique<MemoryMapWriter>(value_size, n);
-    MemoryMapWriter* raw = w.get();
-    *slot = std::move(w);
-    return raw;
-  };
-  maps->tables = make(&m.tables, sizeof(ehp_table_info), sizes.tables);
-  maps->pages = make(&m.pages, sizeof(ehp_page), sizes.pages);
-  maps->buckets = make(&m.buckets, sizeof(ehp_buckets), sizes.pages);
-  maps->rows = make(&m.rows, size_t{EHP_ROW_CHUNK_ROWS} * EHP_ROW_BYTES, sizes.row_chunks);
-  maps->palettes = make(&m.palettes, sizeof(uint64_t), sizes.palette_words);
-  maps->rules = make(&m.rules, sizeof(ehp_rule), sizes.rules);
-  return std::make_unique<TableStore>(std::move(m), sizes);
+  return std::make_unique<TableStore>(MakeMemoryTableMaps(sizes, maps), sizes);
 }
 
 // find_rule (bpf/lookup.bpf.h) over the in-memory maps.

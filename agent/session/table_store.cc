@@ -1,6 +1,5 @@
 #include "agent/session/table_store.h"
 
-#include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -11,11 +10,8 @@ namespace {
 
 // Splits per-page runs of `per_page[i]` items into chunks of `chunk` items
 // without splitting a run: returns each run's chunk number and offset.
-struct Slot {
-  uint32_t chunk, offset;
-};
-std::vector<Slot> Pack(const std::vector<uint32_t>& per_page, uint32_t chunk, uint32_t* chunks) {
-  std::vector<Slot> out;
+std::vector<TableStore::Slot> Pack(const std::vector<uint32_t>& per_page, uint32_t chunk, uint32_t* chunks) {
+  std::vector<TableStore::Slot> out;
   out.reserve(per_page.size());
   uint32_t c = 0, used = 0;
   for (uint32_t n : per_page) {
@@ -86,12 +82,10 @@ absl::StatusOr<TableStore::Placement> TableStore::Allocate(uint32_t np, uint32_t
   return p;
 }
 
-absl::Status TableStore::WriteParts(const CompactTable& t, const Placement& p) {
+absl::Status TableStore::WriteParts(const CompactTable& t, const Placement& p,
+                                    const std::vector<Slot>& row_slots) {
   const uint32_t np = p.num_pages;
-  std::vector<uint32_t> page_rows(np);
-  for (uint32_t i = 0; i < np; ++i) page_rows[i] = t.pages[i].num_rows;
-  uint32_t n_row_chunks = 0;
-  std::vector<Slot> row_slots = Pack(page_rows, EHP_ROW_CHUNK_ROWS, &n_row_chunks);
+  const auto n_row_chunks = static_cast<uint32_t>(p.row_chunks.size());
   // Lay out the chunks and the pages with global indexes.
   std::vector<uint8_t> row_bytes(size_t{n_row_chunks} * EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES, 0);
   // The table's palette as is, 4 ids a word: pages keep their offsets.
@@ -124,13 +118,13 @@ absl::StatusOr<uint32_t> TableStore::Load(const CompactTable& t, const std::stri
   std::vector<uint32_t> page_rows(np);
   for (uint32_t i = 0; i < np; ++i) page_rows[i] = t.pages[i].num_rows;
   uint32_t n_row_chunks = 0;
-  Pack(page_rows, EHP_ROW_CHUNK_ROWS, &n_row_chunks);
+  const std::vector<Slot> row_slots = Pack(page_rows, EHP_ROW_CHUNK_ROWS, &n_row_chunks);
   const auto n_pal_words = static_cast<uint32_t>(
       (t.palette.size() + EHP_PALETTE_PER_WORD - 1) / EHP_PALETTE_PER_WORD);
   absl::StatusOr<Placement> p =
       Allocate(np, n_row_chunks, n_pal_words, static_cast<uint32_t>(t.rules.size()), name);
   if (!p.ok()) return p.status();
-  absl::Status st = WriteParts(t, *p);
+  absl::Status st = WriteParts(t, *p, row_slots);
   const uint32_t id = free_ids_.front();
   if (st.ok()) {
     ehp_table_info info{t.start, t.end, t.page_shift, np, p->page_base, p->rule_base};

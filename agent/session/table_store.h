@@ -39,6 +39,12 @@ class TableStore {
   Usage usage() const;
   const MapSizes& sizes() const { return sizes_; }
 
+  // Where a page's rows sit: chunk number within its table's chunks, and
+  // the row offset in that chunk.
+  struct Slot {
+    uint32_t chunk, offset;
+  };
+
  private:
   struct Placement {
     uint32_t page_base = 0, num_pages = 0, rule_base = 0, num_rules = 0;
@@ -49,8 +55,9 @@ class TableStore {
   // the map that is full, with nothing taken.
   absl::StatusOr<Placement> Allocate(uint32_t pages, uint32_t row_chunks, uint32_t palette_words,
                                      uint32_t rules, const std::string& name);
-  // Writes everything but the descriptor.
-  absl::Status WriteParts(const CompactTable& t, const Placement& p);
+  // Writes everything but the descriptor; row_slots from packing the pages.
+  absl::Status WriteParts(const CompactTable& t, const Placement& p,
+                          const std::vector<Slot>& row_slots);
   void Release(const Placement& p);
 
   TableMaps maps_;
