@@ -13,6 +13,7 @@ PKGS=(
   qemu-system-x86 busybox-static kmod  # the kernel matrix (scripts/kernel_matrix.sh)
   libcurl4-openssl-dev  # ehprof agent --pyroscope (HTTP, TLS)
   libmicrohttpd-dev  # ehprof agent --metrics-addr (Prometheus scrape endpoint)
+  libcli11-dev  # the command line (options, generated help)
   systemd  # systemd-analyze verify of packaging/ehprof-agent.service
   protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev  # tests decode pprof with classes protoc generates from pprof's own profile.proto
 )

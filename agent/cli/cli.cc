@@ -1,13 +1,87 @@
 #include "agent/cli/cli.h"
 
+#include <linux/perf_event.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
 namespace ehprof {
+namespace {
+
+// The events -e names, with their perf_event_attr type and config.
+struct EventName {
+  const char* name;
+  uint32_t type;
+  uint64_t config;
+  bool clock;  // counts nanoseconds
+};
+constexpr EventName kEvents[] = {
+    {"cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, true},
+    {"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, true},
+    {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, false},
+};
+
+const EventName* FindEvent(const std::string& name) {
+  for (const EventName& e : kEvents) {
+    if (name == e.name) return &e;
+  }
+  return nullptr;
+}
+
+// CLI11's help with the option descriptions wrapped to the terminal's
+// customary 80 columns, and value names as written ("-p PID[,PID...]", not
+// "-p UINT ... =99": defaults are in the descriptions).
+class HelpFormatter : public CLI::Formatter {
+ public:
+  // The usage line first, as man pages and perf put it.
+  std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override {
+    if (mode == CLI::AppFormatMode::Sub) return make_expanded(app);
+    return absl::StrCat(make_usage(app, name), "\n", make_description(app), make_positionals(app),
+                        make_groups(app, mode), "\n", make_footer(app));
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    const std::string& t = opt->get_type_name();
+    if (opt->get_expected_max() == 0 || t.empty()) return "";
+    return t[0] == '[' ? t : " " + t;
+  }
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    std::string out;
+    size_t line = 0;
+    for (absl::string_view word : absl::StrSplit(opt->get_description(), ' ', absl::SkipEmpty())) {
+      if (line > 0 && line + 1 + word.size() > 80 - column_width_) {
+        out += '\n';
+        line = 0;
+      } else if (line > 0) {
+        out += ' ';
+        ++line;
+      }
+      absl::StrAppend(&out, word);
+      line += word.size();
+    }
+    return out;
+  }
+};
+
+// Positive numbers, with the value named in the error.
+const CLI::Validator kPositive(
+    [](std::string& s) {
+      double v;
+      return absl::SimpleAtod(s, &v) && v > 0 ? std::string() : "'" + s + "' is not a positive number";
+    },
+    "");
+
+// A directory given on the command line must not depend on where ehprof
+// was started (the agent runs as a service).
+const CLI::Validator kAbsoluteDir(
+    [](std::string& s) { return !s.empty() && s[0] == '/' ? std::string() : "takes an absolute directory"; },
+    "");
+
+}  // namespace
 
 int UsageError(std::string_view subcommand, std::string_view reason) {
   std::fprintf(stderr, "ehprof %.*s: %.*s (see 'ehprof %.*s --help')\n",
@@ -17,16 +91,37 @@ int UsageError(std::string_view subcommand, std::string_view reason) {
   return kExitUsage;
 }
 
-bool IsHelpFlag(std::string_view arg) { return arg == "--help" || arg == "-h"; }
-
-bool ParseIdList(const std::string& s, std::vector<uint32_t>* out) {
-  for (absl::string_view part : absl::StrSplit(s, ',')) {
-    uint32_t v;
-    if (!absl::SimpleAtoi(part, &v) || v == 0) return false;
-    out->push_back(v);
-  }
-  return !out->empty();
+std::unique_ptr<CLI::App> NewCommandApp(std::string_view subcommand, std::string description) {
+  auto app = std::make_unique<CLI::App>(std::move(description), absl::StrCat("ehprof ", absl::string_view(subcommand.data(), subcommand.size())));
+  app->set_help_flag("-h,--help", "this text");
+  // A repeated option takes its last value, as perf does (scripts append
+  // overrides); options collecting a list say so themselves.
+  app->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  auto help = std::make_shared<HelpFormatter>();
+  help->column_width(26);
+  help->label("OPTIONS", "options");
+  app->formatter(help);
+  return app;
 }
+
+std::optional<int> ParseCommandLine(CLI::App& app, const std::vector<std::string>& args) {
+  // CLI11 takes the arguments last first.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    std::string reason = e.what();
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    // "ehprof record" -> "record"
+    return UsageError(app.get_name().substr(app.get_name().find(' ') + 1), reason);
+  }
+  return std::nullopt;
+}
+
+const CLI::Validator& Positive() { return kPositive; }
 
 MapSizes SizesForMemory(uint64_t mb) {
   // Rows dominate (3 bytes each); the rest scales with them.
@@ -38,6 +133,53 @@ MapSizes SizesForMemory(uint64_t mb) {
   z.palette_words = std::max<uint32_t>(4096, z.row_chunks * EHP_ROW_CHUNK_ROWS / 60);
   z.rules = std::max<uint32_t>(4096, z.row_chunks * 64);
   return z;
+}
+
+void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* flags) {
+  app.add_option("-F", record->frequency_hz, "sampling frequency per CPU (default 99)")
+      ->type_name("HZ")
+      ->check(InRange(1, 100000));
+  std::vector<std::string> names;
+  for (const EventName& e : kEvents) names.push_back(e.name);
+  app.add_option("-e", flags->event, "cpu-clock (default, works in VMs), task-clock, cycles")
+      ->type_name("EVENT")
+      ->check(CLI::IsMember(names).description(""));
+  app.add_option("-p", record->pids, "profile these processes (and their children)")
+      ->type_name("PID[,PID...]")
+      ->delimiter(',')
+      ->check(Positive())
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--table-memory", flags->table_mb,
+                 "memory for unwind tables in BPF maps (default 64); when full, unused tables are "
+                 "evicted (least recently used first), then files go without (frame pointers there)")
+      ->type_name("MB")
+      ->check(InRange(1, 65536));
+  app.add_option("--max-procs", flags->max_procs,
+                 "processes the BPF process map holds (default 4096, 32 KiB each, allocated as used); "
+                 "beyond it user stacks stop at the leaf")
+      ->type_name("N")
+      ->check(InRange(1, 1 << 20));
+  app.add_option("--table-cache", record->table_cache_dir,
+                 "built unwind tables kept across runs, checked on load (default "
+                 "/var/cache/ehprof/tables, 1 GiB at most)")
+      ->type_name("DIR")
+      ->check(kAbsoluteDir);
+  app.add_flag("--no-table-cache", flags->no_table_cache, "build every table every run");
+}
+
+void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordOptions* record) {
+  const EventName* e = FindEvent(flags.event);  // checked when parsed
+  record->event_type = e->type;
+  record->event_config = e->config;
+  record->sizes = SizesForMemory(flags.table_mb);
+  record->sizes.procs = flags.max_procs;
+  record->table_cache_explicit = app.count("--table-cache") > 0;
+  if (flags.no_table_cache) record->table_cache_dir.clear();
+}
+
+bool IsClockEvent(const std::string& event) {
+  const EventName* e = FindEvent(event);
+  return e != nullptr && e->clock;
 }
 
 }  // namespace ehprof

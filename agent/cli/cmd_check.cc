@@ -17,20 +17,13 @@
 namespace ehprof {
 namespace {
 
-constexpr char kHelp[] = R"(usage: ehprof check [--bpf-object FILE]
-
-Probes what ehprof needs from the kernel (BTF, ring buffers, the BPF
+constexpr char kDescription[] = R"(Probes what ehprof needs from the kernel (BTF, ring buffers, the BPF
 helpers the sampler calls) and prints each with the first Linux version
 that has it; then loads ehprof's BPF programs (as `record` would, attaching
 nothing that samples) and prints, per program, the instructions the verifier
 processed against its limit of 1,000,000, its states, and the translated and
 JITed sizes. Exit 0 when ehprof can run here, 1 with the reason when it
-cannot.
-
-  --bpf-object FILE  load this build of bpf/profiler.bpf.c instead of the
-                     built-in one (the same source compiled against another
-                     kernel's vmlinux.h; scripts/kernel_matrix.sh uses it)
-)";
+cannot.)";
 
 constexpr uint64_t kVerifierLimit = 1000000;
 
@@ -38,20 +31,12 @@ constexpr uint64_t kVerifierLimit = 1000000;
 
 int RunCheckCommand(const std::vector<std::string>& args) {
   SessionOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (IsHelpFlag(a)) {
-      std::fputs(kHelp, stdout);
-      return kExitOk;
-    }
-    if (a == "--bpf-object" && i + 1 < args.size()) {
-      o.bpf_object_path = args[++i];
-    } else if (a.rfind("--bpf-object=", 0) == 0) {
-      o.bpf_object_path = a.substr(std::strlen("--bpf-object="));
-    } else {
-      return UsageError("check", "unknown argument " + a);
-    }
-  }
+  auto app = NewCommandApp("check", kDescription);
+  app->add_option("--bpf-object", o.bpf_object_path,
+                  "load this build of bpf/profiler.bpf.c instead of the built-in one (the same source "
+                  "compiled against another kernel's vmlinux.h; scripts/kernel_matrix.sh uses it)")
+      ->type_name("FILE");
+  if (auto exit = ParseCommandLine(*app, args)) return *exit;
   utsname u{};
   uname(&u);
   std::printf("kernel %s %s\n", u.release, u.machine);

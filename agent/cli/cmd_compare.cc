@@ -15,19 +15,12 @@
 namespace ehprof {
 namespace {
 
-constexpr char kHelp[] = R"(usage: ehprof compare [--diff-folded FILE] CFI.txt FP.txt
-
-Compares the frame-pointer walk with the CFI walk of the same samples: the
+constexpr char kDescription[] = R"(Compares the frame-pointer walk with the CFI walk of the same samples: the
 share of samples where they agree, where FP is shorter, where FP is wrong
 (frames that are not call sites), per binary and per function. The inputs are
 the perf-script dumps of one `ehprof record --unwinder both` run, written
 once as is and once with --fp-walk (`ehprof record --unwinder both --compare
 FILE` writes the same report directly).
-
-options:
-  --diff-folded FILE  also write "stack FP_COUNT CFI_COUNT" lines, which
-                      FlameGraph's flamegraph.pl draws as a differential graph
-  -h, --help          this text
 )";
 
 absl::StatusOr<std::vector<ResolvedSample>> Load(const std::string& path) {
@@ -41,19 +34,14 @@ absl::StatusOr<std::vector<ResolvedSample>> Load(const std::string& path) {
 int RunCompareCommand(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   std::string diff;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (IsHelpFlag(args[i])) {
-      std::fputs(kHelp, stdout);
-      return kExitOk;
-    } else if (args[i] == "--diff-folded") {
-      if (i + 1 >= args.size()) return UsageError("compare", "--diff-folded takes a file");
-      diff = args[++i];
-    } else if (!args[i].empty() && args[i][0] == '-') {
-      return UsageError("compare", absl::StrCat("unknown option ", args[i]));
-    } else {
-      files.push_back(args[i]);
-    }
-  }
+  auto app = NewCommandApp("compare", kDescription);
+  app->add_option("--diff-folded", diff,
+                  "also write \"stack FP_COUNT CFI_COUNT\" lines, which FlameGraph's flamegraph.pl "
+                  "draws as a differential graph")
+      ->type_name("FILE");
+  app->add_option("DUMPS", files, "CFI.txt FP.txt: the two perf-script dumps")->type_name("")->expected(2)->required();
+  if (auto exit = ParseCommandLine(*app, args)) return *exit;
+  // CLI11 2.1 lets a positional of two take one.
   if (files.size() != 2) return UsageError("compare", "takes two perf-script dumps: CFI.txt FP.txt");
   auto cfi = Load(files[0]);
   auto fp = Load(files[1]);

@@ -12,9 +12,7 @@
 namespace ehprof {
 namespace {
 
-constexpr char kHelp[] = R"(usage: ehprof tables [--stats] [--no-debug-file] FILE
-
-Builds the unwind table of an ELF file (executable, shared library or
+constexpr char kDescription[] = R"(Builds the unwind table of an ELF file (executable, shared library or
 separate debug file) from its .eh_frame and .debug_frame, merging the
 .debug_frame of its separate debug file (by build-id or .gnu_debuglink) for
 addresses .eh_frame does not cover, and prints one row a line, sorted:
@@ -27,13 +25,6 @@ Each row holds from its address to the next row's. cfa= is REG+N, plt/plt10
 (the PLT expressions), *(REG+N)[+M] (a load) or expr (unsupported); rbp= is
 same, cfa+N, undef, *(REG+N) or other; ra= is cfa+N, undef or other; a
 trailing 'signal' marks signal trampolines. 'none': no CFI covers it.
-
-options:
-  --stats           print one line instead of the rows:
-                    rows=N bytes=N build_ms=N source=eh_frame[+debug_frame]
-                    followed by the compact encoding's figures
-  --no-debug-file   do not look for a separate debug file
-  -h, --help        this text
 )";
 
 }  // namespace
@@ -42,23 +33,15 @@ int RunTablesCommand(const std::vector<std::string>& args) {
   bool stats = false;
   TableBuildOptions options;
   std::string file;
-  for (const std::string& a : args) {
-    if (IsHelpFlag(a)) {
-      std::fputs(kHelp, stdout);
-      return kExitOk;
-    } else if (a == "--stats") {
-      stats = true;
-    } else if (a == "--no-debug-file") {
-      options.find_debug_file = false;
-    } else if (!a.empty() && a[0] == '-') {
-      return UsageError("tables", absl::StrFormat("unknown option %s", a));
-    } else if (!file.empty()) {
-      return UsageError("tables", "takes one FILE");
-    } else {
-      file = a;
-    }
-  }
-  if (file.empty()) return UsageError("tables", "missing FILE");
+  bool no_debug_file = false;
+  auto app = NewCommandApp("tables", kDescription);
+  app->add_flag("--stats", stats,
+                "print one line instead of the rows: rows=N bytes=N build_ms=N "
+                "source=eh_frame[+debug_frame] followed by the compact encoding's figures");
+  app->add_flag("--no-debug-file", no_debug_file, "do not look for a separate debug file");
+  app->add_option("FILE", file, "an ELF file")->type_name("")->required();
+  if (auto exit = ParseCommandLine(*app, args)) return *exit;
+  options.find_debug_file = !no_debug_file;
 
   const auto t0 = std::chrono::steady_clock::now();
   auto table = BuildUnwindTableFromPath(file, options);

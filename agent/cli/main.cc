@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
-  if (ehprof::IsHelpFlag(cmd)) {
+  if (cmd == "--help" || cmd == "-h") {
     std::fputs(kHelp, stdout);
     return ehprof::kExitOk;
   }

@@ -72,6 +72,14 @@ const char* SignalName(int sig) {
   }
 }
 
+void RaiseFileLimit() {
+  rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+}
+
 void InstallStopSignalHandlers() {
   struct sigaction sa {};
   sa.sa_handler = OnStopSignal;

@@ -16,6 +16,10 @@ extern std::atomic<int> g_stop_signal;
 // SIGINT, SIGTERM and SIGHUP set g_stop_signal (no SA_RESTART, so a
 // blocking poll returns); SIGPIPE is ignored.
 void InstallStopSignalHandlers();
+// One fd is kept per mapped file (for symbolizing files replaced or
+// deleted meanwhile); -a on a big machine needs more than the soft limit.
+// Raises the soft limit of open files to the hard one.
+void RaiseFileLimit();
 // "SIGINT", "SIGTERM", "SIGHUP" or "a signal".
 const char* SignalName(int sig);
 

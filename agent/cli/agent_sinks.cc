@@ -1,0 +1,147 @@
+#include "agent/cli/agent_sinks.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/continuous/metrics_server.h"
+#include "agent/output/output_pprof.h"
+
+namespace ehprof {
+namespace {
+
+void Say(const std::string& line) { std::fprintf(stderr, "ehprof agent: %s\n", line.c_str()); }
+
+absl::Status ParseLabels(const std::vector<std::string>& flags, Labels* out) {
+  for (const std::string& kv : flags) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--label takes K=V, not '", kv, "'"));
+    }
+    out->emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string PushBody(const IntervalOutput& out, const Labels& common) {
+  std::vector<PushSeries> series;
+  PprofOptions po;
+  po.frequency_hz = out.frequency_hz;
+  po.time_nanos = static_cast<int64_t>(out.start_unix_ns);
+  po.duration_nanos = static_cast<int64_t>(out.duration_ns);
+  for (const auto& [service, samples] : out.by_service) {
+    std::ostringstream pprof;
+    if (!WritePprof(samples, pprof, po).ok()) continue;
+    PushSeries s;
+    s.labels = {{"__name__", "process_cpu"}, {"service_name", service}};
+    s.labels.insert(s.labels.end(), common.begin(), common.end());
+    s.profiles.push_back(pprof.str());
+    series.push_back(std::move(s));
+  }
+  return EncodePushRequest(series);
+}
+
+absl::Status AgentSinks::Open(const SinkFlags& flags) {
+  if (!flags.output_dir.empty()) {
+    auto d = OutputDir::Open(flags.output_dir, flags.keep);
+    if (!d.ok()) return d.status();
+    dir_ = std::make_unique<OutputDir>(*std::move(d));
+  }
+  if (flags.push.url.empty()) return absl::OkStatus();
+  PyroscopeOptions push = flags.push;
+  for (const auto& [file, out] : {std::pair{flags.basic_password_file, &push.basic_password},
+                                  std::pair{flags.bearer_file, &push.bearer_token}}) {
+    if (file.empty()) continue;
+    auto secret = ReadSecretFile(file);
+    if (!secret.ok()) return secret.status();
+    *out = *secret;
+  }
+  if (absl::Status s = ParseLabels(flags.labels, &labels_); !s.ok()) return s;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  labels_.emplace_back("hostname", host[0] ? host : "unknown");
+  // The labels every series will carry, with sample names for the two the
+  // agent sets per series.
+  Labels check = labels_;
+  check.emplace_back("__name__", "process_cpu");
+  check.emplace_back("service_name", "x");
+  if (absl::Status s = ValidateLabels(check); !s.ok()) return s;
+  auto c = PyroscopeClient::Create(push);
+  if (!c.ok()) return c.status();
+  client_ = *std::move(c);
+  PushQueue::Options qo;
+  qo.max_queued = flags.queue_size;
+  queue_ = std::make_unique<PushQueue>([this](const std::string& body) { return client_->Push(body); },
+                                       Say, qo);
+  return absl::OkStatus();
+}
+
+void AgentSinks::Write(const IntervalOutput& out) {
+  if (dir_) {
+    if (absl::Status s = dir_->Write(out); !s.ok()) Say(std::string(s.message()));
+  }
+  if (queue_ && !out.by_service.empty()) queue_->Enqueue(PushBody(out, labels_));
+}
+
+std::string AgentSinks::MetricsSuffix() const {
+  if (!queue_) return "";
+  const PushQueue::Counters c = queue_->counters();
+  return absl::StrCat(", pushed ", c.pushed, " (failed attempts ", c.attempts_failed, ", refused ",
+                      c.rejected, ", dropped ", c.dropped, ", given up ", c.abandoned, ", queued ",
+                      c.queued, ")");
+}
+
+std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) const {
+  std::string out;
+  out += PromMetric("ehprof_samples_total", "counter", "Samples aggregated into intervals.", c.samples);
+  out += PromMetric("ehprof_samples_lost_total", "counter", "Samples lost to a full ring buffer.",
+                    c.samples_lost);
+  out += PromMetric("ehprof_intervals_total", "counter", "Intervals handed to the sinks.", c.intervals);
+  out += PromMetric("ehprof_intervals_dropped_total", "counter",
+                    "Intervals dropped because symbolization fell behind.", c.intervals_dropped);
+  out += PromMetric("ehprof_stacks_dropped_total", "counter",
+                    "Samples over the distinct-stack cap of an interval.", c.stacks_dropped);
+  if (queue_) {
+    const PushQueue::Counters q = queue_->counters();
+    out += PromMetric("ehprof_pushes_total", "counter", "Pushes to Pyroscope by outcome.", q.pushed,
+                      "result=\"ok\"");
+    out += PromMetric("ehprof_push_failed_attempts_total", "counter",
+                      "Push attempts that failed (retried when the server may recover).", q.attempts_failed);
+    out += PromMetric("ehprof_pushes_refused_total", "counter", "Pushes the server refused (4xx).",
+                      q.rejected);
+    out += PromMetric("ehprof_pushes_dropped_total", "counter",
+                      "Pushes dropped from a full queue (oldest first).", q.dropped);
+    out += PromMetric("ehprof_pushes_abandoned_total", "counter",
+                      "Pushes given up after 12 failed attempts (about 3 minutes).", q.abandoned);
+    out += PromMetric("ehprof_push_queue_depth", "gauge", "Pushes waiting.", static_cast<double>(q.queued));
+  }
+  out += PromMetric("ehprof_symbol_cache_resets_total", "counter",
+                    "Times the symbol caches were dropped to stay under --memory-limit.", c.cache_resets);
+  out += PromMetric("ehprof_resident_memory_bytes", "gauge", "Resident memory of the agent.",
+                    static_cast<double>(ResidentBytes()));
+  out += PromMetric("ehprof_cpu_seconds_total", "counter", "CPU time of the agent since it started.",
+                    cpu_ns / 1e9);
+  return out;
+}
+
+void AgentSinks::Close() {
+  if (!queue_) return;
+  // The last interval (and any backlog) gets a little time to arrive.
+  if (size_t left = queue_->Flush(std::chrono::seconds(10)); left > 0) {
+    Say(absl::StrCat(left, " pushes not delivered at exit"));
+  }
+  const PushQueue::Counters c = queue_->counters();
+  Say(absl::StrCat("pushed ", c.pushed, " profiles to ", client_->endpoint(), " (", c.rejected, " refused, ",
+                   c.dropped, " dropped)"));
+  queue_.reset();
+}
+
+}  // namespace ehprof

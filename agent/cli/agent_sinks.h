@@ -1,0 +1,59 @@
+// Where `ehprof agent` sends each interval: a directory of pprof files, a
+// Pyroscope server (through a retrying queue), or both; and the agent's
+// self-metrics in Prometheus' text format.
+#ifndef EHPROF_AGENT_CLI_AGENT_SINKS_H_
+#define EHPROF_AGENT_CLI_AGENT_SINKS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "agent/continuous/agent_loop.h"
+#include "agent/continuous/output_dir.h"
+#include "agent/sink/push_queue.h"
+#include "agent/sink/push_request.h"
+#include "agent/sink/pyroscope_client.h"
+
+namespace ehprof {
+
+struct SinkFlags {
+  std::string output_dir;
+  size_t keep = 60;
+  PyroscopeOptions push;
+  std::vector<std::string> labels;  // K=V
+  std::string basic_password_file;
+  std::string bearer_file;
+  size_t queue_size = 60;
+};
+
+class AgentSinks {
+ public:
+  // Opens the directory and the Pyroscope client; a bad flag (label,
+  // URL) is InvalidArgument, anything else (a directory or secret file
+  // that cannot be read) another code.
+  absl::Status Open(const SinkFlags& flags);
+
+  // On the agent's worker thread, once an interval.
+  void Write(const IntervalOutput& out);
+  // ", pushed N (...)" for the self-metrics line; empty without Pyroscope.
+  std::string MetricsSuffix() const;
+  std::string PrometheusText(const AgentCounters& c, uint64_t cpu_ns) const;
+  // Gives queued pushes a little time to arrive, then says what happened.
+  void Close();
+
+ private:
+  std::unique_ptr<OutputDir> dir_;
+  std::unique_ptr<PyroscopeClient> client_;
+  std::unique_ptr<PushQueue> queue_;
+  Labels labels_;  // of every series, hostname included
+};
+
+// One push request for an interval: a series per service, its profile the
+// service's samples as a gzipped pprof.
+std::string PushBody(const IntervalOutput& out, const Labels& common);
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_CLI_AGENT_SINKS_H_

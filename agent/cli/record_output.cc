@@ -1,0 +1,197 @@
+#include "agent/cli/record_output.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "agent/cli/cli.h"
+#include "agent/cli/record_summary.h"
+#include "agent/output/output_folded.h"
+#include "agent/output/output_perf_script.h"
+#include "agent/output/output_pprof.h"
+#include "agent/output/output_svg.h"
+#include "agent/output/output_text.h"
+#include "agent/process/vdso_file.h"
+#include "agent/resolve/profile_resolver.h"
+#include "agent/verify/verify.h"
+#include "agent/verify/walk_compare.h"
+#include "symbolizer/dwarf_symbolizer.h"
+#include "symbolizer/symbol_cache.h"
+
+namespace ehprof {
+namespace {
+
+struct Writers {
+  PprofOptions pprof;
+  PerfScriptOptions script;
+};
+
+absl::Status WriteFormat(const std::vector<ResolvedSample>& samples, const std::string& format,
+                         const Writers& w, std::ostream& out) {
+  if (format == "folded") return WriteFolded(samples, out, w.script.srcline);
+  if (format == "pprof") return WritePprof(samples, out, w.pprof);
+  if (format == "text") return WriteText(samples, out);
+  if (format == "svg") {
+    FlameGraphOptions fg;
+    uint64_t total = 0;
+    for (const ResolvedSample& r : samples) total += r.count;
+    fg.title = absl::StrCat("ehprof: ", total, " samples");
+    return WriteFlameGraphSvg(samples, out, fg);
+  }
+  return WritePerfScript(samples, out, w.script);
+}
+
+// Writes via a temporary file in the same directory, renamed at the end, so
+// a failed write never leaves a truncated profile under the final name.
+absl::Status WriteFile(const std::vector<ResolvedSample>& samples, const std::string& path,
+                       const std::string& format, const Writers& w, mode_t mode) {
+  // A device or pipe (-o /dev/null, -o /dev/stdout) is written in place:
+  // renaming a file over it would replace the device.
+  struct stat st;
+  const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  const std::string tmp = special ? path : absl::StrCat(path, ".tmp.", getpid());
+  {
+    // A profile holds command lines, paths and symbols of whatever ran:
+    // private to its owner unless --output-mode says otherwise. umask(077)
+    // keeps the file from ever existing with wider permissions.
+    const mode_t old_umask = special ? ::umask(0) : ::umask(077);
+    if (special) ::umask(old_umask);
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!special) ::umask(old_umask);
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
+    if (absl::Status s = WriteFormat(samples, format, w, out); !s.ok()) return s;
+    out.flush();
+    if (!out) {
+      return absl::DataLossError(absl::StrCat("writing ", tmp, " failed (disk full?): ",
+                                              std::strerror(errno), "; partial output kept there"));
+    }
+  }
+  if (!special && mode != 0600 && ::chmod(tmp.c_str(), mode) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot chmod ", tmp, ": ", std::strerror(errno)));
+  }
+  if (!special && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", tmp, " to ", path, ": ",
+                                                    std::strerror(errno), "; the profile is in ", tmp));
+  }
+  return absl::OkStatus();
+}
+
+void PrintWarnings(const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings) std::fprintf(stderr, "ehprof: warning: %s\n", w.c_str());
+}
+
+// --compare and --diff-folded: the same samples resolved with the other walk.
+void WriteWalkComparison(const Recorder& rec, const RecordOutput& out, DwarfSymbolizer& symbols,
+                         const Kallsyms* kallsyms, const ResolveOptions& ro,
+                         const std::vector<ResolvedSample>& resolved) {
+  ResolveOptions other = ro;
+  other.use_fp_walk = !ro.use_fp_walk;
+  const std::vector<ResolvedSample> second =
+      ResolveSamples(rec.samples(), *rec.tracker(), symbols, kallsyms, other);
+  const auto& cfi = ro.use_fp_walk ? second : resolved;
+  const auto& fp = ro.use_fp_walk ? resolved : second;
+  if (!out.compare_path.empty()) {
+    std::ofstream f(out.compare_path);
+    CallSiteChecker checker;
+    WriteComparisonReport(CompareWalks(cfi, fp, checker), f);
+    if (!f) std::fprintf(stderr, "ehprof record: cannot write %s\n", out.compare_path.c_str());
+  }
+  if (!out.diff_path.empty()) {
+    std::ofstream f(out.diff_path);
+    if (!WriteDiffFolded(cfi, fp, f).ok() || !f) {
+      std::fprintf(stderr, "ehprof record: cannot write %s\n", out.diff_path.c_str());
+    }
+  }
+}
+
+void WriteVerification(const Recorder& rec, const std::string& path) {
+  VerifyResult vr = VerifyWalks(rec.samples(), rec.captures(), *rec.tracker());
+  if (path.empty()) {
+    std::ostringstream text;
+    WriteVerifyReport(vr, text);
+    std::fputs(text.str().c_str(), stderr);
+    return;
+  }
+  std::ofstream f(path);
+  WriteVerifyReport(vr, f);
+  if (!f) std::fprintf(stderr, "ehprof record: cannot write %s\n", path.c_str());
+}
+
+std::vector<ResolvedSample> Resolve(const Recorder& rec, const RecordOutput& out) {
+  const VdsoFile vdso_file(ReadOwnVdso());
+  std::vector<std::string> resolve_warnings;
+  ResolveOptions ro;
+  ro.use_fp_walk = out.fp_walk;
+  ro.demangle = out.demangle;
+  ro.warnings = &resolve_warnings;
+  if (!vdso_file.path().empty()) ro.symbol_file_alias["[vdso]"] = vdso_file.path();
+  auto kallsyms = Kallsyms::Load();
+  if (!kallsyms.ok() && rec.summary().samples) {
+    std::fprintf(stderr, "ehprof: warning: kernel symbols unavailable: %s\n",
+                 std::string(kallsyms.status().message()).c_str());
+  }
+  const Kallsyms* ksyms = kallsyms.ok() ? &*kallsyms : nullptr;
+  auto elf_names = std::make_shared<SymbolCache>();
+  DwarfSymbolizer symbols(elf_names);
+  ro.symbol_table_names = elf_names.get();
+  std::vector<ResolvedSample> resolved = ResolveSamples(rec.samples(), *rec.tracker(), symbols, ksyms, ro);
+  if (!out.compare_path.empty() || !out.diff_path.empty()) {
+    WriteWalkComparison(rec, out, symbols, ksyms, ro, resolved);
+  }
+  if (!rec.captures().empty()) WriteVerification(rec, out.verify_path);
+  PrintWarnings(resolve_warnings);
+  PrintWarnings(symbols.TakeWarnings());
+  return resolved;
+}
+
+}  // namespace
+
+std::string FormatForPath(const std::string& path) {
+  if (absl::EndsWith(path, ".folded") || absl::EndsWith(path, ".collapsed")) return "folded";
+  if (absl::EndsWith(path, ".pb.gz") || absl::EndsWith(path, ".pprof")) return "pprof";
+  if (absl::EndsWith(path, ".svg")) return "svg";
+  return "perf-script";
+}
+
+int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_ok) {
+  const std::vector<ResolvedSample> resolved = Resolve(rec, out);
+  Writers w;
+  w.pprof.frequency_hz = out.frequency_hz;
+  w.pprof.duration_nanos = static_cast<int64_t>(rec.summary().seconds * 1e9);
+  w.pprof.time_nanos = static_cast<int64_t>(absl::ToUnixNanos(absl::Now())) - w.pprof.duration_nanos;
+  w.pprof.build_ids = rec.tracker() ? rec.tracker()->BuildIds() : std::map<std::string, std::string>{};
+  w.script.srcline = out.srcline;
+  w.script.event = out.event;
+  // Clock events count nanoseconds; a hardware event's period in frequency
+  // mode varies from sample to sample and is not known here.
+  w.script.period = out.clock_event ? 1000000000 / out.frequency_hz : 0;
+  absl::Status st = WriteFile(resolved, out.path, out.format, w, out.mode);
+  if (st.ok()) {
+    PrintSummary(rec, absl::StrCat(out.path, " (", out.format, ")"));
+    return recorded_ok ? kExitOk : kExitFailure;
+  }
+  const std::string fallback = absl::StrCat("/tmp/ehprof-", getpid(), ".", out.format);
+  std::fprintf(stderr, "ehprof record: %s\n", std::string(st.message()).c_str());
+  if (WriteFile(resolved, fallback, out.format, w, 0600).ok()) {
+    std::fprintf(stderr, "ehprof record: the profile was written to %s instead\n", fallback.c_str());
+    PrintSummary(rec, absl::StrCat(fallback, " (", out.format, ")"));
+  } else {
+    PrintSummary(rec, "");
+  }
+  return kExitFailure;
+}
+
+}  // namespace ehprof

@@ -1,0 +1,42 @@
+// What `ehprof record` does after sampling: symbolize the recording, write
+// the profile (and the FP-vs-CFI and --verify reports), print the summary.
+#ifndef EHPROF_AGENT_CLI_RECORD_OUTPUT_H_
+#define EHPROF_AGENT_CLI_RECORD_OUTPUT_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "agent/record/recorder.h"
+
+namespace ehprof {
+
+struct RecordOutput {
+  std::string path = "ehprof.folded";
+  std::string format;  // svg, folded, perf-script, pprof, text
+  mode_t mode = 0600;
+  bool fp_walk = false;  // write the frame-pointer walk (--unwinder both)
+  bool demangle = true;
+  bool srcline = false;
+  std::string compare_path;  // FP-vs-CFI report
+  std::string diff_path;     // "stack FP CFI" lines
+  std::string verify_path;   // --verify report; empty: stderr
+  std::string event;         // as -e named it
+  bool clock_event = true;   // the event counts nanoseconds
+  uint64_t frequency_hz = 99;
+};
+
+// The format an output path implies: .svg -> svg, .folded/.collapsed ->
+// folded, .pb.gz/.pprof -> pprof, anything else perf-script.
+std::string FormatForPath(const std::string& path);
+
+// Symbolizes and writes what rec collected, whatever ended the recording.
+// A path that cannot be written sends the profile to /tmp instead (never
+// lose a recording to a bad -o). Returns the command's exit code given
+// whether the recording itself succeeded.
+int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_ok);
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_CLI_RECORD_OUTPUT_H_
