@@ -264,6 +264,18 @@ EHP_ASSERT(sizeof(struct ehp_verify) == 8 * (EHP_REG_RIP + 1) + 8, "ehp_verify: 
 
 enum ehp_sample_flags {
 	EHP_SAMPLE_USER_MODE = 1, /* the sample hit user mode */
+	/* An off-CPU event, not a timer sample: the task blocked for addr
+	 * nanoseconds with these stacks (switched out, then back in). */
+	EHP_SAMPLE_OFF_CPU = 2,
+};
+
+/* Which switched-out tasks off-CPU time is charged for, by the state they
+ * left the CPU in (cfg.offcpu_states, a mask). */
+enum ehp_offcpu_state {
+	EHP_OFFCPU_PREEMPTED = 1,	/* still runnable: waited for a CPU */
+	EHP_OFFCPU_SLEEPING = 2,	/* TASK_INTERRUPTIBLE */
+	EHP_OFFCPU_UNINTERRUPTIBLE = 4, /* TASK_UNINTERRUPTIBLE (D): I/O, some locks */
+	EHP_OFFCPU_ALL_STATES = 7,
 };
 
 /* Every ring-buffer record starts with this; samples are followed by
@@ -275,7 +287,7 @@ struct ehp_event {
 	ehp_u32 tid;
 	ehp_u32 cpu;
 	ehp_u64 time_ns;
-	ehp_u64 addr; /* UNKNOWN_PC: the pc; FORK: the child pid */
+	ehp_u64 addr; /* UNKNOWN_PC: the pc; FORK: the child pid; OFF_CPU: ns */
 	char comm[EHP_COMM_LEN];
 	ehp_u16 n_kernel;
 	ehp_u16 n_user;
@@ -298,7 +310,9 @@ enum ehp_stat {
 	EHP_STAT_RINGBUF_DROPS = 1,
 	EHP_STAT_EVENT_DROPS = 2,
 	EHP_STAT_FILTERED = 3,
-	EHP_STAT_COUNT = 4,
+	EHP_STAT_OFFCPU_EVENTS = 4,    /* blocks over the threshold, sent */
+	EHP_STAT_OFFCPU_UNTRACKED = 5, /* switch-outs the full offcpu_tasks map lost */
+	EHP_STAT_COUNT = 6,
 };
 
 /* Load-time settings (the program's .rodata). */
@@ -310,9 +324,11 @@ struct ehp_config {
 	ehp_u32 max_frames;    /* <= EHP_MAX_USER_FRAMES */
 	ehp_u32 self_pid;      /* never sampled */
 	ehp_u32 verify_every;  /* 0: off; N: capture every Nth sample (per CPU) */
-	ehp_u32 pad;
+	ehp_u32 offcpu_states; /* enum ehp_offcpu_state mask */
+	ehp_u64 offcpu_min_ns; /* shorter blocks are not sent */
 };
-EHP_ASSERT(sizeof(struct ehp_config) == 32, "ehp_config is 32 bytes");
+EHP_ASSERT(sizeof(struct ehp_config) == 40, "ehp_config is 40 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_config, offcpu_min_ns) == 32, "ehp_config.offcpu_min_ns at 32");
 
 /* The value stored in the targets map (key: a pid or tid to sample); the
  * BPF side tests only presence, the value says what user space put there
@@ -334,5 +350,7 @@ enum ehp_target {
 #define EHP_DEFAULT_RINGBUF_BYTES (16 << 20)
 #define EHP_MAX_TARGETS 65536
 #define EHP_NOTIFIED_ENTRIES 4096
+/* Threads switched out at once whose off-CPU time and stacks are kept. */
+#define EHP_OFFCPU_THREADS 16384
 
 #endif /* EHPROF_BPF_EHPROF_ABI_H_ */

@@ -3,7 +3,9 @@
  *  - ehprof_sample (perf_event): the kernel stack and a user stack walked
  *    with the CFI tables user space loaded (bpf/walk.bpf.h);
  *  - ehprof_fork/exec/exit (tracepoints): keep user space's view of the
- *    followed processes current.
+ *    followed processes current;
+ *  - ehprof_switch (tp_btf/sched_switch, --off-cpu): the time followed
+ *    tasks spend off the CPU, with their stacks (bpf/offcpu.bpf.h).
  * Maps: bpf/maps.bpf.h; shared structs: bpf/ehprof_abi.h. */
 #include "vmlinux.h"
 
@@ -21,6 +23,7 @@
 #include "bpf/walk.bpf.h"
 #include "bpf/stacks.bpf.h"
 #include "bpf/verify.bpf.h"
+#include "bpf/offcpu.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -81,6 +84,14 @@ int ehprof_sample(struct bpf_perf_event_data *ctx)
 		__builtin_memcpy(s->regs, s->leaf_regs, sizeof(s->regs));
 		capture_for_verify(s, s->leaf_regs[EHP_REG_RSP]);
 	}
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(ehprof_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	offcpu_switch_out(ctx, prev, preempt);
+	offcpu_switch_in(next);
 	return 0;
 }
 

@@ -15,6 +15,7 @@ PKGS=(
   libmicrohttpd-dev  # ehprof agent --metrics-addr (Prometheus scrape endpoint)
   libcli11-dev  # the command line (options, generated help)
   systemd  # systemd-analyze verify of packaging/ehprof-agent.service
+  libbpf-tools  # offcputime, the peer bench/offcpu_overhead.py runs beside ehprof --off-cpu
   protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev  # tests decode pprof with classes protoc generates from pprof's own profile.proto
 )
 missing=()

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -141,21 +142,35 @@ size_t FoldedSamples(const std::string& path) {
   return n;
 }
 
-std::map<std::string, size_t> UserChains(const std::string& text, const std::string& prog,
-                                         const std::string& twin,
-                                         const std::vector<std::string>& functions) {
+namespace {
+
+// "comm  tid [cpu] secs.usecs:     PERIOD event: " -> PERIOD (0 if none).
+uint64_t HeaderPeriod(const std::string& header) {
+  static const std::regex kPeriod(R"(: +(\d+) \S+: *$)");
+  std::smatch m;
+  return std::regex_search(header, m, kPeriod) ? std::stoull(m[1].str()) : 0;
+}
+
+// Chains of perf-script `text` (see UserChains), each sample weighing
+// weight(its header line).
+std::map<std::string, uint64_t> WeighedChains(const std::string& text, const std::string& prog,
+                                              const std::string& twin,
+                                              const std::vector<std::string>& functions,
+                                              const std::function<uint64_t(const std::string&)>& weight) {
   std::vector<std::pair<std::string, SymbolRange>> ranges;
   for (const std::string& fn : functions) {
     if (auto r = FindSymbol(twin, fn)) ranges.push_back({fn, *r});
   }
-  std::map<std::string, size_t> chains;
+  std::map<std::string, uint64_t> chains;
   std::istringstream in(text);
   std::string line, chain;
+  uint64_t w = 0;
   bool in_sample = false;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] != '\t') {  // a header or the blank line ending a sample
-      if (in_sample && !chain.empty()) ++chains[chain];
+      if (in_sample && !chain.empty()) chains[chain] += w;
       in_sample = !line.empty();
+      if (in_sample) w = weight(line);
       chain.clear();
       continue;
     }
@@ -173,8 +188,27 @@ std::map<std::string, size_t> UserChains(const std::string& text, const std::str
     }
     chain += (chain.empty() ? "" : ";") + name;
   }
-  if (in_sample && !chain.empty()) ++chains[chain];
+  if (in_sample && !chain.empty()) chains[chain] += w;
   return chains;
+}
+
+}  // namespace
+
+std::map<std::string, size_t> UserChains(const std::string& text, const std::string& prog,
+                                         const std::string& twin,
+                                         const std::vector<std::string>& functions) {
+  std::map<std::string, size_t> out;
+  for (const auto& [chain, n] :
+       WeighedChains(text, prog, twin, functions, [](const std::string&) { return 1; })) {
+    out[chain] = n;
+  }
+  return out;
+}
+
+std::map<std::string, uint64_t> UserChainPeriods(const std::string& text, const std::string& prog,
+                                                 const std::string& twin,
+                                                 const std::vector<std::string>& functions) {
+  return WeighedChains(text, prog, twin, functions, HeaderPeriod);
 }
 
 }  // namespace ehprof::testing

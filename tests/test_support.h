@@ -65,6 +65,11 @@ size_t FoldedSamples(const std::string& path);
 std::map<std::string, size_t> UserChains(const std::string& text, const std::string& prog,
                                          const std::string& twin,
                                          const std::vector<std::string>& functions);
+// The same chains, each with the sum of its samples' periods (the number
+// before the event name in the header: for off-CPU events, nanoseconds).
+std::map<std::string, uint64_t> UserChainPeriods(const std::string& text, const std::string& prog,
+                                                 const std::string& twin,
+                                                 const std::vector<std::string>& functions);
 
 }  // namespace ehprof::testing
 

@@ -57,6 +57,9 @@ int RunCheckCommand(const std::vector<std::string>& args) {
   o.config.filter_pids = 1;  // and no target: nothing is sampled
   o.config.max_frames = EHP_MAX_USER_FRAMES;
   o.config.user_stacks = o.config.kernel_stacks = 1;
+  // The off-CPU walk is verified only when some state is counted (the
+  // verifier drops code a constant .rodata setting makes dead).
+  o.config.offcpu_states = EHP_OFFCPU_ALL_STATES;
   auto session = BpfSession::Start(o);
   if (!session.ok()) {
     std::printf("ehprof cannot run here: %s\n", std::string(session.status().message()).c_str());

@@ -31,7 +31,42 @@ struct RecordFlags {
   bool no_demangle = false;
   std::string unwinder = "dwarf";
   std::string output_mode;
+  double off_cpu_min_us = 10;
+  std::vector<std::string> off_cpu_states;
 };
+
+// --off-cpu-state names and their enum ehp_offcpu_state bits.
+constexpr std::pair<const char*, uint32_t> kOffCpuStates[] = {
+    {"all", EHP_OFFCPU_ALL_STATES},
+    {"sleeping", EHP_OFFCPU_SLEEPING},
+    {"uninterruptible", EHP_OFFCPU_UNINTERRUPTIBLE},
+    {"preempted", EHP_OFFCPU_PREEMPTED},
+};
+
+void AddOffCpuOptions(CLI::App& app, RecordOptions* o, RecordFlags* f) {
+  const std::string g = "off-CPU";
+  app.add_flag("--off-cpu", o->off_cpu,
+               "record where threads wait instead of where they run: the time each spends off the "
+               "CPU (switched out until it runs again), with its stacks, in nanoseconds")
+      ->group(g);
+  app.add_option("--off-cpu-min-us", f->off_cpu_min_us,
+                 "leave out blocks shorter than this (default 10); each block at least this long is "
+                 "one event, so it bounds the cost on a busy machine")
+      ->type_name("US")
+      ->check(InRange(0.0, 1e9))
+      ->group(g);
+  std::vector<std::string> names;
+  for (const auto& [name, bits] : kOffCpuStates) names.push_back(name);
+  app.add_option("--off-cpu-state", f->off_cpu_states,
+                 "count the time of threads that left the CPU sleeping (S: waiting for an event), "
+                 "uninterruptible (D: mostly disk I/O) or preempted (runnable, waiting for a CPU); "
+                 "default all")
+      ->type_name("STATE[,STATE...]")
+      ->delimiter(',')
+      ->check(CLI::IsMember(names).description(""))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(g);
+}
 
 void AddTargetOptions(CLI::App& app, RecordOptions* o) {
   app.add_option("-d", o->duration_s, "stop after this long")->type_name("SECONDS")->check(
@@ -103,6 +138,9 @@ std::string CheckCombination(const RecordOptions& o, const RecordFlags& f, const
   if (targets == 0) return "say what to profile: -- COMMAND, -p, -t or -a";
   if (targets > 1) return "give one of -- COMMAND, -p, -t, -a";
   if (f.kernel_only && f.user_only) return "-K and -U exclude each other";
+  if (o.off_cpu && (o.verify_every != 0 || f.unwinder == "both")) {
+    return "--off-cpu takes neither --verify nor --unwinder both";
+  }
   if ((out.fp_walk || !out.compare_path.empty() || !out.diff_path.empty()) && f.unwinder != "both") {
     return "--fp-walk, --compare and --diff-folded need --unwinder both";
   }
@@ -121,6 +159,17 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
   out->event = f.sampling.event;
   out->clock_event = IsClockEvent(f.sampling.event);
   out->frequency_hz = o->frequency_hz;
+  if (o->off_cpu) {
+    o->sample_cpu = false;
+    o->off_cpu_min_ns = static_cast<uint64_t>(f.off_cpu_min_us * 1000);
+    if (!f.off_cpu_states.empty()) o->off_cpu_states = 0;
+    for (const std::string& name : f.off_cpu_states) {
+      for (const auto& [n, bits] : kOffCpuStates) {
+        if (name == n) o->off_cpu_states |= bits;
+      }
+    }
+    out->off_cpu = true;
+  }
   // Outputs that sum samples take them aggregated (memory by distinct
   // stack); perf-script and text print each sample with its time, and
   // --verify / --compare pair samples one by one.
@@ -141,6 +190,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   AddSamplingOptions(*app, &o, &f.sampling);
   AddWalkOptions(*app, &o, &f, &out);
   AddOutputOptions(*app, &f, &out);
+  AddOffCpuOptions(*app, &o, &f);
   if (auto exit = ParseCommandLine(*app, args)) return *exit;
   if (std::string bad = CheckCombination(o, f, out); !bad.empty()) return UsageError("record", bad);
   Apply(f, *app, &o, &out);

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/cli/cli.h"
@@ -47,8 +48,10 @@ absl::Status WriteFormat(const std::vector<ResolvedSample>& samples, const std::
   if (format == "svg") {
     FlameGraphOptions fg;
     uint64_t total = 0;
-    for (const ResolvedSample& r : samples) total += r.count;
-    fg.title = absl::StrCat("ehprof: ", total, " samples");
+    for (const ResolvedSample& r : samples) total += SampleValue(r);
+    fg.nanoseconds = w.pprof.off_cpu;
+    fg.title = fg.nanoseconds ? absl::StrFormat("ehprof: %.3f s off-CPU", total / 1e9)
+                              : absl::StrCat("ehprof: ", total, " samples");
     return WriteFlameGraphSvg(samples, out, fg);
   }
   return WritePerfScript(samples, out, w.script);
@@ -170,6 +173,7 @@ int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_o
   const std::vector<ResolvedSample> resolved = Resolve(rec, out);
   Writers w;
   w.pprof.frequency_hz = out.frequency_hz;
+  w.pprof.off_cpu = out.off_cpu;
   w.pprof.duration_nanos = static_cast<int64_t>(rec.summary().seconds * 1e9);
   w.pprof.time_nanos = static_cast<int64_t>(absl::ToUnixNanos(absl::Now())) - w.pprof.duration_nanos;
   w.pprof.build_ids = rec.tracker() ? rec.tracker()->BuildIds() : std::map<std::string, std::string>{};

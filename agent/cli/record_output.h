@@ -25,6 +25,7 @@ struct RecordOutput {
   std::string event;         // as -e named it
   bool clock_event = true;   // the event counts nanoseconds
   uint64_t frequency_hz = 99;
+  bool off_cpu = false;  // values are nanoseconds off the CPU
 };
 
 // The format an output path implies: .svg -> svg, .folded/.collapsed ->

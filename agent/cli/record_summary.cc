@@ -21,6 +21,15 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
   std::fprintf(stderr, "ehprof: %llu samples in %.1f s (%llu lost), ended by %s\n",
                static_cast<unsigned long long>(s.samples), s.seconds,
                static_cast<unsigned long long>(s.ringbuf_drops), s.ended_by.c_str());
+  if (s.off_cpu_ns > 0 || s.off_cpu_untracked > 0) {
+    std::fprintf(stderr, "ehprof: off-CPU: %.3f s blocked in all%s\n", s.off_cpu_ns / 1e9,
+                 s.off_cpu_untracked
+                     ? absl::StrFormat(" (%d switch-outs not tracked: more threads blocked at once "
+                                       "than the BPF map holds)",
+                                       s.off_cpu_untracked)
+                           .c_str()
+                     : "");
+  }
   if (user_walked) {
     std::vector<std::pair<uint64_t, unsigned>> top;
     for (auto [r, n] : reasons) top.push_back({n, r});

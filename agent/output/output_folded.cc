@@ -71,7 +71,7 @@ absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostrea
   std::map<std::string, uint64_t> stacks;
   for (const ResolvedSample& sample : samples) {
     if (sample.count == 0) continue;
-    stacks[FoldedStack(sample, srcline)] += sample.count;
+    stacks[FoldedStack(sample, srcline)] += SampleValue(sample);
   }
   for (const auto& [stack, count] : stacks) {
     out << stack << ' ' << count << '\n';

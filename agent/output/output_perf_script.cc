@@ -30,7 +30,10 @@ std::string FormatSample(const ResolvedSample& sample, const PerfScriptOptions& 
     // does not match it).
     text = absl::StrFormat("%s %5d [%03d] %d.%06d: %10d %s: \n", OneLine(sample.comm),
                            static_cast<int32_t>(sample.tid), sample.cpu, sample.time_ns / 1000000000,
-                           sample.time_ns % 1000000000 / 1000, o.period, OneLine(o.event));
+                           sample.time_ns % 1000000000 / 1000,
+                           // perf record --off-cpu's event: its period is the time blocked.
+                           sample.off_cpu ? sample.off_cpu_ns / sample.count : o.period,
+                           sample.off_cpu ? std::string("offcpu-time") : OneLine(o.event));
   }
   for (const ResolvedFrame& f : sample.frames) {
     // evsel_fprintf.c: an inlined frame prints " (inlined)" instead of its dso.

@@ -77,6 +77,7 @@ struct Sample {
   int64_t comm = 0;
   std::vector<std::pair<int64_t, int64_t>> labels;  // key, value string ids
   uint64_t count = 0;
+  uint64_t off_cpu_ns = 0;
 };
 
 // Ids are positions + 1 (0 is reserved for "unset"), handed out in first
@@ -121,7 +122,9 @@ class ProfileBuilder {
       samples_.push_back({std::move(location_ids), sample.pid, sample.tid, comm, std::move(labels), 0});
     }
     uint64_t& count = samples_[it->second].count;
-    if (__builtin_add_overflow(count, sample.count, &count)) {
+    uint64_t& off_cpu_ns = samples_[it->second].off_cpu_ns;
+    if (__builtin_add_overflow(count, sample.count, &count) ||
+        __builtin_add_overflow(off_cpu_ns, sample.off_cpu_ns, &off_cpu_ns)) {
       return absl::OutOfRangeError("pprof: sample count overflows");
     }
     return absl::OkStatus();
@@ -139,10 +142,11 @@ class ProfileBuilder {
       inner.Int64(kValueTypeUnit, strings_.Index(unit));
       return inner;
     };
-    profile.Message(kProfileSampleType, value_type("samples", "count"));
-    profile.Message(kProfileSampleType, value_type("cpu", "nanoseconds"));
-    profile.Message(kProfilePeriodType, value_type("cpu", "nanoseconds"));
-    profile.Int64(kProfilePeriod, period);
+    const char* what = options_.off_cpu ? "off_cpu" : "cpu";
+    profile.Message(kProfileSampleType, value_type(options_.off_cpu ? "blocks" : "samples", "count"));
+    profile.Message(kProfileSampleType, value_type(what, "nanoseconds"));
+    profile.Message(kProfilePeriodType, value_type(what, "nanoseconds"));
+    profile.Int64(kProfilePeriod, options_.off_cpu ? 1 : period);
     if (options_.time_nanos != 0) profile.Int64(kProfileTimeNanos, options_.time_nanos);
     if (options_.duration_nanos != 0) {
       profile.Int64(kProfileDurationNanos, options_.duration_nanos);
@@ -153,10 +157,10 @@ class ProfileBuilder {
     const int64_t comm_key = strings_.Index("comm");
     constexpr auto kMaxValue = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
     for (const Sample& s : samples_) {
-      uint64_t nanos = 0;
+      uint64_t nanos = s.off_cpu_ns;
       const bool overflow =
           s.count > kMaxValue ||
-          __builtin_mul_overflow(s.count, static_cast<uint64_t>(period), &nanos) ||
+          (!options_.off_cpu && __builtin_mul_overflow(s.count, static_cast<uint64_t>(period), &nanos)) ||
           nanos > kMaxValue;
       if (overflow) {
         return absl::OutOfRangeError(absl::StrCat("pprof: sample count ", s.count, " too large"));

@@ -34,6 +34,10 @@ struct PprofOptions {
   // dso path -> hex build id, for the Mapping's build_id (symbol servers
   // and `pprof -symbolize` key on it).
   std::map<std::string, std::string> build_ids;
+  // Off-CPU time (ehprof record --off-cpu): sample types blocks/count and
+  // off_cpu/nanoseconds (Pyroscope's eBPF agent names it off_cpu), each
+  // sample's value its off_cpu_ns; frequency_hz is then unused.
+  bool off_cpu = false;
 };
 
 // Samples with equal stacks and labels are merged; samples with count 0

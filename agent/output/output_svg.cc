@@ -198,12 +198,13 @@ Node* Child(Node* parent, KeyView key) {
 
 void AddSample(Node* root, const ResolvedSample& sample) {
   std::string scratch;
-  root->count += sample.count;
+  const uint64_t value = SampleValue(sample);
+  root->count += value;
   Node* node = Child(root, {CleanName(sample.comm, &scratch), FrameKind::kComm});
-  node->count += sample.count;
+  node->count += value;
   for (auto it = sample.frames.rbegin(); it != sample.frames.rend(); ++it) {
     node = Child(node, FrameKey(*it, &scratch));
-    node->count += sample.count;
+    node->count += value;
   }
 }
 
@@ -267,7 +268,10 @@ std::string FrameColor(const Node& node) {
   return "gray";
 }
 
-std::string Tooltip(const Node& node, uint64_t total) {
+std::string Tooltip(const Node& node, uint64_t total, bool nanoseconds) {
+  if (nanoseconds) {
+    return absl::StrFormat("%s (%.1f ms, %.2f%%)", node.name, node.count / 1e6, 100.0 * node.count / total);
+  }
   return absl::StrFormat("%s (%d sample%s, %.2f%%)", node.name, node.count,
                          node.count == 1 ? "" : "s", 100.0 * node.count / total);
 }
@@ -300,11 +304,12 @@ void WriteHeader(std::ostream& out, const FlameGraphOptions& options, double hei
       << "\" text-anchor=\"end\"></text>\n";
 }
 
-void WriteFrame(std::ostream& out, const Box& box, double scale, double base_y, uint64_t total) {
+void WriteFrame(std::ostream& out, const Box& box, double scale, double base_y, uint64_t total,
+                bool nanoseconds) {
   const Node& n = *box.node;
   const double x = kPad + box.offset * scale, w = n.count * scale;
   const double y = base_y - box.depth * kFrameHeight;
-  out << "<g><title>" << XmlEscape(Tooltip(n, total)) << "</title><rect x=\"" << Num(x) << "\" y=\""
+  out << "<g><title>" << XmlEscape(Tooltip(n, total, nanoseconds)) << "</title><rect x=\"" << Num(x) << "\" y=\""
       << Num(y) << "\" width=\"" << Num(w) << "\" height=\"" << Num(kFrameHeight - 1)
       << "\" rx=\"2\" fill=\"" << FrameColor(n) << "\"/><text x=\"" << Num(x + 3) << "\" y=\""
       << Num(y + kFontSize - 0.5) << "\">" << XmlEscape(FitLabel(n.name, w)) << "</text></g>\n";
@@ -324,7 +329,7 @@ absl::Status WriteFlameGraphSvg(const std::vector<ResolvedSample>& samples, std:
   Node root;
   root.name = "all";
   for (const ResolvedSample& sample : samples) {
-    if (sample.count > 0) AddSample(&root, sample);
+    if (SampleValue(sample) > 0) AddSample(&root, sample);
   }
 
   if (root.count == 0) {
@@ -341,7 +346,7 @@ absl::Status WriteFlameGraphSvg(const std::vector<ResolvedSample>& samples, std:
     const double base_y = height - kBottom - kFrameHeight;
     WriteHeader(out, options, height);
     out << "<g id=\"frames\">\n";
-    for (const Box& b : boxes) WriteFrame(out, b, scale, base_y, root.count);
+    for (const Box& b : boxes) WriteFrame(out, b, scale, base_y, root.count, options.nanoseconds);
     out << "</g>\n</svg>\n";
   }
   out.flush();

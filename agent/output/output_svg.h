@@ -32,6 +32,8 @@ struct FlameGraphOptions {
   // are most of a big profile's bytes. Their samples still count in the
   // frames below. 0 draws everything.
   double min_frame_width = 0.1;
+  // Widths are nanoseconds (off-CPU time), shown in ms, not sample counts.
+  bool nanoseconds = false;
 };
 
 // Samples with count 0 are ignored; with no samples at all the image says

@@ -22,6 +22,9 @@ struct RawSample {
   uint32_t bpf_ns = 0;      // the BPF program's own time for this sample
   std::vector<uint64_t> kernel, user, user_fp;  // user frames carry EHP_FRAME_* bits
   uint64_t count = 1;       // > 1: equal samples aggregated (time_ns is the first's)
+  // EHP_SAMPLE_OFF_CPU in flags: the nanoseconds blocked (summed over count
+  // blocks when aggregated); 0 for timer samples.
+  uint64_t off_cpu_ns = 0;
 };
 
 // --verify: the registers and stack copy of one sample.

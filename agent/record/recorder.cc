@@ -90,6 +90,10 @@ void Recorder::HandleSample(const ehp_event& ev, const void* data, size_t size) 
   s.fp_stop_reason = ev.fp_stop_reason;
   s.flags = ev.flags;
   s.bpf_ns = ev.bpf_ns;
+  if (ev.flags & EHP_SAMPLE_OFF_CPU) {
+    s.off_cpu_ns = ev.addr;
+    summary_.off_cpu_ns += ev.addr;
+  }
   s.kernel.assign(frames, frames + ev.n_kernel);
   s.user.assign(frames + ev.n_kernel, frames + ev.n_kernel + ev.n_user);
   s.user_fp.assign(frames + ev.n_kernel + ev.n_user, frames + n);
@@ -117,6 +121,7 @@ void Recorder::HandleSample(const ehp_event& ev, const void* data, size_t size) 
     auto [it, inserted] = sample_index_.try_emplace(std::move(key), samples_.size());
     if (!inserted) {
       ++samples_[it->second].count;
+      samples_[it->second].off_cpu_ns += s.off_cpu_ns;
       return;
     }
   }
@@ -272,6 +277,10 @@ absl::Status Recorder::StartSession() {
   so.config.max_frames = EHP_MAX_USER_FRAMES;
   so.config.self_pid = static_cast<uint32_t>(getpid());
   so.config.verify_every = options_.verify_every;
+  so.config.offcpu_states = options_.off_cpu_states;
+  so.config.offcpu_min_ns = options_.off_cpu_min_ns;
+  so.off_cpu = options_.off_cpu;
+  so.sample_cpu = options_.sample_cpu;
   so.sizes = options_.sizes;
   so.frequency_hz = options_.frequency_hz;
   so.event_type = options_.event_type;
@@ -362,6 +371,7 @@ void Recorder::FinishSummary() {
   summary_.samples = sample_count_;
   summary_.ringbuf_drops = stats[EHP_STAT_RINGBUF_DROPS];
   summary_.event_drops = stats[EHP_STAT_EVENT_DROPS];
+  summary_.off_cpu_untracked = stats[EHP_STAT_OFFCPU_UNTRACKED];
   summary_.prog = session_->SampleProgStats();
   summary_.cpu_time_ns = CpuTimeNs() - summary_.setup_cpu_ns;
   summary_.tables = files_->stats();

@@ -45,6 +45,13 @@ struct RecordOptions {
   MapSizes sizes;
   bool live_status = false;           // a one-line status on stderr
   uint32_t verify_every = 0;          // --verify: capture every Nth sample
+  // --off-cpu: also (or, without sample_cpu, only) the time tasks spend off
+  // the CPU, as samples with off_cpu_ns; blocks shorter than the minimum
+  // are not sent, and only those left in the states of the mask count.
+  bool sample_cpu = true;
+  bool off_cpu = false;
+  uint64_t off_cpu_min_ns = 0;
+  uint32_t off_cpu_states = EHP_OFFCPU_ALL_STATES;
   // Equal samples (same thread, image, comm, stacks, stop reasons) are kept
   // once with a count, so memory grows with distinct stacks, not with
   // samples. Not for outputs that need every sample's time or --verify.
@@ -78,6 +85,8 @@ struct RecordSummary {
   std::string ended_by;         // "duration", "command exit", "SIGINT", ...
   FileTables::Stats tables;     // loads, evictions, refusals
   uint64_t procs_refused = 0;   // processes the full process map had no room for
+  uint64_t off_cpu_ns = 0;      // --off-cpu: time blocked, over all events
+  uint64_t off_cpu_untracked = 0;  // switch-outs the full BPF map could not keep
   size_t remembered = 0;        // processes whose mappings are kept for resolving
   size_t kept_files = 0;        // files held open for symbolization
   // Per sample, counted as they arrive (aggregated samples keep no per-

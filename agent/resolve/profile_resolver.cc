@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "symbolizer/demangle.h"
 #include "symbolizer/perf_map.h"
@@ -12,6 +13,23 @@ namespace {
 
 constexpr char kUnknown[] = "[unknown]";
 
+// Off-CPU stacks are taken inside the sched_switch tracepoint: their
+// kernel stacks start with the BPF program and the tracepoint's glue
+// (bpf_prog_..._ehprof_switch, bpf_trace_run4, __bpf_trace_sched_switch),
+// which say nothing about why the task blocked.
+void DropTracingFrames(std::vector<ResolvedFrame>* frames) {
+  size_t n = 0;
+  while (n < frames->size()) {
+    const std::string& s = (*frames)[n].symbol;
+    if (!absl::StartsWith(s, "bpf_prog_") && !absl::StartsWith(s, "bpf_trace_run") &&
+        !absl::StartsWith(s, "__bpf_trace_") && !absl::StartsWith(s, "__traceiter_")) {
+      break;
+    }
+    ++n;
+  }
+  frames->erase(frames->begin(), frames->begin() + n);
+}
+
 class Resolver {
  public:
   Resolver(const ProcessTracker& t, Symbolizer& s, const Kallsyms* k, const ResolveOptions& o)
@@ -20,12 +38,15 @@ class Resolver {
   ResolvedSample Resolve(const RawSample& raw) {
     ResolvedSample out;
     out.count = raw.count;
+    out.off_cpu = (raw.flags & EHP_SAMPLE_OFF_CPU) != 0;
+    out.off_cpu_ns = raw.off_cpu_ns;
     out.comm = raw.comm;
     out.pid = raw.pid;
     out.tid = raw.tid;
     out.cpu = raw.cpu;
     out.time_ns = raw.time_ns;
     for (uint64_t addr : raw.kernel) out.frames.push_back(KernelFrame(addr, kernel_));
+    if (out.off_cpu) DropTracingFrames(&out.frames);
     const std::vector<uint64_t>& user = options_.use_fp_walk ? raw.user_fp : raw.user;
     for (uint64_t value : user) AddUserFrames(raw, value, &out.frames);
     return out;

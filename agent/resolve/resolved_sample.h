@@ -40,9 +40,16 @@ struct ResolvedSample {
   // Leaf first: kernel frames, then user frames.
   std::vector<ResolvedFrame> frames;
   uint64_t count = 1;
+  // An off-CPU sample: count blocks, off_cpu_ns nanoseconds in all.
+  bool off_cpu = false;
+  uint64_t off_cpu_ns = 0;
   // Further labels (pprof: string labels of the sample), e.g. service_name.
   std::vector<std::pair<std::string, std::string>> labels;
 };
+
+// What a sample weighs in a profile that sums them (folded, SVG): an
+// off-CPU sample its nanoseconds, a timer sample its count.
+inline uint64_t SampleValue(const ResolvedSample& s) { return s.off_cpu ? s.off_cpu_ns : s.count; }
 
 }  // namespace ehprof
 

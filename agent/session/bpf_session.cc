@@ -191,6 +191,7 @@ absl::Status BpfSession::SizeMaps(const SessionOptions& o) {
   const MapSizes& z = o.sizes;
   const uint32_t verify_slots =
       o.config.verify_every ? static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())) : 1u;
+  const uint32_t offcpu_threads = o.off_cpu ? EHP_OFFCPU_THREADS : 1u;
   struct {
     bpf_map* map;
     uint32_t entries;
@@ -198,7 +199,8 @@ absl::Status BpfSession::SizeMaps(const SessionOptions& o) {
                {skel->maps.buckets, z.pages},      {skel->maps.rows, z.row_chunks},
                {skel->maps.palettes, z.palette_words}, {skel->maps.rules, z.rules},
                {skel->maps.procs, z.procs},        {skel->maps.events, z.ringbuf_bytes},
-               {skel->maps.verify_scratch, verify_slots}};
+               {skel->maps.verify_scratch, verify_slots},
+               {skel->maps.offcpu_tasks, offcpu_threads}};
   for (auto& s : sizes) {
     if (int err = bpf_map__set_max_entries(s.map, s.entries)) {
       return absl::InternalError(absl::StrCat("sizing BPF map ", bpf_map__name(s.map), ": ",
@@ -268,6 +270,13 @@ absl::Status BpfSession::AttachLifecycle() {
   return absl::OkStatus();
 }
 
+absl::Status BpfSession::AttachOffCpu() {
+  BpfLinkPtr link(bpf_program__attach(skel_->progs.ehprof_switch));
+  if (!link) return PermissionHint(errno, "attaching ehprof_switch to sched_switch");
+  links_.push_back(std::move(link));
+  return absl::OkStatus();
+}
+
 absl::Status BpfSession::AttachSampler(const SessionOptions& o) {
   for (int cpu : OnlineCpus()) {
     int fd = OpenPerfEvent(o, cpu);
@@ -317,7 +326,12 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
                           bpf_map__fd(m.palettes), bpf_map__fd(m.rules),
                           bpf_map__fd(m.events),   bpf_map__fd(m.stats)};
   if (absl::Status s = session->AttachLifecycle(); !s.ok()) return s;
-  if (absl::Status s = session->AttachSampler(o); !s.ok()) return s;
+  if (o.off_cpu) {
+    if (absl::Status s = session->AttachOffCpu(); !s.ok()) return s;
+  }
+  if (o.sample_cpu) {
+    if (absl::Status s = session->AttachSampler(o); !s.ok()) return s;
+  }
   return session;
 }
 

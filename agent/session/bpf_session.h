@@ -45,6 +45,10 @@ struct SessionOptions {
   // matrix checks that an object built on one kernel loads on the others).
   // It must define the same maps and programs.
   std::string bpf_object_path;
+  // Attach the sampling event (off for --off-cpu alone).
+  bool sample_cpu = true;
+  // Attach the off-CPU programs (config.offcpu_* say which blocks count).
+  bool off_cpu = false;
 };
 
 struct BpfLinkDeleter {
@@ -99,6 +103,7 @@ class BpfSession {
   void PrintVerifierLogTails() const;  // after a failed load
   absl::Status AttachLifecycle();
   absl::Status AttachSampler(const SessionOptions& o);
+  absl::Status AttachOffCpu();
   // The bytes of SessionOptions::bpf_object_path; outlive the skeleton.
   std::string object_bytes_;
   // Declared first, destroyed last: links (which own and close their perf

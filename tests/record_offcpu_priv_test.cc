@@ -1,0 +1,106 @@
+// ehprof record --off-cpu: time blocked charged to the stacks that
+// blocked, walked with CFI at switch-in, on a stripped -O2
+// -fomit-frame-pointer program that sleeps 100 ms in sleep_a and 300 ms in
+// sleep_b in a loop.
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/test_support.h"
+
+namespace ehprof {
+namespace {
+
+using testing::RequireRootForBpf;
+using testing::RunEhprof;
+using testing::TestdataPath;
+
+class RecordOffCpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!RequireRootForBpf()) GTEST_SKIP();
+    dir_ = ::testing::TempDir() + "/offcpu." + std::to_string(getpid());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  std::string dir_;
+};
+
+// The program's own wall time, from its last line on stderr.
+double ReportedSeconds(const std::string& err) {
+  std::smatch m;
+  return std::regex_search(err, m, std::regex(R"(offcpu_sleep: ([0-9.]+) s)")) ? std::stod(m[1].str()) : 0;
+}
+
+TEST_F(RecordOffCpu, ChargesEachSleepToItsFullStackInProportion) {
+  const std::string out = dir_ + "/off.txt";
+  const std::string prog = TestdataPath("offcpu_sleep.stripped");
+  auto r = RunEhprof({"record", "--off-cpu", "-q", "--format", "perf-script", "-o", out, "--", prog, "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double wall = ReportedSeconds(r.err);
+  ASSERT_GT(wall, 1.9) << r.err;
+  const std::string text = testing::ReadFile(out);
+  const auto chains = testing::UserChainPeriods(text, prog, TestdataPath("offcpu_sleep"),
+                                                {"sleep_a", "sleep_b", "sleep_loop", "main", "_start"});
+  uint64_t a = 0, b = 0, total = 0, incomplete = 0;
+  for (const auto& [chain, ns] : chains) {
+    total += ns;
+    // Leaf first: libc's nanosleep, then ours down to _start.
+    const bool full_a = chain.find("sleep_a;sleep_loop;main;libc.so.6;") != std::string::npos;
+    const bool full_b = chain.find("sleep_b;sleep_loop;main;libc.so.6;") != std::string::npos;
+    const bool bottom = chain.size() >= 6 && chain.compare(chain.size() - 6, 6, "_start") == 0;
+    if (full_a && bottom) a += ns;
+    if (full_b && bottom) b += ns;
+    if (!bottom && (chain.find("sleep_") != std::string::npos)) incomplete += ns;
+  }
+  ASSERT_GT(a, 0u) << text.substr(0, 3000);
+  ASSERT_GT(b, 0u) << text.substr(0, 3000);
+  EXPECT_EQ(incomplete, 0u) << text.substr(0, 3000);
+  // 1:3 within 5%, and all of the run's wall time (it sleeps all along).
+  EXPECT_NEAR(static_cast<double>(b) / a, 3.0, 0.15) << "a " << a << " b " << b;
+  // The loop's blocks add up to its wall time; all blocks (200 ms before
+  // the loop too) to more.
+  EXPECT_NEAR((a + b) / 1e9, wall, 0.05 * wall) << r.err;
+  EXPECT_GE(total, a + b);
+  // perf script's name for off-CPU events, the period in nanoseconds; the
+  // kernel stack starts in the scheduler, not in the BPF program.
+  EXPECT_NE(text.find(" offcpu-time: "), std::string::npos);
+  EXPECT_EQ(text.find("bpf_prog_"), std::string::npos);
+  EXPECT_EQ(text.find("bpf_trace_run"), std::string::npos);
+}
+
+TEST_F(RecordOffCpu, ThresholdAndStateFilterLeaveBlocksOut) {
+  const std::string out = dir_ + "/off.folded";
+  const std::string prog = TestdataPath("offcpu_sleep");
+  // Every block is 100 ms or more: a 150 ms threshold keeps sleep_b's only.
+  auto r = RunEhprof({"record", "--off-cpu", "--off-cpu-min-us", "150000", "-q", "-o", out, "--",
+                      prog, "1.2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string folded = testing::ReadFile(out);
+  EXPECT_NE(folded.find("sleep_b"), std::string::npos) << folded;
+  EXPECT_EQ(folded.find("sleep_a"), std::string::npos) << folded;
+  // nanosleep sleeps interruptibly (S): counting only D leaves it out.
+  r = RunEhprof({"record", "--off-cpu", "--off-cpu-state", "uninterruptible", "-q", "-o", out, "--",
+                 prog, "0.8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  folded = testing::ReadFile(out);
+  EXPECT_EQ(folded.find("sleep_"), std::string::npos) << folded;
+}
+
+TEST_F(RecordOffCpu, PprofCarriesOffCpuNanoseconds) {
+  const std::string out = dir_ + "/off.pb.gz";
+  auto r = RunEhprof({"record", "--off-cpu", "-q", "-o", out, "--", TestdataPath("offcpu_sleep"), "0.8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string raw = testing::GoToolPprof("-raw", {out}, dir_);
+  EXPECT_NE(raw.find("off_cpu/nanoseconds"), std::string::npos) << raw.substr(0, 2000);
+  const std::string top = testing::GoToolPprof("-top -sample_index=off_cpu", {out}, dir_);
+  EXPECT_NE(top.find("sleep_b"), std::string::npos) << top;
+}
+
+}  // namespace
+}  // namespace ehprof
