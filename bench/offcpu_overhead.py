@@ -3,13 +3,12 @@
 
 testdata's pingpong (two threads passing a byte over pipes: every round trip
 is two blocks and two wake-ups) runs for --seconds, repeatedly, in
-interleaved rounds of:
+interleaved rounds of (both profilers at the same --min-us):
   alone          no profiler
   ehprof         ehprof record --off-cpu -p PINGPONG (CFI walk at switch-in)
   offcputime     libbpf-tools' offcputime -p PINGPONG (frame pointers; Debian
                  package libbpf-tools), when installed
-Prints each mode's median round trips/s and its ratio to `alone`. Both
-profilers use their own default threshold unless --min-us is given. Needs
+Prints each mode's median round trips/s and its ratio to `alone`. Needs
 root. Ratios are what to quote; absolute rates on a shared VM are noisy.
 """
 import argparse
@@ -34,25 +33,28 @@ def rate(out):
     return float(m.group(1))
 
 
-def start_pingpong(prog, seconds, warmup):
+def start_pingpong(prog, seconds, warmup, cpu):
     # The profiler attaches during the warm-up; the program measures its
-    # whole run, so the warm-up is in every mode alike.
-    return subprocess.Popen([prog, str(seconds + warmup)], stdout=subprocess.PIPE, text=True)
+    # whole run, so the warm-up is in every mode alike. Both threads on one
+    # CPU: every round trip is two context switches there, and what is
+    # measured is their cost, not how fast an idle virtual CPU wakes up
+    # (across two vCPUs a busy profiler makes pingpong *faster*: the other
+    # CPU no longer halts; seen here, 2.1x with ehprof, 1.3x offcputime).
+    pin = ["taskset", "-c", str(cpu)] if cpu >= 0 else []
+    return subprocess.Popen(pin + [prog, str(seconds + warmup)], stdout=subprocess.PIPE, text=True)
 
 
 def run_mode(mode, args, tmp):
-    p = start_pingpong(args.pingpong, args.seconds, args.warmup)
+    p = start_pingpong(args.pingpong, args.seconds, args.warmup, args.cpu)
     prof = None
     if mode == "ehprof":
         cmd = [args.ehprof, "record", "--off-cpu", "-q", "-p", str(p.pid), "-o",
                os.path.join(tmp, "off.folded")]
-        if args.min_us is not None:
-            cmd += ["--off-cpu-min-us", str(args.min_us)]
+        cmd += ["--off-cpu-min-us", str(args.min_us)]
         prof = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     elif mode == "offcputime":
-        cmd = [args.offcputime, "-p", str(p.pid), "-f"]
-        if args.min_us is not None:
-            cmd += ["-m", str(args.min_us)]
+        cmd = [args.offcputime, "-p", str(p.pid)]
+        cmd += ["-m", str(args.min_us)]
         prof = subprocess.Popen(cmd + [str(int(args.seconds + args.warmup + 2))],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     out, _ = p.communicate()
@@ -72,7 +74,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=4)
     ap.add_argument("--warmup", type=float, default=1.5)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--min-us", type=int, default=None)
+    ap.add_argument("--cpu", type=int, default=0, help="pin pingpong to this CPU (-1: don't)")
+    ap.add_argument("--min-us", type=int, default=10,
+                    help="both profilers' threshold (ehprof's default; offcputime's is 1)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("offcpu_overhead: needs root")
@@ -90,7 +94,7 @@ def main():
                 rates[m].append(run_mode(m, args, tmp))
                 time.sleep(0.5)
     base = statistics.median(rates["alone"])
-    print(f"pingpong {args.seconds:g} s x {args.rounds} interleaved rounds "
+    print(f"pingpong {args.seconds:g} s x {args.rounds} interleaved rounds, pinned to CPU {args.cpu} "
           f"({os.cpu_count()} CPUs, {os.uname().release})")
     for m in modes:
         med = statistics.median(rates[m])
