@@ -151,6 +151,51 @@ EHP_INLINE int reg_value(struct scratch *s, __u32 reg, __u64 *out)
 	return 1;
 }
 
+/* The CFA of the frame at pc under rule: REG+N, *(REG+N)+M, or the PLT
+ * expressions. Returns 0, or the stop reason. */
+EHP_INLINE __u32 frame_cfa(struct scratch *s, struct ehp_rule *rule, __u64 pc, __u64 *cfa)
+{
+	__u64 base;
+	__u8 kind = rule->cfa_kind;
+	if (kind == EHP_CFA_REG || kind == EHP_CFA_DEREF) {
+		if (!reg_value(s, rule->cfa_reg, &base))
+			return EHP_STOP_UNSUPPORTED_RULE;
+		*cfa = base + (__s64)rule->cfa_offset;
+		if (kind == EHP_CFA_DEREF) {
+			if (!read_stack_u64(s, *cfa, cfa))
+				return EHP_STOP_READ_FAULT;
+			*cfa += (__s64)rule->cfa_deref_add;
+		}
+		return 0;
+	}
+	if (kind == EHP_CFA_PLT_LIT11 || kind == EHP_CFA_PLT_LIT10) {
+		if (!reg_value(s, EHP_REG_RSP, &base))
+			return EHP_STOP_UNSUPPORTED_RULE;
+		__u64 threshold = kind == EHP_CFA_PLT_LIT11 ? 11 : 10;
+		*cfa = base + 8 + ((pc & 15) >= threshold ? 8 : 0);
+		return 0;
+	}
+	return EHP_STOP_UNSUPPORTED_RULE;
+}
+
+/* The caller's rbp under rule, given the CFA; whether it is known. */
+EHP_INLINE int caller_rbp(struct scratch *s, struct ehp_rule *rule, __u64 cfa, __u64 *bp)
+{
+	__u64 base;
+	switch (rule->rbp_kind) {
+	case EHP_RULE_SAME:
+		return reg_value(s, EHP_REG_RBP, bp);
+	case EHP_RULE_CFA_OFFSET:
+		return read_stack_u64(s, cfa + (__s64)rule->rbp_offset, bp);
+	case EHP_RULE_DEREF:
+		if (reg_value(s, rule->rbp_reg, &base))
+			return read_stack_u64(s, base + (__s64)rule->rbp_offset, bp);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
 /* One CFI step: from the current frame's rule to the caller's registers. */
 EHP_INLINE int dwarf_step_state(struct walk *w)
 {
@@ -183,63 +228,19 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 	if (rule->flags & EHP_RULE_FLAG_SIGNAL)
 		return signal_step(w);
 
-	__u64 cfa, base;
-	__u8 kind = rule->cfa_kind;
-	if (kind == EHP_CFA_REG || kind == EHP_CFA_DEREF) {
-		if (!reg_value(s, rule->cfa_reg, &base)) {
-			w->stop = EHP_STOP_UNSUPPORTED_RULE;
-			return 0;
-		}
-		cfa = base + (__s64)rule->cfa_offset;
-		if (kind == EHP_CFA_DEREF) {
-			if (!read_stack_u64(s, cfa, &cfa)) {
-				w->stop = EHP_STOP_READ_FAULT;
-				return 0;
-			}
-			cfa += (__s64)rule->cfa_deref_add;
-		}
-	} else if (kind == EHP_CFA_PLT_LIT11 || kind == EHP_CFA_PLT_LIT10) {
-		if (!reg_value(s, EHP_REG_RSP, &base)) {
-			w->stop = EHP_STOP_UNSUPPORTED_RULE;
-			return 0;
-		}
-		__u64 threshold = kind == EHP_CFA_PLT_LIT11 ? 11 : 10;
-		cfa = base + 8 + ((pc & 15) >= threshold ? 8 : 0);
-	} else {
-		w->stop = EHP_STOP_UNSUPPORTED_RULE;
+	__u64 cfa, ra, bp = 0;
+	__u32 stop = frame_cfa(s, rule, pc, &cfa);
+	if (!stop && rule->ra_kind == EHP_RULE_UNDEFINED)
+		stop = EHP_STOP_END_OF_STACK;
+	else if (!stop && rule->ra_kind != EHP_RULE_CFA_OFFSET)
+		stop = EHP_STOP_UNSUPPORTED_RULE;
+	else if (!stop && !read_stack_u64(s, cfa + (__s64)rule->ra_offset, &ra))
+		stop = EHP_STOP_READ_FAULT;
+	if (stop) {
+		w->stop = stop;
 		return 0;
 	}
-
-	if (rule->ra_kind == EHP_RULE_UNDEFINED) {
-		w->stop = EHP_STOP_END_OF_STACK;
-		return 0;
-	}
-	__u64 ra;
-	if (rule->ra_kind != EHP_RULE_CFA_OFFSET) {
-		w->stop = EHP_STOP_UNSUPPORTED_RULE;
-		return 0;
-	}
-	if (!read_stack_u64(s, cfa + (__s64)rule->ra_offset, &ra)) {
-		w->stop = EHP_STOP_READ_FAULT;
-		return 0;
-	}
-
-	__u64 bp = 0;
-	int bp_valid = 0;
-	switch (rule->rbp_kind) {
-	case EHP_RULE_SAME:
-		bp_valid = reg_value(s, EHP_REG_RBP, &bp);
-		break;
-	case EHP_RULE_CFA_OFFSET:
-		bp_valid = read_stack_u64(s, cfa + (__s64)rule->rbp_offset, &bp);
-		break;
-	case EHP_RULE_DEREF:
-		if (reg_value(s, rule->rbp_reg, &base))
-			bp_valid = read_stack_u64(s, base + (__s64)rule->rbp_offset, &bp);
-		break;
-	default:
-		break;
-	}
+	int bp_valid = caller_rbp(s, rule, cfa, &bp);
 
 	__u64 sp = 0;
 	if (reg_value(s, EHP_REG_RSP, &sp) && cfa <= sp) {
