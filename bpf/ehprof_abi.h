@@ -267,6 +267,8 @@ enum ehp_sample_flags {
 	/* An off-CPU event, not a timer sample: the task blocked for addr
 	 * nanoseconds with these stacks (switched out, then back in). */
 	EHP_SAMPLE_OFF_CPU = 2,
+	/* A probe hit (uprobe, uretprobe, USDT, tracepoint), counted. */
+	EHP_SAMPLE_PROBE = 4,
 };
 
 /* Which switched-out tasks off-CPU time is charged for, by the state they

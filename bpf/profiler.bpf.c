@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
 
 #define EHP_INLINE static __always_inline
 /* Rows live in chunks of EHP_ROW_CHUNK_ROWS; see compact_lookup.h. */
@@ -85,6 +86,59 @@ int ehprof_sample(struct bpf_perf_event_data *ctx)
 		capture_for_verify(s, s->leaf_regs[EHP_REG_RSP]);
 	}
 	return 0;
+}
+
+/* A probe hit: the current task's stacks, one event a hit. Classic
+ * tracepoint and uprobe programs run with preemption off and never nest
+ * with the sampler on a CPU (the kernel's bpf_prog_active), so they share
+ * its per-CPU scratch. */
+EHP_INLINE int probe_hit(void *ctx, int user_mode)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	if (pid == cfg.self_pid)
+		return 0;
+	if (cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid) &&
+	    !bpf_map_lookup_elem(&targets, &tid)) {
+		count(EHP_STAT_FILTERED);
+		return 0;
+	}
+	__u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	count(EHP_STAT_SAMPLES);
+	begin_event(s, EHP_EVENT_SAMPLE, pid, tid);
+	const __u64 started = s->ev.time_ns;
+	__u64 size = collect_stacks(ctx, s, user_mode);
+	s->ev.flags |= EHP_SAMPLE_PROBE;
+	s->ev.bpf_ns = (__u32)(bpf_ktime_get_ns() - started);
+	if (bpf_ringbuf_output(&events, s, size, 0))
+		count(EHP_STAT_RINGBUF_DROPS);
+	return 0;
+}
+
+/* -e uprobe:/uretprobe:/usdt: user space attaches it where the spec says;
+ * the probe is a breakpoint in user code, so ctx holds the exact user
+ * registers. */
+SEC("uprobe")
+int ehprof_uprobe(struct pt_regs *ctx)
+{
+	return probe_hit(ctx, 1);
+}
+
+/* -e usdt:PATH:PROVIDER:NAME: libbpf finds the note and the semaphore. */
+SEC("usdt")
+int BPF_USDT(ehprof_usdt)
+{
+	return probe_hit(ctx, 1);
+}
+
+/* -e tracepoint:CAT:NAME. */
+SEC("tracepoint")
+int ehprof_tracepoint(void *ctx)
+{
+	return probe_hit(ctx, 0);
 }
 
 SEC("tp_btf/sched_switch")

@@ -141,9 +141,23 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
       ->check(InRange(1, 100000));
   std::vector<std::string> names;
   for (const EventName& e : kEvents) names.push_back(e.name);
-  app.add_option("-e", flags->event, "cpu-clock (default, works in VMs), task-clock, cycles")
+  app.add_option("-e", flags->event,
+                 "cpu-clock (default, works in VMs), task-clock, cycles; or stacks at every hit of "
+                 "uprobe:PATH:SYMBOL[+OFF], uprobe:PATH:0xADDR (an ELF address: stripped statics), "
+                 "uretprobe:..., usdt:PATH:PROVIDER:NAME, tracepoint:CATEGORY:NAME")
       ->type_name("EVENT")
-      ->check(CLI::IsMember(names).description(""));
+      ->check(CLI::Validator(
+          [names](std::string& e) -> std::string {
+            if (LooksLikeProbe(e)) {
+              absl::StatusOr<ProbeSpec> p = ParseProbeSpec(e);
+              return p.ok() ? "" : std::string(p.status().message());
+            }
+            for (const std::string& n : names) {
+              if (e == n) return "";
+            }
+            return absl::StrCat("unknown event ", e, " (cpu-clock, task-clock, cycles, or a probe)");
+          },
+          ""));
   app.add_option("-p", record->pids, "profile these processes (and their children)")
       ->type_name("PID[,PID...]")
       ->delimiter(',')
@@ -168,9 +182,14 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
 }
 
 void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordOptions* record) {
-  const EventName* e = FindEvent(flags.event);  // checked when parsed
-  record->event_type = e->type;
-  record->event_config = e->config;
+  if (LooksLikeProbe(flags.event)) {
+    record->probes = {*ParseProbeSpec(flags.event)};  // checked when parsed
+    record->sample_cpu = false;
+  } else {
+    const EventName* e = FindEvent(flags.event);  // checked when parsed
+    record->event_type = e->type;
+    record->event_config = e->config;
+  }
   record->sizes = SizesForMemory(flags.table_mb);
   record->sizes.procs = flags.max_procs;
   record->table_cache_explicit = app.count("--table-cache") > 0;

@@ -165,6 +165,9 @@ int RunAgentCommand(const std::vector<std::string>& args) {
     return UsageError("agent", "give a sink: --pyroscope URL or --output-dir DIR");
   }
   if (f.all && !o.record.pids.empty()) return UsageError("agent", "give one of -a, -p");
+  if (LooksLikeProbe(f.sampling.event)) {
+    return UsageError("agent", "-e takes clock events here; probes are for ehprof record (for now)");
+  }
   ApplySamplingFlags(f.sampling, *app, &o.record);
   o.record.all = o.record.pids.empty();
   o.record.live_status = false;

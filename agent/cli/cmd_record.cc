@@ -138,6 +138,7 @@ std::string CheckCombination(const RecordOptions& o, const RecordFlags& f, const
   if (targets == 0) return "say what to profile: -- COMMAND, -p, -t or -a";
   if (targets > 1) return "give one of -- COMMAND, -p, -t, -a";
   if (f.kernel_only && f.user_only) return "-K and -U exclude each other";
+  if (o.off_cpu && LooksLikeProbe(f.sampling.event)) return "--off-cpu and a probe -e exclude each other";
   if (o.off_cpu && (o.verify_every != 0 || f.unwinder == "both")) {
     return "--off-cpu takes neither --verify nor --unwinder both";
   }
@@ -158,6 +159,7 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
   if (out->format.empty()) out->format = FormatForPath(out->path);
   out->event = f.sampling.event;
   out->clock_event = IsClockEvent(f.sampling.event);
+  if (!o->probes.empty()) out->probe_type = o->probes[0].type_name();
   out->frequency_hz = o->frequency_hz;
   if (o->off_cpu) {
     o->sample_cpu = false;

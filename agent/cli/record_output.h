@@ -26,6 +26,7 @@ struct RecordOutput {
   bool clock_event = true;   // the event counts nanoseconds
   uint64_t frequency_hz = 99;
   bool off_cpu = false;  // values are nanoseconds off the CPU
+  std::string probe_type;  // -e uprobe:... etc.: "uprobe", "usdt", ...; hits counted
 };
 
 // The format an output path implies: .svg -> svg, .folded/.collapsed ->

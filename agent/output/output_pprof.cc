@@ -142,11 +142,18 @@ class ProfileBuilder {
       inner.Int64(kValueTypeUnit, strings_.Index(unit));
       return inner;
     };
-    const char* what = options_.off_cpu ? "off_cpu" : "cpu";
-    profile.Message(kProfileSampleType, value_type(options_.off_cpu ? "blocks" : "samples", "count"));
-    profile.Message(kProfileSampleType, value_type(what, "nanoseconds"));
-    profile.Message(kProfilePeriodType, value_type(what, "nanoseconds"));
-    profile.Int64(kProfilePeriod, options_.off_cpu ? 1 : period);
+    const bool probe = !options_.count_type.empty();
+    if (probe) {
+      profile.Message(kProfileSampleType, value_type(options_.count_type, "count"));
+      profile.Message(kProfilePeriodType, value_type(options_.count_type, "count"));
+      profile.Int64(kProfilePeriod, 1);
+    } else {
+      const char* what = options_.off_cpu ? "off_cpu" : "cpu";
+      profile.Message(kProfileSampleType, value_type(options_.off_cpu ? "blocks" : "samples", "count"));
+      profile.Message(kProfileSampleType, value_type(what, "nanoseconds"));
+      profile.Message(kProfilePeriodType, value_type(what, "nanoseconds"));
+      profile.Int64(kProfilePeriod, options_.off_cpu ? 1 : period);
+    }
     if (options_.time_nanos != 0) profile.Int64(kProfileTimeNanos, options_.time_nanos);
     if (options_.duration_nanos != 0) {
       profile.Int64(kProfileDurationNanos, options_.duration_nanos);
@@ -168,7 +175,7 @@ class ProfileBuilder {
       msg.Clear();
       msg.PackedVarints(kSampleLocationId, s.location_ids);
       const uint64_t values[] = {s.count, nanos};
-      msg.PackedVarints(kSampleValue, values);
+      msg.PackedVarints(kSampleValue, std::span<const uint64_t>(values, probe ? 1 : 2));
       // pid 0 is never sampled: aggregated samples (ehprof agent) have none.
       if (s.pid != 0) {
         inner.Clear();

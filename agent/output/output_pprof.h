@@ -38,6 +38,9 @@ struct PprofOptions {
   // off_cpu/nanoseconds (Pyroscope's eBPF agent names it off_cpu), each
   // sample's value its off_cpu_ns; frequency_hz is then unused.
   bool off_cpu = false;
+  // Probe hits (ehprof record -e uprobe:...): one sample type COUNT_TYPE/
+  // count ("uprobe", as Pyroscope's eBPF agent names it), period 1.
+  std::string count_type;
 };
 
 // Samples with equal stacks and labels are merged; samples with count 0

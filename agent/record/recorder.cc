@@ -274,6 +274,7 @@ absl::Status Recorder::StartSession() {
   so.config.offcpu_min_ns = options_.off_cpu_min_ns;
   so.off_cpu = options_.off_cpu;
   so.sample_cpu = options_.sample_cpu;
+  so.probes = options_.probes;
   so.sizes = options_.sizes;
   so.frequency_hz = options_.frequency_hz;
   so.event_type = options_.event_type;

@@ -22,6 +22,7 @@
 #include "agent/record/run_control.h"
 #include "agent/session/bpf_session.h"
 #include "agent/session/file_tables.h"
+#include "agent/session/probe_spec.h"
 #include "agent/session/table_store.h"
 #include "base/unique_fd.h"
 #include "base/warnings.h"
@@ -52,6 +53,8 @@ struct RecordOptions {
   bool off_cpu = false;
   uint64_t off_cpu_min_ns = 0;
   uint32_t off_cpu_states = EHP_OFFCPU_ALL_STATES;
+  // -e uprobe:/usdt:/tracepoint:: stacks at each hit (sample_cpu false).
+  std::vector<ProbeSpec> probes;
   // Equal samples (same thread, image, comm, stacks, stop reasons) are kept
   // once with a count, so memory grows with distinct stacks, not with
   // samples. Not for outputs that need every sample's time or --verify.

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,7 +21,10 @@
 #include "absl/strings/str_split.h"
 #include "agent/session/capabilities.h"
 #include "agent/session/kernel_features.h"
+// The skeleton declares libbpf's usdt.bpf.h kconfig extern as C's _Bool.
+#define _Bool bool
 #include "profiler.skel.h"
+#undef _Bool
 
 namespace ehprof {
 
@@ -183,6 +187,22 @@ absl::Status BpfSession::Open(const SessionOptions& o) {
   }
   if (!skel_) return PermissionHint(errno, "opening the BPF object");
   skel_->rodata->cfg = o.config;
+  // Each walking program costs the verifier ~50 ms: load only those this
+  // session attaches (all of them for `ehprof check`'s statistics).
+  if (!o.verifier_stats) {
+    auto wants = [&](ProbeSpec::Kind a, ProbeSpec::Kind b) {
+      for (const ProbeSpec& p : o.probes) {
+        if (p.kind == a || p.kind == b) return true;
+      }
+      return false;
+    };
+    using K = ProbeSpec::Kind;
+    bpf_program__set_autoload(skel_->progs.ehprof_sample, o.sample_cpu);
+    bpf_program__set_autoload(skel_->progs.ehprof_switch, o.off_cpu);
+    bpf_program__set_autoload(skel_->progs.ehprof_uprobe, wants(K::kUprobe, K::kUretprobe));
+    bpf_program__set_autoload(skel_->progs.ehprof_usdt, wants(K::kUsdt, K::kUsdt));
+    bpf_program__set_autoload(skel_->progs.ehprof_tracepoint, wants(K::kTracepoint, K::kTracepoint));
+  }
   return absl::OkStatus();
 }
 
@@ -277,6 +297,50 @@ absl::Status BpfSession::AttachOffCpu() {
   return absl::OkStatus();
 }
 
+absl::Status BpfSession::AttachProbe(const ProbeSpec& p) {
+  bpf_link* link = nullptr;
+  switch (p.kind) {
+    case ProbeSpec::Kind::kUprobe:
+    case ProbeSpec::Kind::kUretprobe: {
+      LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = p.kind == ProbeSpec::Kind::kUretprobe);
+      uint64_t offset = p.offset;
+      if (p.symbol.empty()) {
+        absl::StatusOr<uint64_t> off = FileOffsetOfAddress(p.path, p.address);
+        if (!off.ok()) return absl::InvalidArgumentError(absl::StrCat("-e ", p.text, ": ", off.status().message()));
+        offset = *off;
+      } else {
+        uo.func_name = p.symbol.c_str();
+      }
+      // All processes: the targets map says whose hits count.
+      link = bpf_program__attach_uprobe_opts(skel_->progs.ehprof_uprobe, -1, p.path.c_str(), offset, &uo);
+      break;
+    }
+    case ProbeSpec::Kind::kUsdt:
+      link = bpf_program__attach_usdt(skel_->progs.ehprof_usdt, -1, p.path.c_str(), p.group.c_str(),
+                                      p.name.c_str(), nullptr);
+      break;
+    case ProbeSpec::Kind::kTracepoint:
+      // libbpf finds the tracepoint's id in tracefs, which a fresh machine
+      // may not have mounted yet.
+      if (::access("/sys/kernel/tracing/events", F_OK) != 0 &&
+          ::access("/sys/kernel/debug/tracing/events", F_OK) != 0) {
+        ::mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
+      }
+      link = bpf_program__attach_tracepoint(skel_->progs.ehprof_tracepoint, p.group.c_str(), p.name.c_str());
+      break;
+  }
+  if (!link) {
+    const int err = errno;
+    if (err == ENOENT || err == ESRCH || err == EINVAL) {
+      return absl::NotFoundError(absl::StrCat("-e ", p.text, ": cannot attach (", std::strerror(err),
+                                              "): no such file, symbol, USDT note or tracepoint?"));
+    }
+    return PermissionHint(err, absl::StrCat("attaching -e ", p.text));
+  }
+  links_.emplace_back(link);
+  return absl::OkStatus();
+}
+
 absl::Status BpfSession::AttachSampler(const SessionOptions& o) {
   for (int cpu : OnlineCpus()) {
     int fd = OpenPerfEvent(o, cpu);
@@ -328,6 +392,9 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
   if (absl::Status s = session->AttachLifecycle(); !s.ok()) return s;
   if (o.off_cpu) {
     if (absl::Status s = session->AttachOffCpu(); !s.ok()) return s;
+  }
+  for (const ProbeSpec& p : o.probes) {
+    if (absl::Status s = session->AttachProbe(p); !s.ok()) return s;
   }
   if (o.sample_cpu) {
     if (absl::Status s = session->AttachSampler(o); !s.ok()) return s;

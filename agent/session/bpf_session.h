@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/session/probe_spec.h"
 #include "bpf/ehprof_abi.h"
 
 struct ehprof_bpf;
@@ -49,6 +50,8 @@ struct SessionOptions {
   bool sample_cpu = true;
   // Attach the off-CPU programs (config.offcpu_* say which blocks count).
   bool off_cpu = false;
+  // Attach the probe programs here (-e uprobe:..., usdt:..., tracepoint:...).
+  std::vector<ProbeSpec> probes;
 };
 
 struct BpfLinkDeleter {
@@ -104,6 +107,7 @@ class BpfSession {
   absl::Status AttachLifecycle();
   absl::Status AttachSampler(const SessionOptions& o);
   absl::Status AttachOffCpu();
+  absl::Status AttachProbe(const ProbeSpec& p);
   // The bytes of SessionOptions::bpf_object_path; outlive the skeleton.
   std::string object_bytes_;
   // Declared first, destroyed last: links (which own and close their perf
