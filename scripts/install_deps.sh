@@ -17,6 +17,7 @@ PKGS=(
   systemd  # systemd-analyze verify of packaging/ehprof-agent.service
   libbpf-tools  # offcputime, the peer bench/offcpu_overhead.py runs beside ehprof --off-cpu
   systemtap-sdt-dev  # sys/sdt.h: the USDT probe in testdata/probe_calls.c
+  bpftrace  # the peer bench/uprobe_stacks.py runs beside ehprof -e uprobe: (ustack by frame pointers)
   protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev  # tests decode pprof with classes protoc generates from pprof's own profile.proto
 )
 missing=()
