@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace ehprof {
@@ -24,6 +25,13 @@ constexpr EventName kEvents[] = {
     {"cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, true},
     {"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, true},
     {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, false},
+    {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, false},
+    {"cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES, false},
+    {"cache-references", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES, false},
+    {"branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES, false},
+    {"branches", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS, false},
+    {"page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, false},
+    {"context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, false},
 };
 
 const EventName* FindEvent(const std::string& name) {
@@ -139,10 +147,17 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
   app.add_option("-F", record->frequency_hz, "sampling frequency per CPU (default 99)")
       ->type_name("HZ")
       ->check(InRange(1, 100000));
+  app.add_option("-c", record->sample_period,
+                 "a sample every N events of -e instead of -F a second (N cycles, N cache misses, ...)")
+      ->type_name("N")
+      ->check(InRange<uint64_t>(1, uint64_t{1} << 62))
+      ->excludes("-F");
   std::vector<std::string> names;
   for (const EventName& e : kEvents) names.push_back(e.name);
   app.add_option("-e", flags->event,
-                 "cpu-clock (default, works in VMs), task-clock, cycles; or stacks at every hit of "
+                 "cpu-clock (default, works in VMs), task-clock; hardware counters cycles, "
+                 "instructions, cache-misses, cache-references, branch-misses, branches (where "
+                 "the PMU exists); page-faults, context-switches; or stacks at every hit of "
                  "uprobe:PATH:SYMBOL[+OFF], uprobe:PATH:0xADDR (an ELF address: stripped statics), "
                  "uretprobe:..., usdt:PATH:PROVIDER:NAME, tracepoint:CATEGORY:NAME")
       ->type_name("EVENT")
@@ -155,7 +170,7 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
             for (const std::string& n : names) {
               if (e == n) return "";
             }
-            return absl::StrCat("unknown event ", e, " (cpu-clock, task-clock, cycles, or a probe)");
+            return absl::StrCat("unknown event ", e, " (", absl::StrJoin(names, ", "), ", or a probe)");
           },
           ""));
   app.add_option("-p", record->pids, "profile these processes (and their children)")
@@ -189,6 +204,7 @@ void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordO
     const EventName* e = FindEvent(flags.event);  // checked when parsed
     record->event_type = e->type;
     record->event_config = e->config;
+    record->event_name = e->name;
   }
   record->sizes = SizesForMemory(flags.table_mb);
   record->sizes.procs = flags.max_procs;

@@ -165,6 +165,7 @@ int RunAgentCommand(const std::vector<std::string>& args) {
     return UsageError("agent", "give a sink: --pyroscope URL or --output-dir DIR");
   }
   if (f.all && !o.record.pids.empty()) return UsageError("agent", "give one of -a, -p");
+  if (o.record.sample_period != 0) return UsageError("agent", "-c is for ehprof record (for now): use -F");
   if (LooksLikeProbe(f.sampling.event)) {
     return UsageError("agent", "-e takes clock events here; probes are for ehprof record (for now)");
   }

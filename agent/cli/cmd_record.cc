@@ -2,6 +2,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -160,6 +161,13 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
   out->event = f.sampling.event;
   out->clock_event = IsClockEvent(f.sampling.event);
   if (!o->probes.empty()) out->probe_type = o->probes[0].type_name();
+  // A counter (cycles, cache-misses): counted, not timed.
+  if (o->probes.empty() && !out->clock_event) out->probe_type = f.sampling.event;
+  out->sample_period = o->sample_period;
+  // A clock sampled every N ns (-e cpu-clock -c N) is N ns a sample.
+  if (out->clock_event && o->sample_period) {
+    out->frequency_hz = std::max<uint64_t>(1, 1000000000 / o->sample_period);
+  }
   out->frequency_hz = o->frequency_hz;
   if (o->off_cpu) {
     o->sample_cpu = false;

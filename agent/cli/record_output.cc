@@ -175,6 +175,7 @@ int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_o
   w.pprof.frequency_hz = out.frequency_hz;
   w.pprof.off_cpu = out.off_cpu;
   w.pprof.count_type = out.probe_type;
+  w.pprof.count_period = out.sample_period ? out.sample_period : 1;
   w.pprof.duration_nanos = static_cast<int64_t>(rec.summary().seconds * 1e9);
   w.pprof.time_nanos = static_cast<int64_t>(absl::ToUnixNanos(absl::Now())) - w.pprof.duration_nanos;
   w.pprof.build_ids = rec.tracker() ? rec.tracker()->BuildIds() : std::map<std::string, std::string>{};
@@ -182,7 +183,10 @@ int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_o
   w.script.event = out.event;
   // Clock events count nanoseconds; a hardware event's period in frequency
   // mode varies from sample to sample and is not known here.
-  w.script.period = !out.probe_type.empty() ? 1 : out.clock_event ? 1000000000 / out.frequency_hz : 0;
+  w.script.period = out.sample_period        ? out.sample_period
+                    : !out.probe_type.empty() ? 1
+                    : out.clock_event         ? 1000000000 / out.frequency_hz
+                                              : 0;
   absl::Status st = WriteFile(resolved, out.path, out.format, w, out.mode);
   if (st.ok()) {
     PrintSummary(rec, absl::StrCat(out.path, " (", out.format, ")"));

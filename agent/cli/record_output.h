@@ -26,7 +26,10 @@ struct RecordOutput {
   bool clock_event = true;   // the event counts nanoseconds
   uint64_t frequency_hz = 99;
   bool off_cpu = false;  // values are nanoseconds off the CPU
-  std::string probe_type;  // -e uprobe:... etc.: "uprobe", "usdt", ...; hits counted
+  // Counted events: probe hits ("uprobe", "usdt", ...) or a counter event
+  // ("cycles") with its period (-c; 0: frequency mode, period unknown).
+  std::string probe_type;
+  uint64_t sample_period = 0;
 };
 
 // The format an output path implies: .svg -> svg, .folded/.collapsed ->

@@ -144,9 +144,10 @@ class ProfileBuilder {
     };
     const bool probe = !options_.count_type.empty();
     if (probe) {
+      profile.Message(kProfileSampleType, value_type("samples", "count"));
       profile.Message(kProfileSampleType, value_type(options_.count_type, "count"));
       profile.Message(kProfilePeriodType, value_type(options_.count_type, "count"));
-      profile.Int64(kProfilePeriod, 1);
+      profile.Int64(kProfilePeriod, static_cast<int64_t>(options_.count_period));
     } else {
       const char* what = options_.off_cpu ? "off_cpu" : "cpu";
       profile.Message(kProfileSampleType, value_type(options_.off_cpu ? "blocks" : "samples", "count"));
@@ -167,7 +168,9 @@ class ProfileBuilder {
       uint64_t nanos = s.off_cpu_ns;
       const bool overflow =
           s.count > kMaxValue ||
-          (!options_.off_cpu && __builtin_mul_overflow(s.count, static_cast<uint64_t>(period), &nanos)) ||
+          (!options_.off_cpu &&
+           __builtin_mul_overflow(s.count, probe ? options_.count_period : static_cast<uint64_t>(period),
+                                  &nanos)) ||
           nanos > kMaxValue;
       if (overflow) {
         return absl::OutOfRangeError(absl::StrCat("pprof: sample count ", s.count, " too large"));
@@ -175,7 +178,7 @@ class ProfileBuilder {
       msg.Clear();
       msg.PackedVarints(kSampleLocationId, s.location_ids);
       const uint64_t values[] = {s.count, nanos};
-      msg.PackedVarints(kSampleValue, std::span<const uint64_t>(values, probe ? 1 : 2));
+      msg.PackedVarints(kSampleValue, values);
       // pid 0 is never sampled: aggregated samples (ehprof agent) have none.
       if (s.pid != 0) {
         inner.Clear();

@@ -38,9 +38,12 @@ struct PprofOptions {
   // off_cpu/nanoseconds (Pyroscope's eBPF agent names it off_cpu), each
   // sample's value its off_cpu_ns; frequency_hz is then unused.
   bool off_cpu = false;
-  // Probe hits (ehprof record -e uprobe:...): one sample type COUNT_TYPE/
-  // count ("uprobe", as Pyroscope's eBPF agent names it), period 1.
+  // Events counted rather than timed: probe hits (-e uprobe:..., period 1)
+  // or a counter sampled every count_period events (-e cycles -c N).
+  // Sample types samples/count and COUNT_TYPE/count ("uprobe", as
+  // Pyroscope's eBPF agent names it; "cycles"), the second count x period.
   std::string count_type;
+  uint64_t count_period = 1;
 };
 
 // Samples with equal stacks and labels are merged; samples with count 0

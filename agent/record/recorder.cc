@@ -279,6 +279,8 @@ absl::Status Recorder::StartSession() {
   so.frequency_hz = options_.frequency_hz;
   so.event_type = options_.event_type;
   so.event_config = options_.event_config;
+  so.event_name = options_.event_name;
+  so.sample_period = options_.sample_period;
   auto session = BpfSession::Start(so);
   if (!session.ok()) return session.status();
   session_ = std::move(*session);

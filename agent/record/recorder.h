@@ -43,6 +43,8 @@ struct RecordOptions {
   uint32_t unwinder = EHP_UNWINDER_DWARF;
   uint32_t event_type = 1;            // PERF_TYPE_SOFTWARE
   uint64_t event_config = 0;          // PERF_COUNT_SW_CPU_CLOCK
+  std::string event_name = "cpu-clock";  // as -e named it (for errors)
+  uint64_t sample_period = 0;         // -c: every Nth event instead of -F
   MapSizes sizes;
   bool live_status = false;           // a one-line status on stderr
   uint32_t verify_every = 0;          // --verify: capture every Nth sample

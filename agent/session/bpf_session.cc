@@ -170,8 +170,12 @@ int OpenPerfEvent(const SessionOptions& o, int cpu) {
   attr.size = sizeof(attr);
   attr.type = o.event_type;
   attr.config = o.event_config;
-  attr.freq = 1;
-  attr.sample_freq = o.frequency_hz;
+  if (o.sample_period != 0) {
+    attr.sample_period = o.sample_period;
+  } else {
+    attr.freq = 1;
+    attr.sample_freq = o.frequency_hz;
+  }
   return static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
 }
 
@@ -348,8 +352,9 @@ absl::Status BpfSession::AttachSampler(const SessionOptions& o) {
       int err = errno;
       if (err == ENOENT || err == EOPNOTSUPP) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "perf event type ", o.event_type, " config ", o.event_config,
-            " is not supported here (no hardware PMU in this VM?); the default cpu-clock works"));
+            "-e ", o.event_name, " (perf event type ", o.event_type, " config ", o.event_config,
+            ") is not supported here: this machine has no hardware PMU for it (a VM without one "
+            "passed through?); -e cpu-clock, the default, samples on a timer and works anywhere"));
       }
       return PermissionHint(err, absl::StrCat("perf_event_open on CPU ", cpu));
     }

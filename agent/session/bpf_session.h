@@ -41,6 +41,11 @@ struct SessionOptions {
   // cpu-clock by default: a software event, so it works in VMs without a PMU.
   uint32_t event_type = PERF_TYPE_SOFTWARE;
   uint64_t event_config = PERF_COUNT_SW_CPU_CLOCK;
+  // As the user named it, for errors ("cycles").
+  std::string event_name = "cpu-clock";
+  // Non-zero: a sample every this many events (-c), instead of
+  // frequency_hz samples a second.
+  uint64_t sample_period = 0;
   // Load this BPF object file instead of the one built in: the same
   // profiler.bpf.c compiled against another kernel's vmlinux.h (the kernel
   // matrix checks that an object built on one kernel loads on the others).

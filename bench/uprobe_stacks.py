@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Stacks at a uprobe on Debian's fio, ehprof beside bpftrace, in one run.
+
+The seed case of issue 12: every call of fio's get_io_u (the fio-null job
+of ../shared/eval), probed by
+  ehprof     ehprof record -e uprobe:/usr/bin/fio:get_io_u (CFI walk)
+  bpftrace   bpftrace -e 'uprobe:/usr/bin/fio:get_io_u { @[ustack(perf)] = count(); }'
+             (frame pointers; Debian's fio has none)
+and prints, per tool, the hits counted and the share whose user stack
+reaches fio's main (main -> fio_backend -> ... -> get_io_u), and the ratio.
+Needs root.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SHARED = os.path.join(ROOT, "..", "shared")
+
+
+def ehprof(args, tmp):
+    out = os.path.join(tmp, "hits.folded")
+    r = subprocess.run([args.ehprof, "record", "-q", "-e", f"uprobe:{args.binary}:{args.symbol}", "-o", out,
+                        "--"] + args.workload, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("ehprof failed: " + r.stderr[-800:])
+    hits = to_main = 0
+    for line in open(out):
+        chain, _, n = line.rstrip("\n").rpartition(" ")
+        hits += int(n)
+        if "main" in chain.split(";"):
+            to_main += int(n)
+    lost = re.search(r"\((\d+) lost\)", r.stderr)
+    return hits, to_main, int(lost.group(1)) if lost else -1
+
+
+def bpftrace(args):
+    prog = f"uprobe:{args.binary}:{args.symbol} {{ @[ustack(perf)] = count(); }}"
+    r = subprocess.run([args.bpftrace, "-e", prog, "-c", " ".join(args.workload)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("bpftrace failed: " + r.stderr[-800:])
+    hits = to_main = 0
+    # @[\n\tADDR SYM+OFF (PATH)\n...\n]: COUNT
+    for m in re.finditer(r"@\[\n(.*?)\]: (\d+)", r.stdout, re.S):
+        n = int(m.group(2))
+        names = [f.split()[1].split("+")[0] for f in m.group(1).strip().splitlines() if len(f.split()) > 1]
+        hits += n
+        if "main" in names:
+            to_main += n
+    return hits, to_main, -1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ehprof", default=os.path.join(ROOT, "build", "ehprof"))
+    ap.add_argument("--bpftrace", default=shutil.which("bpftrace") or "/usr/bin/bpftrace")
+    ap.add_argument("--binary", default="/usr/bin/fio")
+    ap.add_argument("--symbol", default="get_io_u")
+    ap.add_argument("workload", nargs="*", default=["fio", os.path.join(SHARED, "eval", "fio-null.job")])
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("uprobe_stacks: needs root")
+    rows = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        rows["ehprof"] = ehprof(args, tmp)
+    if os.access(args.bpftrace, os.X_OK):
+        rows["bpftrace"] = bpftrace(args)
+    else:
+        print(f"uprobe_stacks: no {args.bpftrace} (apt install bpftrace): left out")
+    print(f"uprobe:{args.binary}:{args.symbol} during {' '.join(args.workload)} ({os.uname().release})")
+    share = {}
+    for name, (hits, to_main, lost) in rows.items():
+        share[name] = to_main / hits if hits else 0.0
+        extra = f", {lost} lost" if lost >= 0 else ""
+        print(f"  {name:<9} {hits:>9} hits{extra}; stack reaches main: {100.0 * share[name]:6.2f}%")
+    if "bpftrace" in share:
+        ratio = share["ehprof"] / share["bpftrace"] if share["bpftrace"] else float("inf")
+        print(f"  complete-stack share, ehprof / bpftrace: {ratio:.1f}" if share["bpftrace"]
+              else "  complete-stack share, ehprof / bpftrace: bpftrace has none")
+
+
+if __name__ == "__main__":
+    main()

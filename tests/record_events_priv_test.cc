@@ -1,0 +1,60 @@
+// -e counters: hardware events where there is a PMU, a clear error where
+// there is none (this machine type: a VM without one), software counters
+// everywhere, and -c N for a sample every N events.
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/test_support.h"
+
+namespace ehprof {
+namespace {
+
+using testing::RequireRootForBpf;
+using testing::RunEhprof;
+using testing::TestdataPath;
+
+class RecordEvents : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!RequireRootForBpf()) GTEST_SKIP();
+    dir_ = ::testing::TempDir() + "/events." + std::to_string(getpid());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  std::string dir_;
+};
+
+bool HasCyclesPmu() { return std::filesystem::exists("/sys/bus/event_source/devices/cpu/events/cpu-cycles"); }
+
+TEST_F(RecordEvents, AHardwareCounterWithoutAPmuIsNamedWithTheWayOut) {
+  if (HasCyclesPmu()) GTEST_SKIP() << "this machine has a PMU: the error cannot happen here";
+  for (const char* event : {"cycles", "instructions", "cache-misses"}) {
+    auto r = RunEhprof({"record", "-q", "-e", event, "-o", dir_ + "/x.txt", "--", TestdataPath("probe_calls"), "1", "1"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(std::string("-e ") + event), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("no hardware PMU"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("cpu-clock"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(RecordEvents, ASoftwareCounterSampledEveryNthEvent) {
+  // page-faults: the program's start-up touches pages; every 10th fault a sample.
+  const std::string out = dir_ + "/pf.txt";
+  auto r = RunEhprof({"record", "-q", "-e", "page-faults", "-c", "10", "--format", "perf-script", "-o", out,
+                      "--", TestdataPath("probe_calls"), "10", "10", "100"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = testing::ReadFile(out);
+  // "comm tid [cpu] time:         10 page-faults: "
+  EXPECT_TRUE(std::regex_search(text, std::regex(R"(: +10 page-faults: \n)"))) << text.substr(0, 1500);
+  r = RunEhprof({"record", "-e", "page-faults", "-c", "10", "-F", "99", "-a"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+}  // namespace
+}  // namespace ehprof
