@@ -8,7 +8,8 @@ of ../shared/eval), probed by
              (frame pointers; Debian's fio has none)
 and prints, per tool, the hits counted and the share whose user stack
 reaches fio's main (main -> fio_backend -> ... -> get_io_u), and the ratio.
-Needs root.
+The job is time-based (4 s): the hit counts differ by what each tool's
+handler costs fio per call, not by calls missed. Needs root.
 """
 import argparse
 import os
@@ -41,7 +42,9 @@ def ehprof(args, tmp):
 
 def bpftrace(args):
     prog = f"uprobe:{args.binary}:{args.symbol} {{ @[ustack(perf)] = count(); }}"
-    r = subprocess.run([args.bpftrace, "-e", prog, "-c", " ".join(args.workload)],
+    # bpftrace -c wants a path (a bare "fio" matched two binaries on PATH).
+    cmd = [shutil.which(args.workload[0]) or args.workload[0]] + args.workload[1:]
+    r = subprocess.run([args.bpftrace, "-e", prog, "-c", " ".join(cmd)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("bpftrace failed: " + r.stderr[-800:])
