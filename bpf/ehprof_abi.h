@@ -328,9 +328,18 @@ struct ehp_config {
 	ehp_u32 verify_every;  /* 0: off; N: capture every Nth sample (per CPU) */
 	ehp_u32 offcpu_states; /* enum ehp_offcpu_state mask */
 	ehp_u64 offcpu_min_ns; /* shorter blocks are not sent */
+	/* Filters every program applies (--cgroup, -C, --comm, --include-idle). */
+	ehp_u64 cgroup_id;     /* 0: any; else this cgroup v2 or one below it */
+	ehp_u32 cgroup_level;  /* its depth below the root (bpf ancestor level) */
+	ehp_u32 filter_cpus;   /* only CPUs marked in the cpu_filter map */
+	ehp_u32 include_idle;  /* also sample the idle task (pid 0) */
+	ehp_u32 filter_comm;   /* only tasks whose comm is comm */
+	char comm[EHP_COMM_LEN];
 };
-EHP_ASSERT(sizeof(struct ehp_config) == 40, "ehp_config is 40 bytes");
+EHP_ASSERT(sizeof(struct ehp_config) == 80, "ehp_config is 80 bytes");
 EHP_ASSERT(EHP_OFFSET(struct ehp_config, offcpu_min_ns) == 32, "ehp_config.offcpu_min_ns at 32");
+EHP_ASSERT(EHP_OFFSET(struct ehp_config, cgroup_id) == 40, "ehp_config.cgroup_id at 40");
+EHP_ASSERT(EHP_OFFSET(struct ehp_config, comm) == 64, "ehp_config.comm at 64");
 
 /* The value stored in the targets map (key: a pid or tid to sample); the
  * BPF side tests only presence, the value says what user space put there
@@ -352,6 +361,8 @@ enum ehp_target {
 #define EHP_DEFAULT_RINGBUF_BYTES (16 << 20)
 #define EHP_MAX_TARGETS 65536
 #define EHP_NOTIFIED_ENTRIES 4096
+/* CPUs -C can name (the cpu_filter map's size). */
+#define EHP_MAX_FILTER_CPUS 4096
 /* Threads switched out at once whose off-CPU time and stacks are kept. */
 #define EHP_OFFCPU_THREADS 16384
 

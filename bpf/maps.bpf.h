@@ -35,6 +35,14 @@ struct {
 	__type(value, __u8);
 } targets SEC(".maps");
 
+/* CPU -> 1 when -C names it (cfg.filter_cpus). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EHP_MAX_FILTER_CPUS);
+	__type(key, __u32);
+	__type(value, __u8);
+} cpu_filter SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, EHP_DEFAULT_TABLES);

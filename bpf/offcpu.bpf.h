@@ -76,6 +76,8 @@ EHP_INLINE void offcpu_switch_out(void *ctx, struct task_struct *prev, bool pree
 	if (cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid) &&
 	    !bpf_map_lookup_elem(&targets, &tid))
 		return;
+	if (!passes_filters()) /* prev is still the current task */
+		return;
 	__u32 zero = 0;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)

@@ -24,6 +24,7 @@
 #include "bpf/walk.bpf.h"
 #include "bpf/stacks.bpf.h"
 #include "bpf/verify.bpf.h"
+#include "bpf/filters.bpf.h"
 #include "bpf/offcpu.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -61,12 +62,13 @@ int ehprof_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
-	if (pid == 0 || pid == cfg.self_pid)
+	if ((pid == 0 && !cfg.include_idle) || pid == cfg.self_pid)
 		return 0;
 	/* Targets hold process ids (-p, a command and its children) and, for
 	 * -t, thread ids. */
-	if (cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid) &&
-	    !bpf_map_lookup_elem(&targets, &tid)) {
+	if ((cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid) &&
+	     !bpf_map_lookup_elem(&targets, &tid)) ||
+	    !passes_filters()) {
 		count(EHP_STAT_FILTERED);
 		return 0;
 	}
@@ -98,8 +100,9 @@ EHP_INLINE int probe_hit(void *ctx, int user_mode)
 	__u32 pid = id >> 32, tid = (__u32)id;
 	if (pid == cfg.self_pid)
 		return 0;
-	if (cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid) &&
-	    !bpf_map_lookup_elem(&targets, &tid)) {
+	if ((cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid) &&
+	     !bpf_map_lookup_elem(&targets, &tid)) ||
+	    !passes_filters()) {
 		count(EHP_STAT_FILTERED);
 		return 0;
 	}

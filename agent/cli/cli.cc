@@ -194,6 +194,26 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
       ->type_name("DIR")
       ->check(kAbsoluteDir);
   app.add_flag("--no-table-cache", flags->no_table_cache, "build every table every run");
+  const std::string g = "filters (every event)";
+  app.add_option("-C", record->cpus, "only on these CPUs")
+      ->type_name("CPU[,CPU...]")
+      ->delimiter(',')
+      ->check(InRange<uint32_t>(0, EHP_MAX_FILTER_CPUS - 1))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(g);
+  app.add_option("--cgroup", record->cgroup,
+                 "only tasks in this cgroup v2 or below it (a path under the cgroup2 mount, or "
+                 "relative to it: system.slice/nginx.service)")
+      ->type_name("PATH")
+      ->group(g);
+  app.add_option("--comm", record->comm, "only tasks with this command name (as in /proc/PID/comm)")
+      ->type_name("NAME")
+      ->check(CLI::Validator(
+          [](std::string& s) { return s.empty() || s.size() >= EHP_COMM_LEN ? "takes 1 to 15 characters" : ""; },
+          ""))
+      ->group(g);
+  app.add_flag("--include-idle", record->include_idle, "with -a: sample the idle task too (swapper)")->group(g);
+  app.add_flag("--exclude-idle", "leave the idle task out (the default)")->group(g);
 }
 
 void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordOptions* record) {

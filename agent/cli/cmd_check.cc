@@ -60,6 +60,9 @@ int RunCheckCommand(const std::vector<std::string>& args) {
   // The off-CPU walk is verified only when some state is counted (the
   // verifier drops code a constant .rodata setting makes dead).
   o.config.offcpu_states = EHP_OFFCPU_ALL_STATES;
+  // And the filters, so the counts are the worst case a recording can load.
+  o.config.filter_cpus = o.config.filter_comm = 1;
+  o.config.cgroup_id = 1;
   auto session = BpfSession::Start(o);
   if (!session.ok()) {
     std::printf("ehprof cannot run here: %s\n", std::string(session.status().message()).c_str());

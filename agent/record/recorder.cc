@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/process/exec_closure.h"
+#include "agent/session/cgroup_filter.h"
 #include "base/scoped_handle.h"
 #include "bpf/ehprof_abi.h"
 
@@ -275,6 +276,19 @@ absl::Status Recorder::StartSession() {
   so.off_cpu = options_.off_cpu;
   so.sample_cpu = options_.sample_cpu;
   so.probes = options_.probes;
+  so.cpus = options_.cpus;
+  so.config.filter_cpus = !options_.cpus.empty();
+  so.config.include_idle = options_.include_idle;
+  if (!options_.comm.empty()) {
+    so.config.filter_comm = 1;
+    std::memcpy(so.config.comm, options_.comm.data(), std::min(options_.comm.size(), sizeof(so.config.comm) - 1));
+  }
+  if (!options_.cgroup.empty()) {
+    absl::StatusOr<CgroupTarget> cg = ResolveCgroup(options_.cgroup);
+    if (!cg.ok()) return cg.status();
+    so.config.cgroup_id = cg->id;
+    so.config.cgroup_level = cg->level;
+  }
   so.sizes = options_.sizes;
   so.frequency_hz = options_.frequency_hz;
   so.event_type = options_.event_type;

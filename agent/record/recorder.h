@@ -55,6 +55,12 @@ struct RecordOptions {
   bool off_cpu = false;
   uint64_t off_cpu_min_ns = 0;
   uint32_t off_cpu_states = EHP_OFFCPU_ALL_STATES;
+  // Filters (every event source): -C, --cgroup (a cgroup v2 and those
+  // below it), --comm, --include-idle (the idle task, with -a).
+  std::vector<uint32_t> cpus;
+  std::string cgroup;
+  std::string comm;
+  bool include_idle = false;
   // -e uprobe:/usdt:/tracepoint:: stacks at each hit (sample_cpu false).
   std::vector<ProbeSpec> probes;
   // Equal samples (same thread, image, comm, stacks, stop reasons) are kept

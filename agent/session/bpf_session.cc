@@ -347,6 +347,9 @@ absl::Status BpfSession::AttachProbe(const ProbeSpec& p) {
 
 absl::Status BpfSession::AttachSampler(const SessionOptions& o) {
   for (int cpu : OnlineCpus()) {
+    if (!o.cpus.empty() && std::find(o.cpus.begin(), o.cpus.end(), static_cast<uint32_t>(cpu)) == o.cpus.end()) {
+      continue;
+    }
     int fd = OpenPerfEvent(o, cpu);
     if (fd < 0) {
       int err = errno;
@@ -395,6 +398,14 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
                           bpf_map__fd(m.palettes), bpf_map__fd(m.rules),
                           bpf_map__fd(m.events),   bpf_map__fd(m.stats)};
   if (absl::Status s = session->AttachLifecycle(); !s.ok()) return s;
+  const uint8_t on = 1;
+  for (uint32_t cpu : o.cpus) {
+    if (cpu >= EHP_MAX_FILTER_CPUS ||
+        bpf_map_update_elem(bpf_map__fd(session->skel_->maps.cpu_filter), &cpu, &on, BPF_ANY) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("-C: CPU ", cpu, " cannot be filtered on (at most ",
+                                                     EHP_MAX_FILTER_CPUS - 1, ")"));
+    }
+  }
   if (o.off_cpu) {
     if (absl::Status s = session->AttachOffCpu(); !s.ok()) return s;
   }

@@ -55,6 +55,8 @@ struct SessionOptions {
   bool sample_cpu = true;
   // Attach the off-CPU programs (config.offcpu_* say which blocks count).
   bool off_cpu = false;
+  // -C: sample only on these CPUs (config.filter_cpus); empty: all.
+  std::vector<uint32_t> cpus;
   // Attach the probe programs here (-e uprobe:..., usdt:..., tracepoint:...).
   std::vector<ProbeSpec> probes;
 };

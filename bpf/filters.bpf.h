@@ -1,0 +1,31 @@
+/* The filters every program applies to the current task, after its own
+ * target check: -C (the CPU it runs on), --cgroup (its cgroup v2 or one
+ * below), --comm (its command name). Cheapest first. */
+#ifndef EHPROF_BPF_FILTERS_BPF_H_
+#define EHPROF_BPF_FILTERS_BPF_H_
+
+EHP_INLINE int passes_filters(void)
+{
+	if (cfg.filter_cpus) {
+		__u32 cpu = bpf_get_smp_processor_id();
+		__u8 *on = bpf_map_lookup_elem(&cpu_filter, &cpu);
+		if (!on || !*on)
+			return 0;
+	}
+	if (cfg.cgroup_id &&
+	    bpf_get_current_ancestor_cgroup_id(cfg.cgroup_level) != cfg.cgroup_id)
+		return 0;
+	if (cfg.filter_comm) {
+		char comm[EHP_COMM_LEN] = {};
+		bpf_get_current_comm(comm, sizeof(comm));
+		for (int i = 0; i < EHP_COMM_LEN; i++) {
+			if (comm[i] != cfg.comm[i])
+				return 0;
+			if (!comm[i])
+				break;
+		}
+	}
+	return 1;
+}
+
+#endif /* EHPROF_BPF_FILTERS_BPF_H_ */
