@@ -115,7 +115,7 @@ EHP_INLINE void offcpu_switch_in(struct task_struct *next)
 		if (n > EHP_OFFCPU_MAX_FRAMES)
 			n = EHP_OFFCPU_MAX_FRAMES;
 		count(EHP_STAT_OFFCPU_EVENTS);
-		if (bpf_ringbuf_output(&events, v, sizeof(v->ev) + n * sizeof(__u64), 0))
+		if (bpf_ringbuf_output(&events, v, sizeof(v->ev) + n * sizeof(__u64), sample_wakeup()))
 			count(EHP_STAT_RINGBUF_DROPS);
 	}
 	bpf_map_delete_elem(&offcpu_tasks, &tid);

@@ -81,7 +81,7 @@ int ehprof_sample(struct bpf_perf_event_data *ctx)
 	const __u64 started = s->ev.time_ns;
 	__u64 size = collect_stacks(ctx, s, perf_hit_user_mode(ctx));
 	s->ev.bpf_ns = (__u32)(bpf_ktime_get_ns() - started);
-	if (bpf_ringbuf_output(&events, s, size, 0))
+	if (bpf_ringbuf_output(&events, s, size, sample_wakeup()))
 		count(EHP_STAT_RINGBUF_DROPS);
 	else if (cfg.verify_every && s->ev.n_user > 0) {
 		__builtin_memcpy(s->regs, s->leaf_regs, sizeof(s->regs));
@@ -116,7 +116,7 @@ EHP_INLINE int probe_hit(void *ctx, int user_mode)
 	__u64 size = collect_stacks(ctx, s, user_mode);
 	s->ev.flags |= EHP_SAMPLE_PROBE;
 	s->ev.bpf_ns = (__u32)(bpf_ktime_get_ns() - started);
-	if (bpf_ringbuf_output(&events, s, size, 0))
+	if (bpf_ringbuf_output(&events, s, size, sample_wakeup()))
 		count(EHP_STAT_RINGBUF_DROPS);
 	return 0;
 }

@@ -38,6 +38,21 @@ struct leaf {
 	__u64 rsp, rbp, pc;
 };
 
+/* Wake-up flags for a sample sent to the ring buffer: none until the ring
+ * is a quarter full (user space polls at least every 100 ms anyway). A
+ * wake-up per sample has ehprof's thread preempt the tasks it profiles
+ * thousands of times a second: with --off-cpu each such preemption of a
+ * busy thread is itself a block, and its event the next wake-up (seen: a
+ * spinning thread switched out every ~30 us). Lifecycle and "unknown"
+ * events still wake user space at once. */
+EHP_INLINE __u64 sample_wakeup(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >=
+			       bpf_ringbuf_query(&events, BPF_RB_RING_SIZE) / 4
+		       ? BPF_RB_FORCE_WAKEUP
+		       : BPF_RB_NO_WAKEUP;
+}
+
 /* Starts the event in s for the current task. */
 EHP_INLINE void begin_event(struct scratch *s, __u32 kind, __u32 pid, __u32 tid)
 {

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -100,6 +102,38 @@ TEST_F(RecordOffCpu, PprofCarriesOffCpuNanoseconds) {
   EXPECT_NE(raw.find("off_cpu/nanoseconds"), std::string::npos) << raw.substr(0, 2000);
   const std::string top = testing::GoToolPprof("-top -sample_index=off_cpu", {out}, dir_);
   EXPECT_NE(top.find("sleep_b"), std::string::npos) << top;
+}
+
+// --wall on `threads 1`: two threads spin for 1 s while main waits in
+// pthread_join: each thread's on- plus off-CPU time is its wall time;
+// main's all off the CPU, waiting on a futex; the spinners on the CPU
+// whenever they can be, off it only when preempted (much of the time on a
+// loaded machine: then that is where their time went).
+TEST_F(RecordOffCpu, WallViewAccountsForEveryThreadsSecond) {
+  const std::string out = dir_ + "/wall.folded";
+  auto r = RunEhprof({"record", "--wall", "-F", "499", "-q", "-o", out, "--", TestdataPath("threads"), "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string folded = testing::ReadFile(out);
+  std::map<std::string, uint64_t> total, off, waiting;
+  std::istringstream in(folded);
+  std::string line;
+  while (std::getline(in, line)) {
+    const uint64_t ns = std::stoull(line.substr(line.rfind(' ') + 1));
+    const std::string thread = line.substr(0, line.find(';'));
+    total[thread] += ns;
+    if (line.find(";[off-cpu] ") == std::string::npos) continue;
+    off[thread] += ns;
+    if (line.find("futex") != std::string::npos) waiting[thread] += ns;
+  }
+  int spinners = 0, waiters = 0;
+  for (const auto& [thread, ns] : total) {
+    if (thread.rfind("threads-", 0) != 0) continue;  // ehprof itself before the exec
+    EXPECT_NEAR(ns / 1e9, 1.0, 0.05) << thread << "\n" << folded.substr(0, 3000);
+    if (waiting[thread] > 0.95 * ns) ++waiters;
+    if (ns - off[thread] > 0.2 * ns && waiting[thread] == 0) ++spinners;
+  }
+  EXPECT_EQ(waiters, 1) << folded.substr(0, 3000);
+  EXPECT_EQ(spinners, 2) << folded.substr(0, 3000);
 }
 
 }  // namespace

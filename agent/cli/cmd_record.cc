@@ -33,6 +33,7 @@ struct RecordFlags {
   std::string unwinder = "dwarf";
   std::string output_mode;
   double off_cpu_min_us = 10;
+  bool wall = false;
   std::vector<std::string> off_cpu_states;
 };
 
@@ -46,6 +47,11 @@ constexpr std::pair<const char*, uint32_t> kOffCpuStates[] = {
 
 void AddOffCpuOptions(CLI::App& app, RecordOptions* o, RecordFlags* f) {
   const std::string g = "off-CPU";
+  app.add_flag("--wall", f->wall,
+               "on-CPU samples (weighted by their period) and off-CPU time in one profile, per "
+               "thread, in nanoseconds: where each thread's wall-clock time went; off-CPU stacks "
+               "end in an [off-cpu] frame")
+      ->group(g);
   app.add_flag("--off-cpu", o->off_cpu,
                "record where threads wait instead of where they run: the time each spends off the "
                "CPU (switched out until it runs again), with its stacks, in nanoseconds")
@@ -139,8 +145,13 @@ std::string CheckCombination(const RecordOptions& o, const RecordFlags& f, const
   if (targets == 0) return "say what to profile: -- COMMAND, -p, -t or -a";
   if (targets > 1) return "give one of -- COMMAND, -p, -t, -a";
   if (f.kernel_only && f.user_only) return "-K and -U exclude each other";
-  if (o.off_cpu && LooksLikeProbe(f.sampling.event)) return "--off-cpu and a probe -e exclude each other";
-  if (o.off_cpu && (o.verify_every != 0 || f.unwinder == "both")) {
+  if (f.wall && o.off_cpu) return "--wall includes --off-cpu: give one";
+  if (f.wall && !IsClockEvent(f.sampling.event)) return "--wall weighs samples by time: -e cpu-clock or task-clock";
+  if (f.wall && o.sample_period) return "--wall takes -F, not -c";  // -F sets its fixed period
+  if ((o.off_cpu || f.wall) && LooksLikeProbe(f.sampling.event)) {
+    return "--off-cpu and --wall exclude a probe -e";
+  }
+  if ((o.off_cpu || f.wall) && (o.verify_every != 0 || f.unwinder == "both")) {
     return "--off-cpu takes neither --verify nor --unwinder both";
   }
   if ((out.fp_walk || !out.compare_path.empty() || !out.diff_path.empty()) && f.unwinder != "both") {
@@ -148,6 +159,8 @@ std::string CheckCombination(const RecordOptions& o, const RecordFlags& f, const
   }
   return "";
 }
+
+void ApplyOffCpu(const RecordFlags& f, RecordOptions* o, RecordOutput* out);
 
 void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOutput* out) {
   ApplySamplingFlags(f.sampling, app, o);
@@ -164,13 +177,33 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
   // A counter (cycles, cache-misses): counted, not timed.
   if (o->probes.empty() && !out->clock_event) out->probe_type = f.sampling.event;
   out->sample_period = o->sample_period;
+  out->frequency_hz = o->frequency_hz;
   // A clock sampled every N ns (-e cpu-clock -c N) is N ns a sample.
   if (out->clock_event && o->sample_period) {
     out->frequency_hz = std::max<uint64_t>(1, 1000000000 / o->sample_period);
   }
-  out->frequency_hz = o->frequency_hz;
-  if (o->off_cpu) {
+  ApplyOffCpu(f, o, out);
+  // Outputs that sum samples take them aggregated (memory by distinct
+  // stack); perf-script and text print each sample with its time, and
+  // --verify / --compare pair samples one by one.
+  o->aggregate = (out->format == "folded" || out->format == "svg" || out->format == "pprof") &&
+                 o->verify_every == 0 && out->compare_path.empty() && out->diff_path.empty();
+}
+
+// --off-cpu (off-CPU time only) and --wall (the sampler and off-CPU time).
+void ApplyOffCpu(const RecordFlags& f, RecordOptions* o, RecordOutput* out) {
+  if (f.wall) {
+    o->off_cpu = true;
+    out->wall = true;
+    // A fixed period, not frequency mode: the kernel retunes a frequency-
+    // mode clock's period as it goes, and every on-CPU sample must stand
+    // for the same nanoseconds (seen: a spinning thread's second came to
+    // 0.85-0.95 s at the nominal period).
+    o->sample_period = 1000000000 / o->frequency_hz;
+  } else if (o->off_cpu) {
     o->sample_cpu = false;
+  }
+  if (o->off_cpu) {
     o->off_cpu_min_ns = static_cast<uint64_t>(f.off_cpu_min_us * 1000);
     if (!f.off_cpu_states.empty()) o->off_cpu_states = 0;
     for (const std::string& name : f.off_cpu_states) {
@@ -180,11 +213,6 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
     }
     out->off_cpu = true;
   }
-  // Outputs that sum samples take them aggregated (memory by distinct
-  // stack); perf-script and text print each sample with its time, and
-  // --verify / --compare pair samples one by one.
-  o->aggregate = (out->format == "folded" || out->format == "svg" || out->format == "pprof") &&
-                 o->verify_every == 0 && out->compare_path.empty() && out->diff_path.empty();
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "agent/output/output_pprof.h"
 #include "agent/output/output_svg.h"
 #include "agent/output/output_text.h"
+#include "agent/output/wall_view.h"
 #include "agent/process/vdso_file.h"
 #include "agent/resolve/profile_resolver.h"
 #include "agent/verify/verify.h"
@@ -49,9 +50,10 @@ absl::Status WriteFormat(const std::vector<ResolvedSample>& samples, const std::
     FlameGraphOptions fg;
     uint64_t total = 0;
     for (const ResolvedSample& r : samples) total += SampleValue(r);
-    fg.nanoseconds = w.pprof.off_cpu;
-    fg.title = fg.nanoseconds ? absl::StrFormat("ehprof: %.3f s off-CPU", total / 1e9)
-                              : absl::StrCat("ehprof: ", total, " samples");
+    fg.nanoseconds = !w.pprof.ns_type.empty();
+    fg.title = w.pprof.ns_type == "wall"    ? absl::StrFormat("ehprof: %.3f s wall time (on and off CPU)", total / 1e9)
+               : w.pprof.ns_type == "off_cpu" ? absl::StrFormat("ehprof: %.3f s off-CPU", total / 1e9)
+                                              : absl::StrCat("ehprof: ", total, " samples");
     return WriteFlameGraphSvg(samples, out, fg);
   }
   return WritePerfScript(samples, out, w.script);
@@ -170,10 +172,15 @@ std::string FormatForPath(const std::string& path) {
 }
 
 int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_ok) {
-  const std::vector<ResolvedSample> resolved = Resolve(rec, out);
+  std::vector<ResolvedSample> resolved = Resolve(rec, out);
+  if (out.wall) {
+    // Per thread where the time of threads is summed by stack (folded, SVG);
+    // pprof and perf-script keep the thread as a label or field.
+    ToWallView(&resolved, 1000000000 / out.frequency_hz, out.format == "folded" || out.format == "svg");
+  }
   Writers w;
   w.pprof.frequency_hz = out.frequency_hz;
-  w.pprof.off_cpu = out.off_cpu;
+  w.pprof.ns_type = out.wall ? "wall" : out.off_cpu ? "off_cpu" : "";
   w.pprof.count_type = out.probe_type;
   w.pprof.count_period = out.sample_period ? out.sample_period : 1;
   w.pprof.duration_nanos = static_cast<int64_t>(rec.summary().seconds * 1e9);

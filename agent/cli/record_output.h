@@ -26,6 +26,7 @@ struct RecordOutput {
   bool clock_event = true;   // the event counts nanoseconds
   uint64_t frequency_hz = 99;
   bool off_cpu = false;  // values are nanoseconds off the CPU
+  bool wall = false;     // on-CPU and off-CPU nanoseconds per thread
   // Counted events: probe hits ("uprobe", "usdt", ...) or a counter event
   // ("cycles") with its period (-c; 0: frequency mode, period unknown).
   std::string probe_type;

@@ -32,7 +32,7 @@ std::string FormatSample(const ResolvedSample& sample, const PerfScriptOptions& 
                            static_cast<int32_t>(sample.tid), sample.cpu, sample.time_ns / 1000000000,
                            sample.time_ns % 1000000000 / 1000,
                            // perf record --off-cpu's event: its period is the time blocked.
-                           sample.off_cpu ? sample.off_cpu_ns / sample.count : o.period,
+                           sample.off_cpu ? sample.weight_ns / sample.count : o.period,
                            sample.off_cpu ? std::string("offcpu-time") : OneLine(o.event));
   }
   for (const ResolvedFrame& f : sample.frames) {

@@ -77,7 +77,7 @@ struct Sample {
   int64_t comm = 0;
   std::vector<std::pair<int64_t, int64_t>> labels;  // key, value string ids
   uint64_t count = 0;
-  uint64_t off_cpu_ns = 0;
+  uint64_t weight_ns = 0;
 };
 
 // Ids are positions + 1 (0 is reserved for "unset"), handed out in first
@@ -122,9 +122,9 @@ class ProfileBuilder {
       samples_.push_back({std::move(location_ids), sample.pid, sample.tid, comm, std::move(labels), 0});
     }
     uint64_t& count = samples_[it->second].count;
-    uint64_t& off_cpu_ns = samples_[it->second].off_cpu_ns;
+    uint64_t& weight_ns = samples_[it->second].weight_ns;
     if (__builtin_add_overflow(count, sample.count, &count) ||
-        __builtin_add_overflow(off_cpu_ns, sample.off_cpu_ns, &off_cpu_ns)) {
+        __builtin_add_overflow(weight_ns, sample.weight_ns, &weight_ns)) {
       return absl::OutOfRangeError("pprof: sample count overflows");
     }
     return absl::OkStatus();
@@ -149,11 +149,12 @@ class ProfileBuilder {
       profile.Message(kProfilePeriodType, value_type(options_.count_type, "count"));
       profile.Int64(kProfilePeriod, static_cast<int64_t>(options_.count_period));
     } else {
-      const char* what = options_.off_cpu ? "off_cpu" : "cpu";
-      profile.Message(kProfileSampleType, value_type(options_.off_cpu ? "blocks" : "samples", "count"));
+      const bool in_ns = !options_.ns_type.empty();
+      const std::string what = in_ns ? options_.ns_type : "cpu";
+      profile.Message(kProfileSampleType, value_type(what == "off_cpu" ? "blocks" : "samples", "count"));
       profile.Message(kProfileSampleType, value_type(what, "nanoseconds"));
       profile.Message(kProfilePeriodType, value_type(what, "nanoseconds"));
-      profile.Int64(kProfilePeriod, options_.off_cpu ? 1 : period);
+      profile.Int64(kProfilePeriod, in_ns ? 1 : period);
     }
     if (options_.time_nanos != 0) profile.Int64(kProfileTimeNanos, options_.time_nanos);
     if (options_.duration_nanos != 0) {
@@ -165,10 +166,10 @@ class ProfileBuilder {
     const int64_t comm_key = strings_.Index("comm");
     constexpr auto kMaxValue = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
     for (const Sample& s : samples_) {
-      uint64_t nanos = s.off_cpu_ns;
+      uint64_t nanos = s.weight_ns;
       const bool overflow =
           s.count > kMaxValue ||
-          (!options_.off_cpu &&
+          ((probe || options_.ns_type.empty()) &&
            __builtin_mul_overflow(s.count, probe ? options_.count_period : static_cast<uint64_t>(period),
                                   &nanos)) ||
           nanos > kMaxValue;

@@ -34,14 +34,16 @@ struct PprofOptions {
   // dso path -> hex build id, for the Mapping's build_id (symbol servers
   // and `pprof -symbolize` key on it).
   std::map<std::string, std::string> build_ids;
-  // Off-CPU time (ehprof record --off-cpu): sample types blocks/count and
-  // off_cpu/nanoseconds (Pyroscope's eBPF agent names it off_cpu), each
-  // sample's value its off_cpu_ns; frequency_hz is then unused.
-  bool off_cpu = false;
+  // Time in nanoseconds per sample (weight_ns) rather than a period:
+  // "off_cpu" (ehprof record --off-cpu; sample types blocks/count and
+  // off_cpu/nanoseconds, as Pyroscope's eBPF agent names it) or "wall"
+  // (--wall: samples/count, wall/nanoseconds); frequency_hz is then unused.
+  std::string ns_type;
   // Events counted rather than timed: probe hits (-e uprobe:..., period 1)
   // or a counter sampled every count_period events (-e cycles -c N).
   // Sample types samples/count and COUNT_TYPE/count ("uprobe", as
   // Pyroscope's eBPF agent names it; "cycles"), the second count x period.
+  // Takes precedence over ns_type.
   std::string count_type;
   uint64_t count_period = 1;
 };

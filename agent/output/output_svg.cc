@@ -1,3 +1,4 @@
+#include "agent/output/wall_view.h"
 #include "agent/output/output_svg.h"
 #include "agent/output/svg_script.h"
 
@@ -27,7 +28,7 @@ constexpr double kFontSize = 12;
 // other fonts.
 constexpr double kCharWidth = kFontSize * 0.62;
 
-enum class FrameKind { kRoot, kComm, kUser, kKernel, kInlined, kUnknown };
+enum class FrameKind { kRoot, kComm, kUser, kKernel, kInlined, kUnknown, kOffCpu };
 
 // Children are keyed by kind too: an inlined "foo" and a real "foo" are
 // different frames. Looked up by view, so the common case allocates nothing.
@@ -179,6 +180,7 @@ KeyView FrameKey(const ResolvedFrame& f, std::string* scratch) {
     *scratch = CleanText(absl::StrCat("[", Basename(f.dso), "]"));
     return {*scratch, FrameKind::kUnknown};
   }
+  if (f.dso == kOffCpuFrame) return {kOffCpuFrame, FrameKind::kOffCpu};
   const std::string_view name = CleanName(f.symbol, scratch);
   if (f.inlined) return {name, FrameKind::kInlined};
   if (f.kernel) return {name, FrameKind::kKernel};
@@ -260,6 +262,9 @@ std::string FrameColor(const Node& node) {
       return Hsl(8 + 42 * v1, 0.85, 0.55 + 0.10 * v2);
     case FrameKind::kKernel:
       return Hsl(195 + 25 * v1, 0.60, 0.62 + 0.10 * v2);
+    case FrameKind::kOffCpu:
+      // Waiting, not running: a colour no running frame has.
+      return Hsl(275, 0.45, 0.60);
     case FrameKind::kInlined:
       return Hsl(95 + 40 * v1, 0.50, 0.55 + 0.10 * v2);
     case FrameKind::kUnknown:

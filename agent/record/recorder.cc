@@ -341,6 +341,9 @@ void Recorder::Loop(ring_buffer* rb, uint64_t start, uint64_t deadline) {
       timeout_ms = due <= now ? 0 : static_cast<int>(std::min<uint64_t>(100, (due - now) / 1000000 + 1));
     }
     int n = ring_buffer__poll(rb, timeout_ms);
+    // Samples do not wake us (bpf/stacks.bpf.h: sample_wakeup) until the
+    // ring is a quarter full: take what arrived since, every round.
+    if (n >= 0 || n == -EINTR) ring_buffer__consume(rb);
     const uint64_t now = NowNs();
     summary_.seconds = (now - start) / 1e9;
     if (n < 0 && n != -EINTR) {

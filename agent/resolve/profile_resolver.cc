@@ -39,7 +39,7 @@ class Resolver {
     ResolvedSample out;
     out.count = raw.count;
     out.off_cpu = (raw.flags & EHP_SAMPLE_OFF_CPU) != 0;
-    out.off_cpu_ns = raw.off_cpu_ns;
+    out.weight_ns = raw.off_cpu_ns;
     out.comm = raw.comm;
     out.pid = raw.pid;
     out.tid = raw.tid;

@@ -40,16 +40,18 @@ struct ResolvedSample {
   // Leaf first: kernel frames, then user frames.
   std::vector<ResolvedFrame> frames;
   uint64_t count = 1;
-  // An off-CPU sample: count blocks, off_cpu_ns nanoseconds in all.
+  // An off-CPU sample: count blocks, weight_ns nanoseconds in all.
   bool off_cpu = false;
-  uint64_t off_cpu_ns = 0;
+  // > 0: the sample weighs this many nanoseconds in a profile that sums
+  // them (off-CPU time; on-CPU samples as count x period in --wall).
+  uint64_t weight_ns = 0;
   // Further labels (pprof: string labels of the sample), e.g. service_name.
   std::vector<std::pair<std::string, std::string>> labels;
 };
 
-// What a sample weighs in a profile that sums them (folded, SVG): an
-// off-CPU sample its nanoseconds, a timer sample its count.
-inline uint64_t SampleValue(const ResolvedSample& s) { return s.off_cpu ? s.off_cpu_ns : s.count; }
+// What a sample weighs in a profile that sums them (folded, SVG): its
+// nanoseconds when it has them, else its count.
+inline uint64_t SampleValue(const ResolvedSample& s) { return s.weight_ns ? s.weight_ns : s.count; }
 
 }  // namespace ehprof
 
