@@ -159,7 +159,10 @@ absl::Status AgentLoop::Run() {
   Recorder rec(std::move(ro));
   recorder_ = &rec;
   absl::Status st = rec.Run();
-  HandOver(Clock(CLOCK_MONOTONIC));  // the last, partial interval
+  // The last, partial interval, unless it caught no sample: stopped just
+  // after a boundary it may be a few ms long, and an empty profile is
+  // nothing to write or push.
+  if (aggregator_.pending_samples() > 0) HandOver(Clock(CLOCK_MONOTONIC));
   for (const std::string& w : rec.TakeWarnings()) {
     std::fprintf(stderr, "ehprof agent: warning: %s\n", w.c_str());
   }

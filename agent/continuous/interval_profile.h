@@ -65,6 +65,8 @@ class StackAggregator {
   void Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service);
   // The interval so far, ended at now_ns; the next one starts empty.
   IntervalProfile Take(uint64_t now_ns);
+  // Samples added since the last Take (those over the stack cap too).
+  uint64_t pending_samples() const { return cur_.samples; }
 
  private:
   uint32_t String(const std::string& s);
