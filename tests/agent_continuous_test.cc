@@ -83,9 +83,9 @@ TEST(StackAggregator, CountsDistinctStacksLocatedInTheirMappings) {
   EXPECT_EQ(p.samples, 1002u);
   ASSERT_EQ(p.counts.size(), 3u);  // memory by distinct stack, not by sample
   uint64_t most = 0;
-  for (const auto& [key, n] : p.counts) {
-    if (n != 1000) continue;
-    most = n;
+  for (const auto& [key, v] : p.counts) {
+    if (v.count != 1000) continue;
+    most = v.count;
     ASSERT_EQ(key.frames.size(), 3u);
     EXPECT_EQ(p.frames[key.frames[0]].mapping, LocatedFrame::kKernel);
     const LocatedFrame& l = p.frames[key.frames[1]];

@@ -34,10 +34,10 @@ using testing::RunEhprof;
 // "ticks=N share=S chain=C": total ticks, the share of them under `fn`,
 // and whether some `fn` node has each of `ancestors` above it.
 std::string Judge(const PyroscopeServer& server, const std::string& service, const std::string& fn,
-                  const std::string& ancestors) {
-  const std::string q = absl::StrCat(
-      "/pyroscope/render?query=process_cpu:cpu:nanoseconds:cpu:nanoseconds%7Bservice_name%3D%22",
-      service, "%22%7D&from=now-15m&until=now%2B1m&format=json");
+                  const std::string& ancestors,
+                  const std::string& type = "process_cpu:cpu:nanoseconds:cpu:nanoseconds") {
+  const std::string q = absl::StrCat("/pyroscope/render?query=", type, "%7Bservice_name%3D%22", service,
+                                     "%22%7D&from=now-15m&until=now%2B1m&format=json");
   const std::string py = R"PY(
 import json, sys
 fn, anc = sys.argv[1], [a for a in sys.argv[2].split(",") if a]
@@ -144,6 +144,39 @@ TEST_F(Pyroscope, ServesFiosHotPathAsEhprofsOwnProfileHasIt) {
   const double local_share = std::stod(m[1].str()) / 100;
   EXPECT_GT(local_share, 0.2) << top;
   EXPECT_NEAR(pyroscope_share, local_share, 0.05) << judged << "\n" << top;
+}
+
+// ehprof agent --off-cpu: off_cpu profiles beside process_cpu, in
+// Pyroscope and in the output directory, with the sleeping program's 1:3.
+TEST_F(Pyroscope, ServesOffCpuTimeBesideCpu) {
+  pid_t sleeper = Spawn({testing::TestdataPath("offcpu_sleep"), "30"});
+  ASSERT_GT(sleeper, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past its first block
+  testing::RunResult r = RunEhprof(
+      {"agent", "-p", std::to_string(sleeper), "--off-cpu", "--interval", "1", "--pyroscope", server_.url(),
+       "--output-dir", dir_ + "/off", "--service-name", "offcpu-test", "--metrics-every", "0"},
+      SIGTERM, 5000);
+  kill(sleeper, SIGKILL);
+  waitpid(sleeper, nullptr, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string type = "off_cpu:off_cpu:nanoseconds:off_cpu:nanoseconds";
+  std::string a, b;
+  for (int i = 0; i < 20; ++i) {
+    b = Judge(server_, "offcpu-test", "sleep_b", "main,sleep_loop", type);
+    if (Field(b, "ticks") > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  a = Judge(server_, "offcpu-test", "sleep_a", "main,sleep_loop", type);
+  EXPECT_EQ(Field(a, "chain"), 1) << a;
+  EXPECT_EQ(Field(b, "chain"), 1) << b;
+  // About 4.5 s of 400 ms rounds: whole rounds 1:3, a cut round shifts it.
+  EXPECT_NEAR(Field(b, "share") / Field(a, "share"), 3.0, 0.9) << a << "\n" << b;
+  EXPECT_GT(Field(b, "ticks"), 2e9) << b;  // nanoseconds
+  size_t off_files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/off")) {
+    off_files += e.path().string().find(".off_cpu.pb.gz") != std::string::npos;
+  }
+  EXPECT_GE(off_files, 3u) << r.err;
 }
 
 TEST_F(Pyroscope, AnOutageLosesNoInterval) {

@@ -38,13 +38,22 @@ std::string PushBody(const IntervalOutput& out, const Labels& common) {
   po.time_nanos = static_cast<int64_t>(out.start_unix_ns);
   po.duration_nanos = static_cast<int64_t>(out.duration_ns);
   for (const auto& [service, samples] : out.by_service) {
-    std::ostringstream pprof;
-    if (!WritePprof(samples, pprof, po).ok()) continue;
-    PushSeries s;
-    s.labels = {{"__name__", "process_cpu"}, {"service_name", service}};
-    s.labels.insert(s.labels.end(), common.begin(), common.end());
-    s.profiles.push_back(pprof.str());
-    series.push_back(std::move(s));
+    // Timer samples as process_cpu; --off-cpu time as off_cpu (the name and
+    // sample type Pyroscope's own eBPF agent uses).
+    std::vector<ResolvedSample> cpu, off;
+    for (const ResolvedSample& r : samples) (r.off_cpu ? off : cpu).push_back(r);
+    for (auto* part : {&cpu, &off}) {
+      if (part->empty()) continue;
+      const bool off_cpu = part == &off;
+      po.ns_type = off_cpu ? "off_cpu" : "";
+      std::ostringstream pprof;
+      if (!WritePprof(*part, pprof, po).ok()) continue;
+      PushSeries s;
+      s.labels = {{"__name__", off_cpu ? "off_cpu" : "process_cpu"}, {"service_name", service}};
+      s.labels.insert(s.labels.end(), common.begin(), common.end());
+      s.profiles.push_back(pprof.str());
+      series.push_back(std::move(s));
+    }
   }
   return EncodePushRequest(series);
 }

@@ -89,6 +89,14 @@ const CLI::Validator kAbsoluteDir(
     [](std::string& s) { return !s.empty() && s[0] == '/' ? std::string() : "takes an absolute directory"; },
     "");
 
+// --off-cpu-state names and their enum ehp_offcpu_state bits.
+constexpr std::pair<const char*, uint32_t> kOffCpuStates[] = {
+    {"all", EHP_OFFCPU_ALL_STATES},
+    {"sleeping", EHP_OFFCPU_SLEEPING},
+    {"uninterruptible", EHP_OFFCPU_UNINTERRUPTIBLE},
+    {"preempted", EHP_OFFCPU_PREEMPTED},
+};
+
 }  // namespace
 
 int UsageError(std::string_view subcommand, std::string_view reason) {
@@ -230,6 +238,43 @@ void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordO
   record->sizes.procs = flags.max_procs;
   record->table_cache_explicit = app.count("--table-cache") > 0;
   if (flags.no_table_cache) record->table_cache_dir.clear();
+}
+
+void AddOffCpuOptions(CLI::App& app, OffCpuFlags* f) {
+  const std::string g = "off-CPU";
+  app.add_flag("--off-cpu", f->off_cpu,
+               "where threads wait: the time each spends off the CPU (switched out until it runs "
+               "again), with its stacks, in nanoseconds (record: instead of CPU samples; agent: "
+               "beside them, as off_cpu profiles)")
+      ->group(g);
+  app.add_option("--off-cpu-min-us", f->min_us,
+                 "leave out blocks shorter than this (default 10); each block at least this long is "
+                 "one event, so it bounds the cost on a busy machine")
+      ->type_name("US")
+      ->check(InRange(0.0, 1e9))
+      ->group(g);
+  std::vector<std::string> names;
+  for (const auto& [name, bits] : kOffCpuStates) names.push_back(name);
+  app.add_option("--off-cpu-state", f->states,
+                 "count the time of threads that left the CPU sleeping (S: waiting for an event), "
+                 "uninterruptible (D: mostly disk I/O) or preempted (runnable, waiting for a CPU); "
+                 "default all")
+      ->type_name("STATE[,STATE...]")
+      ->delimiter(',')
+      ->check(CLI::IsMember(names).description(""))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(g);
+}
+
+void ApplyOffCpuFlags(const OffCpuFlags& f, RecordOptions* record) {
+  record->off_cpu = f.off_cpu;
+  record->off_cpu_min_ns = static_cast<uint64_t>(f.min_us * 1000);
+  if (!f.states.empty()) record->off_cpu_states = 0;
+  for (const std::string& name : f.states) {
+    for (const auto& [n, bits] : kOffCpuStates) {
+      if (name == n) record->off_cpu_states |= bits;
+    }
+  }
 }
 
 bool IsClockEvent(const std::string& event) {

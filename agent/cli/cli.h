@@ -58,6 +58,15 @@ struct SamplingFlags {
 void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* flags);
 // Sets the event, map sizes and table cache of record from flags.
 void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordOptions* record);
+// --off-cpu, --off-cpu-min-us, --off-cpu-state (record and agent).
+struct OffCpuFlags {
+  bool off_cpu = false;
+  double min_us = 10;
+  std::vector<std::string> states;
+};
+void AddOffCpuOptions(CLI::App& app, OffCpuFlags* flags);
+// Sets record's off_cpu, threshold and state mask (not sample_cpu).
+void ApplyOffCpuFlags(const OffCpuFlags& flags, RecordOptions* record);
 // Whether the event counts time (a clock), so a sample's period is known.
 bool IsClockEvent(const std::string& event);
 

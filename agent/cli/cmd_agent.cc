@@ -35,6 +35,7 @@ retried with backoff. --output-dir files are read with
 
 struct AgentFlags {
   SamplingFlags sampling;
+  OffCpuFlags off_cpu;
   SinkFlags sinks;
   bool all = false;
   uint64_t memory_limit_mb = 300;
@@ -160,6 +161,7 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   AddSamplingOptions(*app, &o.record, &f.sampling);
   AddSinkOptions(*app, &f.sinks);
   AddAgentOptions(*app, &o, &f);
+  AddOffCpuOptions(*app, &f.off_cpu);
   if (auto exit = ParseCommandLine(*app, args)) return *exit;
   if (f.sinks.output_dir.empty() && f.sinks.push.url.empty()) {
     return UsageError("agent", "give a sink: --pyroscope URL or --output-dir DIR");
@@ -169,7 +171,11 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   if (LooksLikeProbe(f.sampling.event)) {
     return UsageError("agent", "-e takes clock events here; probes are for ehprof record (for now)");
   }
+  if (f.off_cpu.off_cpu && !IsClockEvent(f.sampling.event)) {
+    return UsageError("agent", "--off-cpu runs beside a clock: -e cpu-clock or task-clock");
+  }
   ApplySamplingFlags(f.sampling, *app, &o.record);
+  ApplyOffCpuFlags(f.off_cpu, &o.record);  // beside the CPU samples
   o.record.all = o.record.pids.empty();
   o.record.live_status = false;
   o.memory_limit_bytes = f.memory_limit_mb << 20;

@@ -32,47 +32,16 @@ struct RecordFlags {
   bool no_demangle = false;
   std::string unwinder = "dwarf";
   std::string output_mode;
-  double off_cpu_min_us = 10;
+  OffCpuFlags off_cpu;
   bool wall = false;
-  std::vector<std::string> off_cpu_states;
 };
 
-// --off-cpu-state names and their enum ehp_offcpu_state bits.
-constexpr std::pair<const char*, uint32_t> kOffCpuStates[] = {
-    {"all", EHP_OFFCPU_ALL_STATES},
-    {"sleeping", EHP_OFFCPU_SLEEPING},
-    {"uninterruptible", EHP_OFFCPU_UNINTERRUPTIBLE},
-    {"preempted", EHP_OFFCPU_PREEMPTED},
-};
-
-void AddOffCpuOptions(CLI::App& app, RecordOptions* o, RecordFlags* f) {
-  const std::string g = "off-CPU";
+void AddWallOption(CLI::App& app, RecordFlags* f) {
   app.add_flag("--wall", f->wall,
                "on-CPU samples (weighted by their period) and off-CPU time in one profile, per "
                "thread, in nanoseconds: where each thread's wall-clock time went; off-CPU stacks "
                "end in an [off-cpu] frame")
-      ->group(g);
-  app.add_flag("--off-cpu", o->off_cpu,
-               "record where threads wait instead of where they run: the time each spends off the "
-               "CPU (switched out until it runs again), with its stacks, in nanoseconds")
-      ->group(g);
-  app.add_option("--off-cpu-min-us", f->off_cpu_min_us,
-                 "leave out blocks shorter than this (default 10); each block at least this long is "
-                 "one event, so it bounds the cost on a busy machine")
-      ->type_name("US")
-      ->check(InRange(0.0, 1e9))
-      ->group(g);
-  std::vector<std::string> names;
-  for (const auto& [name, bits] : kOffCpuStates) names.push_back(name);
-  app.add_option("--off-cpu-state", f->off_cpu_states,
-                 "count the time of threads that left the CPU sleeping (S: waiting for an event), "
-                 "uninterruptible (D: mostly disk I/O) or preempted (runnable, waiting for a CPU); "
-                 "default all")
-      ->type_name("STATE[,STATE...]")
-      ->delimiter(',')
-      ->check(CLI::IsMember(names).description(""))
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->group(g);
+      ->group("off-CPU");
 }
 
 void AddTargetOptions(CLI::App& app, RecordOptions* o) {
@@ -145,13 +114,13 @@ std::string CheckCombination(const RecordOptions& o, const RecordFlags& f, const
   if (targets == 0) return "say what to profile: -- COMMAND, -p, -t or -a";
   if (targets > 1) return "give one of -- COMMAND, -p, -t, -a";
   if (f.kernel_only && f.user_only) return "-K and -U exclude each other";
-  if (f.wall && o.off_cpu) return "--wall includes --off-cpu: give one";
+  if (f.wall && f.off_cpu.off_cpu) return "--wall includes --off-cpu: give one";
   if (f.wall && !IsClockEvent(f.sampling.event)) return "--wall weighs samples by time: -e cpu-clock or task-clock";
   if (f.wall && o.sample_period) return "--wall takes -F, not -c";  // -F sets its fixed period
-  if ((o.off_cpu || f.wall) && LooksLikeProbe(f.sampling.event)) {
+  if ((f.off_cpu.off_cpu || f.wall) && LooksLikeProbe(f.sampling.event)) {
     return "--off-cpu and --wall exclude a probe -e";
   }
-  if ((o.off_cpu || f.wall) && (o.verify_every != 0 || f.unwinder == "both")) {
+  if ((f.off_cpu.off_cpu || f.wall) && (o.verify_every != 0 || f.unwinder == "both")) {
     return "--off-cpu takes neither --verify nor --unwinder both";
   }
   if ((out.fp_walk || !out.compare_path.empty() || !out.diff_path.empty()) && f.unwinder != "both") {
@@ -192,6 +161,7 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
 
 // --off-cpu (off-CPU time only) and --wall (the sampler and off-CPU time).
 void ApplyOffCpu(const RecordFlags& f, RecordOptions* o, RecordOutput* out) {
+  ApplyOffCpuFlags(f.off_cpu, o);
   if (f.wall) {
     o->off_cpu = true;
     out->wall = true;
@@ -203,16 +173,7 @@ void ApplyOffCpu(const RecordFlags& f, RecordOptions* o, RecordOutput* out) {
   } else if (o->off_cpu) {
     o->sample_cpu = false;
   }
-  if (o->off_cpu) {
-    o->off_cpu_min_ns = static_cast<uint64_t>(f.off_cpu_min_us * 1000);
-    if (!f.off_cpu_states.empty()) o->off_cpu_states = 0;
-    for (const std::string& name : f.off_cpu_states) {
-      for (const auto& [n, bits] : kOffCpuStates) {
-        if (name == n) o->off_cpu_states |= bits;
-      }
-    }
-    out->off_cpu = true;
-  }
+  out->off_cpu = o->off_cpu;
 }
 
 }  // namespace
@@ -228,7 +189,8 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   AddSamplingOptions(*app, &o, &f.sampling);
   AddWalkOptions(*app, &o, &f, &out);
   AddOutputOptions(*app, &f, &out);
-  AddOffCpuOptions(*app, &o, &f);
+  AddOffCpuOptions(*app, &f.off_cpu);
+  AddWallOption(*app, &f);
   if (auto exit = ParseCommandLine(*app, args)) return *exit;
   if (std::string bad = CheckCombination(o, f, out); !bad.empty()) return UsageError("record", bad);
   Apply(f, *app, &o, &out);

@@ -30,6 +30,7 @@ void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker,
   IntervalProfile::Key key;
   key.service = String(service);
   key.comm = String(s.comm);
+  key.off_cpu = (s.flags & EHP_SAMPLE_OFF_CPU) != 0;
   key.frames.reserve(s.kernel.size() + s.user.size());
   for (uint64_t addr : s.kernel) {
     key.frames.push_back(Frame({LocatedFrame::kKernel, addr, addr}));
@@ -47,9 +48,10 @@ void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker,
   }
   auto it = cur_.counts.find(key);
   if (it != cur_.counts.end()) {
-    ++it->second;
+    ++it->second.count;
+    it->second.weight_ns += s.off_cpu_ns;
   } else if (cur_.counts.size() < max_stacks_) {
-    cur_.counts.emplace(std::move(key), 1);
+    cur_.counts.emplace(std::move(key), IntervalProfile::Value{1, s.off_cpu_ns});
   } else {
     ++cur_.dropped;
   }

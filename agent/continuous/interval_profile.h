@@ -41,11 +41,16 @@ struct IntervalProfile {
     uint32_t service = 0;  // into strings
     uint32_t comm = 0;     // into strings
     std::vector<uint32_t> frames;  // into frames, leaf first: kernel, then user
+    bool off_cpu = false;          // --off-cpu time, not timer samples
     bool operator==(const Key&) const = default;
     template <typename H>
     friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.service, k.comm, k.frames);
+      return H::combine(std::move(h), k.service, k.comm, k.frames, k.off_cpu);
     }
+  };
+  struct Value {
+    uint64_t count = 0;
+    uint64_t weight_ns = 0;  // off-CPU: nanoseconds blocked
   };
   uint64_t start_ns = 0, end_ns = 0;  // CLOCK_MONOTONIC, as the samples
   uint64_t samples = 0;
@@ -53,7 +58,7 @@ struct IntervalProfile {
   std::vector<std::string> strings;
   std::vector<LocatedMapping> mappings;
   std::vector<LocatedFrame> frames;
-  absl::flat_hash_map<Key, uint64_t> counts;
+  absl::flat_hash_map<Key, Value> counts;
 };
 
 // Builds IntervalProfiles on the recording thread.

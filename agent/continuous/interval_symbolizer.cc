@@ -82,10 +82,12 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
 std::map<std::string, std::vector<ResolvedSample>> IntervalSymbolizer::Resolve(
     const IntervalProfile& p) {
   std::map<std::string, std::vector<ResolvedSample>> out;
-  for (const auto& [key, count] : p.counts) {
+  for (const auto& [key, value] : p.counts) {
     ResolvedSample s;
     s.comm = p.strings[key.comm];
-    s.count = count;
+    s.count = value.count;
+    s.off_cpu = key.off_cpu;
+    s.weight_ns = value.weight_ns;
     s.labels.emplace_back("service_name", p.strings[key.service]);
     for (uint32_t id : key.frames) {
       const LocatedFrame& f = p.frames[id];
@@ -95,6 +97,7 @@ std::map<std::string, std::vector<ResolvedSample>> IntervalSymbolizer::Resolve(
         AddUser(p, f, &s.frames);
       }
     }
+    if (s.off_cpu) DropTracingFrames(&s.frames);
     out[p.strings[key.service]].push_back(std::move(s));
   }
   return out;

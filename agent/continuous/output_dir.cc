@@ -47,19 +47,32 @@ std::vector<std::string> OutputDir::Files() const {
 }
 
 absl::Status OutputDir::Write(const IntervalOutput& interval) {
-  std::vector<ResolvedSample> all;
+  // Timer samples in one file, --off-cpu time (another sample type) in a
+  // second one beside it, named ...off_cpu.pb.gz.
+  std::vector<ResolvedSample> cpu, off;
   for (const auto& [service, samples] : interval.by_service) {
-    all.insert(all.end(), samples.begin(), samples.end());
+    for (const ResolvedSample& r : samples) (r.off_cpu ? off : cpu).push_back(r);
   }
   const absl::Time start = absl::FromUnixNanos(static_cast<int64_t>(interval.start_unix_ns));
-  const std::string name = absl::StrCat(
-      dir_, "/", kPrefix, absl::FormatTime("%Y%m%dT%H%M%E3SZ", start, absl::UTCTimeZone()), "-",
-      seq_++, kSuffix);
-  const std::string tmp = absl::StrCat(dir_, "/.tmp-", kPrefix, getpid());
+  const std::string base = absl::StrCat(
+      dir_, "/", kPrefix, absl::FormatTime("%Y%m%dT%H%M%E3SZ", start, absl::UTCTimeZone()), "-", seq_++);
   PprofOptions po;
   po.frequency_hz = interval.frequency_hz;
   po.time_nanos = static_cast<int64_t>(interval.start_unix_ns);
   po.duration_nanos = static_cast<int64_t>(interval.duration_ns);
+  if (absl::Status s = WriteFile(cpu, absl::StrCat(base, kSuffix), po); !s.ok()) return s;
+  if (!off.empty()) {
+    po.ns_type = "off_cpu";
+    if (absl::Status s = WriteFile(off, absl::StrCat(base, ".off_cpu", kSuffix), po); !s.ok()) return s;
+  }
+  std::vector<std::string> files = Files();
+  for (size_t i = 0; i + keep_ < files.size(); ++i) ::unlink(files[i].c_str());
+  return absl::OkStatus();
+}
+
+absl::Status OutputDir::WriteFile(const std::vector<ResolvedSample>& all, const std::string& name,
+                                  const PprofOptions& po) {
+  const std::string tmp = absl::StrCat(dir_, "/.tmp-", kPrefix, getpid());
   {
     const mode_t old = ::umask(077);
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -72,8 +85,6 @@ absl::Status OutputDir::Write(const IntervalOutput& interval) {
   if (std::rename(tmp.c_str(), name.c_str()) != 0) {
     return absl::PermissionDeniedError(absl::StrCat("cannot rename ", tmp, " to ", name, ": ", std::strerror(errno)));
   }
-  std::vector<std::string> files = Files();
-  for (size_t i = 0; i + keep_ < files.size(); ++i) ::unlink(files[i].c_str());
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/continuous/agent_loop.h"
+#include "agent/output/output_pprof.h"
 
 namespace ehprof {
 
@@ -24,6 +25,9 @@ class OutputDir {
 
  private:
   OutputDir(std::string dir, size_t keep) : dir_(std::move(dir)), keep_(keep) {}
+  // One pprof file, through a temporary renamed into place.
+  absl::Status WriteFile(const std::vector<ResolvedSample>& samples, const std::string& name,
+                         const PprofOptions& po);
   std::string dir_;
   size_t keep_;
   uint64_t seq_ = 0;

@@ -9,10 +9,6 @@
 #include "symbolizer/perf_map.h"
 
 namespace ehprof {
-namespace {
-
-constexpr char kUnknown[] = "[unknown]";
-
 // Off-CPU stacks are taken inside the sched_switch tracepoint: their
 // kernel stacks start with the BPF program and the tracepoint's glue
 // (bpf_prog_..._ehprof_switch, bpf_trace_run4, __bpf_trace_sched_switch),
@@ -29,6 +25,10 @@ void DropTracingFrames(std::vector<ResolvedFrame>* frames) {
   }
   frames->erase(frames->begin(), frames->begin() + n);
 }
+
+namespace {
+
+constexpr char kUnknown[] = "[unknown]";
 
 class Resolver {
  public:

@@ -46,6 +46,10 @@ std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples
                                            const ProcessTracker& tracker, Symbolizer& symbols,
                                            const Kallsyms* kernel, const ResolveOptions& options);
 
+// Off-CPU stacks are taken inside the sched_switch tracepoint: drops the
+// leading kernel frames of the BPF program and the tracepoint's glue.
+void DropTracingFrames(std::vector<ResolvedFrame>* frames);
+
 }  // namespace ehprof
 
 #endif  // EHPROF_AGENT_RESOLVE_PROFILE_RESOLVER_H_
