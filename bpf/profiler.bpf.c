@@ -137,6 +137,14 @@ int BPF_USDT(ehprof_usdt)
 	return probe_hit(ctx, 1);
 }
 
+/* -e kprobe:FUNC: a kernel function's entry; the user stack is the one
+ * that entered the kernel. */
+SEC("kprobe")
+int ehprof_kprobe(struct pt_regs *ctx)
+{
+	return probe_hit(ctx, 0);
+}
+
 /* -e tracepoint:CAT:NAME. */
 SEC("tracepoint")
 int ehprof_tracepoint(void *ctx)

@@ -47,7 +47,8 @@ TEST(ProbeSpec, ErrorsSayWhatIsWrong) {
       {"uprobe:bin/fio:f", "absolute"},          {"uprobe:/bin/fio", "PATH:SYMBOL"},
       {"uprobe:/bin/fio:", "no SYMBOL"},          {"uprobe:/bin/fio:0xzz", "hex"},
       {"uprobe:/bin/fio:f+q", "+OFF"},            {"usdt:/bin/x:prov", "usdt:PATH:PROVIDER:NAME"},
-      {"tracepoint:sched", "tracepoint:CATEGORY:NAME"}, {"kprobe:do_sys_open", "not a probe"},
+      {"tracepoint:sched", "tracepoint:CATEGORY:NAME"}, {"kprobe:", "kprobe:FUNCTION"},
+      {"kprobe:a:b", "kprobe:FUNCTION"},            {"fprobe:do_sys_open", "not a probe"},
   };
   for (const Case& c : cases) {
     auto p = ParseProbeSpec(c.spec);
@@ -56,6 +57,11 @@ TEST(ProbeSpec, ErrorsSayWhatIsWrong) {
     EXPECT_NE(p.status().message().find(c.spec), std::string::npos) << p.status();
   }
   EXPECT_TRUE(LooksLikeProbe("usdt:/x:a:b"));
+  EXPECT_TRUE(LooksLikeProbe("kprobe:vfs_read"));
+  auto k = ParseProbeSpec("kprobe:vfs_read");
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->kind, ProbeSpec::Kind::kKprobe);
+  EXPECT_EQ(k->name, "vfs_read");
   EXPECT_FALSE(LooksLikeProbe("cpu-clock"));
 }
 

@@ -97,6 +97,23 @@ TEST_F(RecordProbe, TracepointHitsCarryTheUserStackThatEnteredTheKernel) {
   EXPECT_GE(from_main, 1u) << Dump(chains);
 }
 
+// kprobe:FUNC attaches where the kernel has kprobes; this machine type's
+// kernel is built without them, which must be said plainly.
+TEST_F(RecordProbe, KprobeWorksOrSaysTheKernelHasNone) {
+  const std::string out = dir_ + "/k.txt";
+  auto r = RunEhprof({"record", "-q", "-e", "kprobe:ksys_write", "--format", "perf-script", "-o", out, "--",
+                      TestdataPath("probe_calls"), "1", "1"});
+  if (std::filesystem::exists("/sys/bus/event_source/devices/kprobe")) {
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // probe_calls writes its last line with write(2).
+    EXPECT_NE(testing::ReadFile(out).find("kprobe:ksys_write"), std::string::npos);
+  } else {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("no kprobes"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("kprobe:ksys_write"), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(RecordProbe, BadProbesAreUsageOrNamedErrors) {
   auto r = RunEhprof({"record", "-e", "uprobe:relative/path:f", "-a"});
   EXPECT_EQ(r.exit_code, 2) << r.err;

@@ -167,7 +167,7 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
                  "instructions, cache-misses, cache-references, branch-misses, branches (where "
                  "the PMU exists); page-faults, context-switches; or stacks at every hit of "
                  "uprobe:PATH:SYMBOL[+OFF], uprobe:PATH:0xADDR (an ELF address: stripped statics), "
-                 "uretprobe:..., usdt:PATH:PROVIDER:NAME, tracepoint:CATEGORY:NAME")
+                 "uretprobe:..., usdt:PATH:PROVIDER:NAME, tracepoint:CATEGORY:NAME, kprobe:FUNCTION")
       ->type_name("EVENT")
       ->check(CLI::Validator(
           [names](std::string& e) -> std::string {

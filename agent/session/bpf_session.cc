@@ -206,6 +206,7 @@ absl::Status BpfSession::Open(const SessionOptions& o) {
     bpf_program__set_autoload(skel_->progs.ehprof_uprobe, wants(K::kUprobe, K::kUretprobe));
     bpf_program__set_autoload(skel_->progs.ehprof_usdt, wants(K::kUsdt, K::kUsdt));
     bpf_program__set_autoload(skel_->progs.ehprof_tracepoint, wants(K::kTracepoint, K::kTracepoint));
+    bpf_program__set_autoload(skel_->progs.ehprof_kprobe, wants(K::kKprobe, K::kKprobe));
   }
   return absl::OkStatus();
 }
@@ -323,6 +324,15 @@ absl::Status BpfSession::AttachProbe(const ProbeSpec& p) {
       link = bpf_program__attach_usdt(skel_->progs.ehprof_usdt, -1, p.path.c_str(), p.group.c_str(),
                                       p.name.c_str(), nullptr);
       break;
+    case ProbeSpec::Kind::kKprobe:
+      link = bpf_program__attach_kprobe(skel_->progs.ehprof_kprobe, false, p.name.c_str());
+      if (!link && ::access("/sys/bus/event_source/devices/kprobe", F_OK) != 0 &&
+          ::access("/sys/kernel/tracing/kprobe_events", F_OK) != 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "-e ", p.text, ": this kernel has no kprobes (built without CONFIG_KPROBES); "
+            "tracepoint:CATEGORY:NAME works where a tracepoint exists"));
+      }
+      break;
     case ProbeSpec::Kind::kTracepoint:
       // libbpf finds the tracepoint's id in tracefs, which a fresh machine
       // may not have mounted yet.
@@ -337,7 +347,8 @@ absl::Status BpfSession::AttachProbe(const ProbeSpec& p) {
     const int err = errno;
     if (err == ENOENT || err == ESRCH || err == EINVAL) {
       return absl::NotFoundError(absl::StrCat("-e ", p.text, ": cannot attach (", std::strerror(err),
-                                              "): no such file, symbol, USDT note or tracepoint?"));
+                                              "): no such file, symbol, USDT note, tracepoint or "
+                                              "kernel function?"));
     }
     return PermissionHint(err, absl::StrCat("attaching -e ", p.text));
   }

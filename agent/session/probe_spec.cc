@@ -57,12 +57,14 @@ const char* ProbeSpec::type_name() const {
       return "usdt";
     case Kind::kTracepoint:
       return "tracepoint";
+    case Kind::kKprobe:
+      return "kprobe";
   }
   return "probe";
 }
 
 bool LooksLikeProbe(const std::string& event) {
-  for (const char* prefix : {"uprobe:", "uretprobe:", "usdt:", "tracepoint:"}) {
+  for (const char* prefix : {"uprobe:", "uretprobe:", "usdt:", "tracepoint:", "kprobe:"}) {
     if (absl::StartsWith(event, prefix)) return true;
   }
   return false;
@@ -100,7 +102,15 @@ absl::StatusOr<ProbeSpec> ParseProbeSpec(const std::string& event) {
     p.name = parts[1];
     return p;
   }
-  return Bad(event, "not a probe (uprobe:, uretprobe:, usdt:, tracepoint:)");
+  if (absl::ConsumePrefix(&rest, "kprobe:")) {
+    if (rest.empty() || rest.find_first_of(": /") != absl::string_view::npos) {
+      return Bad(event, "takes kprobe:FUNCTION (a kernel function, as in /proc/kallsyms)");
+    }
+    p.kind = ProbeSpec::Kind::kKprobe;
+    p.name = std::string(rest);
+    return p;
+  }
+  return Bad(event, "not a probe (uprobe:, uretprobe:, usdt:, tracepoint:, kprobe:)");
 }
 
 absl::StatusOr<uint64_t> FileOffsetOfAddress(const std::string& path, uint64_t vaddr) {

@@ -12,7 +12,7 @@
 namespace ehprof {
 
 struct ProbeSpec {
-  enum class Kind { kUprobe, kUretprobe, kUsdt, kTracepoint };
+  enum class Kind { kUprobe, kUretprobe, kUsdt, kTracepoint, kKprobe };
   Kind kind = Kind::kUprobe;
   std::string text;  // as given, e.g. "uprobe:/usr/bin/fio:get_io_u"
   // uprobe/uretprobe/usdt: the ELF file (absolute).
@@ -22,10 +22,12 @@ struct ProbeSpec {
   std::string symbol;
   uint64_t offset = 0;
   uint64_t address = 0;
-  // usdt: provider and name; tracepoint: category and name.
+  // usdt: provider and name; tracepoint: category and name; kprobe: the
+  // function in name.
   std::string group;
   std::string name;
-  // "uprobe", "uretprobe", "usdt" or "tracepoint": the pprof sample type.
+  // "uprobe", "uretprobe", "usdt", "tracepoint" or "kprobe": the pprof
+  // sample type.
   const char* type_name() const;
 };
 
@@ -34,7 +36,8 @@ struct ProbeSpec {
 bool LooksLikeProbe(const std::string& event);
 
 // uprobe:PATH:SYMBOL[+OFF], uprobe:PATH:0xADDR, uretprobe:..., usdt:PATH:
-// PROVIDER:NAME, tracepoint:CATEGORY:NAME. Errors say what is wrong.
+// PROVIDER:NAME, tracepoint:CATEGORY:NAME, kprobe:FUNC. Errors say what is
+// wrong.
 absl::StatusOr<ProbeSpec> ParseProbeSpec(const std::string& event);
 
 // The file offset of ELF virtual address `vaddr` in `path` (what the
