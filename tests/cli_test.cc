@@ -76,6 +76,16 @@ void ExpectUsageError(const Result& r) {
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
 }
 
+TEST(Cli, VersionNamesTheBuild) {
+  Result r = RunEhprof({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(^ehprof \d+\.\d+\.\d+ \(\S+\)\n$)"))) << r.out;
+}
+
+TEST(Cli, CountAndFrequencyExcludeEachOther) {
+  ExpectUsageError(RunEhprof({"record", "-c", "1000", "-F", "99", "-a"}));
+}
+
 TEST(Cli, NoCommandIsUsageError) {
   Result r = RunEhprof({});
   EXPECT_EQ(r.exit_code, 2);

@@ -56,5 +56,20 @@ TEST_F(RecordEvents, ASoftwareCounterSampledEveryNthEvent) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
+// A perf user's command line: long options, -F max, -g/--call-graph taken
+// as no-ops, -D, -o - for standard output.
+TEST_F(RecordEvents, PerfStyleCommandLine) {
+  const std::string cmd = testing::EhprofBinary() +
+                          " record --freq max -g --call-graph=dwarf --event cpu-clock -D 200 --quiet "
+                          "--format folded --output - -- " +
+                          TestdataPath("deep_recursion") + " 0.6 12 2>/dev/null";
+  const std::string folded = testing::ShellOutput(cmd);
+  EXPECT_NE(folded.find("deep_recursion;_start;"), std::string::npos) << folded.substr(0, 1500);
+  EXPECT_NE(folded.find("recurse"), std::string::npos) << folded.substr(0, 1500);
+  const std::string out = dir_ + "/long.txt";
+  auto r = RunEhprof({"record", "--all-cpus", "--duration", "0.2", "--cpu", "0", "--output", out});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 }  // namespace
 }  // namespace ehprof

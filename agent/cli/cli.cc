@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -152,17 +153,30 @@ MapSizes SizesForMemory(uint64_t mb) {
 }
 
 void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* flags) {
-  app.add_option("-F", record->frequency_hz, "sampling frequency per CPU (default 99)")
+  app.add_option("-F,--freq", record->frequency_hz,
+                 "sampling frequency per CPU (default 99; max: the kernel's "
+                 "perf_event_max_sample_rate)")
       ->type_name("HZ")
+      ->transform(CLI::Validator(
+          [](std::string& s) {
+            if (s == "max") {
+              std::ifstream in("/proc/sys/kernel/perf_event_max_sample_rate");
+              uint64_t rate = 0;
+              if (!(in >> rate) || rate == 0) return std::string("max: cannot read perf_event_max_sample_rate");
+              s = std::to_string(std::min<uint64_t>(rate, 100000));
+            }
+            return std::string();
+          },
+          ""))
       ->check(InRange(1, 100000));
-  app.add_option("-c", record->sample_period,
+  app.add_option("-c,--count", record->sample_period,
                  "a sample every N events of -e instead of -F a second (N cycles, N cache misses, ...)")
       ->type_name("N")
       ->check(InRange<uint64_t>(1, uint64_t{1} << 62))
       ->excludes("-F");
   std::vector<std::string> names;
   for (const EventName& e : kEvents) names.push_back(e.name);
-  app.add_option("-e", flags->event,
+  app.add_option("-e,--event", flags->event,
                  "cpu-clock (default, works in VMs), task-clock; hardware counters cycles, "
                  "instructions, cache-misses, cache-references, branch-misses, branches (where "
                  "the PMU exists); page-faults, context-switches; or stacks at every hit of "
@@ -181,7 +195,7 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
             return absl::StrCat("unknown event ", e, " (", absl::StrJoin(names, ", "), ", or a probe)");
           },
           ""));
-  app.add_option("-p", record->pids, "profile these processes (and their children)")
+  app.add_option("-p,--pid", record->pids, "profile these processes (and their children)")
       ->type_name("PID[,PID...]")
       ->delimiter(',')
       ->check(Positive())
@@ -203,7 +217,7 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
       ->check(kAbsoluteDir);
   app.add_flag("--no-table-cache", flags->no_table_cache, "build every table every run");
   const std::string g = "filters (every event)";
-  app.add_option("-C", record->cpus, "only on these CPUs")
+  app.add_option("-C,--cpu", record->cpus, "only on these CPUs")
       ->type_name("CPU[,CPU...]")
       ->delimiter(',')
       ->check(InRange<uint32_t>(0, EHP_MAX_FILTER_CPUS - 1))

@@ -78,7 +78,7 @@ void AddSinkOptions(CLI::App& app, SinkFlags* f) {
 }
 
 void AddAgentOptions(CLI::App& app, AgentOptions* o, AgentFlags* f) {
-  app.add_flag("-a", f->all, "every process (the default)");
+  app.add_flag("-a,--all-cpus", f->all, "every process (the default)");
   app.add_option("--interval", o->interval_s, "seconds per profile (default 10)")
       ->type_name("S")
       ->check(InRange(0.5, 3600.0));

@@ -45,14 +45,25 @@ void AddWallOption(CLI::App& app, RecordFlags* f) {
 }
 
 void AddTargetOptions(CLI::App& app, RecordOptions* o) {
-  app.add_option("-d", o->duration_s, "stop after this long")->type_name("SECONDS")->check(
+  app.add_option("-d,--duration", o->duration_s, "stop after this long")->type_name("SECONDS")->check(
       Positive());
-  app.add_option("-t", o->tids, "profile these threads")
+  app.add_option("-D,--delay", o->delay_ms,
+                 "leave out the first MS milliseconds (a command's start-up, say)")
+      ->type_name("MS")
+      ->check(InRange(0.0, 1e9));
+  app.add_option("-t,--tid", o->tids, "profile these threads")
       ->type_name("TID[,TID...]")
       ->delimiter(',')
       ->check(Positive())
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_flag("-a", o->all, "profile the whole system");
+  app.add_flag("-a,--all-cpus", o->all, "profile the whole system");
+  // perf's way of asking for stacks; ehprof always records them.
+  static std::string call_graph;
+  app.add_option("-g,--call-graph", call_graph,
+                 "accepted as perf takes it; stacks are always recorded, unwound with CFI "
+                 "(--unwinder chooses)")
+      ->type_name("[=MODE]")
+      ->expected(0, 1);
   app.add_option("COMMAND", o->command, "the command to profile, after --")->type_name("ARGS...")->expected(-1);
 }
 
@@ -84,7 +95,7 @@ void AddWalkOptions(CLI::App& app, RecordOptions* o, RecordFlags* f, RecordOutpu
 }
 
 void AddOutputOptions(CLI::App& app, RecordFlags* f, RecordOutput* out) {
-  app.add_option("-o", out->path, "output file (default ehprof.folded)")
+  app.add_option("-o,--output", out->path, "output file (default ehprof.folded; -: standard output)")
       ->type_name("FILE")
       ->check(CLI::Validator([](std::string& s) { return s.empty() ? "takes a file" : ""; }, ""));
   app.add_option("--format", out->format, "svg | folded | perf-script | pprof | text (default: from -o)")
@@ -105,7 +116,7 @@ void AddOutputOptions(CLI::App& app, RecordFlags* f, RecordOutput* out) {
   app.add_flag("--srcline", out->srcline,
                "perf-script: each frame's file:line on the next line (as perf script -F +srcline); "
                "folded: name (file:line)");
-  app.add_flag("-q", f->quiet, "no live status line");
+  app.add_flag("-q,--quiet", f->quiet, "no live status line");
 }
 
 // The checks no single option can make; an empty string when all hold.
@@ -140,6 +151,7 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
   if (!f.output_mode.empty()) out->mode = static_cast<mode_t>(std::stoul(f.output_mode, nullptr, 8));
   out->demangle = !f.no_demangle;
   if (out->format.empty()) out->format = FormatForPath(out->path);
+  if (out->path == "-") out->path = "/dev/stdout";  // written in place, not renamed over
   out->event = f.sampling.event;
   out->clock_event = IsClockEvent(f.sampling.event);
   if (!o->probes.empty()) out->probe_type = o->probes[0].type_name();

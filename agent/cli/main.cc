@@ -16,7 +16,7 @@ commands:
   compare        frame-pointer against CFI stacks of the same samples
   tables FILE    print the unwind rows built from an ELF file's CFI
 
-'ehprof COMMAND --help' describes each command.
+'ehprof COMMAND --help' describes each command; 'ehprof --version' says which build.
 )";
 
 }  // namespace
@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
+  if (cmd == "--version" || cmd == "-V") {
+    // The commit is the one CMake was configured at.
+    std::printf("ehprof %s (%s)\n", EHPROF_VERSION, EHPROF_COMMIT);
+    return ehprof::kExitOk;
+  }
   if (cmd == "--help" || cmd == "-h") {
     std::fputs(kHelp, stdout);
     return ehprof::kExitOk;

@@ -73,6 +73,7 @@ int Recorder::OnEvent(void* ctx, void* data, size_t size) {
 void Recorder::HandleSample(const ehp_event& ev, const void* data, size_t size) {
   const size_t n = size_t{ev.n_kernel} + ev.n_user + ev.n_user_fp;
   if (sizeof(ev) + n * sizeof(uint64_t) > size) return;
+  if (ev.time_ns < record_from_ns_) return;  // -D
   const auto* frames = reinterpret_cast<const uint64_t*>(static_cast<const uint8_t*>(data) + sizeof(ev));
   RawSample s;
   s.pid = ev.pid;
@@ -248,6 +249,7 @@ absl::Status Recorder::Run() {
       ring_buffer__new(session_->maps().events, &Recorder::OnEvent, this, nullptr));
   if (!rb) return absl::InternalError(absl::StrCat("ring buffer: ", std::strerror(errno)));
   if (absl::Status st = ReleaseCommand(); !st.ok()) return st;
+  record_from_ns_ = NowNs() + static_cast<uint64_t>(options_.delay_ms * 1e6);
 
   summary_.setup_cpu_ns = CpuTimeNs();
   const uint64_t deadline = options_.duration_s > 0

@@ -34,6 +34,7 @@ namespace ehprof {
 struct RecordOptions {
   uint64_t frequency_hz = 99;
   double duration_s = 0;              // 0: until the command exits or a signal
+  double delay_ms = 0;                // -D: samples before this are left out
   std::vector<uint32_t> pids;         // -p
   std::vector<uint32_t> tids;         // -t
   bool all = false;                   // -a
@@ -189,6 +190,7 @@ class Recorder {
   UniqueFd child_error_fd_;  // the child writes errno here if exec fails
   uint64_t complete_ = 0;    // samples whose user walk reached the bottom
   uint64_t sample_count_ = 0;
+  uint64_t record_from_ns_ = 0;  // -D: earlier samples are left out
   std::mt19937_64 reservoir_rng_{12345};
   uint64_t last_status_ns_ = 0;
 };
