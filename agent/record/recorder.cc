@@ -249,7 +249,10 @@ absl::Status Recorder::Run() {
       ring_buffer__new(session_->maps().events, &Recorder::OnEvent, this, nullptr));
   if (!rb) return absl::InternalError(absl::StrCat("ring buffer: ", std::strerror(errno)));
   if (absl::Status st = ReleaseCommand(); !st.ok()) return st;
-  record_from_ns_ = NowNs() + static_cast<uint64_t>(options_.delay_ms * 1e6);
+  // -D only: a sample stamped before now is still the recording's (an
+  // off-CPU block is stamped when it began, maybe before the release
+  // returned here).
+  if (options_.delay_ms > 0) record_from_ns_ = NowNs() + static_cast<uint64_t>(options_.delay_ms * 1e6);
 
   summary_.setup_cpu_ns = CpuTimeNs();
   const uint64_t deadline = options_.duration_s > 0
