@@ -1,6 +1,6 @@
-/* The filters every program applies to the current task, after its own
- * target check: -C (the CPU it runs on), --cgroup (its cgroup v2 or one
- * below), --comm (its command name). Cheapest first. */
+/* Which current tasks every program records: the followed ones (targets),
+ * through -C (the CPU it runs on), --cgroup (its cgroup v2 or one below),
+ * --comm (its command name). Cheapest first. */
 #ifndef EHPROF_BPF_FILTERS_BPF_H_
 #define EHPROF_BPF_FILTERS_BPF_H_
 
@@ -26,6 +26,17 @@ EHP_INLINE int passes_filters(void)
 		}
 	}
 	return 1;
+}
+
+/* Whether the current task (pid, tid) is recorded: in the targets map
+ * (process ids for -p, a command and its children; thread ids for -t)
+ * when cfg.filter_pids, and through the filters. */
+EHP_INLINE int task_wanted(__u32 pid, __u32 tid)
+{
+	if (cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid) &&
+	    !bpf_map_lookup_elem(&targets, &tid))
+		return 0;
+	return passes_filters();
 }
 
 #endif /* EHPROF_BPF_FILTERS_BPF_H_ */

@@ -73,10 +73,7 @@ EHP_INLINE void offcpu_switch_out(void *ctx, struct task_struct *prev, bool pree
 		return;
 	if (!(offcpu_state_bit(prev, preempt) & cfg.offcpu_states))
 		return;
-	if (cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid) &&
-	    !bpf_map_lookup_elem(&targets, &tid))
-		return;
-	if (!passes_filters()) /* prev is still the current task */
+	if (!task_wanted(pid, tid)) /* prev is still the current task */
 		return;
 	__u32 zero = 0;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);

@@ -57,6 +57,34 @@ EHP_INLINE int perf_hit_user_mode(struct bpf_perf_event_data *ctx)
 	return (cs & 3) == 3;
 }
 
+/* Records the current task's stacks as one sample event (flags added to
+ * its own). Returns the scratch buffer once sent, else NULL. Classic
+ * tracepoint and uprobe programs run with preemption off and never nest
+ * with the perf_event sampler on a CPU (the kernel's bpf_prog_active), so
+ * they all share the per-CPU scratch. */
+EHP_INLINE struct scratch *record_sample(void *ctx, __u32 pid, __u32 tid, int user_mode, __u32 flags)
+{
+	if (!task_wanted(pid, tid)) {
+		count(EHP_STAT_FILTERED);
+		return NULL;
+	}
+	__u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return NULL;
+	count(EHP_STAT_SAMPLES);
+	begin_event(s, EHP_EVENT_SAMPLE, pid, tid);
+	const __u64 started = s->ev.time_ns;
+	__u64 size = collect_stacks(ctx, s, user_mode);
+	s->ev.flags |= flags;
+	s->ev.bpf_ns = (__u32)(bpf_ktime_get_ns() - started);
+	if (bpf_ringbuf_output(&events, s, size, sample_wakeup())) {
+		count(EHP_STAT_RINGBUF_DROPS);
+		return NULL;
+	}
+	return s;
+}
+
 SEC("perf_event")
 int ehprof_sample(struct bpf_perf_event_data *ctx)
 {
@@ -64,60 +92,21 @@ int ehprof_sample(struct bpf_perf_event_data *ctx)
 	__u32 pid = id >> 32, tid = (__u32)id;
 	if ((pid == 0 && !cfg.include_idle) || pid == cfg.self_pid)
 		return 0;
-	/* Targets hold process ids (-p, a command and its children) and, for
-	 * -t, thread ids. */
-	if ((cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid) &&
-	     !bpf_map_lookup_elem(&targets, &tid)) ||
-	    !passes_filters()) {
-		count(EHP_STAT_FILTERED);
-		return 0;
-	}
-	__u32 zero = 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
-		return 0;
-	count(EHP_STAT_SAMPLES);
-	begin_event(s, EHP_EVENT_SAMPLE, pid, tid);
-	const __u64 started = s->ev.time_ns;
-	__u64 size = collect_stacks(ctx, s, perf_hit_user_mode(ctx));
-	s->ev.bpf_ns = (__u32)(bpf_ktime_get_ns() - started);
-	if (bpf_ringbuf_output(&events, s, size, sample_wakeup()))
-		count(EHP_STAT_RINGBUF_DROPS);
-	else if (cfg.verify_every && s->ev.n_user > 0) {
+	struct scratch *s = record_sample(ctx, pid, tid, perf_hit_user_mode(ctx), 0);
+	if (s && cfg.verify_every && s->ev.n_user > 0) {
 		__builtin_memcpy(s->regs, s->leaf_regs, sizeof(s->regs));
 		capture_for_verify(s, s->leaf_regs[EHP_REG_RSP]);
 	}
 	return 0;
 }
 
-/* A probe hit: the current task's stacks, one event a hit. Classic
- * tracepoint and uprobe programs run with preemption off and never nest
- * with the sampler on a CPU (the kernel's bpf_prog_active), so they share
- * its per-CPU scratch. */
+/* A probe hit: the current task's stacks, one event a hit. */
 EHP_INLINE int probe_hit(void *ctx, int user_mode)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
-	if (pid == cfg.self_pid)
-		return 0;
-	if ((cfg.filter_pids && !bpf_map_lookup_elem(&targets, &pid) &&
-	     !bpf_map_lookup_elem(&targets, &tid)) ||
-	    !passes_filters()) {
-		count(EHP_STAT_FILTERED);
-		return 0;
-	}
-	__u32 zero = 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
-		return 0;
-	count(EHP_STAT_SAMPLES);
-	begin_event(s, EHP_EVENT_SAMPLE, pid, tid);
-	const __u64 started = s->ev.time_ns;
-	__u64 size = collect_stacks(ctx, s, user_mode);
-	s->ev.flags |= EHP_SAMPLE_PROBE;
-	s->ev.bpf_ns = (__u32)(bpf_ktime_get_ns() - started);
-	if (bpf_ringbuf_output(&events, s, size, sample_wakeup()))
-		count(EHP_STAT_RINGBUF_DROPS);
+	if (pid != cfg.self_pid)
+		record_sample(ctx, pid, tid, user_mode, EHP_SAMPLE_PROBE);
 	return 0;
 }
 

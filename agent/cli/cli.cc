@@ -98,6 +98,46 @@ constexpr std::pair<const char*, uint32_t> kOffCpuStates[] = {
     {"preempted", EHP_OFFCPU_PREEMPTED},
 };
 
+// -e: a clock or counter of kEvents, or a probe spec that parses.
+CLI::Validator EventValidator() {
+  return CLI::Validator(
+      [](std::string& e) -> std::string {
+        if (LooksLikeProbe(e)) {
+          absl::StatusOr<ProbeSpec> p = ParseProbeSpec(e);
+          return p.ok() ? "" : std::string(p.status().message());
+        }
+        if (FindEvent(e) != nullptr) return "";
+        std::vector<std::string> names;
+        for (const EventName& n : kEvents) names.push_back(n.name);
+        return absl::StrCat("unknown event ", e, " (", absl::StrJoin(names, ", "), ", or a probe)");
+      },
+      "");
+}
+
+// -C, --cgroup, --comm, --include-idle: which tasks every event records.
+void AddFilterOptions(CLI::App& app, RecordOptions* record) {
+  const std::string g = "filters (every event)";
+  app.add_option("-C,--cpu", record->cpus, "only on these CPUs")
+      ->type_name("CPU[,CPU...]")
+      ->delimiter(',')
+      ->check(InRange<uint32_t>(0, EHP_MAX_FILTER_CPUS - 1))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(g);
+  app.add_option("--cgroup", record->cgroup,
+                 "only tasks in this cgroup v2 or below it (a path under the cgroup2 mount, or "
+                 "relative to it: system.slice/nginx.service)")
+      ->type_name("PATH")
+      ->group(g);
+  app.add_option("--comm", record->comm, "only tasks with this command name (as in /proc/PID/comm)")
+      ->type_name("NAME")
+      ->check(CLI::Validator(
+          [](std::string& s) { return s.empty() || s.size() >= EHP_COMM_LEN ? "takes 1 to 15 characters" : ""; },
+          ""))
+      ->group(g);
+  app.add_flag("--include-idle", record->include_idle, "with -a: sample the idle task too (swapper)")->group(g);
+  app.add_flag("--exclude-idle", "leave the idle task out (the default)")->group(g);
+}
+
 }  // namespace
 
 int UsageError(std::string_view subcommand, std::string_view reason) {
@@ -174,8 +214,6 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
       ->type_name("N")
       ->check(InRange<uint64_t>(1, uint64_t{1} << 62))
       ->excludes("-F");
-  std::vector<std::string> names;
-  for (const EventName& e : kEvents) names.push_back(e.name);
   app.add_option("-e,--event", flags->event,
                  "cpu-clock (default, works in VMs), task-clock; hardware counters cycles, "
                  "instructions, cache-misses, cache-references, branch-misses, branches (where "
@@ -183,18 +221,7 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
                  "uprobe:PATH:SYMBOL[+OFF], uprobe:PATH:0xADDR (an ELF address: stripped statics), "
                  "uretprobe:..., usdt:PATH:PROVIDER:NAME, tracepoint:CATEGORY:NAME, kprobe:FUNCTION")
       ->type_name("EVENT")
-      ->check(CLI::Validator(
-          [names](std::string& e) -> std::string {
-            if (LooksLikeProbe(e)) {
-              absl::StatusOr<ProbeSpec> p = ParseProbeSpec(e);
-              return p.ok() ? "" : std::string(p.status().message());
-            }
-            for (const std::string& n : names) {
-              if (e == n) return "";
-            }
-            return absl::StrCat("unknown event ", e, " (", absl::StrJoin(names, ", "), ", or a probe)");
-          },
-          ""));
+      ->check(EventValidator());
   app.add_option("-p,--pid", record->pids, "profile these processes (and their children)")
       ->type_name("PID[,PID...]")
       ->delimiter(',')
@@ -216,26 +243,7 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
       ->type_name("DIR")
       ->check(kAbsoluteDir);
   app.add_flag("--no-table-cache", flags->no_table_cache, "build every table every run");
-  const std::string g = "filters (every event)";
-  app.add_option("-C,--cpu", record->cpus, "only on these CPUs")
-      ->type_name("CPU[,CPU...]")
-      ->delimiter(',')
-      ->check(InRange<uint32_t>(0, EHP_MAX_FILTER_CPUS - 1))
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->group(g);
-  app.add_option("--cgroup", record->cgroup,
-                 "only tasks in this cgroup v2 or below it (a path under the cgroup2 mount, or "
-                 "relative to it: system.slice/nginx.service)")
-      ->type_name("PATH")
-      ->group(g);
-  app.add_option("--comm", record->comm, "only tasks with this command name (as in /proc/PID/comm)")
-      ->type_name("NAME")
-      ->check(CLI::Validator(
-          [](std::string& s) { return s.empty() || s.size() >= EHP_COMM_LEN ? "takes 1 to 15 characters" : ""; },
-          ""))
-      ->group(g);
-  app.add_flag("--include-idle", record->include_idle, "with -a: sample the idle task too (swapper)")->group(g);
-  app.add_flag("--exclude-idle", "leave the idle task out (the default)")->group(g);
+  AddFilterOptions(app, record);
 }
 
 void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordOptions* record) {

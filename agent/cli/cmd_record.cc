@@ -34,6 +34,7 @@ struct RecordFlags {
   std::string output_mode;
   OffCpuFlags off_cpu;
   bool wall = false;
+  std::string call_graph;  // -g/--call-graph: accepted, unused
 };
 
 void AddWallOption(CLI::App& app, RecordFlags* f) {
@@ -57,17 +58,16 @@ void AddTargetOptions(CLI::App& app, RecordOptions* o) {
       ->check(Positive())
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("-a,--all-cpus", o->all, "profile the whole system");
-  // perf's way of asking for stacks; ehprof always records them.
-  static std::string call_graph;
-  app.add_option("-g,--call-graph", call_graph,
-                 "accepted as perf takes it; stacks are always recorded, unwound with CFI "
-                 "(--unwinder chooses)")
-      ->type_name("[=MODE]")
-      ->expected(0, 1);
   app.add_option("COMMAND", o->command, "the command to profile, after --")->type_name("ARGS...")->expected(-1);
 }
 
 void AddWalkOptions(CLI::App& app, RecordOptions* o, RecordFlags* f, RecordOutput* out) {
+  // perf's way of asking for stacks; ehprof always records them.
+  app.add_option("-g,--call-graph", f->call_graph,
+                 "accepted as perf takes it; stacks are always recorded, unwound with CFI "
+                 "(--unwinder chooses)")
+      ->type_name("[=MODE]")
+      ->expected(0, 1);
   app.add_flag("-K", f->kernel_only, "kernel stacks only");
   app.add_flag("-U", f->user_only, "user stacks only");
   app.add_option("--unwinder", f->unwinder,

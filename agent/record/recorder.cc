@@ -13,7 +13,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/process/exec_closure.h"
-#include "agent/session/cgroup_filter.h"
 #include "base/scoped_handle.h"
 #include "bpf/ehprof_abi.h"
 
@@ -268,39 +267,9 @@ absl::Status Recorder::Run() {
 }
 
 absl::Status Recorder::StartSession() {
-  SessionOptions so;
-  so.config.unwinder = options_.unwinder;
-  so.config.user_stacks = options_.user;
-  so.config.kernel_stacks = options_.kernel;
-  so.config.filter_pids = !options_.all;
-  so.config.max_frames = EHP_MAX_USER_FRAMES;
-  so.config.self_pid = static_cast<uint32_t>(getpid());
-  so.config.verify_every = options_.verify_every;
-  so.config.offcpu_states = options_.off_cpu_states;
-  so.config.offcpu_min_ns = options_.off_cpu_min_ns;
-  so.off_cpu = options_.off_cpu;
-  so.sample_cpu = options_.sample_cpu;
-  so.probes = options_.probes;
-  so.cpus = options_.cpus;
-  so.config.filter_cpus = !options_.cpus.empty();
-  so.config.include_idle = options_.include_idle;
-  if (!options_.comm.empty()) {
-    so.config.filter_comm = 1;
-    std::memcpy(so.config.comm, options_.comm.data(), std::min(options_.comm.size(), sizeof(so.config.comm) - 1));
-  }
-  if (!options_.cgroup.empty()) {
-    absl::StatusOr<CgroupTarget> cg = ResolveCgroup(options_.cgroup);
-    if (!cg.ok()) return cg.status();
-    so.config.cgroup_id = cg->id;
-    so.config.cgroup_level = cg->level;
-  }
-  so.sizes = options_.sizes;
-  so.frequency_hz = options_.frequency_hz;
-  so.event_type = options_.event_type;
-  so.event_config = options_.event_config;
-  so.event_name = options_.event_name;
-  so.sample_period = options_.sample_period;
-  auto session = BpfSession::Start(so);
+  absl::StatusOr<SessionOptions> so = SessionOptionsFor(options_);
+  if (!so.ok()) return so.status();
+  auto session = BpfSession::Start(*so);
   if (!session.ok()) return session.status();
   session_ = std::move(*session);
   store_ = std::make_unique<TableStore>(BpfTableMaps(session_->maps()), options_.sizes);

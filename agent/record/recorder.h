@@ -111,6 +111,9 @@ struct RecordSummary {
   uint64_t ring_bytes = 0;
 };
 
+// The BPF session a recording needs (resolves --cgroup: NotFound names it).
+absl::StatusOr<SessionOptions> SessionOptionsFor(const RecordOptions& o);
+
 class Recorder {
  public:
   explicit Recorder(RecordOptions options) : options_(std::move(options)) {}

@@ -61,15 +61,6 @@ namespace {
 
 std::string Errno(int err) { return std::strerror(err < 0 ? -err : err); }
 
-absl::Status PermissionHint(int err, const std::string& what) {
-  std::string msg = absl::StrCat(what, ": ", Errno(err));
-  if (err == EPERM || err == -EPERM || err == EACCES || err == -EACCES) {
-    absl::StrAppend(&msg, BpfPermissionHint());
-    return absl::PermissionDeniedError(msg);
-  }
-  return absl::InternalError(msg);
-}
-
 // While the programs load, libbpf's messages still go to stderr (its log is
 // what a user sends with a bug report) and the lines that say why a load
 // failed are kept, so the error can name the cause.
@@ -165,19 +156,6 @@ absl::StatusOr<ehprof_bpf*> OpenObjectFile(const std::string& path, std::string&
   return obj;
 }
 
-int OpenPerfEvent(const SessionOptions& o, int cpu) {
-  perf_event_attr attr{};
-  attr.size = sizeof(attr);
-  attr.type = o.event_type;
-  attr.config = o.event_config;
-  if (o.sample_period != 0) {
-    attr.sample_period = o.sample_period;
-  } else {
-    attr.freq = 1;
-    attr.sample_freq = o.frequency_hz;
-  }
-  return static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
-}
 
 }  // namespace
 
@@ -194,19 +172,19 @@ absl::Status BpfSession::Open(const SessionOptions& o) {
   // Each walking program costs the verifier ~50 ms: load only those this
   // session attaches (all of them for `ehprof check`'s statistics).
   if (!o.verifier_stats) {
-    auto wants = [&](ProbeSpec::Kind a, ProbeSpec::Kind b) {
+    auto wants = [&](std::initializer_list<ProbeSpec::Kind> kinds) {
       for (const ProbeSpec& p : o.probes) {
-        if (p.kind == a || p.kind == b) return true;
+        if (std::find(kinds.begin(), kinds.end(), p.kind) != kinds.end()) return true;
       }
       return false;
     };
     using K = ProbeSpec::Kind;
     bpf_program__set_autoload(skel_->progs.ehprof_sample, o.sample_cpu);
     bpf_program__set_autoload(skel_->progs.ehprof_switch, o.off_cpu);
-    bpf_program__set_autoload(skel_->progs.ehprof_uprobe, wants(K::kUprobe, K::kUretprobe));
-    bpf_program__set_autoload(skel_->progs.ehprof_usdt, wants(K::kUsdt, K::kUsdt));
-    bpf_program__set_autoload(skel_->progs.ehprof_tracepoint, wants(K::kTracepoint, K::kTracepoint));
-    bpf_program__set_autoload(skel_->progs.ehprof_kprobe, wants(K::kKprobe, K::kKprobe));
+    bpf_program__set_autoload(skel_->progs.ehprof_uprobe, wants({K::kUprobe, K::kUretprobe}));
+    bpf_program__set_autoload(skel_->progs.ehprof_usdt, wants({K::kUsdt}));
+    bpf_program__set_autoload(skel_->progs.ehprof_tracepoint, wants({K::kTracepoint}));
+    bpf_program__set_autoload(skel_->progs.ehprof_kprobe, wants({K::kKprobe}));
   }
   return absl::OkStatus();
 }
@@ -283,105 +261,6 @@ void BpfSession::ReadVerifierLogs() {
     }
     verifier_.push_back(std::move(info));
   }
-}
-
-absl::Status BpfSession::AttachLifecycle() {
-  ehprof_bpf* skel = skel_.get();
-  for (bpf_program* prog : {skel->progs.ehprof_fork, skel->progs.ehprof_exec, skel->progs.ehprof_exit}) {
-    BpfLinkPtr link(bpf_program__attach(prog));
-    if (!link) return PermissionHint(errno, absl::StrCat("attaching ", bpf_program__name(prog)));
-    links_.push_back(std::move(link));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status BpfSession::AttachOffCpu() {
-  BpfLinkPtr link(bpf_program__attach(skel_->progs.ehprof_switch));
-  if (!link) return PermissionHint(errno, "attaching ehprof_switch to sched_switch");
-  links_.push_back(std::move(link));
-  return absl::OkStatus();
-}
-
-absl::Status BpfSession::AttachProbe(const ProbeSpec& p) {
-  bpf_link* link = nullptr;
-  switch (p.kind) {
-    case ProbeSpec::Kind::kUprobe:
-    case ProbeSpec::Kind::kUretprobe: {
-      LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = p.kind == ProbeSpec::Kind::kUretprobe);
-      uint64_t offset = p.offset;
-      if (p.symbol.empty()) {
-        absl::StatusOr<uint64_t> off = FileOffsetOfAddress(p.path, p.address);
-        if (!off.ok()) return absl::InvalidArgumentError(absl::StrCat("-e ", p.text, ": ", off.status().message()));
-        offset = *off;
-      } else {
-        uo.func_name = p.symbol.c_str();
-      }
-      // All processes: the targets map says whose hits count.
-      link = bpf_program__attach_uprobe_opts(skel_->progs.ehprof_uprobe, -1, p.path.c_str(), offset, &uo);
-      break;
-    }
-    case ProbeSpec::Kind::kUsdt:
-      link = bpf_program__attach_usdt(skel_->progs.ehprof_usdt, -1, p.path.c_str(), p.group.c_str(),
-                                      p.name.c_str(), nullptr);
-      break;
-    case ProbeSpec::Kind::kKprobe:
-      link = bpf_program__attach_kprobe(skel_->progs.ehprof_kprobe, false, p.name.c_str());
-      if (!link && ::access("/sys/bus/event_source/devices/kprobe", F_OK) != 0 &&
-          ::access("/sys/kernel/tracing/kprobe_events", F_OK) != 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "-e ", p.text, ": this kernel has no kprobes (built without CONFIG_KPROBES); "
-            "tracepoint:CATEGORY:NAME works where a tracepoint exists"));
-      }
-      break;
-    case ProbeSpec::Kind::kTracepoint:
-      // libbpf finds the tracepoint's id in tracefs, which a fresh machine
-      // may not have mounted yet.
-      if (::access("/sys/kernel/tracing/events", F_OK) != 0 &&
-          ::access("/sys/kernel/debug/tracing/events", F_OK) != 0) {
-        ::mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
-      }
-      link = bpf_program__attach_tracepoint(skel_->progs.ehprof_tracepoint, p.group.c_str(), p.name.c_str());
-      break;
-  }
-  if (!link) {
-    const int err = errno;
-    if (err == ENOENT || err == ESRCH || err == EINVAL) {
-      return absl::NotFoundError(absl::StrCat("-e ", p.text, ": cannot attach (", std::strerror(err),
-                                              "): no such file, symbol, USDT note, tracepoint or "
-                                              "kernel function?"));
-    }
-    return PermissionHint(err, absl::StrCat("attaching -e ", p.text));
-  }
-  links_.emplace_back(link);
-  return absl::OkStatus();
-}
-
-absl::Status BpfSession::AttachSampler(const SessionOptions& o) {
-  for (int cpu : OnlineCpus()) {
-    if (!o.cpus.empty() && std::find(o.cpus.begin(), o.cpus.end(), static_cast<uint32_t>(cpu)) == o.cpus.end()) {
-      continue;
-    }
-    int fd = OpenPerfEvent(o, cpu);
-    if (fd < 0) {
-      int err = errno;
-      if (err == ENOENT || err == EOPNOTSUPP) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "-e ", o.event_name, " (perf event type ", o.event_type, " config ", o.event_config,
-            ") is not supported here: this machine has no hardware PMU for it (a VM without one "
-            "passed through?); -e cpu-clock, the default, samples on a timer and works anywhere"));
-      }
-      return PermissionHint(err, absl::StrCat("perf_event_open on CPU ", cpu));
-    }
-    BpfLinkPtr link(bpf_program__attach_perf_event(skel_->progs.ehprof_sample, fd));
-    if (!link) {
-      int err = errno;
-      ::close(fd);
-      return PermissionHint(err, absl::StrCat("attaching the sampler on CPU ", cpu));
-    }
-    links_.push_back(std::move(link));
-    ++num_cpus_;
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptions& o) {

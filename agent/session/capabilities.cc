@@ -4,7 +4,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -42,6 +44,15 @@ std::string BpfPermissionHint() {
            "kernel.perf_event_paranoid or kernel.unprivileged_bpf_disabled may still forbid it)";
   }
   return absl::StrCat(" (", missing, ")");
+}
+
+absl::Status PermissionHint(int err, const std::string& what) {
+  std::string msg = absl::StrCat(what, ": ", std::strerror(err < 0 ? -err : err));
+  if (err == EPERM || err == -EPERM || err == EACCES || err == -EACCES) {
+    absl::StrAppend(&msg, BpfPermissionHint());
+    return absl::PermissionDeniedError(msg);
+  }
+  return absl::InternalError(msg);
 }
 
 }  // namespace ehprof

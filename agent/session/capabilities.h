@@ -12,6 +12,8 @@
 
 #include <string>
 
+#include "absl/status/status.h"
+
 namespace ehprof {
 
 // Whether the calling thread's effective set holds `cap` (a CAP_* number
@@ -28,6 +30,10 @@ std::string MissingBpfCapabilities();
 // missing capabilities among CAP_BPF and CAP_PERFMON and what each is for,
 // or, when both are held, what else can forbid it. Starts with " (".
 std::string BpfPermissionHint();
+
+// "WHAT: strerror(err)", with BpfPermissionHint() when err is EPERM/EACCES
+// (PermissionDenied), else Internal. err may be negative (libbpf's way).
+absl::Status PermissionHint(int err, const std::string& what);
 
 }  // namespace ehprof
 
