@@ -220,13 +220,53 @@ struct ehp_mapping {
 };
 EHP_ASSERT(sizeof(struct ehp_mapping) == 32, "ehp_mapping is 32 bytes");
 
-/* A process's executable mappings, sorted by begin, non-overlapping. */
+/* Mappings the kernel side adds itself (exec, mmap of a file whose table
+ * is loaded) between two of user space's reads of /proc/PID/maps. */
+#define EHP_KERNEL_MAPPINGS 8
+
+/* A process's executable mappings: `mappings` sorted by begin and
+ * non-overlapping, as user space last read them; `kernel` unsorted, newest
+ * last, searched when `mappings` holds no match (n_kernel may run past
+ * EHP_KERNEL_MAPPINGS: slots are claimed by an atomic add; user space
+ * writes it back to 0 with the next full entry). */
 struct ehp_proc {
 	ehp_u32 n_mappings;
-	ehp_u32 pad;
+	ehp_u32 n_kernel;
 	struct ehp_mapping mappings[EHP_MAX_MAPPINGS];
+	struct ehp_mapping kernel[EHP_KERNEL_MAPPINGS];
 };
 EHP_ASSERT(EHP_OFFSET(struct ehp_proc, mappings) == 8, "ehp_proc's mappings after 8 bytes");
+EHP_ASSERT(sizeof(struct ehp_proc) == 8 + 32 * (EHP_MAX_MAPPINGS + EHP_KERNEL_MAPPINGS),
+	   "ehp_proc: counts, sorted mappings, kernel-added ones");
+EHP_ASSERT(EHP_OFFSET(struct ehp_proc, kernel) == 8 + 32 * EHP_MAX_MAPPINGS,
+	   "the walk indexes kernel[] as mappings[EHP_MAX_MAPPINGS...]");
+
+/* A file as the kernel names it: its superblock's dev_t in the kernel's
+ * encoding (major << 20 | minor, the numbers /proc/PID/maps prints) and
+ * its inode number. The file_tables map's key. */
+struct ehp_file_key {
+	ehp_u64 dev;
+	ehp_u64 ino;
+};
+EHP_ASSERT(sizeof(struct ehp_file_key) == 16, "ehp_file_key is 16 bytes");
+#define EHP_KDEV(major, minor) (((ehp_u64)(major) << 20) | (minor))
+
+/* What the exec and mmap programs need to map a file's loaded table into a
+ * process without a round trip to user space (file_tables[key]). User
+ * space writes it when the table is loaded and deletes it before the table
+ * is unloaded. ELF addresses are page-aligned as the loader maps them. */
+struct ehp_file_info {
+	ehp_u32 table_id;
+	ehp_u32 pad;
+	ehp_u64 size;	     /* i_size: a reused inode number is another file */
+	ehp_u64 entry;	     /* e_entry: an executable's bias is AT_ENTRY - entry */
+	ehp_u64 first_vaddr; /* the first PT_LOAD's vaddr: an interpreter's bias is AT_BASE - this */
+	ehp_u64 x_begin;     /* the executable PT_LOAD, [x_begin, x_end) */
+	ehp_u64 x_end;
+	ehp_u64 x_offset;	   /* its file offset: an mmap at this offset maps x_begin */
+	struct ehp_file_key interp; /* executables: the interpreter seen with them, or zeros */
+};
+EHP_ASSERT(sizeof(struct ehp_file_info) == 72, "ehp_file_info is 72 bytes");
 
 /* Where one file's compact table sits in the global maps. Pages'
  * first_row / first_palette are global indexes there. */
@@ -248,6 +288,7 @@ enum ehp_event_kind {
 	EHP_EVENT_EXIT = 5,
 	EHP_EVENT_FORK = 6,   /* a followed process forked */
 	EHP_EVENT_VERIFY = 7, /* registers + stack copy of the sample before it */
+	EHP_EVENT_MAPPING = 8, /* struct ehp_mapping_event */
 };
 
 /* --verify: every cfg.verify_every-th sample is followed by a VERIFY event
@@ -303,6 +344,17 @@ EHP_ASSERT(sizeof(struct ehp_event) == 64, "ehp_event is 64 bytes");
 EHP_ASSERT(EHP_OFFSET(struct ehp_event, comm) == 32, "ehp_event.comm at 32");
 EHP_ASSERT(EHP_OFFSET(struct ehp_event, n_kernel) == 48, "ehp_event.n_kernel at 48");
 EHP_ASSERT(EHP_OFFSET(struct ehp_event, flags) == 56, "ehp_event.flags at 56");
+
+/* EHP_EVENT_MAPPING: a mapping the kernel side added to a process entry
+ * (at exec, at an mmap), so user space can resolve its addresses even when
+ * the process is gone before /proc/PID/maps is read. ev.addr: the
+ * mapping's file offset. */
+struct ehp_mapping_event {
+	struct ehp_event ev;
+	struct ehp_mapping m;
+	struct ehp_file_key file;
+};
+EHP_ASSERT(sizeof(struct ehp_mapping_event) == 64 + 32 + 16, "ehp_mapping_event: header, mapping, file");
 
 #define EHP_MAX_EVENT_FRAMES (EHP_MAX_KERNEL_FRAMES + 2 * EHP_MAX_USER_FRAMES)
 

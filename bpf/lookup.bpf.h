@@ -29,25 +29,49 @@ EHP_INLINE void notify(__u32 kind, __u32 pid, __u32 tid, __u64 addr)
 		count(EHP_STAT_EVENT_DROPS);
 }
 
-/* The mapping holding addr, by binary search over the sorted mappings. */
+/* Which mapping of proc holds addr: an index into proc->mappings, then
+ * EHP_MAX_MAPPINGS + i for proc->kernel[i]; -1 for none. The sorted
+ * mappings by binary search first; then the kernel side's additions since,
+ * newest first (a newer mapping at the same place replaced an older one).
+ * A global function: the verifier checks it once, not at every frame. */
+__noinline int mapping_slot(struct ehp_proc *proc, __u64 addr)
+{
+	if (!proc)
+		return -1;
+	__u32 lo = 0, n = proc->n_mappings;
+	if (n > EHP_MAX_MAPPINGS)
+		return -1;
+	if (n > 0) {
+		for (int i = 0; i < EHP_MAPPING_SEARCH_STEPS; i++) {
+			__u32 half = n >> 1;
+			if (half == 0)
+				break;
+			__u32 mid = (lo + half) & (EHP_MAX_MAPPINGS - 1);
+			if (proc->mappings[mid].begin <= addr)
+				lo = mid;
+			n -= half;
+		}
+		struct ehp_mapping *m = &proc->mappings[lo & (EHP_MAX_MAPPINGS - 1)];
+		if (addr >= m->begin && addr < m->end)
+			return (int)(lo & (EHP_MAX_MAPPINGS - 1));
+	}
+	__u32 k = proc->n_kernel;
+	for (int i = EHP_KERNEL_MAPPINGS - 1; i >= 0; i--) {
+		struct ehp_mapping *m = &proc->kernel[i];
+		if ((__u32)i < k && addr >= m->begin && addr < m->end)
+			return EHP_MAX_MAPPINGS + i;
+	}
+	return -1;
+}
+
+/* The mapping holding addr, or 0. */
 EHP_INLINE struct ehp_mapping *find_mapping(struct ehp_proc *proc, __u64 addr)
 {
-	__u32 lo = 0, n = proc->n_mappings;
-	if (n == 0 || n > EHP_MAX_MAPPINGS)
+	int slot = mapping_slot(proc, addr);
+	if (slot < 0 || slot >= EHP_MAX_MAPPINGS + EHP_KERNEL_MAPPINGS)
 		return 0;
-	for (int i = 0; i < EHP_MAPPING_SEARCH_STEPS; i++) {
-		__u32 half = n >> 1;
-		if (half == 0)
-			break;
-		__u32 mid = (lo + half) & (EHP_MAX_MAPPINGS - 1);
-		if (proc->mappings[mid].begin <= addr)
-			lo = mid;
-		n -= half;
-	}
-	struct ehp_mapping *m = &proc->mappings[lo & (EHP_MAX_MAPPINGS - 1)];
-	if (addr < m->begin || addr >= m->end)
-		return 0;
-	return m;
+	/* proc->kernel follows proc->mappings (ehp_proc's layout assert). */
+	return (struct ehp_mapping *)((__u8 *)proc->mappings + (__u32)slot * sizeof(struct ehp_mapping));
 }
 
 /* The rule for ELF address addr in table table_id; 0 when there is none. */

@@ -27,6 +27,24 @@ struct {
 	__type(value, struct ehp_proc);
 } procs SEC(".maps");
 
+/* Files whose tables are loaded, by kernel identity: the exec and mmap
+ * programs add mappings of them to process entries (bpf/proc_learn.bpf.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EHP_DEFAULT_TABLES);
+	__type(key, struct ehp_file_key);
+	__type(value, struct ehp_file_info);
+} file_tables SEC(".maps");
+
+/* An all-zero process entry, the source of new entries the kernel side
+ * makes (too large for the BPF stack). Never written. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ehp_proc);
+} zero_proc SEC(".maps");
+
 /* pid or tid -> enum ehp_target, when cfg.filter_pids. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

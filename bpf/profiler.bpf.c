@@ -3,7 +3,9 @@
  *  - ehprof_sample (perf_event): the kernel stack and a user stack walked
  *    with the CFI tables user space loaded (bpf/walk.bpf.h);
  *  - ehprof_fork/exec/exit (tracepoints): keep user space's view of the
- *    followed processes current;
+ *    followed processes current; exec and ehprof_mmap (syscalls:
+ *    sys_exit_mmap) also add mappings of loaded tables to process entries
+ *    themselves (bpf/proc_learn.bpf.h);
  *  - ehprof_switch (tp_btf/sched_switch, --off-cpu): the time followed
  *    tasks spend off the CPU, with their stacks (bpf/offcpu.bpf.h).
  * Maps: bpf/maps.bpf.h; shared structs: bpf/ehprof_abi.h. */
@@ -45,6 +47,8 @@ struct ehp_user_regs {
 _Static_assert(sizeof(struct ehp_user_regs) == 21 * 8, "x86-64 user pt_regs is 21 words");
 _Static_assert(__builtin_offsetof(struct ehp_user_regs, cs) == 136,
 	       "cs sits at 136 in the user ABI");
+
+#include "bpf/proc_learn.bpf.h"
 
 /* Whether the perf event interrupted user mode. The context is the fixed
  * user ABI, read without CO-RE (struct ehp_user_regs); context loads must
@@ -189,6 +193,25 @@ int BPF_PROG(ehprof_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	 * one asked for a moment ago. */
 	bpf_map_delete_elem(&notified, &pid);
 	lifecycle_event(EHP_EVENT_EXEC, p, 0);
+	learn_exec(p, pid);
+	return 0;
+}
+
+/* The fields of a syscall exit tracepoint (events/syscalls/sys_exit_* /format). */
+struct ehp_syscall_exit {
+	__u64 common;
+	__s32 nr;
+	__u32 pad;
+	__s64 ret;
+};
+
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int ehprof_mmap(struct ehp_syscall_exit *ctx)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	if (!followed(pid))
+		return 0;
+	learn_mmap(ctx->ret);
 	return 0;
 }
 

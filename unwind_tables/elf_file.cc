@@ -73,6 +73,7 @@ absl::Status ElfFile::Init() {
         path_, ": machine ", ehdr.e_machine, " is not x86-64"));
   }
   elf_type_ = ehdr.e_type;
+  entry_ = ehdr.e_entry;
   // libelf reports zero headers when their table runs past the end of the
   // file; that is a truncated file, not one without CFI.
   auto table_fits = [&](uint64_t off, uint64_t num, uint64_t entsize) {

@@ -55,6 +55,7 @@ class ElfFile {
 
   const std::string& path() const { return path_; }
   uint16_t elf_type() const { return elf_type_; }  // ET_EXEC, ET_DYN, ...
+  uint64_t entry() const { return entry_; }         // e_entry
 
   // The named section; nullopt when absent. Compressed (SHF_COMPRESSED)
   // sections are returned decompressed; an error when they cannot be.
@@ -80,6 +81,7 @@ class ElfFile {
   UniqueFd fd_;
   ElfPtr elf_;
   uint16_t elf_type_ = 0;
+  uint64_t entry_ = 0;
   size_t shstrndx_ = 0;
   std::vector<ElfSegment> segments_;
 };

@@ -243,6 +243,9 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
       ->type_name("DIR")
       ->check(kAbsoluteDir);
   app.add_flag("--no-table-cache", flags->no_table_cache, "build every table every run");
+  app.add_flag("--no-kernel-maps", flags->no_kernel_maps,
+               "learn processes' mappings from /proc/PID/maps only, not also in the kernel at exec "
+               "and mmap (short-lived processes then lose their first milliseconds; for comparison)");
   AddFilterOptions(app, record);
 }
 
@@ -260,6 +263,7 @@ void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordO
   record->sizes.procs = flags.max_procs;
   record->table_cache_explicit = app.count("--table-cache") > 0;
   if (flags.no_table_cache) record->table_cache_dir.clear();
+  record->kernel_maps = !flags.no_kernel_maps;
 }
 
 void AddOffCpuOptions(CLI::App& app, OffCpuFlags* f) {

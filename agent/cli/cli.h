@@ -54,6 +54,7 @@ struct SamplingFlags {
   uint64_t table_mb = 64;
   uint32_t max_procs = MapSizes{}.procs;
   bool no_table_cache = false;
+  bool no_kernel_maps = false;
 };
 void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* flags);
 // Sets the event, map sizes and table cache of record from flags.

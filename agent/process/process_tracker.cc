@@ -57,6 +57,7 @@ absl::Status ProcessTracker::Refresh(uint32_t pid, uint64_t now_ns) {
   auto maps = ReadProcMaps(static_cast<int>(pid));
   if (!maps.ok()) return maps.status();
   Apply(pid, *maps, now_ns);
+  if (kernel_index_) LearnInterpreter(pid, *maps);
   return absl::OkStatus();
 }
 
@@ -136,6 +137,9 @@ TrackedMapping ProcessTracker::Track(uint32_t pid, const MapsEntry& e) {
   }
   m.bias = e.start - e.offset;
   m.offset = e.offset;
+  if (m.path != "[vdso]" && m.path != "//anon") {
+    m.kernel_file = {EHP_KDEV(e.dev_major, e.dev_minor), e.inode};
+  }
   if (key.ok() && e.path != "[vdso]") {
     auto kept = kept_.find(*key);
     if (kept != kept_.end()) m.kept_path = absl::StrCat("/proc/self/fd/", kept->second.get());
@@ -178,13 +182,18 @@ void ProcessTracker::Apply(uint32_t pid, const std::vector<MapsEntry>& maps, uin
       return;
     }
   }
+  PushSnapshot(pid, std::move(snap));
+  WriteEntry(pid);
+}
+
+void ProcessTracker::PushSnapshot(uint32_t pid, Snapshot snap) {
+  History& hist = history_[pid];
   for (const TrackedMapping& m : snap.mappings) {
     if (m.file) files_->AddRef(*m.file);
   }
-  if (live && !hist.snaps.empty()) ReleaseFiles(hist.snaps.back().mappings);
+  if (live_.count(pid) && !hist.snaps.empty()) ReleaseFiles(hist.snaps.back().mappings);
   hist.snaps.push_back(std::move(snap));
   live_.insert(pid);
-  WriteEntry(pid);
 }
 
 void ProcessTracker::ReleaseFiles(const std::vector<TrackedMapping>& mappings) {
@@ -293,6 +302,7 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
     if (f && f->state == FileInfo::State::kReady) {
       out.flags = EHP_MAPPING_HAS_TABLE;
       out.table_id = f->table_id;
+      if (kernel_index_) kernel_index_->Publish(m->kernel_file, *m->file, *f);
     } else if (f && f->state == FileInfo::State::kPending) {
       out.flags = EHP_MAPPING_PENDING;
     }

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "agent/process/proc_maps.h"
 #include "agent/session/file_tables.h"
+#include "agent/session/kernel_file_index.h"
 #include "agent/session/map_writer.h"
 #include "base/unique_fd.h"
 #include "base/warnings.h"
@@ -34,6 +35,7 @@ struct TrackedMapping {
   std::string path;           // "[vdso]", "//anon" for anonymous code
   std::string build_id;
   std::optional<FileKey> file;
+  KernelFileKey kernel_file;  // as the maps name it; unknown for [vdso], anonymous code
   // The mapped file itself ("/proc/self/fd/N", an fd ehprof keeps): read
   // when `path` no longer holds it (replaced or deleted on disk).
   std::string kept_path;
@@ -50,9 +52,19 @@ class ProcessTracker {
   // null to track without writing entries (resolving only).
   ProcessTracker(FileTables* files, std::unique_ptr<MapWriter> procs);
 
+  // index (may be null): told which kernel file each ready table belongs
+  // to, and which interpreter each executable runs with, so the kernel side
+  // can map them into new processes itself.
+  void SetKernelIndex(KernelFileIndex* index) { kernel_index_ = index; }
+
   // Reads /proc/PID/maps and (re)writes the process's entry. NotFound when
   // the process is gone.
   absl::Status Refresh(uint32_t pid, uint64_t now_ns);
+  // A mapping the kernel side added to pid's entry at time_ns (an
+  // EHP_EVENT_MAPPING): kept for resolving, as if read from the maps.
+  // Ignored when the file is not one the index knows.
+  void AddKernelMapping(uint32_t pid, uint64_t time_ns, const ehp_mapping& m,
+                        const KernelFileKey& file, uint64_t offset);
   // Refresh from maps already read (tests; ReadProcMaps' entries).
   void Apply(uint32_t pid, const std::vector<MapsEntry>& maps, uint64_t now_ns);
   // pid exec'd at time_ns: the image before it ends there.
@@ -109,9 +121,15 @@ class ProcessTracker {
   // A warning once per topic: Refresh re-reads the same mappings.
   void WarnOnce(const std::string& topic, std::string warning);
   void WriteEntry(uint32_t pid);
+  // Tells the kernel index which interpreter pid's executable runs with
+  // (from /proc/PID/auxv's AT_ENTRY and AT_BASE).
+  void LearnInterpreter(uint32_t pid, const std::vector<MapsEntry>& maps);
+  // Makes snap pid's latest snapshot: references moved to its files.
+  void PushSnapshot(uint32_t pid, Snapshot snap);
   void ReleaseFiles(const std::vector<TrackedMapping>& mappings);
 
   FileTables* files_;
+  KernelFileIndex* kernel_index_ = nullptr;
   std::unique_ptr<MapWriter> procs_;
   std::map<uint32_t, History> history_;
   std::set<uint32_t> live_;

@@ -27,6 +27,7 @@ Recorder::~Recorder() {
   // Tracker and tables before the session whose maps they write.
   tracker_.reset();
   files_.reset();
+  kernel_index_.reset();
   store_.reset();
   session_.reset();
 }
@@ -160,6 +161,13 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       }
       to_refresh_.insert(ev.pid);
       break;
+    case EHP_EVENT_MAPPING:
+      if (size >= sizeof(ehp_mapping_event)) {
+        ehp_mapping_event me;
+        std::memcpy(&me, data, sizeof(me));
+        tracker_->AddKernelMapping(ev.pid, ev.time_ns, me.m, {me.file.dev, me.file.ino}, ev.addr);
+      }
+      break;
     case EHP_EVENT_UNKNOWN_PC:
       // A pc in a mapping the process entry had no room for: the maps are
       // known, re-reading them would not help.
@@ -283,9 +291,14 @@ absl::Status Recorder::StartSession() {
     }
   }
   files_ = std::make_unique<FileTables>(store_.get(), std::move(cache));
+  if (options_.kernel_maps) {
+    kernel_index_ = std::make_unique<KernelFileIndex>(BpfFileIndexMap(session_->maps().file_tables));
+    files_->SetUnloadHook([index = kernel_index_.get()](const FileKey& key) { index->Unpublish(key); });
+  }
   tracker_ = std::make_unique<ProcessTracker>(
       files_.get(),
       std::make_unique<BpfMapWriter>(session_->maps().procs, sizeof(ehp_proc), "procs"));
+  tracker_->SetKernelIndex(kernel_index_.get());
   return absl::OkStatus();
 }
 

@@ -22,6 +22,7 @@
 #include "agent/record/run_control.h"
 #include "agent/session/bpf_session.h"
 #include "agent/session/file_tables.h"
+#include "agent/session/kernel_file_index.h"
 #include "agent/session/probe_spec.h"
 #include "agent/session/table_store.h"
 #include "base/unique_fd.h"
@@ -68,6 +69,10 @@ struct RecordOptions {
   // once with a count, so memory grows with distinct stacks, not with
   // samples. Not for outputs that need every sample's time or --verify.
   bool aggregate = false;
+  // The kernel side maps loaded tables into processes itself, at exec and
+  // mmap (bpf/proc_learn.bpf.h); false (--no-kernel-maps): only from
+  // /proc/PID/maps, as before it could.
+  bool kernel_maps = true;
   // The on-disk cache of built tables (--table-cache; empty: none) and its
   // budget.
   std::string table_cache_dir = kDefaultTableCacheDir;
@@ -151,6 +156,7 @@ class Recorder {
   RecordOptions options_;
   std::unique_ptr<BpfSession> session_;
   std::unique_ptr<TableStore> store_;
+  std::unique_ptr<KernelFileIndex> kernel_index_;
   std::unique_ptr<FileTables> files_;
   std::unique_ptr<ProcessTracker> tracker_;
   std::vector<RawSample> samples_;

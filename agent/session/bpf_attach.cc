@@ -36,6 +36,15 @@ int OpenPerfEvent(const SessionOptions& o, int cpu) {
   return static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
 }
 
+// libbpf finds a tracepoint's id in tracefs, which a fresh machine may not
+// have mounted yet.
+void MountTracefs() {
+  if (::access("/sys/kernel/tracing/events", F_OK) != 0 &&
+      ::access("/sys/kernel/debug/tracing/events", F_OK) != 0) {
+    ::mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
+  }
+}
+
 }  // namespace
 
 absl::Status BpfSession::AttachLifecycle() {
@@ -46,6 +55,17 @@ absl::Status BpfSession::AttachLifecycle() {
     links_.push_back(std::move(link));
   }
   return absl::OkStatus();
+}
+
+void BpfSession::AttachMmapLearning() {
+  if (!bpf_program__autoload(skel_->progs.ehprof_mmap)) return;
+  MountTracefs();
+  // A kernel without syscall tracepoints (CONFIG_FTRACE_SYSCALLS) still
+  // unwinds: libraries are then learned from /proc/PID/maps only.
+  BpfLinkPtr link(bpf_program__attach(skel_->progs.ehprof_mmap));
+  if (!link) return;
+  links_.push_back(std::move(link));
+  learns_mmap_ = true;
 }
 
 absl::Status BpfSession::AttachOffCpu() {
@@ -87,12 +107,7 @@ absl::Status BpfSession::AttachProbe(const ProbeSpec& p) {
       }
       break;
     case ProbeSpec::Kind::kTracepoint:
-      // libbpf finds the tracepoint's id in tracefs, which a fresh machine
-      // may not have mounted yet.
-      if (::access("/sys/kernel/tracing/events", F_OK) != 0 &&
-          ::access("/sys/kernel/debug/tracing/events", F_OK) != 0) {
-        ::mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
-      }
+      MountTracefs();
       link = bpf_program__attach_tracepoint(skel_->progs.ehprof_tracepoint, p.group.c_str(), p.name.c_str());
       break;
   }

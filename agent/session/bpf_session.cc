@@ -181,6 +181,7 @@ absl::Status BpfSession::Open(const SessionOptions& o) {
     using K = ProbeSpec::Kind;
     bpf_program__set_autoload(skel_->progs.ehprof_sample, o.sample_cpu);
     bpf_program__set_autoload(skel_->progs.ehprof_switch, o.off_cpu);
+    bpf_program__set_autoload(skel_->progs.ehprof_mmap, o.learn_mmap);
     bpf_program__set_autoload(skel_->progs.ehprof_uprobe, wants({K::kUprobe, K::kUretprobe}));
     bpf_program__set_autoload(skel_->progs.ehprof_usdt, wants({K::kUsdt}));
     bpf_program__set_autoload(skel_->progs.ehprof_tracepoint, wants({K::kTracepoint}));
@@ -202,6 +203,7 @@ absl::Status BpfSession::SizeMaps(const SessionOptions& o) {
                {skel->maps.buckets, z.pages},      {skel->maps.rows, z.row_chunks},
                {skel->maps.palettes, z.palette_words}, {skel->maps.rules, z.rules},
                {skel->maps.procs, z.procs},        {skel->maps.events, z.ringbuf_bytes},
+               {skel->maps.file_tables, z.tables},
                {skel->maps.verify_scratch, verify_slots},
                {skel->maps.offcpu_tasks, offcpu_threads}};
   for (auto& s : sizes) {
@@ -286,8 +288,10 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
                           bpf_map__fd(m.tables),   bpf_map__fd(m.pages),
                           bpf_map__fd(m.buckets),  bpf_map__fd(m.rows),
                           bpf_map__fd(m.palettes), bpf_map__fd(m.rules),
-                          bpf_map__fd(m.events),   bpf_map__fd(m.stats)};
+                          bpf_map__fd(m.events),   bpf_map__fd(m.stats),
+                          bpf_map__fd(m.file_tables)};
   if (absl::Status s = session->AttachLifecycle(); !s.ok()) return s;
+  session->AttachMmapLearning();
   const uint8_t on = 1;
   for (uint32_t cpu : o.cpus) {
     if (cpu >= EHP_MAX_FILTER_CPUS ||

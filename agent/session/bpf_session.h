@@ -55,6 +55,9 @@ struct SessionOptions {
   bool sample_cpu = true;
   // Attach the off-CPU programs (config.offcpu_* say which blocks count).
   bool off_cpu = false;
+  // Attach the mmap program (bpf/proc_learn.bpf.h): libraries of loaded
+  // tables mapped into entries by the kernel.
+  bool learn_mmap = true;
   // -C: sample only on these CPUs (config.filter_cpus); empty: all.
   std::vector<uint32_t> cpus;
   // Attach the probe programs here (-e uprobe:..., usdt:..., tracepoint:...).
@@ -71,7 +74,7 @@ struct SkeletonDeleter {
 
 struct MapFds {
   int procs = -1, targets = -1, tables = -1, pages = -1, buckets = -1, rows = -1,
-      palettes = -1, rules = -1, events = -1, stats = -1;
+      palettes = -1, rules = -1, events = -1, stats = -1, file_tables = -1;
 };
 
 class BpfSession {
@@ -92,6 +95,9 @@ class BpfSession {
   };
   ProgStats SampleProgStats() const;
   int num_cpus() const { return num_cpus_; }
+  // Whether the kernel side learns libraries at mmap (syscalls:sys_exit_mmap
+  // attached); without it only exec is learned there, and /proc the rest.
+  bool learns_mmap() const { return learns_mmap_; }
 
   // What the verifier and the JIT made of each program (`ehprof check`).
   struct ProgramInfo {
@@ -112,6 +118,7 @@ class BpfSession {
   void ReadVerifierLogs();  // after
   void PrintVerifierLogTails() const;  // after a failed load
   absl::Status AttachLifecycle();
+  void AttachMmapLearning();  // best effort: sets learns_mmap_
   absl::Status AttachSampler(const SessionOptions& o);
   absl::Status AttachOffCpu();
   absl::Status AttachProbe(const ProbeSpec& p);
@@ -122,6 +129,7 @@ class BpfSession {
   std::unique_ptr<ehprof_bpf, SkeletonDeleter> skel_;
   std::vector<BpfLinkPtr> links_;
   int num_cpus_ = 0;
+  bool learns_mmap_ = false;
   MapFds maps_;
   std::vector<ProgramInfo> verifier_;  // from the load logs
   std::vector<std::unique_ptr<char[]>> log_bufs_;

@@ -59,6 +59,7 @@ absl::StatusOr<FileKey> FileTables::Register(const std::string& open_path,
     return key;
   }
   info.build_id = elf->BuildId();
+  info.entry = elf->entry();
   for (const ElfSegment& s : elf->segments()) {
     if (s.type == PT_LOAD) info.loads.push_back(s);
   }
@@ -115,6 +116,7 @@ bool FileTables::EvictOne() {
   auto it = files_.find(unused_.back());
   unused_.pop_back();
   if (it != files_.end()) {
+    if (on_unload_) on_unload_(it->first);
     store_->Unload(it->second.table_id);
     files_.erase(it);
   }

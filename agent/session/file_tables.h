@@ -38,6 +38,7 @@ struct FileInfo {
   std::string path;        // as the process's maps name it
   std::string build_id;
   std::vector<ElfSegment> loads;  // PT_LOADs, for load biases
+  uint64_t entry = 0;             // e_entry
   enum class State { kPending, kReady, kFailed, kNoSpace } state = State::kPending;
   uint32_t table_id = 0;   // when kReady
   std::string error;       // when kFailed / kNoSpace
@@ -66,6 +67,9 @@ class FileTables {
   // move time on with their own.
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
   void SetClock(Clock now) { now_ = std::move(now); }
+  // Called with a ready file's key just before its table leaves the maps,
+  // so nothing in the kernel can still pick its table id up.
+  void SetUnloadHook(std::function<void(const FileKey&)> hook) { on_unload_ = std::move(hook); }
 
   // The file behind `open_path` (a /proc/PID/map_files link, or a path),
   // registered on first sight and its table build queued. Reads only the
@@ -121,6 +125,7 @@ class FileTables {
 
   TableStore* store_;
   Clock now_ = [] { return std::chrono::steady_clock::now(); };
+  std::function<void(const FileKey&)> on_unload_;
   std::unique_ptr<TableCache> cache_;  // the worker's only
   std::map<FileKey, FileInfo> files_;
   std::list<FileKey> unused_;  // ready tables no process uses, most recent first

@@ -1,0 +1,85 @@
+// ProcessTracker's side of what the kernel learns by itself
+// (bpf/proc_learn.bpf.h): which interpreter each executable runs with, for
+// the exec program, and the mappings the exec and mmap programs added, kept
+// for resolving as if read from /proc/PID/maps.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <elf.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "agent/process/process_tracker.h"
+#include "bpf/ehprof_abi.h"
+
+namespace ehprof {
+namespace {
+
+// AT_ENTRY and AT_BASE from /proc/PID/auxv; zeros when unreadable.
+std::pair<uint64_t, uint64_t> EntryAndBase(uint32_t pid) {
+  uint64_t words[128];
+  UniqueFd fd(::open(absl::StrCat("/proc/", pid, "/auxv").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return {0, 0};
+  const ssize_t n = ::read(fd.get(), words, sizeof(words));
+  uint64_t entry = 0, base = 0;
+  for (ssize_t i = 0; i + 1 < n / 8; i += 2) {
+    if (words[i] == AT_NULL) break;
+    if (words[i] == AT_ENTRY) entry = words[i + 1];
+    if (words[i] == AT_BASE) base = words[i + 1];
+  }
+  return {entry, base};
+}
+
+KernelFileKey KeyOf(const MapsEntry& e) { return {EHP_KDEV(e.dev_major, e.dev_minor), e.inode}; }
+
+}  // namespace
+
+void ProcessTracker::LearnInterpreter(uint32_t pid, const std::vector<MapsEntry>& maps) {
+  const auto [entry, base] = EntryAndBase(pid);
+  if (entry == 0 || base == 0) return;  // static, or gone
+  const MapsEntry* exe = nullptr;
+  const MapsEntry* interp = nullptr;
+  for (const MapsEntry& e : maps) {
+    if (e.inode == 0) continue;
+    if (e.start <= entry && entry < e.end) exe = &e;
+    if (e.start == base) interp = &e;
+  }
+  if (exe && interp) kernel_index_->SetInterpreter(KeyOf(*exe), KeyOf(*interp));
+}
+
+void ProcessTracker::AddKernelMapping(uint32_t pid, uint64_t time_ns, const ehp_mapping& km,
+                                      const KernelFileKey& kfile, uint64_t offset) {
+  if (!kernel_index_) return;
+  const std::optional<FileKey> key = kernel_index_->Find(kfile);
+  const FileInfo* f = key ? files_->Find(*key) : nullptr;
+  if (!f) return;
+  History& hist = history_[pid];
+  // A read of the maps after the mapping was made holds it already.
+  if (!hist.snaps.empty() && hist.snaps.back().from_ns > time_ns) return;
+  TrackedMapping m;
+  m.start = km.begin;
+  m.end = km.end;
+  m.bias = km.bias;
+  m.offset = offset;
+  m.path = f->path;
+  m.build_id = f->build_id;
+  m.file = *key;
+  m.kernel_file = kfile;
+  if (auto kept = kept_.find(*key); kept != kept_.end()) {
+    m.kept_path = absl::StrCat("/proc/self/fd/", kept->second.get());
+  }
+  Snapshot snap;
+  snap.from_ns = time_ns;
+  if (!hist.snaps.empty() && hist.ImageAt(hist.snaps.back().from_ns) == hist.ImageAt(time_ns)) {
+    snap.mappings = hist.snaps.back().mappings;  // the same image: more of it
+  }
+  std::erase_if(snap.mappings,
+                [&](const TrackedMapping& x) { return x.start < m.end && m.start < x.end; });
+  auto at = std::upper_bound(snap.mappings.begin(), snap.mappings.end(), m.start,
+                             [](uint64_t a, const TrackedMapping& x) { return a < x.start; });
+  snap.mappings.insert(at, std::move(m));
+  PushSnapshot(pid, std::move(snap));
+}
+
+}  // namespace ehprof

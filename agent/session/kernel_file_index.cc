@@ -1,0 +1,113 @@
+#include "agent/session/kernel_file_index.h"
+
+#include <bpf/bpf.h>
+#include <elf.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace ehprof {
+namespace {
+
+constexpr uint64_t kPageMask = 0xfff;
+
+ehp_file_key ToBpf(const KernelFileKey& k) { return ehp_file_key{k.dev, k.ino}; }
+
+class BpfIndexMap : public FileIndexMap {
+ public:
+  explicit BpfIndexMap(int fd) : fd_(fd) {}
+  absl::Status Put(const ehp_file_key& key, const ehp_file_info& info) override {
+    if (bpf_map_update_elem(fd_, &key, &info, BPF_ANY) != 0) {
+      const int err = errno;
+      auto make = err == E2BIG || err == ENOMEM ? absl::ResourceExhaustedError
+                                                : absl::InternalError;
+      return make(absl::StrCat("BPF map file_tables: writing ", key.dev, ":", key.ino, ": ",
+                               std::strerror(err)));
+    }
+    return absl::OkStatus();
+  }
+  void Remove(const ehp_file_key& key) override { bpf_map_delete_elem(fd_, &key); }
+
+ private:
+  int fd_;  // not owned: the session keeps the map
+};
+
+}  // namespace
+
+std::unique_ptr<FileIndexMap> BpfFileIndexMap(int fd) { return std::make_unique<BpfIndexMap>(fd); }
+
+std::optional<ehp_file_info> KernelFileInfo(const FileInfo& f, uint64_t size) {
+  const ElfSegment* text = nullptr;
+  for (const ElfSegment& s : f.loads) {
+    // The largest executable segment: the loader maps each PT_LOAD on its
+    // own, and the code is there (a second one is rare and small).
+    if ((s.flags & PF_X) && (!text || s.memsz > text->memsz)) text = &s;
+  }
+  if (!text || f.loads.empty()) return std::nullopt;
+  ehp_file_info info{};
+  info.table_id = f.table_id;
+  info.size = size;
+  info.entry = f.entry;
+  info.first_vaddr = f.loads.front().vaddr & ~kPageMask;
+  info.x_begin = text->vaddr & ~kPageMask;
+  info.x_end = (text->vaddr + text->memsz + kPageMask) & ~kPageMask;
+  info.x_offset = text->offset & ~kPageMask;
+  return info;
+}
+
+void KernelFileIndex::Write(const KernelFileKey& kkey, const Entry& e) {
+  if (map_) map_->Put(ToBpf(kkey), e.info).IgnoreError();  // a full map: /proc serves
+}
+
+void KernelFileIndex::Publish(const KernelFileKey& kkey, const FileKey& key, const FileInfo& f) {
+  if (!kkey.known() || f.state != FileInfo::State::kReady) return;
+  auto it = by_kernel_.find(kkey);
+  if (it != by_kernel_.end() && it->second.key == key && it->second.info.table_id == f.table_id) {
+    return;
+  }
+  std::optional<ehp_file_info> info = KernelFileInfo(f, key.size);
+  if (!info) return;
+  Entry e{key, *info};
+  if (auto p = pending_interp_.find(kkey); p != pending_interp_.end()) {
+    e.info.interp = ToBpf(p->second);
+    pending_interp_.erase(p);
+  } else if (it != by_kernel_.end()) {
+    e.info.interp = it->second.info.interp;
+  }
+  by_kernel_[kkey] = e;
+  Write(kkey, e);
+}
+
+void KernelFileIndex::SetInterpreter(const KernelFileKey& exe, const KernelFileKey& interp) {
+  if (!exe.known() || !interp.known() || exe == interp) return;
+  auto it = by_kernel_.find(exe);
+  if (it == by_kernel_.end()) {
+    if (pending_interp_.size() >= kMaxPendingInterps) pending_interp_.clear();
+    pending_interp_[exe] = interp;
+    return;
+  }
+  if (it->second.info.interp.dev == interp.dev && it->second.info.interp.ino == interp.ino) return;
+  it->second.info.interp = ToBpf(interp);
+  Write(exe, it->second);
+}
+
+void KernelFileIndex::Unpublish(const FileKey& key) {
+  for (auto it = by_kernel_.begin(); it != by_kernel_.end();) {
+    if (it->second.key == key) {
+      if (map_) map_->Remove(ToBpf(it->first));
+      it = by_kernel_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::optional<FileKey> KernelFileIndex::Find(const KernelFileKey& kkey) const {
+  auto it = by_kernel_.find(kkey);
+  if (it == by_kernel_.end()) return std::nullopt;
+  return it->second.key;
+}
+
+}  // namespace ehprof
