@@ -1,0 +1,172 @@
+// What user space tells the kernel side about loaded tables (file_tables,
+// agent/session/kernel_file_index.h) and how the tracker keeps the
+// mappings the kernel side adds, without root: the table store writes
+// in-memory maps, the file_tables map is an in-memory one. The ELF layout
+// the kernel places a file by is checked against readelf's program headers.
+#include "agent/session/kernel_file_index.h"
+
+#include <elf.h>
+
+#include <chrono>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "agent/process/process_tracker.h"
+#include "gtest/gtest.h"
+#include "tests/memory_map_writer.h"
+#include "tests/test_support.h"
+
+namespace ehprof {
+namespace {
+
+using ::ehprof::testing::TestdataPath;
+
+class MemoryIndexMap : public FileIndexMap {
+ public:
+  explicit MemoryIndexMap(std::map<std::pair<uint64_t, uint64_t>, ehp_file_info>* out) : out_(out) {}
+  absl::Status Put(const ehp_file_key& k, const ehp_file_info& info) override {
+    ++*writes_;
+    (*out_)[{k.dev, k.ino}] = info;
+    return absl::OkStatus();
+  }
+  void Remove(const ehp_file_key& k) override { out_->erase({k.dev, k.ino}); }
+  int* writes_ = nullptr;
+
+ private:
+  std::map<std::pair<uint64_t, uint64_t>, ehp_file_info>* out_;
+};
+
+// A pid no process has: nothing is read through /proc.
+constexpr uint32_t kPid = 4190001;
+const KernelFileKey kExe{EHP_KDEV(8, 1), 1001}, kInterp{EHP_KDEV(8, 1), 1002};
+
+class KernelFileIndexTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MapSizes sizes;
+    sizes.tables = 2;
+    MemoryTableMaps views;
+    store_ = std::make_unique<TableStore>(MakeMemoryTableMaps(sizes, &views), sizes);
+    files_ = std::make_unique<FileTables>(store_.get());
+    files_->SetClock([this] { return now_; });
+    auto map = std::make_unique<MemoryIndexMap>(&bpf_);
+    map->writes_ = &writes_;
+    index_ = std::make_unique<KernelFileIndex>(std::move(map));
+    files_->SetUnloadHook([this](const FileKey& k) { index_->Unpublish(k); });
+  }
+  FileKey Ready(const std::string& name) {
+    const std::string path = TestdataPath(name);
+    auto key = files_->Register(path, path);
+    EXPECT_TRUE(key.ok()) << key.status();
+    files_->AddRef(*key);
+    for (int i = 0; i < 500 && files_->pending() > 0; ++i) {
+      files_->CollectFinished();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    files_->CollectFinished();
+    EXPECT_EQ(files_->Find(*key)->state, FileInfo::State::kReady);
+    return *key;
+  }
+  const ehp_file_info* InMap(const KernelFileKey& k) {
+    auto it = bpf_.find({k.dev, k.ino});
+    return it == bpf_.end() ? nullptr : &it->second;
+  }
+  std::chrono::steady_clock::time_point now_ = std::chrono::steady_clock::now();
+  std::unique_ptr<TableStore> store_;
+  std::unique_ptr<FileTables> files_;
+  std::map<std::pair<uint64_t, uint64_t>, ehp_file_info> bpf_;
+  int writes_ = 0;
+  std::unique_ptr<KernelFileIndex> index_;
+};
+
+// readelf -lW's LOAD line with flags containing E: offset, vaddr, memsz.
+struct Load {
+  uint64_t offset = 0, vaddr = 0, memsz = 0;
+};
+Load ExecutableLoad(const std::string& path) {
+  std::istringstream in(testing::ShellOutput("readelf -lW " + path));
+  std::string line;
+  Load best;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string type, off, va, pa, filesz, memsz, flags;
+    if (!(f >> type >> off >> va >> pa >> filesz >> memsz >> flags) || type != "LOAD") continue;
+    std::string rest;
+    std::getline(f, rest);
+    if ((flags + rest).find('E') == std::string::npos) continue;
+    Load l{std::stoull(off, nullptr, 16), std::stoull(va, nullptr, 16), std::stoull(memsz, nullptr, 16)};
+    if (l.memsz > best.memsz) best = l;
+  }
+  return best;
+}
+
+TEST_F(KernelFileIndexTest, PlacesTheExecutableSegmentAsReadelfShowsIt) {
+  const FileKey key = Ready("deep_recursion.stripped");
+  const Load text = ExecutableLoad(TestdataPath("deep_recursion.stripped"));
+  ASSERT_GT(text.memsz, 0u);
+  auto info = KernelFileInfo(*files_->Find(key), key.size);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->x_begin, text.vaddr & ~uint64_t{0xfff});
+  EXPECT_EQ(info->x_end, (text.vaddr + text.memsz + 0xfff) & ~uint64_t{0xfff});
+  EXPECT_EQ(info->x_offset, text.offset & ~uint64_t{0xfff});
+  EXPECT_EQ(info->size, key.size);
+  EXPECT_EQ(info->table_id, files_->Find(key)->table_id);
+  const std::string entry = testing::ShellOutput(
+      "readelf -hW " + TestdataPath("deep_recursion.stripped") + " | awk '/Entry point/ {print $4}'");
+  EXPECT_EQ(info->entry, std::stoull(entry, nullptr, 16));
+}
+
+TEST_F(KernelFileIndexTest, PublishesOnceWithTheInterpreterAndUnpublishesBeforeUnload) {
+  const FileKey exe = Ready("deep_recursion.stripped");
+  const FileKey interp = Ready("realign.stripped");
+  index_->SetInterpreter(kExe, kInterp);  // before publishing: remembered
+  index_->Publish(kExe, exe, *files_->Find(exe));
+  index_->Publish(kInterp, interp, *files_->Find(interp));
+  ASSERT_NE(InMap(kExe), nullptr);
+  EXPECT_EQ(InMap(kExe)->interp.ino, kInterp.ino);
+  EXPECT_EQ(InMap(kExe)->interp.dev, kInterp.dev);
+  EXPECT_EQ(InMap(kInterp)->interp.ino, 0u);
+  const int writes = writes_;
+  index_->Publish(kExe, exe, *files_->Find(exe));  // every entry rewrite calls it
+  index_->SetInterpreter(kExe, kInterp);
+  EXPECT_EQ(writes_, writes) << "nothing changed, nothing written";
+  EXPECT_EQ(index_->Find(kExe), exe);
+
+  // Unused, then evicted for a third table: its entry goes first.
+  files_->Release(exe);
+  Ready("asm_cfi.stripped");
+  EXPECT_EQ(files_->Find(exe), nullptr);
+  EXPECT_EQ(InMap(kExe), nullptr);
+  EXPECT_FALSE(index_->Find(kExe).has_value());
+  EXPECT_NE(InMap(kInterp), nullptr);
+}
+
+TEST_F(KernelFileIndexTest, TrackerResolvesWhatTheKernelMappedBeforeAnyRead) {
+  const FileKey exe = Ready("deep_recursion.stripped");
+  index_->Publish(kExe, exe, *files_->Find(exe));
+  ProcessTracker tracker(files_.get(), nullptr);
+  tracker.SetKernelIndex(index_.get());
+  const ehp_file_info info = *InMap(kExe);
+  const uint64_t bias = 0x555555554000;
+  ehp_mapping m{bias + info.x_begin, bias + info.x_end, bias, info.table_id, EHP_MAPPING_HAS_TABLE};
+  tracker.ImageEnded(kPid, 100);  // the exec
+  tracker.AddKernelMapping(kPid, 110, m, kExe, info.x_offset);
+  // A file the index does not know is ignored.
+  tracker.AddKernelMapping(kPid, 120, {0x7000000, 0x7001000, 0x7000000, 1, 1}, {1, 2}, 0);
+  EXPECT_FALSE(tracker.Resolve(kPid, 130, 0x7000500).has_value());
+
+  auto r = tracker.Resolve(kPid, 130, bias + info.x_begin + 0x10);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->mapping->path, TestdataPath("deep_recursion.stripped"));
+  EXPECT_EQ(r->elf_vaddr, info.x_begin + 0x10);
+  EXPECT_EQ(r->mapping->offset, info.x_offset);
+  // The image before the exec does not borrow it.
+  EXPECT_FALSE(tracker.Resolve(kPid, 90, bias + info.x_begin + 0x10).has_value());
+  EXPECT_TRUE(tracker.tracking(kPid));
+  tracker.Exit(kPid, 200);
+  EXPECT_TRUE(tracker.Resolve(kPid, 130, bias + info.x_begin + 0x10).has_value());
+}
+
+}  // namespace
+}  // namespace ehprof
