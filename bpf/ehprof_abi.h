@@ -387,8 +387,12 @@ struct ehp_config {
 	ehp_u32 include_idle;  /* also sample the idle task (pid 0) */
 	ehp_u32 filter_comm;   /* only tasks whose comm is comm */
 	char comm[EHP_COMM_LEN];
+	/* Entries made and extended in the kernel at fork, exec and mmap
+	 * (bpf/proc_learn.bpf.h); 0: only from user space's /proc reads. */
+	ehp_u32 learn_maps;
+	ehp_u32 pad;
 };
-EHP_ASSERT(sizeof(struct ehp_config) == 80, "ehp_config is 80 bytes");
+EHP_ASSERT(sizeof(struct ehp_config) == 88, "ehp_config is 88 bytes");
 EHP_ASSERT(EHP_OFFSET(struct ehp_config, offcpu_min_ns) == 32, "ehp_config.offcpu_min_ns at 32");
 EHP_ASSERT(EHP_OFFSET(struct ehp_config, cgroup_id) == 40, "ehp_config.cgroup_id at 40");
 EHP_ASSERT(EHP_OFFSET(struct ehp_config, comm) == 64, "ehp_config.comm at 64");

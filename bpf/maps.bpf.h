@@ -12,6 +12,7 @@ const volatile struct ehp_config cfg = {
     .user_stacks = 1,
     .kernel_stacks = 1,
     .max_frames = EHP_MAX_USER_FRAMES,
+    .learn_maps = 1,
 };
 
 struct {

@@ -176,6 +176,11 @@ int BPF_PROG(ehprof_fork, struct task_struct *parent, struct task_struct *child)
 		__u8 followed_value = EHP_TARGET_PROCESS;
 		bpf_map_update_elem(&targets, &cpid, &followed_value, BPF_ANY);
 	}
+	/* The child maps what its parent maps: it unwinds from its first
+	 * sample, not after user space has read its maps. */
+	struct ehp_proc *parent_entry = cfg.learn_maps ? bpf_map_lookup_elem(&procs, &ppid) : 0;
+	if (parent_entry)
+		bpf_map_update_elem(&procs, &cpid, parent_entry, BPF_ANY);
 	lifecycle_event(EHP_EVENT_FORK, parent, cpid);
 	return 0;
 }
@@ -193,7 +198,8 @@ int BPF_PROG(ehprof_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	 * one asked for a moment ago. */
 	bpf_map_delete_elem(&notified, &pid);
 	lifecycle_event(EHP_EVENT_EXEC, p, 0);
-	learn_exec(p, pid);
+	if (cfg.learn_maps)
+		learn_exec(p, pid);
 	return 0;
 }
 
@@ -209,7 +215,7 @@ SEC("tracepoint/syscalls/sys_exit_mmap")
 int ehprof_mmap(struct ehp_syscall_exit *ctx)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
-	if (!followed(pid))
+	if (!cfg.learn_maps || !followed(pid))
 		return 0;
 	learn_mmap(ctx->ret);
 	return 0;

@@ -244,7 +244,7 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
       ->check(kAbsoluteDir);
   app.add_flag("--no-table-cache", flags->no_table_cache, "build every table every run");
   app.add_flag("--no-kernel-maps", flags->no_kernel_maps,
-               "learn processes' mappings from /proc/PID/maps only, not also in the kernel at exec "
+               "learn processes' mappings from /proc/PID/maps only, not also in the kernel at fork, exec "
                "and mmap (short-lived processes then lose their first milliseconds; for comparison)");
   AddFilterOptions(app, record);
 }

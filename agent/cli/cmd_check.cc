@@ -63,6 +63,7 @@ int RunCheckCommand(const std::vector<std::string>& args) {
   // And the filters, so the counts are the worst case a recording can load.
   o.config.filter_cpus = o.config.filter_comm = 1;
   o.config.cgroup_id = 1;
+  o.config.learn_maps = 1;  // the fork, exec and mmap programs in full
   auto session = BpfSession::Start(o);
   if (!session.ok()) {
     std::printf("ehprof cannot run here: %s\n", std::string(session.status().message()).c_str());

@@ -65,6 +65,9 @@ class ProcessTracker {
   // Ignored when the file is not one the index knows.
   void AddKernelMapping(uint32_t pid, uint64_t time_ns, const ehp_mapping& m,
                         const KernelFileKey& file, uint64_t offset);
+  // parent forked child at time_ns (the kernel copied its entry): the
+  // child's image starts as the parent's, until its maps are read.
+  void Forked(uint32_t parent, uint32_t child, uint64_t time_ns);
   // Refresh from maps already read (tests; ReadProcMaps' entries).
   void Apply(uint32_t pid, const std::vector<MapsEntry>& maps, uint64_t now_ns);
   // pid exec'd at time_ns: the image before it ends there.

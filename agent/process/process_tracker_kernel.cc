@@ -82,4 +82,16 @@ void ProcessTracker::AddKernelMapping(uint32_t pid, uint64_t time_ns, const ehp_
   PushSnapshot(pid, std::move(snap));
 }
 
+void ProcessTracker::Forked(uint32_t parent, uint32_t child, uint64_t time_ns) {
+  auto it = history_.find(parent);
+  if (it == history_.end() || it->second.snaps.empty() || !live_.count(parent)) return;
+  if (live_.count(child)) return;  // read already
+  History& hist = history_[child];
+  if (!hist.snaps.empty() && hist.snaps.back().from_ns > time_ns) return;
+  Snapshot snap;
+  snap.from_ns = time_ns;
+  snap.mappings = history_[parent].snaps.back().mappings;
+  PushSnapshot(child, std::move(snap));
+}
+
 }  // namespace ehprof

@@ -178,6 +178,7 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       to_refresh_.insert(ev.pid);
       break;
     case EHP_EVENT_FORK:
+      tracker_->Forked(ev.pid, static_cast<uint32_t>(ev.addr), ev.time_ns);
       to_refresh_.insert(static_cast<uint32_t>(ev.addr));
       break;
     case EHP_EVENT_EXIT:

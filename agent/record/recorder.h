@@ -69,9 +69,9 @@ struct RecordOptions {
   // once with a count, so memory grows with distinct stacks, not with
   // samples. Not for outputs that need every sample's time or --verify.
   bool aggregate = false;
-  // The kernel side maps loaded tables into processes itself, at exec and
-  // mmap (bpf/proc_learn.bpf.h); false (--no-kernel-maps): only from
-  // /proc/PID/maps, as before it could.
+  // The kernel side makes and extends process entries itself, at fork,
+  // exec and mmap (bpf/proc_learn.bpf.h); false (--no-kernel-maps): only
+  // from /proc/PID/maps, as before it could.
   bool kernel_maps = true;
   // The on-disk cache of built tables (--table-cache; empty: none) and its
   // budget.

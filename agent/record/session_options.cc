@@ -23,6 +23,7 @@ absl::StatusOr<SessionOptions> SessionOptionsFor(const RecordOptions& o) {
   so.config.offcpu_min_ns = o.off_cpu_min_ns;
   so.off_cpu = o.off_cpu;
   so.learn_mmap = o.kernel_maps;
+  so.config.learn_maps = o.kernel_maps;
   so.sample_cpu = o.sample_cpu;
   so.probes = o.probes;
   so.cpus = o.cpus;
