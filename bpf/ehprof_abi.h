@@ -250,6 +250,9 @@ struct ehp_file_key {
 };
 EHP_ASSERT(sizeof(struct ehp_file_key) == 16, "ehp_file_key is 16 bytes");
 #define EHP_KDEV(major, minor) (((ehp_u64)(major) << 20) | (minor))
+/* file_tables' key for the vDSO, which no file holds: (0, 1). */
+#define EHP_VDSO_KEY_DEV 0
+#define EHP_VDSO_KEY_INO 1
 
 /* What the exec and mmap programs need to map a file's loaded table into a
  * process without a round trip to user space (file_tables[key]). User

@@ -80,6 +80,19 @@ EHP_INLINE void read_auxv(struct mm_struct *mm, __u64 *entry, __u64 *base)
 	}
 }
 
+/* The vDSO, at mm->context.vdso (x86), when its table is loaded. */
+EHP_INLINE void learn_vdso(struct ehp_proc *proc, __u32 pid, struct mm_struct *mm)
+{
+	struct ehp_file_key key = {EHP_VDSO_KEY_DEV, EHP_VDSO_KEY_INO};
+	struct ehp_file_info *found = bpf_map_lookup_elem(&file_tables, &key);
+	__u64 base = (__u64)BPF_CORE_READ(mm, context.vdso);
+	if (!found || !base)
+		return;
+	struct ehp_file_info info = *found;
+	__u64 bias = base - info.first_vaddr;
+	add_kernel_mapping(proc, pid, bias + info.x_begin, bias + info.x_end, bias, &info, &key);
+}
+
 /* At exec (the new image is in place): an entry with the executable and
  * its interpreter when the executable's table is loaded. */
 EHP_INLINE void learn_exec(struct task_struct *p, __u32 pid)
@@ -106,6 +119,7 @@ EHP_INLINE void learn_exec(struct task_struct *p, __u32 pid)
 	struct ehp_file_info x = *exe;
 	__u64 bias = at_entry - x.entry;
 	add_kernel_mapping(proc, pid, bias + x.x_begin, bias + x.x_end, bias, &x, &key);
+	learn_vdso(proc, pid, mm);
 	if (!at_base || !x.interp.ino)
 		return;
 	ikey = x.interp;

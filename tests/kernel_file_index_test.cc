@@ -168,5 +168,28 @@ TEST_F(KernelFileIndexTest, TrackerResolvesWhatTheKernelMappedBeforeAnyRead) {
   EXPECT_TRUE(tracker.Resolve(kPid, 130, bias + info.x_begin + 0x10).has_value());
 }
 
+TEST_F(KernelFileIndexTest, ReadingAForkedChildsMapsRewritesTheKernelsEntry) {
+  auto procs = std::make_unique<MemoryMapWriter>(sizeof(ehp_proc), 16, MemoryMapWriter::Kind::kHash);
+  MemoryMapWriter* map = procs.get();
+  ProcessTracker tracker(files_.get(), std::move(procs));
+  tracker.SetKernelIndex(index_.get());
+  MapsEntry e;
+  e.start = 0x1000;
+  e.end = 0x2000;
+  e.read = e.exec = e.priv = true;
+  e.path = "/bin/parent";
+  const uint32_t parent = kPid, child = kPid + 1;
+  tracker.Apply(parent, {e}, 100);
+  tracker.Forked(parent, child, 150);
+  EXPECT_EQ(map->Bytes(child), nullptr) << "the kernel copied the entry; nothing written yet";
+  EXPECT_EQ(tracker.Resolve(child, 160, 0x1800)->mapping->path, "/bin/parent");
+  // The same maps read later: the entry is written anyway, so the slots the
+  // kernel may have added since are cleared.
+  tracker.Apply(child, {e}, 200);
+  ASSERT_NE(map->Bytes(child), nullptr);
+  EXPECT_EQ(map->Get<ehp_proc>(child).n_mappings, 1u);
+  EXPECT_EQ(map->Get<ehp_proc>(child).n_kernel, 0u);
+}
+
 }  // namespace
 }  // namespace ehprof

@@ -137,7 +137,9 @@ TrackedMapping ProcessTracker::Track(uint32_t pid, const MapsEntry& e) {
   }
   m.bias = e.start - e.offset;
   m.offset = e.offset;
-  if (m.path != "[vdso]" && m.path != "//anon") {
+  if (m.path == "[vdso]") {
+    m.kernel_file = {EHP_VDSO_KEY_DEV, EHP_VDSO_KEY_INO};
+  } else if (m.path != "//anon") {
     m.kernel_file = {EHP_KDEV(e.dev_major, e.dev_minor), e.inode};
   }
   if (key.ok() && e.path != "[vdso]") {
@@ -178,7 +180,12 @@ void ProcessTracker::Apply(uint32_t pid, const std::vector<MapsEntry>& maps, uin
       return a.start == b.start && a.end == b.end && a.bias == b.bias && a.file == b.file;
     };
     if (std::equal(last.begin(), last.end(), snap.mappings.begin(), snap.mappings.end(), same)) {
-      if (refused_.count(pid)) WriteEntry(pid);  // the map may have room now
+      // The map may have room now; or the entry is the kernel's, whose
+      // added slots a full entry clears.
+      if (refused_.count(pid) || hist.snaps.back().from_kernel) {
+        hist.snaps.back().from_kernel = false;
+        WriteEntry(pid);
+      }
       return;
     }
   }

@@ -103,6 +103,9 @@ class ProcessTracker {
   struct Snapshot {
     uint64_t from_ns = 0;
     std::vector<TrackedMapping> mappings;  // executable only, sorted
+    // Made from what the kernel side did (fork, exec, mmap), not from a
+    // read of the maps: the BPF entry has kernel-added slots to clear.
+    bool from_kernel = false;
   };
   struct History {
     std::vector<Snapshot> snaps;  // by from_ns

@@ -69,20 +69,42 @@ void ProcessTracker::AddKernelMapping(uint32_t pid, uint64_t time_ns, const ehp_
   if (auto kept = kept_.find(*key); kept != kept_.end()) {
     m.kept_path = absl::StrCat("/proc/self/fd/", kept->second.get());
   }
+  auto insert = [&](std::vector<TrackedMapping>& maps) {
+    std::vector<TrackedMapping> replaced;
+    for (auto it = maps.begin(); it != maps.end();) {
+      if (it->start < m.end && m.start < it->end) {
+        replaced.push_back(std::move(*it));
+        it = maps.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto at = std::upper_bound(maps.begin(), maps.end(), m.start,
+                               [](uint64_t a, const TrackedMapping& x) { return a < x.start; });
+    maps.insert(at, m);
+    return replaced;
+  };
+  if (live_.count(pid) && !hist.snaps.empty() &&
+      hist.ImageAt(hist.snaps.back().from_ns) == hist.ImageAt(time_ns)) {
+    // More of the image in force: added to its latest snapshot, not as a
+    // new one (a process maps a dozen libraries; thousands of processes
+    // would keep a dozen snapshots each). Resolving consults that snapshot
+    // for samples before the mapping was made too, which can only matter
+    // for an address reused within a millisecond.
+    files_->AddRef(*key);
+    ReleaseFiles(insert(hist.snaps.back().mappings));
+    hist.snaps.back().from_kernel = true;
+    return;
+  }
   Snapshot snap;
   snap.from_ns = time_ns;
-  if (!hist.snaps.empty() && hist.ImageAt(hist.snaps.back().from_ns) == hist.ImageAt(time_ns)) {
-    snap.mappings = hist.snaps.back().mappings;  // the same image: more of it
-  }
-  std::erase_if(snap.mappings,
-                [&](const TrackedMapping& x) { return x.start < m.end && m.start < x.end; });
-  auto at = std::upper_bound(snap.mappings.begin(), snap.mappings.end(), m.start,
-                             [](uint64_t a, const TrackedMapping& x) { return a < x.start; });
-  snap.mappings.insert(at, std::move(m));
+  snap.from_kernel = true;
+  insert(snap.mappings);
   PushSnapshot(pid, std::move(snap));
 }
 
 void ProcessTracker::Forked(uint32_t parent, uint32_t child, uint64_t time_ns) {
+  if (!kernel_index_) return;  // the kernel learns nothing: /proc alone, as ever
   auto it = history_.find(parent);
   if (it == history_.end() || it->second.snaps.empty() || !live_.count(parent)) return;
   if (live_.count(child)) return;  // read already
@@ -90,6 +112,7 @@ void ProcessTracker::Forked(uint32_t parent, uint32_t child, uint64_t time_ns) {
   if (!hist.snaps.empty() && hist.snaps.back().from_ns > time_ns) return;
   Snapshot snap;
   snap.from_ns = time_ns;
+  snap.from_kernel = true;
   snap.mappings = history_[parent].snaps.back().mappings;
   PushSnapshot(child, std::move(snap));
 }

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Stacks of a real build (issue 13, item 3): `make -j2` of this project's
+unwind_tables library from a clean build directory, recorded with ehprof,
+judged per command by stackcheck (../shared/eval/stackcheck.py): make, sh,
+cc1plus, as and the rest are mostly short-lived exec'd processes, the case
+the kernel-side mappings (fork, exec, mmap) are for.
+
+  python3 bench/build_stacks.py                 # with and without --no-kernel-maps
+  python3 bench/build_stacks.py --modes on      # only the default
+
+Each mode configures a fresh build tree in a temporary directory (cmake,
+not recorded), then records `make -j2 unwind_tables` in it. Prints, per
+mode, the whole run's complete % and the main commands' own.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+STACKCHECK = os.path.join(ROOT, "..", "shared", "eval", "stackcheck.py")
+COMMS = ("make", "sh", "cc1plus", "as", "c++", "clang++", "clang")
+MODES = {"on": [], "off": ["--no-kernel-maps"]}
+
+
+def stackcheck(dump, comm=None):
+    cmd = [sys.executable, STACKCHECK, "--json", dump] + (["--comm", comm] if comm else [])
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        return json.loads(r.stdout)
+    except json.JSONDecodeError:
+        return {}
+
+
+def configure(tree):
+    env = dict(os.environ, CC="gcc", CXX="g++")
+    subprocess.run(["cmake", "-S", ROOT, "-B", tree, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
+                   check=True, capture_output=True, env=env)
+
+
+def record(ehprof, tree, extra, out):
+    cmd = [ehprof, "record", "-F", "999", "-q", "--format", "perf-script", "-o", out, *extra,
+           "--", "make", "-j2", "-C", tree, "unwind_tables"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"ehprof record failed ({r.returncode}): {r.stderr[-2000:]}")
+
+
+def run_mode(ehprof, mode, keep):
+    tree = tempfile.mkdtemp(prefix=f"ehprof-build-{mode}-")
+    try:
+        configure(tree)
+        out = os.path.join(keep or tree, f"build-{mode}.perf-script")
+        record(ehprof, tree, MODES[mode], out)
+        whole = stackcheck(out)
+        per = {c: stackcheck(out, c) for c in COMMS}
+        return whole, per
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+
+
+def line(name, r):
+    return (f"  {name:10s} samples {r.get('samples', 0):6}  complete {r.get('complete_pct', 0):5.1f}%  "
+            f"call sites {r.get('callsite_pct', 0):5.1f}%")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ehprof", default=os.path.join(ROOT, "build", "ehprof"))
+    ap.add_argument("--modes", default="on,off", help="on (default), off (--no-kernel-maps)")
+    ap.add_argument("--keep", help="directory for the perf-script dumps")
+    args = ap.parse_args()
+    if not os.path.exists(STACKCHECK):
+        raise SystemExit(f"needs {STACKCHECK}")
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    for mode in args.modes.split(","):
+        whole, per = run_mode(args.ehprof, mode, args.keep)
+        print(f"{mode} ({' '.join(MODES[mode]) or 'default'}):")
+        print(line("all", whole))
+        for comm, r in per.items():
+            if r.get("samples"):
+                print(line(comm, r))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
