@@ -14,6 +14,7 @@ mode, the whole run's complete % and the main commands' own.
 """
 import argparse
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 STACKCHECK = os.path.join(ROOT, "..", "shared", "eval", "stackcheck.py")
-COMMS = ("make", "sh", "cc1plus", "as", "c++", "clang++", "clang")
+COMMS = ("make", "sh", "cc1plus", "as", "g++", "cmake", "ar", "ranlib")
 MODES = {"on": [], "off": ["--no-kernel-maps"]}
 
 
@@ -34,6 +35,22 @@ def stackcheck(dump, comm=None):
         return json.loads(r.stdout)
     except json.JSONDecodeError:
         return {}
+
+
+def ldso_start_bottoms(dump, comm=None):
+    """Samples whose outermost frame is ld.so's own start (_start,
+    _dl_start_user): the real bottom while ld.so loads a program, but with
+    no CFI there, so stackcheck cannot count them complete."""
+    n = 0
+    with open(dump, errors="replace") as f:
+        for block in f.read().split("\n\n"):
+            lines = [l for l in block.split("\n") if l.strip()]
+            if not lines or (comm and lines[0].split()[0] != comm):
+                continue
+            user = [l for l in lines[1:] if "[kernel" not in l]
+            if user and "ld-linux" in user[-1] and re.search(r"\s(_start|_dl_start_user)\s", user[-1]):
+                n += 1
+    return n
 
 
 def configure(tree):
@@ -57,15 +74,20 @@ def run_mode(ehprof, mode, keep):
         out = os.path.join(keep or tree, f"build-{mode}.perf-script")
         record(ehprof, tree, MODES[mode], out)
         whole = stackcheck(out)
+        whole["ldso_start"] = ldso_start_bottoms(out)
         per = {c: stackcheck(out, c) for c in COMMS}
+        for c, r in per.items():
+            r["ldso_start"] = ldso_start_bottoms(out, c)
         return whole, per
     finally:
         shutil.rmtree(tree, ignore_errors=True)
 
 
 def line(name, r):
-    return (f"  {name:10s} samples {r.get('samples', 0):6}  complete {r.get('complete_pct', 0):5.1f}%  "
-            f"call sites {r.get('callsite_pct', 0):5.1f}%")
+    n = r.get("samples", 0)
+    ld = 100.0 * r.get("ldso_start", 0) / n if n else 0.0
+    return (f"  {name:10s} samples {n:6}  complete {r.get('complete_pct', 0):5.1f}%  "
+            f"(+{ld:4.1f}% ending at ld.so's start)  call sites {r.get('callsite_pct', 0):5.1f}%")
 
 
 def main():

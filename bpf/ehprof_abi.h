@@ -222,7 +222,7 @@ EHP_ASSERT(sizeof(struct ehp_mapping) == 32, "ehp_mapping is 32 bytes");
 
 /* Mappings the kernel side adds itself (exec, mmap of a file whose table
  * is loaded) between two of user space's reads of /proc/PID/maps. */
-#define EHP_KERNEL_MAPPINGS 8
+#define EHP_KERNEL_MAPPINGS 32
 
 /* A process's executable mappings: `mappings` sorted by begin and
  * non-overlapping, as user space last read them; `kernel` unsorted, newest

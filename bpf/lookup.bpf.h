@@ -56,6 +56,7 @@ __noinline int mapping_slot(struct ehp_proc *proc, __u64 addr)
 			return (int)(lo & (EHP_MAX_MAPPINGS - 1));
 	}
 	__u32 k = proc->n_kernel;
+#pragma clang loop unroll(disable)
 	for (int i = EHP_KERNEL_MAPPINGS - 1; i >= 0; i--) {
 		struct ehp_mapping *m = &proc->kernel[i];
 		if ((__u32)i < k && addr >= m->begin && addr < m->end)
