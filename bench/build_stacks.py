@@ -7,6 +7,12 @@ the kernel-side mappings (fork, exec, mmap) are for.
 
   python3 bench/build_stacks.py                 # with and without --no-kernel-maps
   python3 bench/build_stacks.py --modes on      # only the default
+  python3 bench/build_stacks.py --gpp           # one g++ -O2 compile: cold, then 2 warm
+
+--gpp records `g++ -O2 -c` of a small C++ file (iostream, map, regex):
+first with --no-table-cache (every table built while g++ runs, no exec
+hints), then twice with the table cache (which also remembers what the
+command exec'd: cc1plus, as), and prints ehprof's and stackcheck's figures.
 
 Each mode configures a fresh build tree in a temporary directory (cmake,
 not recorded), then records `make -j2 unwind_tables` in it. Prints, per
@@ -83,6 +89,38 @@ def run_mode(ehprof, mode, keep):
         shutil.rmtree(tree, ignore_errors=True)
 
 
+GPP_SOURCE = """#include <iostream>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+int main(int argc, char** argv) {
+  std::map<std::string, std::vector<int>> m;
+  std::regex re(argc > 1 ? argv[1] : "a+b");
+  for (int i = 0; i < argc; ++i) m[argv[i]].push_back(i);
+  std::cout << std::regex_match("aab", re) << m.size() << "\\n";
+}
+"""
+
+
+def run_gpp(ehprof):
+    work = tempfile.mkdtemp(prefix="ehprof-gpp-")
+    try:
+        src = os.path.join(work, "t.cc")
+        with open(src, "w") as f:
+            f.write(GPP_SOURCE)
+        for name, extra in (("cold", ["--no-table-cache"]), ("warm 1", []), ("warm 2", [])):
+            out = os.path.join(work, "gpp.perf-script")
+            cmd = [ehprof, "record", "-F", "999", "--format", "perf-script", "-o", out, *extra,
+                   "--", "g++", "-O2", "-c", src, "-o", os.path.join(work, "t.o")]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            summary = next((l.split("ehprof: ", 1)[-1] for l in r.stderr.splitlines()
+                            if "user stacks complete" in l), r.stderr[-300:])
+            print(f"g++ {name}: {line('all', stackcheck(out)).strip()}\n    ehprof: {summary}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def line(name, r):
     n = r.get("samples", 0)
     ld = 100.0 * r.get("ldso_start", 0) / n if n else 0.0
@@ -95,9 +133,13 @@ def main():
     ap.add_argument("--ehprof", default=os.path.join(ROOT, "build", "ehprof"))
     ap.add_argument("--modes", default="on,off", help="on (default), off (--no-kernel-maps)")
     ap.add_argument("--keep", help="directory for the perf-script dumps")
+    ap.add_argument("--gpp", action="store_true", help="a g++ compile instead of the make build")
     args = ap.parse_args()
     if not os.path.exists(STACKCHECK):
         raise SystemExit(f"needs {STACKCHECK}")
+    if args.gpp:
+        run_gpp(args.ehprof)
+        return 0
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
     for mode in args.modes.split(","):

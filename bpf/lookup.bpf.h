@@ -25,7 +25,10 @@ EHP_INLINE void notify(__u32 kind, __u32 pid, __u32 tid, __u64 addr)
 	ev.tid = tid;
 	ev.time_ns = now;
 	ev.addr = addr;
-	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0))
+	/* Forced: a plain wake-up is skipped while earlier records (samples,
+	 * sent without one) wait unread, and user space must read the maps
+	 * while the process is still there. */
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP))
 		count(EHP_STAT_EVENT_DROPS);
 }
 

@@ -153,6 +153,14 @@ int BPF_PROG(ehprof_switch, bool preempt, struct task_struct *prev, struct task_
 	return 0;
 }
 
+/* An exec needs its maps read while the process lives (a 1 ms child is
+ * gone otherwise): forced, since a plain wake-up is skipped while samples
+ * (sent without one) wait unread. Forks and exits go with the samples. */
+EHP_INLINE __u64 lifecycle_wakeup(__u32 kind)
+{
+	return kind == EHP_EVENT_EXEC ? BPF_RB_FORCE_WAKEUP : sample_wakeup();
+}
+
 EHP_INLINE void lifecycle_event(__u32 kind, struct task_struct *p, __u64 addr)
 {
 	struct ehp_event ev = {};
@@ -162,7 +170,7 @@ EHP_INLINE void lifecycle_event(__u32 kind, struct task_struct *p, __u64 addr)
 	ev.time_ns = bpf_ktime_get_ns();
 	ev.addr = addr;
 	bpf_probe_read_kernel_str(ev.comm, sizeof(ev.comm), p->comm);
-	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), 0))
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), lifecycle_wakeup(kind)))
 		count(EHP_STAT_EVENT_DROPS);
 }
 

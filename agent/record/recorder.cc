@@ -156,6 +156,7 @@ void Recorder::HandleEvent(const void* data, size_t size) {
     case EHP_EVENT_EXEC:
       ++exec_gen_[ev.pid];
       tracker_->ImageEnded(ev.pid, ev.time_ns);
+      NoteExec(ev.pid);
       for (uint64_t delay_ms : {5, 20, 60, 200}) {
         followups_.emplace(ev.time_ns + delay_ms * 1000000, ev.pid);
       }
@@ -272,6 +273,7 @@ absl::Status Recorder::Run() {
   ProcessPending(NowNs());
   PrintStatus(NowNs(), true);
   FinishSummary();
+  SaveExecHints();
   return absl::OkStatus();
 }
 

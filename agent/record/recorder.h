@@ -152,6 +152,9 @@ class Recorder {
   absl::Status AddInitialTargets(uint64_t now_ns);
   void PrintStatus(uint64_t now_ns, bool final_line);
   void PrefetchCommandTables();
+  // The command's processes' exec'd binaries, remembered for next time.
+  void NoteExec(uint32_t pid);
+  void SaveExecHints();
 
   RecordOptions options_;
   std::unique_ptr<BpfSession> session_;
@@ -191,6 +194,10 @@ class Recorder {
   // Re-reads due after an exec, while ld.so maps the libraries: time -> pid.
   std::multimap<uint64_t, uint32_t> followups_;
   std::vector<FileKey> prefetched_;
+  // The command's executable and what its processes exec'd (exec hints
+  // for the next recording of it, agent/record/exec_hints.h).
+  std::string command_exe_;
+  std::set<std::string> execs_seen_;
   // From here, the tables and the tracker; each distinct one once.
   Warnings warnings_{kMaxRememberedWarnings};
   RecordSummary summary_;

@@ -8,8 +8,14 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include <sys/sysmacros.h>
+
+#include <set>
+
 #include "agent/process/exec_closure.h"
+#include "agent/record/exec_hints.h"
 #include "agent/record/recorder.h"
+#include "bpf/ehprof_abi.h"
 
 namespace ehprof {
 
@@ -55,11 +61,21 @@ absl::Status Recorder::LaunchCommand() {
 void Recorder::PrefetchCommandTables() {
   const std::string exe = FindExecutable(options_.command[0]);
   if (exe.empty()) return;
-  for (const std::string& path : ExecClosure(exe)) {
-    auto key = files_->Register(path, path);
-    if (!key.ok()) continue;
-    files_->AddRef(*key);
-    prefetched_.push_back(*key);
+  command_exe_ = exe;
+  // The command first, then what it exec'd last time (its closure too).
+  std::vector<std::string> executables = {exe};
+  if (!options_.table_cache_dir.empty()) {
+    for (std::string& e : ReadExecHints(options_.table_cache_dir, exe)) executables.push_back(std::move(e));
+  }
+  std::set<std::string> seen;
+  for (const std::string& executable : executables) {
+    for (const std::string& path : ExecClosure(executable)) {
+      if (!seen.insert(path).second) continue;
+      auto key = files_->Register(path, path);
+      if (!key.ok()) continue;
+      files_->AddRef(*key);
+      prefetched_.push_back(*key);
+    }
   }
   const uint64_t give_up = NowNs() + 3000000000ull;
   while (files_->pending() > 0 && NowNs() < give_up && !g_stop_signal.load()) {
@@ -67,6 +83,29 @@ void Recorder::PrefetchCommandTables() {
     usleep(1000);
   }
   files_->CollectFinished();
+  // Known to the kernel before any process maps them, so an exec of one
+  // is mapped at once. The key from stat(): the maps' major:minor on every
+  // file system but btrfs subvolumes (there a process's maps publish it).
+  if (!kernel_index_) return;
+  for (const FileKey& key : prefetched_) {
+    const FileInfo* f = files_->Find(key);
+    if (f) kernel_index_->Publish({EHP_KDEV(major(key.dev), minor(key.dev)), key.inode}, key, *f);
+  }
+}
+
+void Recorder::NoteExec(uint32_t pid) {
+  if (command_exe_.empty() || execs_seen_.size() >= kMaxExecHints) return;
+  char buf[4096];
+  const ssize_t n = ::readlink(absl::StrCat("/proc/", pid, "/exe").c_str(), buf, sizeof(buf) - 1);
+  if (n <= 0) return;  // gone already: nothing to learn
+  std::string path(buf, static_cast<size_t>(n));
+  if (path != command_exe_ && path.find(" (deleted)") == std::string::npos) execs_seen_.insert(path);
+}
+
+void Recorder::SaveExecHints() {
+  if (command_exe_.empty() || options_.table_cache_dir.empty() || execs_seen_.empty()) return;
+  // A cache that could not be opened was said already; hints are optional.
+  WriteExecHints(options_.table_cache_dir, command_exe_, execs_seen_).IgnoreError();
 }
 
 }  // namespace ehprof
