@@ -233,7 +233,7 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
       ->type_name("MB")
       ->check(InRange(1, 65536));
   app.add_option("--max-procs", flags->max_procs,
-                 "processes the BPF process map holds (default 4096, 32 KiB each, allocated as used); "
+                 "processes the BPF process map holds (default 4096, 33 KiB each, allocated as used); "
                  "beyond it user stacks stop at the leaf")
       ->type_name("N")
       ->check(InRange(1, 1 << 20));
