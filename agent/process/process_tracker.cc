@@ -35,6 +35,8 @@ uint64_t LoadBias(const MapsEntry& e, const std::vector<ElfSegment>& loads) {
   return e.start - e.offset;
 }
 
+constexpr char kExitingTopic[] = "exiting";
+
 // Alive and not a zombie (whose map_files are gone while kill(pid, 0)
 // still succeeds).
 bool Running(uint32_t pid) {
@@ -81,6 +83,9 @@ absl::StatusOr<FileKey> ProcessTracker::OpenMappedFile(uint32_t pid, const MapsE
     absl::StatusOr<ProcessRoot> root = ProcessRoot::Open(pid);
     if (!root.ok()) {
       if (absl::IsPermissionDenied(root.status())) *topic = "proc_root";
+      // Its root is gone only while it exits (after exit_fs, before it is
+      // a zombie): nothing to say.
+      if (absl::IsNotFound(root.status())) *topic = kExitingTopic;
       return root.status();
     }
     absl::StatusOr<UniqueFd> in_root = root->OpenFile(e.path);
@@ -124,7 +129,7 @@ TrackedMapping ProcessTracker::Track(uint32_t pid, const MapsEntry& e) {
     std::string topic;
     key = OpenMappedFile(pid, e, &topic);
     // A process that exited meanwhile is not worth a warning.
-    if (!key.ok() && Running(pid)) {
+    if (!key.ok() && topic != kExitingTopic && Running(pid)) {
       const std::string message(key.status().message());
       // A missing capability fails every such file alike: said once.
       if (topic.empty()) {
