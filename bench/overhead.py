@@ -161,7 +161,13 @@ def profilers(args, hz, work, pyroscope_port):
     if pyroscope_port:
         ps["otel"] = ([OTEL, "-collection-agent", f"127.0.0.1:{pyroscope_port}", "-disable-tls",
                        "-samples-per-second", str(hz), "-reporter-interval", "5s"], None)
-    return {n: Profiler(n, argv, o, args.warmup) for n, (argv, o) in ps.items()}
+    # The continuous profilers work per interval (ehprof agent symbolizes
+    # each after it ends, the OTel profiler reports every 5 s): their first
+    # (every binary on the machine, cold caches) is start-up, so fio starts
+    # after two intervals for them.
+    warm = {n: max(args.warmup, args.agent_warmup) for n in ("ehprof agent", "otel")}
+    return {n: Profiler(n, argv, o, warm.get(n, args.warmup)) for n, (argv, o) in ps.items()
+            if not args.only or n in args.only.split(",")}
 
 
 def clean(path):
@@ -213,6 +219,9 @@ def main():
     ap.add_argument("--hz", default="99,999")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--warmup", type=float, default=3.0, help="seconds between a profiler's start and fio")
+    ap.add_argument("--agent-warmup", type=float, default=11.0,
+                    help="the same for ehprof agent and otel: past their first interval")
+    ap.add_argument("--only", help="comma-separated profiler names (default: all)")
     ap.add_argument("--json", help="write every run's figures here")
     args = ap.parse_args()
     if os.geteuid() != 0:
