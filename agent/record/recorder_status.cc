@@ -1,0 +1,35 @@
+// What a recording says while it runs: warnings as they happen, once each
+// and bounded, and the live status line.
+#include <cstdio>
+#include <string>
+
+#include "agent/record/recorder.h"
+
+namespace ehprof {
+
+// Warnings go out as they happen (a long recording should not keep them
+// to the end), each distinct one once, and at most kMaxWarnings of them.
+void Recorder::ReportWarnings() {
+  constexpr size_t kMaxWarnings = 50;
+  for (std::string& w : NewWarnings()) {
+    if (warnings_shown_++ < kMaxWarnings) {
+      std::fprintf(stderr, "%sehprof: warning: %s\n", options_.live_status ? "\r\033[K" : "", w.c_str());
+    } else {
+      ++warnings_suppressed_;
+    }
+  }
+}
+
+void Recorder::PrintStatus(uint64_t now_ns, bool final_line) {
+  if (!options_.live_status) return;
+  if (!final_line && now_ns - last_status_ns_ < 1000000000ull) return;
+  last_status_ns_ = now_ns;
+  const double secs = summary_.seconds > 0 ? summary_.seconds : 1;
+  std::fprintf(stderr, "\rehprof: %llu samples, %.0f/s, %.1f%% complete  %s",
+               static_cast<unsigned long long>(sample_count_), sample_count_ / secs,
+               sample_count_ == 0 ? 0.0 : 100.0 * complete_ / sample_count_,
+               final_line ? "\n" : "");
+  std::fflush(stderr);
+}
+
+}  // namespace ehprof
