@@ -20,30 +20,10 @@ if [[ -x $BIN ]]; then
   exit 0
 fi
 
-go_ok() { "$1" version 2>/dev/null | awk '{split($3, v, "."); exit !(v[1] == "go1" && v[2] >= 22)}'; }
-GO=
-for g in go /usr/local/go/bin/go /usr/lib/go-1.2[2-9]/bin/go; do
-  if command -v "$g" >/dev/null && go_ok "$g"; then GO=$(command -v "$g"); break; fi
-done
-if [[ -z $GO ]]; then
-  echo "install_pyroscope: no Go >= 1.22; installing golang-1.23 from bookworm-backports" >&2
-  echo "deb http://deb.debian.org/debian bookworm-backports main" > /etc/apt/sources.list.d/ehprof-backports.list
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports golang-1.23-go
-  GO=/usr/lib/go-1.23/bin/go
-fi
-
-work=$(mktemp -d /tmp/ehprof-pyroscope-build.XXXXXX)
-trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
-export GOPATH=$work/gopath GOMODCACHE=$work/gopath/pkg/mod GOFLAGS=-mod=mod GOTOOLCHAIN=auto
-export GOCACHE=${EHPROF_GOCACHE:-/var/cache/ehprof/gobuild}
-mod_dir() {
-  "$GO" mod download -json "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("Dir") or sys.exit(d.get("Error","no Dir")))'
-}
-src=$(mod_dir "github.com/grafana/pyroscope@$VERSION") || {
-  echo "install_pyroscope: cannot download github.com/grafana/pyroscope@$VERSION from the Go module proxy" >&2; exit 1; }
-api=$(mod_dir "github.com/grafana/pyroscope/api@$API_VERSION") || {
-  echo "install_pyroscope: cannot download github.com/grafana/pyroscope/api@$API_VERSION" >&2; exit 1; }
+source "$(dirname "$0")/go_module.sh"
+go_module_env pyroscope
+src=$(mod_dir "github.com/grafana/pyroscope@$VERSION")
+api=$(mod_dir "github.com/grafana/pyroscope/api@$API_VERSION")
 cp -r "$src" "$work/pyroscope"
 cp -r "$api" "$work/api"
 chmod -R u+w "$work/pyroscope" "$work/api"
