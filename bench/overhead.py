@@ -235,7 +235,7 @@ def main():
     if os.access(OTEL, os.X_OK) and os.access(PYROSCOPE, os.X_OK):
         server, port = start_pyroscope(work)
     else:
-        print(f"otel: not run ({OTEL} not built: bash scripts/install_otel_profiler.sh SRC)", file=sys.stderr)
+        print(f"otel: not run ({OTEL} not built: bash scripts/install_otel_profiler.sh)", file=sys.stderr)
     results = {}
     try:
         for hz in [int(h) for h in args.hz.split(",")]:
