@@ -123,20 +123,32 @@ class Resolver {
 
   // Where to read a mapping's symbols: its path while that still holds the
   // file that was mapped (a separate debug file is found next to it), else
-  // the fd ehprof kept on it (a binary replaced or deleted since).
+  // the fd ehprof kept on it (a binary replaced or deleted since), else
+  // nowhere: symbols of whatever file took the path would be wrong names,
+  // worse than none.
   const std::string& SymbolPathOf(const TrackedMapping& m) {
-    if (!m.file || m.kept_path.empty()) return m.path;
-    const std::string key = absl::StrCat(m.path, ":", m.file->inode, ":", m.file->mtime_ns);
+    static const std::string kNone;
+    if (m.path.empty() || m.path[0] != '/') return m.path;  // [vdso]: an alias names its copy
+    uint64_t dev = 0, ino = 0;
+    int64_t mtime_ns = -1;  // -1: not known, not compared
+    if (m.file) {
+      dev = m.file->dev, ino = m.file->inode, mtime_ns = m.file->mtime_ns;
+    } else if (m.kernel_file.ino != 0) {  // never opened: the identity /proc/PID/maps gave
+      ino = m.kernel_file.ino;
+    } else {
+      return m.path;
+    }
+    const std::string key = absl::StrCat(m.path, ":", dev, ":", ino, ":", mtime_ns);
     auto it = same_file_.find(key);
     if (it == same_file_.end()) {
       struct stat st;
-      const bool same = ::stat(m.path.c_str(), &st) == 0 &&
-                        static_cast<uint64_t>(st.st_ino) == m.file->inode &&
-                        static_cast<uint64_t>(st.st_dev) == m.file->dev &&
-                        int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec == m.file->mtime_ns;
+      const bool same = ::stat(m.path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_ino) == ino &&
+                        (!m.file || static_cast<uint64_t>(st.st_dev) == dev) &&
+                        (mtime_ns < 0 || int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec == mtime_ns);
       it = same_file_.emplace(key, same).first;
     }
-    return it->second ? m.path : m.kept_path;
+    if (it->second) return m.path;
+    return m.kept_path.empty() ? kNone : m.kept_path;
   }
 
   // The file to read symbols from for a mapping path ("" when none).
@@ -153,7 +165,7 @@ class Resolver {
   const ResolveOptions& options_;
   absl::flat_hash_map<std::pair<std::string, uint64_t>, Symbolized> cache_;
   absl::flat_hash_map<uint32_t, PerfMap> perf_maps_;
-  // "path:inode:mtime" -> the path still holds that file.
+  // "path:dev:inode:mtime" -> the path still holds that file.
   absl::flat_hash_map<std::string, bool> same_file_;
 };
 
