@@ -57,6 +57,23 @@ TEST_F(RecordOutputs, EveryFormatFromOneRecording) {
       << err;
 }
 
+// --wall sums each thread on its own in folded and SVG (comm-pid/tid) but
+// keeps the comm in perf-script (the tid is a field there); with both asked
+// for, each gets its own view of the same samples.
+TEST_F(RecordOutputs, WallGivesEachFormatItsView) {
+  const std::string d = dir_ + "/w";
+  auto r = RunEhprof({"record", "--wall", "-F", "499", "-q", "-o", d + ".folded", "-o", d + ".perf-script",
+                      "--", TestdataPath("threads"), "0.5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string folded = ReadFile(d + ".folded");
+  EXPECT_TRUE(std::regex_search(folded, std::regex(R"((^|\n)threads-\d+/\d+;)"))) << folded.substr(0, 2000);
+  EXPECT_FALSE(std::regex_search(folded, std::regex(R"((^|\n)threads;)"))) << folded.substr(0, 2000);
+  const std::string script = ReadFile(d + ".perf-script");
+  EXPECT_TRUE(std::regex_search(script, std::regex(R"((^|\n)threads +\d+ \[\d+\] )"))) << script.substr(0, 2000);
+  EXPECT_EQ(script.find("threads-"), std::string::npos);
+  EXPECT_NE(script.find(" offcpu-time: "), std::string::npos);
+}
+
 TEST_F(RecordOutputs, AnUnwritableFileLosesOnlyItself) {
   const std::string good = dir_ + "/good.folded";
   auto r = RunEhprof({"record", "-F", "499", "-q", "-o", "/nonexistent-dir/x.folded", "-o", good, "--",
