@@ -29,7 +29,9 @@ SUMMARY = re.compile(r"BPF time per sample: median ([0-9.]+) us, p90 ([0-9.]+) u
 
 
 def run(ehprof, args, cmd, out):
-    r = subprocess.run([ehprof, "record", "-F", "999", "-q", *args, "-o", out, "--", *cmd],
+    # --folded-annotate: user_depth tells kernel frames by their _[k].
+    r = subprocess.run([ehprof, "record", "-F", "999", "-q", "--folded-annotate", *args, "-o", out,
+                        "--", *cmd],
                        capture_output=True, text=True, timeout=300)
     m = SUMMARY.search(r.stderr)
     if r.returncode != 0 or not m:

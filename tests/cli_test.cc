@@ -86,6 +86,17 @@ TEST(Cli, CountAndFrequencyExcludeEachOther) {
   ExpectUsageError(RunEhprof({"record", "-c", "1000", "-F", "99", "-a"}));
 }
 
+// Several -o: each file once, standard output once, --format only with one.
+TEST(Cli, SeveralOutputsAreCheckedBeforeRecording) {
+  Result twice = RunEhprof({"record", "-o", "a.folded", "-o", "a.folded", "--", "true"});
+  ExpectUsageError(twice);
+  EXPECT_THAT(twice.err, HasSubstr("-o a.folded given twice"));
+  ExpectUsageError(RunEhprof({"record", "-o", "-", "-o", "-", "--", "true"}));
+  Result format = RunEhprof({"record", "--format", "svg", "-o", "a", "-o", "b", "--", "true"});
+  ExpectUsageError(format);
+  EXPECT_THAT(format.err, HasSubstr("--format goes with one -o"));
+}
+
 TEST(Cli, NoCommandIsUsageError) {
   Result r = RunEhprof({});
   EXPECT_EQ(r.exit_code, 2);

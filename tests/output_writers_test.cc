@@ -55,10 +55,16 @@ std::string PerfScript(const std::vector<ResolvedSample>& samples) {
   return out.str();
 }
 
-std::string Folded(const std::vector<ResolvedSample>& samples) {
+std::string Folded(const std::vector<ResolvedSample>& samples, const FoldedOptions& options = {}) {
   std::ostringstream out;
-  EXPECT_TRUE(WriteFolded(samples, out).ok());
+  EXPECT_TRUE(WriteFolded(samples, out, options).ok());
   return out.str();
+}
+
+FoldedOptions Annotated() {
+  FoldedOptions o;
+  o.annotate = true;
+  return o;
 }
 
 TEST(PerfScriptTest, MatchesPerfByteForByte) {
@@ -99,13 +105,19 @@ TEST(PerfScriptTest, EmptyNamesZeroCountAndNewlines) {
             "\n");
 }
 
-TEST(FoldedTest, RootFirstSummedSortedWithSuffixes) {
+TEST(FoldedTest, RootFirstSummedSortedPlainByDefault) {
   std::vector<ResolvedSample> samples = SmallProfile();
   // The same stack again adds to its line.
   samples.push_back(samples[1]);
   samples.back().count = 3;
   samples.push_back(Sample("a", 1, {User(0x1, "leaf", "/a")}));
+  // What stackcollapse-perf.pl writes without options: no suffixes.
   EXPECT_EQ(Folded(samples),
+            "a;leaf 1\n"
+            "seq;[unknown];_int_malloc;asm_exc_page_fault;do_anonymous_page 1\n"
+            "t;main;outer;mid;inner 5\n");
+  // With annotate, stackcollapse-perf.pl --all's suffixes.
+  EXPECT_EQ(Folded(samples, Annotated()),
             "a;leaf 1\n"
             "seq;[unknown];_int_malloc;asm_exc_page_fault_[k];do_anonymous_page_[k] 1\n"
             "t;main;outer;mid_[i];inner_[i] 5\n");
@@ -130,8 +142,13 @@ TEST(FoldedTest, EscapesWhatBreaksTheFormat) {
 TEST(FoldedTest, InlinedKernelFrameIsMarkedInlined) {
   ResolvedFrame f = Kernel(1, "helper");
   f.inlined = true;
-  EXPECT_EQ(FoldedFrameName(f), "helper_[i]");
-  EXPECT_EQ(FoldedFrameName(Kernel(1, "schedule")), "schedule_[k]");
+  EXPECT_EQ(FoldedFrameName(f, Annotated()), "helper_[i]");
+  EXPECT_EQ(FoldedFrameName(Kernel(1, "schedule"), Annotated()), "schedule_[k]");
+  ResolvedFrame jit = User(1, "jit_loop", "/tmp/perf-7.map");
+  jit.jit = true;
+  EXPECT_EQ(FoldedFrameName(jit, Annotated()), "jit_loop_[j]");
+  EXPECT_EQ(FoldedFrameName(jit), "jit_loop");
+  EXPECT_EQ(FoldedFrameName(f), "helper");
   // Unsymbolized frames name their file, as stackcollapse-perf.pl does.
   EXPECT_EQ(FoldedFrameName(User(1, "[unknown]", "/usr/lib/libfoo.so")), "[libfoo.so]");
   EXPECT_EQ(FoldedFrameName(User(1, "[unknown]", "[vdso]")), "[vdso]");
@@ -180,8 +197,14 @@ TEST(SrclineTest, PerfScriptAndFoldedCarrySourcePositionsWhenAsked) {
             "\t              10 work (/bin/x)\n  x.c:9\n"
             "\t              20 main (/bin/x)\n  ??:0\n\n");
   std::ostringstream folded;
-  ASSERT_TRUE(WriteFolded({s}, folded, /*srcline=*/true).ok());
-  EXPECT_EQ(folded.str(), "x;main;work (x.c:9);helper (x.h:3)_[i] 1\n");
+  FoldedOptions with_lines;
+  with_lines.srcline = true;
+  ASSERT_TRUE(WriteFolded({s}, folded, with_lines).ok());
+  EXPECT_EQ(folded.str(), "x;main;work (x.c:9);helper (x.h:3) 1\n");
+  std::ostringstream annotated;
+  with_lines.annotate = true;
+  ASSERT_TRUE(WriteFolded({s}, annotated, with_lines).ok());
+  EXPECT_EQ(annotated.str(), "x;main;work (x.c:9);helper (x.h:3)_[i] 1\n");
 }
 
 }  // namespace

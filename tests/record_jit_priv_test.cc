@@ -28,7 +28,7 @@ TEST(RecordJit, JitFramesAreNamedAndTheWalkContinuesIntoTheCaller) {
     GTEST_SKIP();
   }
   const std::string out = ::testing::TempDir() + "/jit." + std::to_string(getpid()) + ".folded";
-  const std::string cmd = "timeout 60 " + testing::EhprofBinary() + " record -F 999 -q -o " + out +
+  const std::string cmd = "timeout 60 " + testing::EhprofBinary() + " record -F 999 -q --folded-annotate -o " + out +
                           " -- " + testing::TestdataPath("jit_sim") + " 1 2>/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream in(out);

@@ -4,11 +4,8 @@
 // offset and build-id it had in the process (so a server can symbolize it
 // again), locations carry source lines, and a stripped binary's unnamed
 // functions stay distinct (FILE+0xFDE_START) instead of one [unknown].
-#include <unistd.h>
-
-#include <cstdio>
-#include <filesystem>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -18,31 +15,22 @@
 namespace ehprof {
 namespace {
 
-using testing::RequireRootForBpf;
 using testing::RunEhprof;
 using testing::TestdataPath;
 
-
-class RecordPprof : public ::testing::Test {
+class RecordPprof : public testing::RecordingTest {
  protected:
-  void SetUp() override {
-    if (!RequireRootForBpf()) GTEST_SKIP();
-    dir_ = ::testing::TempDir() + "/pprof." + std::to_string(getpid());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-
   // `go tool pprof ARGS` on a recording of `prog` (deep_recursion, depth 20).
   std::string RecordAndAsk(const std::string& prog, const std::string& args) {
-    const std::string out = dir_ + "/p.pb.gz";
-    auto r = RunEhprof({"record", "-F", "499", "-q", "-o", out, "--", TestdataPath(prog), "1", "20"});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return testing::GoToolPprof(args, {out}, dir_);
+    Record(prog);
+    return Ask(args);
   }
-
-  std::string dir_;
+  void Record(const std::string& prog) {
+    auto r = RunEhprof({"record", "-F", "499", "-q", "-o", Profile(), "--", TestdataPath(prog), "1", "20"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+  std::string Ask(const std::string& args) { return testing::GoToolPprof(args, {Profile()}, dir_); }
+  std::string Profile() const { return dir_ + "/p.pb.gz"; }
 };
 
 TEST_F(RecordPprof, TheExecutableIsTheMainBinaryWithItsRangeOffsetAndBuildId) {
@@ -69,6 +57,46 @@ TEST_F(RecordPprof, LocationsCarrySourceLines) {
   EXPECT_NE(top.find("File: deep_recursion"), std::string::npos) << top;
   EXPECT_TRUE(std::regex_search(top, std::regex(R"(recurse_leaf \S*deep_recursion\.c:\d+)"))) << top;
   EXPECT_TRUE(std::regex_search(top, std::regex(R"(recurse \S*deep_recursion\.c:\d+)"))) << top;
+}
+
+// The line of testdata/inline_work.c marked HOT: where its samples are.
+int HotLine() {
+  std::istringstream src(testing::ReadFile(testing::SourcePath("testdata/inline_work.c")));
+  std::string line;
+  for (int n = 1; std::getline(src, line); ++n) {
+    if (line.find("/* HOT */") != std::string::npos) return n;
+  }
+  return 0;
+}
+
+// An inlined function's samples keep its own file:line (pprof -lines marks
+// the frame "(inline)") and -list shows them beside the source text.
+TEST_F(RecordPprof, ListShowsTheInlinedFunctionsSourceLinesWithSamples) {
+  const int hot = HotLine();
+  ASSERT_GT(hot, 0);
+  Record("inline_work");
+  // Counted in samples (the default, cpu nanoseconds, prints as "176.35ms").
+  const std::string top = Ask("-sample_index=samples -lines -top");
+  // "  88 98.88% 98.88%  88 98.88%  spin_inlined /…/inline_work.c:13 (inline)"
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      top, m, std::regex(absl::StrCat(R"((\d+) +[\d.]+% +[\d.]+% +\d+ +[\d.]+% +spin_inlined )",
+                                      R"(\S*/testdata/inline_work\.c:)", hot, R"( \(inline\))"))))
+      << top;
+  const uint64_t hot_samples = std::stoull(m[1].str());
+  // 1 s at 499 Hz, nearly all of it here (fewer on CPUs other tests keep busy).
+  EXPECT_GE(hot_samples, 40u) << top;
+  EXPECT_TRUE(std::regex_search(top, std::regex(R"(work_outer \S*/testdata/inline_work\.c:\d+)")))
+      << top;
+  // -list reads the source file the profile names and puts each line's
+  // samples beside it: "      88         88     13:  TD_SPIN(x, SPIN_CHUNK); /* HOT */".
+  const std::string list = Ask("-sample_index=samples -list '^spin_inlined$'");
+  EXPECT_TRUE(std::regex_search(list, std::regex(R"(ROUTINE =+ spin_inlined in \S*/testdata/inline_work\.c)")))
+      << list;
+  ASSERT_TRUE(std::regex_search(
+      list, m, std::regex(absl::StrCat(R"(\n +(\d+) +(\d+) +)", hot, R"(:\s+TD_SPIN\(x, SPIN_CHUNK\); /\* HOT \*/)"))))
+      << list;
+  EXPECT_EQ(std::stoull(m[1].str()), hot_samples) << list;
 }
 
 TEST_F(RecordPprof, AStrippedBinarysFunctionsStayDistinct) {

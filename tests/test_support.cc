@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -66,6 +67,17 @@ bool RequireRootForBpf() {
     std::printf("SKIPPED: needs root (CAP_BPF, CAP_PERFMON)\n");
   }
   return false;
+}
+
+void RecordingTest::SetUp() {
+  if (!RequireRootForBpf()) GTEST_SKIP();
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  dir_ = ::testing::TempDir() + "/" + info->test_suite_name() + "." + std::to_string(getpid());
+  std::filesystem::create_directories(dir_);
+}
+
+void RecordingTest::TearDown() {
+  if (!dir_.empty()) std::filesystem::remove_all(dir_);
 }
 
 std::string ReadFile(const std::string& path) {

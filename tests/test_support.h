@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "gtest/gtest.h"
+
 namespace ehprof::testing {
 
 // A program built from testdata/ (e.g. "realign", "realign.stripped").
@@ -34,6 +36,15 @@ std::optional<SymbolRange> FindSymbol(const std::string& path, const std::string
 bool RequireRootForBpf();
 
 std::string ReadFile(const std::string& path);
+
+// A fixture for tests that record: RequireRootForBpf() first (skipping
+// without root), then dir_, a fresh directory removed afterwards.
+class RecordingTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  std::string dir_;
+};
 
 struct RunResult {
   int exit_code = -1;

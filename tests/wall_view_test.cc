@@ -31,7 +31,7 @@ TEST(WallView, WeighsAndMarksPerThread) {
   std::vector<ResolvedSample> v = {Sample(10, "spin", 3, false, 0), Sample(11, "wait", 2, true, 5000000)};
   ToWallView(&v, 1000000, /*per_thread=*/true);
   std::ostringstream out;
-  ASSERT_TRUE(WriteFolded(v, out, false).ok());
+  ASSERT_TRUE(WriteFolded(v, out).ok());
   EXPECT_EQ(out.str(), "app-10/10;spin 3000000\napp-10/11;wait;[off-cpu] 5000000\n");
 }
 

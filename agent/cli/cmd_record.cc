@@ -21,7 +21,8 @@ it exits), -p, -t, or -a. Ctrl-C ends a recording and still writes it.)";
 
 constexpr char kFooter[] = R"(Formats by -o's extension unless --format says: .svg -> svg (an interactive
 flame graph), .folded/.collapsed -> folded, .pb.gz/.pprof -> pprof, else
-perf-script.)";
+perf-script. Several -o write several formats from one recording
+(-o p.svg -o p.pb.gz); each then takes its format from its extension.)";
 
 // What the options set beyond RecordOptions and RecordOutput.
 struct RecordFlags {
@@ -35,6 +36,8 @@ struct RecordFlags {
   OffCpuFlags off_cpu;
   bool wall = false;
   std::string call_graph;  // -g/--call-graph: accepted, unused
+  std::vector<std::string> outputs;  // every -o
+  std::string format;
 };
 
 void AddWallOption(CLI::App& app, RecordFlags* f) {
@@ -95,10 +98,16 @@ void AddWalkOptions(CLI::App& app, RecordOptions* o, RecordFlags* f, RecordOutpu
 }
 
 void AddOutputOptions(CLI::App& app, RecordFlags* f, RecordOutput* out) {
-  app.add_option("-o,--output", out->path, "output file (default ehprof.folded; -: standard output)")
+  // Several -o: every format from the one recording and symbolization
+  // (unlike perf's -o, which takes the last).
+  app.add_option("-o,--output", f->outputs,
+                 "output file (default ehprof.folded; -: standard output); give several for several "
+                 "formats")
       ->type_name("FILE")
+      ->allow_extra_args(false)  // one file an -o: "-o a.svg CMD" leaves CMD alone
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(CLI::Validator([](std::string& s) { return s.empty() ? "takes a file" : ""; }, ""));
-  app.add_option("--format", out->format, "svg | folded | perf-script | pprof | text (default: from -o)")
+  app.add_option("--format", f->format, "svg | folded | perf-script | pprof | text (default: from -o)")
       ->type_name("F")
       ->check(CLI::IsMember({"svg", "folded", "perf-script", "pprof", "text"}).description(""));
   app.add_option("--output-mode", f->output_mode,
@@ -116,7 +125,23 @@ void AddOutputOptions(CLI::App& app, RecordFlags* f, RecordOutput* out) {
   app.add_flag("--srcline", out->srcline,
                "perf-script: each frame's file:line on the next line (as perf script -F +srcline); "
                "folded: name (file:line)");
+  app.add_flag("--folded-annotate", out->folded_annotate,
+               "folded: kernel frames end in _[k], inlined ones in _[i], JIT ones in _[j] (as "
+               "stackcollapse-perf.pl --all; plain names without it)");
   app.add_flag("-q,--quiet", f->quiet, "no live status line");
+}
+
+// Several -o: each file once, standard output at most once, and no
+// --format (which of the files would it name?).
+std::string CheckOutputs(const RecordFlags& f) {
+  if (f.outputs.size() > 1 && !f.format.empty()) {
+    return "--format goes with one -o; several -o take their formats from their extensions";
+  }
+  std::vector<std::string> sorted = f.outputs;
+  std::sort(sorted.begin(), sorted.end());
+  auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+  if (twice != sorted.end()) return "-o " + *twice + " given twice";
+  return "";
 }
 
 // The checks no single option can make; an empty string when all hold.
@@ -137,7 +162,7 @@ std::string CheckCombination(const RecordOptions& o, const RecordFlags& f, const
   if ((out.fp_walk || !out.compare_path.empty() || !out.diff_path.empty()) && f.unwinder != "both") {
     return "--fp-walk, --compare and --diff-folded need --unwinder both";
   }
-  return "";
+  return CheckOutputs(f);
 }
 
 void ApplyOffCpu(const RecordFlags& f, RecordOptions* o, RecordOutput* out);
@@ -150,8 +175,13 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
   if (f.quiet) o->live_status = false;
   if (!f.output_mode.empty()) out->mode = static_cast<mode_t>(std::stoul(f.output_mode, nullptr, 8));
   out->demangle = !f.no_demangle;
-  if (out->format.empty()) out->format = FormatForPath(out->path);
-  if (out->path == "-") out->path = "/dev/stdout";  // written in place, not renamed over
+  if (!f.outputs.empty()) out->files.clear();
+  for (const std::string& path : f.outputs) {
+    const std::string format = f.format.empty() ? FormatForPath(path) : f.format;
+    // Standard output is written in place, not renamed over.
+    out->files.push_back({path == "-" ? "/dev/stdout" : path, format});
+  }
+  if (f.outputs.empty() && !f.format.empty()) out->files[0].format = f.format;
   out->event = f.sampling.event;
   out->clock_event = IsClockEvent(f.sampling.event);
   if (!o->probes.empty()) out->probe_type = o->probes[0].type_name();
@@ -167,7 +197,8 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
   // Outputs that sum samples take them aggregated (memory by distinct
   // stack); perf-script and text print each sample with its time, and
   // --verify / --compare pair samples one by one.
-  o->aggregate = (out->format == "folded" || out->format == "svg" || out->format == "pprof") &&
+  o->aggregate = std::all_of(out->files.begin(), out->files.end(),
+                             [](const OutputFile& file) { return SumsSamples(file.format); }) &&
                  o->verify_every == 0 && out->compare_path.empty() && out->diff_path.empty();
 }
 

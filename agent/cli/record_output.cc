@@ -10,12 +10,14 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/cli/cli.h"
@@ -39,11 +41,12 @@ namespace {
 struct Writers {
   PprofOptions pprof;
   PerfScriptOptions script;
+  FoldedOptions folded;
 };
 
 absl::Status WriteFormat(const std::vector<ResolvedSample>& samples, const std::string& format,
                          const Writers& w, std::ostream& out) {
-  if (format == "folded") return WriteFolded(samples, out, w.script.srcline);
+  if (format == "folded") return WriteFolded(samples, out, w.folded);
   if (format == "pprof") return WritePprof(samples, out, w.pprof);
   if (format == "text") return WriteText(samples, out);
   if (format == "svg") {
@@ -162,22 +165,7 @@ std::vector<ResolvedSample> Resolve(const Recorder& rec, const RecordOutput& out
   return resolved;
 }
 
-}  // namespace
-
-std::string FormatForPath(const std::string& path) {
-  if (absl::EndsWith(path, ".folded") || absl::EndsWith(path, ".collapsed")) return "folded";
-  if (absl::EndsWith(path, ".pb.gz") || absl::EndsWith(path, ".pprof")) return "pprof";
-  if (absl::EndsWith(path, ".svg")) return "svg";
-  return "perf-script";
-}
-
-int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_ok) {
-  std::vector<ResolvedSample> resolved = Resolve(rec, out);
-  if (out.wall) {
-    // Per thread where the time of threads is summed by stack (folded, SVG);
-    // pprof and perf-script keep the thread as a label or field.
-    ToWallView(&resolved, 1000000000 / out.frequency_hz, out.format == "folded" || out.format == "svg");
-  }
+Writers MakeWriters(const Recorder& rec, const RecordOutput& out) {
   Writers w;
   w.pprof.frequency_hz = out.frequency_hz;
   w.pprof.ns_type = out.wall ? "wall" : out.off_cpu ? "off_cpu" : "";
@@ -194,20 +182,74 @@ int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_o
                     : !out.probe_type.empty() ? 1
                     : out.clock_event         ? 1000000000 / out.frequency_hz
                                               : 0;
-  absl::Status st = WriteFile(resolved, out.path, out.format, w, out.mode);
-  if (st.ok()) {
-    PrintSummary(rec, absl::StrCat(out.path, " (", out.format, ")"));
-    return recorded_ok ? kExitOk : kExitFailure;
+  w.folded.srcline = out.srcline;
+  w.folded.annotate = out.folded_annotate;
+  return w;
+}
+
+// --wall: per thread where a format sums the threads' time by stack
+// (folded, SVG); pprof and perf-script keep the thread as a label or field.
+bool PerThreadWall(const std::string& format) { return format == "folded" || format == "svg"; }
+
+// Turns *shared into --wall's view for pprof and perf-script and fills
+// *per_thread with the one for folded and SVG, each only when an output
+// asks for it (a copy of the samples only when both are asked for).
+void MakeWallViews(const RecordOutput& out, std::vector<ResolvedSample>* shared,
+                   std::vector<ResolvedSample>* per_thread) {
+  bool want_per_thread = false, want_shared = false;
+  for (const OutputFile& f : out.files) (PerThreadWall(f.format) ? want_per_thread : want_shared) = true;
+  const uint64_t period_ns = 1000000000 / out.frequency_hz;
+  if (want_per_thread) {
+    *per_thread = want_shared ? *shared : std::move(*shared);
+    ToWallView(per_thread, period_ns, /*per_thread=*/true);
   }
-  const std::string fallback = absl::StrCat("/tmp/ehprof-", getpid(), ".", out.format);
+  if (want_shared) ToWallView(shared, period_ns, /*per_thread=*/false);
+}
+
+// Writes one -o; a path that cannot be written sends the profile to /tmp.
+// Returns what was written ("PATH (FORMAT)"), empty when nothing was.
+std::string WriteOutputFile(const std::vector<ResolvedSample>& samples, const OutputFile& f,
+                            const Writers& w, mode_t mode, size_t index, bool* ok) {
+  absl::Status st = WriteFile(samples, f.path, f.format, w, mode);
+  if (st.ok()) return absl::StrCat(f.path, " (", f.format, ")");
+  *ok = false;
   std::fprintf(stderr, "ehprof record: %s\n", std::string(st.message()).c_str());
-  if (WriteFile(resolved, fallback, out.format, w, 0600).ok()) {
-    std::fprintf(stderr, "ehprof record: the profile was written to %s instead\n", fallback.c_str());
-    PrintSummary(rec, absl::StrCat(fallback, " (", out.format, ")"));
-  } else {
-    PrintSummary(rec, "");
+  // The index keeps two failed outputs of one format apart.
+  const std::string fallback =
+      absl::StrCat("/tmp/ehprof-", getpid(), index ? absl::StrCat("-", index) : "", ".", f.format);
+  if (!WriteFile(samples, fallback, f.format, w, 0600).ok()) return "";
+  std::fprintf(stderr, "ehprof record: the profile was written to %s instead\n", fallback.c_str());
+  return absl::StrCat(fallback, " (", f.format, ")");
+}
+
+}  // namespace
+
+std::string FormatForPath(const std::string& path) {
+  if (absl::EndsWith(path, ".folded") || absl::EndsWith(path, ".collapsed")) return "folded";
+  if (absl::EndsWith(path, ".pb.gz") || absl::EndsWith(path, ".pprof")) return "pprof";
+  if (absl::EndsWith(path, ".svg")) return "svg";
+  return "perf-script";
+}
+
+bool SumsSamples(const std::string& format) {
+  return format == "folded" || format == "svg" || format == "pprof";
+}
+
+int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_ok) {
+  std::vector<ResolvedSample> resolved = Resolve(rec, out);
+  std::vector<ResolvedSample> per_thread;
+  if (out.wall) MakeWallViews(out, &resolved, &per_thread);
+  const Writers w = MakeWriters(rec, out);
+  bool ok = true;
+  std::vector<std::string> written;
+  for (size_t i = 0; i < out.files.size(); ++i) {
+    const OutputFile& f = out.files[i];
+    const auto& samples = out.wall && PerThreadWall(f.format) ? per_thread : resolved;
+    std::string what = WriteOutputFile(samples, f, w, out.mode, i, &ok);
+    if (!what.empty()) written.push_back(std::move(what));
   }
-  return kExitFailure;
+  PrintSummary(rec, absl::StrJoin(written, ", "));
+  return recorded_ok && ok ? kExitOk : kExitFailure;
 }
 
 }  // namespace ehprof

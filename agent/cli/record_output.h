@@ -7,18 +7,26 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "agent/record/recorder.h"
 
 namespace ehprof {
 
-struct RecordOutput {
-  std::string path = "ehprof.folded";
+// One -o: a file and the format written to it.
+struct OutputFile {
+  std::string path;
   std::string format;  // svg, folded, perf-script, pprof, text
+};
+
+struct RecordOutput {
+  // Every -o, all written from the one symbolization of the recording.
+  std::vector<OutputFile> files = {{"ehprof.folded", "folded"}};
   mode_t mode = 0600;
   bool fp_walk = false;  // write the frame-pointer walk (--unwinder both)
   bool demangle = true;
   bool srcline = false;
+  bool folded_annotate = false;  // _[k] _[i] _[j] in folded names
   std::string compare_path;  // FP-vs-CFI report
   std::string diff_path;     // "stack FP CFI" lines
   std::string verify_path;   // --verify report; empty: stderr
@@ -37,10 +45,15 @@ struct RecordOutput {
 // folded, .pb.gz/.pprof -> pprof, anything else perf-script.
 std::string FormatForPath(const std::string& path);
 
-// Symbolizes and writes what rec collected, whatever ended the recording.
-// A path that cannot be written sends the profile to /tmp instead (never
-// lose a recording to a bad -o). Returns the command's exit code given
-// whether the recording itself succeeded.
+// Whether a format sums samples by stack (folded, svg, pprof), so the
+// recorder can keep them aggregated instead of one by one.
+bool SumsSamples(const std::string& format);
+
+// Symbolizes and writes what rec collected to every file of out, whatever
+// ended the recording. A path that cannot be written sends its profile to
+// /tmp instead (never lose a recording to a bad -o) and the other files are
+// still written. Returns the command's exit code given whether the
+// recording itself succeeded.
 int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_ok);
 
 }  // namespace ehprof

@@ -34,9 +34,9 @@ std::string FoldedComm(const std::string& comm) {
 
 }  // namespace
 
-std::string FoldedFrameName(const ResolvedFrame& frame, bool srcline) {
+std::string FoldedFrameName(const ResolvedFrame& frame, const FoldedOptions& options) {
   std::string name = Sanitize(frame.symbol);
-  if (srcline && !frame.src_file.empty()) {
+  if (options.srcline && !frame.src_file.empty()) {
     name = Sanitize(absl::StrCat(frame.symbol, " (", frame.src_file, ":", frame.line, ")"));
   }
   // An unsymbolized frame still names its file, as FlameGraph's
@@ -47,31 +47,28 @@ std::string FoldedFrameName(const ResolvedFrame& frame, bool srcline) {
     if (base.empty() || base.front() != '[') base = absl::StrCat("[", base, "]");
     name = Sanitize(base);
   }
+  if (!options.annotate) return name;
   if (frame.inlined) return absl::StrCat(name, "_[i]");
   if (frame.jit) return absl::StrCat(name, "_[j]");
   if (frame.kernel) return absl::StrCat(name, "_[k]");
   return name;
 }
 
-absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostream& out) {
-  return WriteFolded(samples, out, /*srcline=*/false);
-}
-
-std::string FoldedStack(const ResolvedSample& sample, bool srcline) {
+std::string FoldedStack(const ResolvedSample& sample, const FoldedOptions& options) {
   std::string key = FoldedComm(sample.comm);
   for (auto it = sample.frames.rbegin(); it != sample.frames.rend(); ++it) {
-    absl::StrAppend(&key, ";", FoldedFrameName(*it, srcline));
+    absl::StrAppend(&key, ";", FoldedFrameName(*it, options));
   }
   return key;
 }
 
 absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostream& out,
-                         bool srcline) {
+                         const FoldedOptions& options) {
   // std::map: the lines come out sorted, so equal profiles give equal files.
   std::map<std::string, uint64_t> stacks;
   for (const ResolvedSample& sample : samples) {
     if (sample.count == 0) continue;
-    stacks[FoldedStack(sample, srcline)] += SampleValue(sample);
+    stacks[FoldedStack(sample, options)] += SampleValue(sample);
   }
   for (const auto& [stack, count] : stacks) {
     out << stack << ' ' << count << '\n';

@@ -124,9 +124,13 @@ void WriteComparisonReport(const WalkComparison& c, std::ostream& out) {
 absl::Status WriteDiffFolded(const std::vector<ResolvedSample>& cfi,
                              const std::vector<ResolvedSample>& fp, std::ostream& out) {
   std::map<std::string, std::pair<uint64_t, uint64_t>> stacks;
+  // Annotated as it always was: "_[k]" shows where each walk's kernel part
+  // ends, which matters when comparing user walks.
+  FoldedOptions annotated;
+  annotated.annotate = true;
   auto add = [&](const std::vector<ResolvedSample>& samples, bool is_fp) {
     for (const ResolvedSample& s : samples) {
-      auto& counts = stacks[FoldedStack(s)];
+      auto& counts = stacks[FoldedStack(s, annotated)];
       (is_fp ? counts.first : counts.second) += s.count;
     }
   };
