@@ -1,8 +1,11 @@
 // The flame graph SVG in a real browser: headless Chromium loads a generated
 // file and dumps the DOM after its script ran. Proves what the unit test
 // (tests/output_svg_test.cc) cannot: the browser parses the file as SVG, the
-// inline script runs without errors (it marks the root data-ehprof-ready), and
-// zoom and search work (driven by the ?z= and ?s= URL parameters).
+// inline script runs without errors (it marks the root data-ehprof-ready),
+// zoom and search work (driven by the ?z=, ?s= and ?re= URL parameters):
+// literal search finds "[fio]" and "operator()" and nothing else, the
+// matched shares of all and of the zoomed frame are right; the graph takes
+// the window's width; the legend sits between the title and the frames.
 //
 // "priv": Chromium runs as root here, so --no-sandbox. Without Chromium the
 // tests skip, printing "SKIPPED: chromium not installed" — except under
@@ -15,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -24,6 +28,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <regex>
 #include <thread>
 #include <vector>
 
@@ -38,6 +43,7 @@ namespace ehprof {
 namespace {
 
 using ::testing::ContainsRegex;
+using ::testing::MatchesRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -120,14 +126,43 @@ RunResult RunBounded(const std::vector<std::string>& args, const std::string& di
   return result;
 }
 
+// "[NAME]" is how the graph names an unresolved frame in file NAME.
 ResolvedSample Sample(std::vector<std::string> root_first, uint64_t count) {
   ResolvedSample s;
   s.comm = "demo";
   for (auto it = root_first.rbegin(); it != root_first.rend(); ++it) {
-    s.frames.push_back({0x1000, *it, "/bin/demo", false, false});
+    if (it->front() == '[') {
+      s.frames.push_back({0x10, "[unknown]", "/usr/bin/" + it->substr(1, it->size() - 2), false, false});
+    } else {
+      s.frames.push_back({0x1000, *it, "/bin/demo", false, false});
+    }
   }
   s.count = count;
   return s;
+}
+
+// Names a regular expression would match more of than they say: as a
+// regex, "[fio]" is any of f, i, o and "operator()" is "operator".
+// 10 samples: work 6 (Foo::operator() 2, operator_new 4), [fio] 1, io_submit 3.
+std::vector<ResolvedSample> SearchProfile() {
+  return {Sample({"main", "work", "Foo::operator()"}, 2), Sample({"main", "work", "operator_new"}, 4),
+          Sample({"main", "[fio]"}, 1), Sample({"main", "io_submit"}, 3)};
+}
+
+// The frames the search highlighted, by name.
+std::vector<std::string> Highlighted(const std::string& dom) {
+  std::vector<std::string> names;
+  const std::regex re("<title>([^<\\n]*) \\([0-9]+ samples?, [^<]*</title><rect [^>]*fill=\"rgb\\(230,0,230\\)\"");
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), re); it != std::sregex_iterator(); ++it) {
+    names.push_back((*it)[1]);
+  }
+  return names;
+}
+
+std::string Matched(const std::string& dom) {
+  std::smatch m;
+  const std::regex re("<text id=\"matched\"[^>]*>([^<]*)</text>");
+  return std::regex_search(dom, m, re) ? m[1].str() : "(no matched text)";
 }
 
 class FlameGraphBrowser : public ::testing::Test {
@@ -155,21 +190,28 @@ class FlameGraphBrowser : public ::testing::Test {
     ASSERT_TRUE(status.ok()) << status;
     out.close();
     ASSERT_TRUE(out);
+    search_path_ = dir_ + "/search.svg";
+    std::ofstream search(search_path_);
+    ASSERT_TRUE(WriteFlameGraphSvg(SearchProfile(), search, {.title = "search test"}).ok());
+    search.close();
+    ASSERT_TRUE(search);
   }
   void TearDown() override {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
-  // Chromium on a fresh profile; `what` is e.g. "--dump-dom".
-  RunResult Chromium(const std::vector<std::string>& what, const std::string& query = "") {
+  // Chromium on a fresh profile; `what` is e.g. "--dump-dom". The window is
+  // 1200 px wide unless `what` says otherwise.
+  RunResult Chromium(const std::vector<std::string>& what, const std::string& query = "",
+                     const std::string& file = "") {
     std::vector<std::string> args = {
         chromium_, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
         "--no-first-run", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--disable-dev-shm-usage", "--user-data-dir=" + dir_ + "/profile",
         // Lets the load event and the script finish before the dump.
-        "--virtual-time-budget=5000"};
+        "--virtual-time-budget=5000", "--hide-scrollbars", "--window-size=1200,600"};
     args.insert(args.end(), what.begin(), what.end());
-    args.push_back("file://" + svg_path_ + query);
+    args.push_back("file://" + (file.empty() ? svg_path_ : file) + query);
     RunResult r = RunBounded(args, dir_);
     EXPECT_FALSE(r.timed_out) << "chromium hung; stderr:\n" << r.err;
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -179,27 +221,29 @@ class FlameGraphBrowser : public ::testing::Test {
   std::string chromium_;
   std::string dir_;
   std::string svg_path_;
+  std::string search_path_;
 };
 
 TEST_F(FlameGraphBrowser, RendersAndRunsScript) {
   const RunResult r = Chromium({"--dump-dom"});
   EXPECT_THAT(r.out, HasSubstr("data-ehprof-ready=\"1\""));
-  EXPECT_THAT(r.out, HasSubstr("<title>alpha&lt;&amp;&gt; (3 samples, 75.00%)</title>"));
-  EXPECT_THAT(r.out, HasSubstr("<title>" + kBeta + " (1 sample, 25.00%)</title>"));
+  EXPECT_THAT(r.out, HasSubstr("<title>alpha&lt;&amp;&gt; (3 samples, 75.00%)\nuser code in /bin/demo</title>"));
+  EXPECT_THAT(r.out, HasSubstr("<title>" + kBeta + " (1 sample, 25.00%)\nuser code in /bin/demo</title>"));
   EXPECT_THAT(r.out, HasSubstr(">" + kBeta.substr(0, 36) + "..</text>"));
   EXPECT_THAT(r.out, Not(HasSubstr("parsererror")));  // Chromium's XML error page
 }
 
 TEST_F(FlameGraphBrowser, ZoomsAndSearchesFromUrl) {
-  const RunResult r = Chromium({"--dump-dom"}, "?z=" + kBeta + "&s=%5Ealpha");
+  const RunResult r = Chromium({"--dump-dom"}, "?z=" + kBeta + "&s=alpha");
   ASSERT_THAT(r.out, HasSubstr("data-ehprof-ready=\"1\""));
-  EXPECT_THAT(r.out, HasSubstr(">Matched: 75.00%<"));
+  // alpha is not in the zoomed view.
+  EXPECT_EQ(Matched(r.out), "Matched \"alpha\": 75.00% of all, 0.00% of zoomed");
   EXPECT_THAT(r.out, HasSubstr(">Reset search<"));
   EXPECT_THAT(r.out, HasSubstr("<text id=\"unzoom\" class=\"button\""));  // no longer hidden
   // beta now spans the whole width (1200 - 2 * 10), labelled in full, and
   // alpha is hidden.
   EXPECT_THAT(r.out, ContainsRegex("<g><title>" + kBeta +
-                                   " \\(1 sample, 25\\.00%\\)</title>"
+                                   " \\(1 sample, 25\\.00%\\)\n[^<]*</title>"
                                    "<rect x=\"10\\.00\" y=\"[0-9.]+\" width=\"1180\\.00\""));
   EXPECT_THAT(r.out, HasSubstr(">" + kBeta + "</text>"));
   EXPECT_THAT(r.out, HasSubstr("<g display=\"none\"><title>alpha"));
@@ -212,6 +256,83 @@ TEST_F(FlameGraphBrowser, Screenshots) {
   const std::string data = ReadFile(png);
   ASSERT_GT(data.size(), 1000u);
   EXPECT_EQ(data.substr(0, 8), "\x89PNG\r\n\x1a\n");
+}
+
+TEST_F(FlameGraphBrowser, SearchIsLiteral) {
+  RunResult r = Chromium({"--dump-dom"}, "?s=%5Bfio%5D", search_path_);
+  ASSERT_THAT(r.out, HasSubstr("data-ehprof-ready=\"1\""));
+  EXPECT_EQ(Matched(r.out), "Matched \"[fio]\": 10.00% of all");
+  EXPECT_EQ(Highlighted(r.out), std::vector<std::string>{"[fio]"});
+
+  r = Chromium({"--dump-dom"}, "?s=operator()", search_path_);
+  EXPECT_EQ(Matched(r.out), "Matched \"operator()\": 20.00% of all");
+  EXPECT_EQ(Highlighted(r.out), std::vector<std::string>{"Foo::operator()"});
+}
+
+TEST_F(FlameGraphBrowser, RegexWhenAskedFor) {
+  // Every name with an f, i or o: all but "all" itself.
+  RunResult r = Chromium({"--dump-dom"}, "?re=%5Bfio%5D", search_path_);
+  EXPECT_EQ(Matched(r.out), "Matched \"[fio]\": 100.00% of all");
+  EXPECT_EQ(Highlighted(r.out).size(), 7u);
+  r = Chromium({"--dump-dom"}, "?re=%5Eo", search_path_);
+  EXPECT_EQ(Matched(r.out), "Matched \"^o\": 40.00% of all");
+  EXPECT_EQ(Highlighted(r.out), std::vector<std::string>{"operator_new"});
+  r = Chromium({"--dump-dom"}, "?re=(", search_path_);
+  EXPECT_EQ(Matched(r.out), "Bad regular expression: (");
+}
+
+TEST_F(FlameGraphBrowser, ZoomedShare) {
+  // work holds 6 of the 10 samples, Foo::operator() 2 of them.
+  RunResult r = Chromium({"--dump-dom"}, "?z=work&s=operator()", search_path_);
+  EXPECT_EQ(Matched(r.out), "Matched \"operator()\": 20.00% of all, 33.33% of zoomed");
+  EXPECT_THAT(r.out, ContainsRegex("<g><title>work \\(6 samples[^<]*</title><rect x=\"10\\.00\" "
+                                   "y=\"[0-9.]+\" width=\"1180\\.00\""));
+  EXPECT_THAT(r.out, ContainsRegex("<g display=\"none\"><title>io_submit"));
+  // A match below the zoomed frame matches every stack in view.
+  r = Chromium({"--dump-dom"}, "?z=work&s=main", search_path_);
+  EXPECT_EQ(Matched(r.out), "Matched \"main\": 100.00% of all, 100.00% of zoomed");
+}
+
+// The y of every rect from the first `from` to the next `to`.
+std::vector<double> RectYs(const std::string& dom, const std::string& from, const std::string& to) {
+  std::vector<double> ys;
+  const size_t start = dom.find(from);
+  if (start == std::string::npos) return ys;
+  const std::string part = dom.substr(start, dom.find(to, start) - start);
+  const std::regex re("<rect [^>]*y=\"([0-9.]+)\"");
+  for (auto it = std::sregex_iterator(part.begin(), part.end(), re); it != std::sregex_iterator(); ++it) {
+    ys.push_back(std::stod((*it)[1]));
+  }
+  return ys;
+}
+
+TEST_F(FlameGraphBrowser, LegendBetweenTitleAndFrames) {
+  const RunResult r = Chromium({"--dump-dom"}, "", search_path_);
+  ASSERT_THAT(r.out, HasSubstr("data-ehprof-ready=\"1\""));
+  EXPECT_THAT(r.out, ContainsRegex("<g id=\"legend\">.*>comm</text>.*>user code</text>.*"
+                                   ">unresolved</text>"));
+  const std::vector<double> legend = RectYs(r.out, "<g id=\"legend\">", "</g>");
+  const std::vector<double> frames = RectYs(r.out, "<g id=\"frames\">", "</svg>");
+  ASSERT_EQ(legend.size(), 3u);
+  ASSERT_FALSE(frames.empty());
+  const double top_frame = *std::min_element(frames.begin(), frames.end());
+  for (double y : legend) {
+    EXPECT_GT(y, 24);              // below the title's baseline
+    EXPECT_LE(y + 11, top_frame);  // swatches are 11 px high
+  }
+}
+
+TEST_F(FlameGraphBrowser, TakesTheWindowsWidth) {
+  for (int width : {800, 1600}) {
+    const RunResult r = Chromium({"--dump-dom", "--window-size=" + std::to_string(width) + ",600"},
+                                 "", search_path_);
+    const std::string w = std::to_string(width), span = std::to_string(width - 20) + ".00";
+    EXPECT_THAT(r.out, ContainsRegex("<svg [^>]*width=\"" + w + "\"")) << width;
+    EXPECT_THAT(r.out, ContainsRegex("<svg [^>]*viewBox=\"0 0 " + w + " ")) << width;
+    EXPECT_THAT(r.out, ContainsRegex("<g><title>all \\(10 samples, 100\\.00%\\)</title>"
+                                     "<rect x=\"10\\.00\" y=\"[0-9.]+\" width=\"" + span + "\""))
+        << width;
+  }
 }
 
 }  // namespace
