@@ -36,6 +36,7 @@
 #include "agent/resolve/resolved_sample.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_support.h"
 
 extern char** environ;
 
@@ -333,6 +334,44 @@ TEST_F(FlameGraphBrowser, TakesTheWindowsWidth) {
                                      "<rect x=\"10\\.00\" y=\"[0-9.]+\" width=\"" + span + "\""))
         << width;
   }
+}
+
+// playwright-core, pinned, in the npm cache the consumer tests share
+// (tests/consumers/perf_script_flamegraph.sh); installed on first use.
+constexpr char kPlaywright[] = "playwright-core@1.65.1";
+
+std::string NpmCache() {
+  const char* dir = getenv("EHPROF_NPM_CACHE");
+  return dir && *dir ? dir : "/var/cache/ehprof/npm";
+}
+
+// The UI driven through clicks, the prompt and the keyboard by
+// tests/flamegraph_ui.js; its checks are listed there.
+TEST_F(FlameGraphBrowser, UiWithPlaywright) {
+  const std::string node = access("/usr/bin/node", X_OK) == 0 ? "/usr/bin/node" : "";
+  const std::string module = NpmCache() + "/node_modules/playwright-core";
+  if (node.empty()) {
+    const char* ci = getenv("CI");
+    ASSERT_FALSE(ci && std::string(ci) == "true") << "node not installed (scripts/install_deps.sh)";
+    GTEST_SKIP() << "node not installed";
+  }
+  if (access((module + "/package.json").c_str(), R_OK) != 0) {
+    std::filesystem::create_directories(NpmCache());
+    const RunResult npm = RunBounded(
+        {"/bin/sh", "-c",
+         "cd '" + NpmCache() + "' && npm install --silent --no-audit --no-fund " + kPlaywright},
+        dir_);
+    ASSERT_EQ(npm.exit_code, 0) << "npm install " << kPlaywright << ":\n" << npm.out << npm.err;
+  }
+  const RunResult r = RunBounded({node, testing::SourcePath("tests/flamegraph_ui.js"), module,
+                                  chromium_, search_path_, dir_ + "/playwright-profile"},
+                                 dir_);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("UI checks passed")) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ok: typed [fio] matches literally"));
+  EXPECT_THAT(r.out, HasSubstr("ok: legend visible"));
+  std::cout << r.out;
 }
 
 }  // namespace
