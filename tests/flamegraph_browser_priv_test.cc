@@ -133,7 +133,8 @@ ResolvedSample Sample(std::vector<std::string> root_first, uint64_t count) {
   s.comm = "demo";
   for (auto it = root_first.rbegin(); it != root_first.rend(); ++it) {
     if (it->front() == '[') {
-      s.frames.push_back({0x10, "[unknown]", "/usr/bin/" + it->substr(1, it->size() - 2), false, false});
+      const std::string file = "/usr/bin/" + it->substr(1, it->size() - 2);
+      s.frames.push_back({0x10, "[unknown]", file, false, false});
     } else {
       s.frames.push_back({0x1000, *it, "/bin/demo", false, false});
     }
@@ -146,15 +147,18 @@ ResolvedSample Sample(std::vector<std::string> root_first, uint64_t count) {
 // regex, "[fio]" is any of f, i, o and "operator()" is "operator".
 // 10 samples: work 6 (Foo::operator() 2, operator_new 4), [fio] 1, io_submit 3.
 std::vector<ResolvedSample> SearchProfile() {
-  return {Sample({"main", "work", "Foo::operator()"}, 2), Sample({"main", "work", "operator_new"}, 4),
-          Sample({"main", "[fio]"}, 1), Sample({"main", "io_submit"}, 3)};
+  return {Sample({"main", "work", "Foo::operator()"}, 2),
+          Sample({"main", "work", "operator_new"}, 4), Sample({"main", "[fio]"}, 1),
+          Sample({"main", "io_submit"}, 3)};
 }
 
 // The frames the search highlighted, by name.
 std::vector<std::string> Highlighted(const std::string& dom) {
   std::vector<std::string> names;
-  const std::regex re("<title>([^<\\n]*) \\([0-9]+ samples?, [^<]*</title><rect [^>]*fill=\"rgb\\(230,0,230\\)\"");
-  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), re); it != std::sregex_iterator(); ++it) {
+  const std::regex re(
+      "<title>([^<\\n]*) \\([0-9]+ samples?, [^<]*</title>"
+      "<rect [^>]*fill=\"rgb\\(230,0,230\\)\"");
+  for (std::sregex_iterator it(dom.begin(), dom.end(), re), end; it != end; ++it) {
     names.push_back((*it)[1]);
   }
   return names;
@@ -228,8 +232,9 @@ class FlameGraphBrowser : public ::testing::Test {
 TEST_F(FlameGraphBrowser, RendersAndRunsScript) {
   const RunResult r = Chromium({"--dump-dom"});
   EXPECT_THAT(r.out, HasSubstr("data-ehprof-ready=\"1\""));
-  EXPECT_THAT(r.out, HasSubstr("<title>alpha&lt;&amp;&gt; (3 samples, 75.00%)\nuser code in /bin/demo</title>"));
-  EXPECT_THAT(r.out, HasSubstr("<title>" + kBeta + " (1 sample, 25.00%)\nuser code in /bin/demo</title>"));
+  const std::string where = "\nuser code in /bin/demo</title>";
+  EXPECT_THAT(r.out, HasSubstr("<title>alpha&lt;&amp;&gt; (3 samples, 75.00%)" + where));
+  EXPECT_THAT(r.out, HasSubstr("<title>" + kBeta + " (1 sample, 25.00%)" + where));
   EXPECT_THAT(r.out, HasSubstr(">" + kBeta.substr(0, 36) + "..</text>"));
   EXPECT_THAT(r.out, Not(HasSubstr("parsererror")));  // Chromium's XML error page
 }
@@ -301,7 +306,7 @@ std::vector<double> RectYs(const std::string& dom, const std::string& from, cons
   if (start == std::string::npos) return ys;
   const std::string part = dom.substr(start, dom.find(to, start) - start);
   const std::regex re("<rect [^>]*y=\"([0-9.]+)\"");
-  for (auto it = std::sregex_iterator(part.begin(), part.end(), re); it != std::sregex_iterator(); ++it) {
+  for (std::sregex_iterator it(part.begin(), part.end(), re), end; it != end; ++it) {
     ys.push_back(std::stod((*it)[1]));
   }
   return ys;

@@ -34,7 +34,8 @@ TEST(FlameGraphSvgInfoTest, TooltipsSayKindFileAndLine) {
   EXPECT_EQ(svg.Find("k")->tip, "k (1 sample, 50.00%)\nkernel");
   EXPECT_EQ(svg.Find("write")->tip,
             "write (1 sample, 50.00%)\nlibrary code in /lib/x86_64-linux-gnu/libc.so.6");
-  EXPECT_EQ(svg.Find("i")->tip, "i (1 sample, 50.00%)\ninlined into the frame below in /bin/app\napp.cc:7");
+  EXPECT_EQ(svg.Find("i")->tip,
+            "i (1 sample, 50.00%)\ninlined into the frame below in /bin/app\napp.cc:7");
   // Merged from two call sites: both lines.
   EXPECT_EQ(svg.Find("u")->tip, "u (2 samples, 100.00%)\nuser code in /bin/app\napp.cc:12, 15");
   EXPECT_EQ(svg.Find("main")->tip, "main (2 samples, 100.00%)\nuser code in /bin/app");
@@ -51,7 +52,8 @@ TEST(FlameGraphSvgInfoTest, TooltipLinesAreCappedAndFilesCleaned) {
                               At(User("main"), "m\x01.cc", line)}));
   }
   const Svg svg = Render(samples);
-  EXPECT_EQ(svg.Find("main")->tip, "main (5 samples, 100.00%)\nuser code in /bin/app\nm?.cc:10, 20, 30, ...");
+  EXPECT_EQ(svg.Find("main")->tip,
+            "main (5 samples, 100.00%)\nuser code in /bin/app\nm?.cc:10, 20, 30, ...");
 }
 
 // Geometry of <g id="legend">'s swatches and names, top to bottom.
@@ -127,7 +129,8 @@ TEST(FlameGraphSvgInfoTest, DetailsText) {
             "fio --name=x | 999 Hz | 2.50 s | 2025-11-24 16:00:00 UTC");
   EXPECT_EQ(FlameGraphDetails("", 0, 0, 0), "");
   EXPECT_EQ(FlameGraphDetails("-p 12", 0, 1, 0), "-p 12 | 1.00 s");
-  EXPECT_EQ(FlameGraphDetails(std::string(150, 'c'), 99, 0, 0), std::string(100, 'c') + "... | 99 Hz");
+  EXPECT_EQ(FlameGraphDetails(std::string(150, 'c'), 99, 0, 0),
+            std::string(100, 'c') + "... | 99 Hz");
 }
 
 TEST(FlameGraphSvgInfoTest, SearchHelpInTheFile) {

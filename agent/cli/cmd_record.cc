@@ -148,7 +148,8 @@ void ApplyOffCpu(const RecordFlags& f, RecordOptions* o, RecordOutput* out);
 std::string TargetText(const RecordOptions& o) {
   if (!o.command.empty()) return absl::StrJoin(o.command, " ");
   if (o.all) return "-a (all CPUs)";
-  return absl::StrCat(o.pids.empty() ? "-t " : "-p ", absl::StrJoin(o.pids.empty() ? o.tids : o.pids, ","));
+  if (!o.pids.empty()) return absl::StrCat("-p ", absl::StrJoin(o.pids, ","));
+  return absl::StrCat("-t ", absl::StrJoin(o.tids, ","));
 }
 
 void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOutput* out) {

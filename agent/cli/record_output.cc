@@ -188,8 +188,10 @@ int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_o
   w.pprof.duration_nanos = static_cast<int64_t>(rec.summary().seconds * 1e9);
   w.pprof.time_nanos = static_cast<int64_t>(absl::ToUnixNanos(absl::Now())) - w.pprof.duration_nanos;
   w.pprof.build_ids = rec.tracker() ? rec.tracker()->BuildIds() : std::map<std::string, std::string>{};
-  // A rate only where samples come from a clock or counter at -F.
-  w.svg_details = FlameGraphDetails(out.target, out.probe_type.empty() && (!out.off_cpu || out.wall) ? out.frequency_hz : 0,
+  // A rate only for a clock sampled at -F: probes and counters are counted,
+  // --off-cpu alone is timed.
+  const bool clocked = out.probe_type.empty() && (!out.off_cpu || out.wall);
+  w.svg_details = FlameGraphDetails(out.target, clocked ? out.frequency_hz : 0,
                                     rec.summary().seconds, w.pprof.time_nanos);
   w.script.srcline = out.srcline;
   w.script.event = out.event;

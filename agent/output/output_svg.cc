@@ -260,7 +260,8 @@ void WriteHeader(std::ostream& out, const FlameGraphOptions& options, const Head
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << w << "\" height=\""
       << h << "\" viewBox=\"0 0 " << w << ' ' << h << "\">\n"
-      << "<title>" << title << (details.empty() ? "" : " | ") << details << "</title>\n"  // the tab's
+      // The browser tab's title.
+      << "<title>" << title << (details.empty() ? "" : " | ") << details << "</title>\n"
       << kSvgStyle << "<script type=\"text/ecmascript\"><![CDATA[\n"
       << ScriptConstants(options.width) << kSvgScript << "]]></script>\n"
       << "<rect id=\"background\" x=\"0\" y=\"0\" width=\"" << w << "\" height=\"" << h
@@ -289,10 +290,12 @@ void WriteFrame(std::ostream& out, const Box& box, double scale, double base_y, 
   const Node& n = *box.node;
   const double x = kPad + box.offset * scale, w = n.count * scale;
   const double y = base_y - box.depth * kFrameHeight;
-  const FrameOrigin* origin = n.kind == FrameKind::kRoot || n.kind == FrameKind::kComm ? nullptr : &n.origin;
+  const bool located = n.kind != FrameKind::kRoot && n.kind != FrameKind::kComm;
+  const std::string raw =
+      FrameTooltip(n.name, n.kind, located ? &n.origin : nullptr, n.count, total, nanoseconds);
   // File names come from the recording: cleaned line by line like names.
   std::string tip;
-  for (absl::string_view line : absl::StrSplit(FrameTooltip(n.name, n.kind, origin, n.count, total, nanoseconds), '\n')) {
+  for (absl::string_view line : absl::StrSplit(raw, '\n')) {
     absl::StrAppend(&tip, tip.empty() ? "" : "\n", CleanText(std::string(line)));
   }
   out << "<g><title>" << XmlEscape(tip) << "</title><rect x=\"" << Num(x) << "\" y=\"" << Num(y)

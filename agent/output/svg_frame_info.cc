@@ -91,7 +91,8 @@ std::string KindText(FrameKind kind, const FrameOrigin* o) {
 std::string SourceText(const FrameOrigin& o) {
   if (o.src_file.empty() || o.several_files) return "";
   if (o.lines.empty()) return std::string(o.src_file);
-  return absl::StrCat(std::string(o.src_file), ":", absl::StrJoin(o.lines, ", "), o.more_lines ? ", ..." : "");
+  return absl::StrCat(std::string(o.src_file), ":", absl::StrJoin(o.lines, ", "),
+                      o.more_lines ? ", ..." : "");
 }
 
 // Monospace, as the labels (output_svg.cc's kCharWidth).
@@ -148,10 +149,10 @@ std::string FrameColor(FrameKind kind, const std::string& name) {
 
 std::string FrameTooltip(const std::string& name, FrameKind kind, const FrameOrigin* origin,
                          uint64_t count, uint64_t total, bool nanoseconds) {
-  std::string tip =
-      nanoseconds ? absl::StrFormat("%s (%.1f ms, %.2f%%)", name, count / 1e6, 100.0 * count / total)
-                  : absl::StrFormat("%s (%d sample%s, %.2f%%)", name, count, count == 1 ? "" : "s",
-                                    100.0 * count / total);
+  const double pct = 100.0 * count / total;
+  std::string tip = nanoseconds ? absl::StrFormat("%s (%.1f ms, %.2f%%)", name, count / 1e6, pct)
+                                : absl::StrFormat("%s (%d sample%s, %.2f%%)", name, count,
+                                                  count == 1 ? "" : "s", pct);
   const std::string what = KindText(kind, origin);
   if (!what.empty()) absl::StrAppend(&tip, "\n", what);
   const std::string source = origin ? SourceText(*origin) : "";
@@ -200,8 +201,9 @@ std::string FlameGraphDetails(const std::string& command, uint64_t frequency_hz,
   // A long command line would run off both sides of the centred title.
   constexpr size_t kMaxCommand = 100;
   if (!command.empty()) {
-    parts.push_back(command.size() <= kMaxCommand ? command
-                                                  : absl::StrCat(command.substr(0, kMaxCommand), "..."));
+    parts.push_back(command.size() <= kMaxCommand
+                        ? command
+                        : absl::StrCat(command.substr(0, kMaxCommand), "..."));
   }
   if (frequency_hz > 0) parts.push_back(absl::StrCat(frequency_hz, " Hz"));
   if (seconds > 0) parts.push_back(absl::StrFormat("%.2f s", seconds));

@@ -99,7 +99,8 @@ function matchedIn(from, to) {
 function pct(n, d) { return (d ? 100 * n / d : 0).toFixed(2) + '%'; }
 function showMatched() {
   var term = query.term.length > 40 ? query.term.slice(0, 38) + '..' : query.term;
-  var text = 'Matched "' + term + '": ' + pct(matchedIn(0, frames.length), frames[0].count) + ' of all';
+  var all = matchedIn(0, frames.length);
+  var text = 'Matched "' + term + '": ' + pct(all, frames[0].count) + ' of all';
   if (zoomed) {
     // Every stack in the zoomed view runs through the zoomed frame's
     // ancestors: one of them matching matches them all.
@@ -140,7 +141,8 @@ function readFrames() {
     var m = /^(.*) \(([\d.]+) (?:samples?|ms), [\d.]+%\)$/.exec(tip.split('\n')[0]);
     var f = { g: g, r: r, t: g.querySelector('text'), i: i, tip: tip.replace(/\n/g, ' | '),
               name: m ? m[1] : tip, count: m ? Number(m[2]) : 0,
-              x: (Number(r.getAttribute('x')) - PAD) / span, w: Number(r.getAttribute('width')) / span,
+              x: (Number(r.getAttribute('x')) - PAD) / span,
+              w: Number(r.getAttribute('width')) / span,
               fill: r.getAttribute('fill') };
     var y = Number(r.getAttribute('y'));
     if (i === 0) baseY = y;
