@@ -5,7 +5,10 @@
 # and screenshotted. Needs root (BPF), a built build/ehprof, fio and chromium.
 #   bash scripts/svg_screenshots.sh [SEARCH] [ZOOM]
 # SEARCH defaults to "fio_gettime" (fio reads the clock from several places),
-# ZOOM to "io_queue_event" (where a finished I/O is accounted).
+# ZOOM to "io_queue_event" (where a finished I/O is accounted). A third
+# picture, docs/flamegraph-hover.png, has the mouse on a libc frame, whose
+# tooltip text the line under the graph repeats; it needs playwright-core in
+# the npm cache (tests/flamegraph_browser_priv_test.cc installs it there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 search=${1:-fio_gettime}
@@ -27,3 +30,30 @@ shot() {  # NAME QUERY
 }
 shot search "?s=$(enc "$search")"
 shot zoom "?z=$(enc "$zoom")&s=$(enc "$search")"
+
+pw=${EHPROF_NPM_CACHE:-/var/cache/ehprof/npm}/node_modules/playwright-core
+if [[ -d $pw ]]; then
+  node - "$pw" "$work/fio.svg" "$work/profile-hover" "$height" <<'EOF'
+const [pw, svg, profile, height] = process.argv.slice(2);
+(async () => {
+  const ctx = await require(pw).chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium', headless: true,
+    viewport: { width: 1400, height: Number(height) },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  const page = ctx.pages()[0] || await ctx.newPage();
+  await page.goto('file://' + svg);
+  await page.waitForFunction(() => document.documentElement.getAttribute('data-ehprof-ready'));
+  const box = await page.evaluate(() => {
+    const g = [...document.querySelectorAll('#frames g')]
+      .find((e) => e.querySelector('title').textContent.startsWith('__libc_start_call_main ('));
+    const r = g.querySelector('rect').getBoundingClientRect();
+    return { x: r.x + r.width / 3, y: r.y + r.height / 2 };
+  });
+  await page.mouse.move(box.x, box.y);
+  await page.screenshot({ path: 'docs/flamegraph-hover.png' });
+  await ctx.close();
+})().catch((e) => { console.error(e); process.exit(1); });
+EOF
+  echo "docs/flamegraph-hover.png: the mouse on __libc_start_call_main"
+fi
