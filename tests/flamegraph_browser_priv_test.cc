@@ -328,6 +328,21 @@ TEST_F(FlameGraphBrowser, LegendBetweenTitleAndFrames) {
   }
 }
 
+// Off-CPU and --wall graphs weigh frames in ms ("NAME (1.5 ms, P%)"): the
+// script reads those back too, so their matched share is not 0.
+TEST_F(FlameGraphBrowser, SearchInANanosecondGraph) {
+  std::vector<ResolvedSample> samples = {Sample({"main", "read"}, 1), Sample({"main", "poll"}, 1)};
+  samples[0].weight_ns = 3500000;
+  samples[1].weight_ns = 1500000;
+  const std::string path = dir_ + "/ns.svg";
+  std::ofstream out(path);
+  ASSERT_TRUE(WriteFlameGraphSvg(samples, out, {.nanoseconds = true}).ok());
+  out.close();
+  const RunResult r = Chromium({"--dump-dom"}, "?z=main&s=read", path);
+  EXPECT_THAT(r.out, HasSubstr("<title>read (3.5 ms, 70.00%)"));
+  EXPECT_EQ(Matched(r.out), "Matched \"read\": 70.00% of all, 70.00% of zoomed");
+}
+
 TEST_F(FlameGraphBrowser, TakesTheWindowsWidth) {
   for (int width : {800, 1600}) {
     const RunResult r = Chromium({"--dump-dom", "--window-size=" + std::to_string(width) + ",600"},
