@@ -9,8 +9,8 @@
 // kind (executable's code red-orange, library code orange-yellow, kernel
 // blue, inlined green, unresolved grey, comm purple), varied per name by a
 // hash so neighbours stand apart; a legend above the frames names them.
-// Tooltips say the kind, the file the code is in and, when the samples had
-// source lines (--srcline), file:line.
+// Tooltips say the kind, the file the code is in and, where the debug info
+// gave the frames a source position, file:line.
 //
 // The title is options.title with options.details (what was recorded, how,
 // when) on a second line. The file says a fixed width and height (viewBox
