@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "agent/cli/cli.h"
 #include "agent/cli/record_output.h"
 #include "agent/record/recorder.h"
@@ -167,6 +169,14 @@ std::string CheckCombination(const RecordOptions& o, const RecordFlags& f, const
 
 void ApplyOffCpu(const RecordFlags& f, RecordOptions* o, RecordOutput* out);
 
+// What was profiled, in the words of the command line, for the SVG's title.
+std::string TargetText(const RecordOptions& o) {
+  if (!o.command.empty()) return absl::StrJoin(o.command, " ");
+  if (o.all) return "-a (all CPUs)";
+  if (!o.pids.empty()) return absl::StrCat("-p ", absl::StrJoin(o.pids, ","));
+  return absl::StrCat("-t ", absl::StrJoin(o.tids, ","));
+}
+
 void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOutput* out) {
   ApplySamplingFlags(f.sampling, app, o);
   o->kernel = !f.user_only;
@@ -183,6 +193,7 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
   }
   if (f.outputs.empty() && !f.format.empty()) out->files[0].format = f.format;
   out->event = f.sampling.event;
+  out->target = TargetText(*o);
   out->clock_event = IsClockEvent(f.sampling.event);
   if (!o->probes.empty()) out->probe_type = o->probes[0].type_name();
   // A counter (cycles, cache-misses): counted, not timed.

@@ -42,6 +42,7 @@ struct Writers {
   PprofOptions pprof;
   PerfScriptOptions script;
   FoldedOptions folded;
+  std::string svg_details;  // FlameGraphOptions::details
 };
 
 absl::Status WriteFormat(const std::vector<ResolvedSample>& samples, const std::string& format,
@@ -54,6 +55,7 @@ absl::Status WriteFormat(const std::vector<ResolvedSample>& samples, const std::
     uint64_t total = 0;
     for (const ResolvedSample& r : samples) total += SampleValue(r);
     fg.nanoseconds = !w.pprof.ns_type.empty();
+    fg.details = w.svg_details;
     fg.title = w.pprof.ns_type == "wall"    ? absl::StrFormat("ehprof: %.3f s wall time (on and off CPU)", total / 1e9)
                : w.pprof.ns_type == "off_cpu" ? absl::StrFormat("ehprof: %.3f s off-CPU", total / 1e9)
                                               : absl::StrCat("ehprof: ", total, " samples");
@@ -174,6 +176,11 @@ Writers MakeWriters(const Recorder& rec, const RecordOutput& out) {
   w.pprof.duration_nanos = static_cast<int64_t>(rec.summary().seconds * 1e9);
   w.pprof.time_nanos = static_cast<int64_t>(absl::ToUnixNanos(absl::Now())) - w.pprof.duration_nanos;
   w.pprof.build_ids = rec.tracker() ? rec.tracker()->BuildIds() : std::map<std::string, std::string>{};
+  // A rate only for a clock sampled at -F: probes and counters are counted,
+  // --off-cpu alone is timed.
+  const bool clocked = out.probe_type.empty() && (!out.off_cpu || out.wall);
+  w.svg_details = FlameGraphDetails(out.target, clocked ? out.frequency_hz : 0,
+                                    rec.summary().seconds, w.pprof.time_nanos);
   w.script.srcline = out.srcline;
   w.script.event = out.event;
   // Clock events count nanoseconds; a hardware event's period in frequency

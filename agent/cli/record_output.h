@@ -39,6 +39,7 @@ struct RecordOutput {
   // ("cycles") with its period (-c; 0: frequency mode, period unknown).
   std::string probe_type;
   uint64_t sample_period = 0;
+  std::string target;  // what was profiled, for the SVG's title: "CMD ARGS", "-p 12", "-a"
 };
 
 // The format an output path implies: .svg -> svg, .folded/.collapsed ->

@@ -1,5 +1,6 @@
 #include "agent/output/wall_view.h"
 #include "agent/output/output_svg.h"
+#include "agent/output/svg_frame_info.h"
 #include "agent/output/svg_script.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 
 namespace ehprof {
 namespace {
@@ -19,7 +21,9 @@ namespace {
 // Geometry, shared with the script (ScriptConstants) so a zoomed label is
 // cut the same way as the first one.
 constexpr double kPad = 10;     // left and right margin
-constexpr double kTop = 36;     // title and buttons above the frames
+constexpr double kTitleRow = 32;  // title and buttons above the frames
+constexpr double kDetailsRow = 18;
+constexpr double kLegendRow = 18;
 constexpr double kBottom = 28;  // hover details and search result below
 constexpr double kFrameHeight = 16;
 constexpr double kFontSize = 12;
@@ -27,8 +31,6 @@ constexpr double kFontSize = 12;
 // DejaVu Sans Mono (Debian's monospace) advances 0.602 em, plus a margin for
 // other fonts.
 constexpr double kCharWidth = kFontSize * 0.62;
-
-enum class FrameKind { kRoot, kComm, kUser, kKernel, kInlined, kUnknown, kOffCpu };
 
 // Children are keyed by kind too: an inlined "foo" and a real "foo" are
 // different frames. Looked up by view, so the common case allocates nothing.
@@ -53,6 +55,7 @@ struct Node {
   std::string name;
   FrameKind kind = FrameKind::kRoot;
   uint64_t count = 0;
+  FrameOrigin origin;
   std::map<ChildKey, std::unique_ptr<Node>, KeyLess> children;
 };
 
@@ -181,10 +184,7 @@ KeyView FrameKey(const ResolvedFrame& f, std::string* scratch) {
     return {*scratch, FrameKind::kUnknown};
   }
   if (f.dso == kOffCpuFrame) return {kOffCpuFrame, FrameKind::kOffCpu};
-  const std::string_view name = CleanName(f.symbol, scratch);
-  if (f.inlined) return {name, FrameKind::kInlined};
-  if (f.kernel) return {name, FrameKind::kKernel};
-  return {name, FrameKind::kUser};
+  return {CleanName(f.symbol, scratch), SymbolKind(f)};
 }
 
 Node* Child(Node* parent, KeyView key) {
@@ -207,6 +207,7 @@ void AddSample(Node* root, const ResolvedSample& sample) {
   for (auto it = sample.frames.rbegin(); it != sample.frames.rend(); ++it) {
     node = Child(node, FrameKey(*it, &scratch));
     node->count += value;
+    if (node->kind != FrameKind::kOffCpu) node->origin.Add(*it);
   }
 }
 
@@ -230,83 +231,58 @@ std::vector<Box> Layout(const Node& root, double scale, double min_width) {
   return boxes;
 }
 
-uint32_t Fnv1a(const std::string& s) {
-  uint32_t h = 2166136261u;
-  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
-  return h;
-}
-
-std::string Hsl(double h, double s, double l) {
-  // CSS's HSL to RGB; written out as rgb() because SVG 1.1 viewers may not
-  // know hsl().
-  const double c = (1 - std::fabs(2 * l - 1)) * s;
-  const double hp = std::fmod(h, 360) / 60;
-  const double x = c * (1 - std::fabs(std::fmod(hp, 2) - 1));
-  // Per 60-degree sector of the hue circle, (r, g, b) is (c, x, 0) permuted.
-  const double sectors[6][3] = {{c, x, 0}, {x, c, 0}, {0, c, x}, {0, x, c}, {x, 0, c}, {c, 0, x}};
-  const double* rgb = sectors[std::clamp(static_cast<int>(hp), 0, 5)];
-  const double m = l - c / 2;
-  auto byte = [m](double v) { return static_cast<int>(std::lround((v + m) * 255)); };
-  return absl::StrFormat("rgb(%d,%d,%d)", byte(rgb[0]), byte(rgb[1]), byte(rgb[2]));
-}
-
-std::string FrameColor(const Node& node) {
-  const uint32_t h = Fnv1a(node.name);
-  const double v1 = (h & 0xff) / 255.0, v2 = ((h >> 8) & 0xff) / 255.0;
-  switch (node.kind) {
-    case FrameKind::kRoot:
-      return Hsl(0, 0, 0.80);
-    case FrameKind::kComm:
-      return Hsl(265 + 25 * v1, 0.45, 0.72 + 0.08 * v2);
-    case FrameKind::kUser:
-      return Hsl(8 + 42 * v1, 0.85, 0.55 + 0.10 * v2);
-    case FrameKind::kKernel:
-      return Hsl(195 + 25 * v1, 0.60, 0.62 + 0.10 * v2);
-    case FrameKind::kOffCpu:
-      // Waiting, not running: a colour no running frame has.
-      return Hsl(275, 0.45, 0.60);
-    case FrameKind::kInlined:
-      return Hsl(95 + 40 * v1, 0.50, 0.55 + 0.10 * v2);
-    case FrameKind::kUnknown:
-      return Hsl(0, 0, 0.70 + 0.10 * v2);
-  }
-  return "gray";
-}
-
-std::string Tooltip(const Node& node, uint64_t total, bool nanoseconds) {
-  if (nanoseconds) {
-    return absl::StrFormat("%s (%.1f ms, %.2f%%)", node.name, node.count / 1e6, 100.0 * node.count / total);
-  }
-  return absl::StrFormat("%s (%d sample%s, %.2f%%)", node.name, node.count,
-                         node.count == 1 ? "" : "s", 100.0 * node.count / total);
-}
-
-
 std::string ScriptConstants(double width) {
   return absl::StrFormat("\"use strict\";\nvar W = %s, PAD = %s, FH = %s, CW = %s;", Num(width),
                          Num(kPad), Num(kFrameHeight), absl::StrFormat("%.4f", kCharWidth));
 }
 
-void WriteHeader(std::ostream& out, const FlameGraphOptions& options, double height) {
-  const std::string w = Num(options.width), h = Num(height);
+// Above the frames: the title row, the details row when there are details,
+// then the legend's rows. The frames start at `top`.
+struct Header {
+  double legend_top = kTitleRow;
+  double top = kTitleRow;
+  std::vector<bool> present;  // by FrameKind: the legend's entries
+};
+
+Header PlanHeader(const FlameGraphOptions& options, std::vector<bool> present) {
+  Header h;
+  h.present = std::move(present);
+  if (!options.details.empty()) h.legend_top += kDetailsRow;
+  h.top = h.legend_top + LegendRows(h.present, options.width, kPad) * kLegendRow + 4;
+  return h;
+}
+
+void WriteHeader(std::ostream& out, const FlameGraphOptions& options, const Header& header,
+                 double height) {
+  const std::string w = Num(options.width), h = Num(height), mid = Num(options.width / 2);
   const std::string title = XmlEscape(CleanText(options.title));
+  const std::string details = XmlEscape(CleanText(options.details));
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" << w << "\" height=\""
       << h << "\" viewBox=\"0 0 " << w << ' ' << h << "\">\n"
-      << "<title>" << title << "</title>\n"  // the browser tab's
+      // The browser tab's title.
+      << "<title>" << title << (details.empty() ? "" : " | ") << details << "</title>\n"
       << kSvgStyle << "<script type=\"text/ecmascript\"><![CDATA[\n"
       << ScriptConstants(options.width) << kSvgScript << "]]></script>\n"
-      << "<rect x=\"0\" y=\"0\" width=\"" << w << "\" height=\"" << h << "\" fill=\"#f7f7f2\"/>\n"
-      << "<text class=\"title\" x=\"" << Num(options.width / 2) << "\" y=\"24\""
-      << " text-anchor=\"middle\">" << title << "</text>\n"
-      << "<text id=\"unzoom\" class=\"button hidden\" x=\"" << Num(kPad)
+      << "<rect id=\"background\" x=\"0\" y=\"0\" width=\"" << w << "\" height=\"" << h
+      << "\" fill=\"#f7f7f2\"/>\n"
+      << "<text id=\"title\" class=\"title\" x=\"" << mid << "\" y=\"24\""
+      << " text-anchor=\"middle\">" << title << "</text>\n";
+  if (!details.empty()) {
+    out << "<text id=\"info\" class=\"info\" x=\"" << mid << "\" y=\"42\" text-anchor=\"middle\">"
+        << details << "</text>\n";
+  }
+  out << "<text id=\"unzoom\" class=\"button hidden\" x=\"" << Num(kPad)
       << "\" y=\"24\">Reset zoom</text>\n"
+      // Hovering the button says how to search: the help the file carries.
+      << "<g><title id=\"help\">" << kSearchHelp << " Click a frame to zoom, Esc resets.</title>"
       << "<text id=\"search\" class=\"button\" x=\"" << Num(options.width - kPad)
-      << "\" y=\"24\" text-anchor=\"end\">Search</text>\n"
+      << "\" y=\"24\" text-anchor=\"end\">Search</text></g>\n"
       << "<text id=\"details\" x=\"" << Num(kPad) << "\" y=\"" << Num(height - 10)
       << "\"> </text>\n"
       << "<text id=\"matched\" x=\"" << Num(options.width - kPad) << "\" y=\"" << Num(height - 10)
       << "\" text-anchor=\"end\"></text>\n";
+  WriteLegend(out, header.present, options.width, kPad, header.legend_top, kLegendRow);
 }
 
 void WriteFrame(std::ostream& out, const Box& box, double scale, double base_y, uint64_t total,
@@ -314,9 +290,17 @@ void WriteFrame(std::ostream& out, const Box& box, double scale, double base_y, 
   const Node& n = *box.node;
   const double x = kPad + box.offset * scale, w = n.count * scale;
   const double y = base_y - box.depth * kFrameHeight;
-  out << "<g><title>" << XmlEscape(Tooltip(n, total, nanoseconds)) << "</title><rect x=\"" << Num(x) << "\" y=\""
-      << Num(y) << "\" width=\"" << Num(w) << "\" height=\"" << Num(kFrameHeight - 1)
-      << "\" rx=\"2\" fill=\"" << FrameColor(n) << "\"/><text x=\"" << Num(x + 3) << "\" y=\""
+  const bool located = n.kind != FrameKind::kRoot && n.kind != FrameKind::kComm;
+  const std::string raw =
+      FrameTooltip(n.name, n.kind, located ? &n.origin : nullptr, n.count, total, nanoseconds);
+  // File names come from the recording: cleaned line by line like names.
+  std::string tip;
+  for (absl::string_view line : absl::StrSplit(raw, '\n')) {
+    absl::StrAppend(&tip, tip.empty() ? "" : "\n", CleanText(std::string(line)));
+  }
+  out << "<g><title>" << XmlEscape(tip) << "</title><rect x=\"" << Num(x) << "\" y=\"" << Num(y)
+      << "\" width=\"" << Num(w) << "\" height=\"" << Num(kFrameHeight - 1) << "\" rx=\"2\" fill=\""
+      << FrameColor(n.kind, n.name) << "\"/><text x=\"" << Num(x + 3) << "\" y=\""
       << Num(y + kFontSize - 0.5) << "\">" << XmlEscape(FitLabel(n.name, w)) << "</text></g>\n";
 }
 
@@ -338,18 +322,24 @@ absl::Status WriteFlameGraphSvg(const std::vector<ResolvedSample>& samples, std:
   }
 
   if (root.count == 0) {
-    const double height = kTop + 3 * kFrameHeight + kBottom;
-    WriteHeader(out, options, height);
-    out << "<text x=\"" << Num(options.width / 2) << "\" y=\"" << Num(kTop + 2 * kFrameHeight)
+    const Header header = PlanHeader(options, std::vector<bool>(kFrameKinds, false));
+    const double height = header.top + 3 * kFrameHeight + kBottom;
+    WriteHeader(out, options, header, height);
+    out << "<text x=\"" << Num(options.width / 2) << "\" y=\"" << Num(header.top + 2 * kFrameHeight)
         << "\" text-anchor=\"middle\">no samples</text>\n<g id=\"frames\"></g>\n</svg>\n";
   } else {
     const double scale = (options.width - 2 * kPad) / static_cast<double>(root.count);
     const std::vector<Box> boxes = Layout(root, scale, options.min_frame_width);
     int max_depth = 0;
-    for (const Box& b : boxes) max_depth = std::max(max_depth, b.depth);
-    const double height = kTop + (max_depth + 1) * kFrameHeight + kBottom;
+    std::vector<bool> present(kFrameKinds, false);
+    for (const Box& b : boxes) {
+      max_depth = std::max(max_depth, b.depth);
+      present[static_cast<int>(b.node->kind)] = true;
+    }
+    const Header header = PlanHeader(options, std::move(present));
+    const double height = header.top + (max_depth + 1) * kFrameHeight + kBottom;
     const double base_y = height - kBottom - kFrameHeight;
-    WriteHeader(out, options, height);
+    WriteHeader(out, options, header, height);
     out << "<g id=\"frames\">\n";
     for (const Box& b : boxes) WriteFrame(out, b, scale, base_y, root.count, options.nanoseconds);
     out << "</g>\n</svg>\n";

@@ -5,6 +5,8 @@
 
 namespace ehprof {
 
+// How to search, for the Search button's tooltip and the search prompt.
+extern const char kSearchHelp[];
 // <style> element, written inside <svg>.
 extern const char kSvgStyle[];
 // The script body, preceded by ScriptConstants' "var CW = ...;" lines.
