@@ -229,6 +229,22 @@ int ehprof_mmap(struct ehp_syscall_exit *ctx)
 	return 0;
 }
 
+/* The same where tracefs is out of reach (CAP_BPF and CAP_PERFMON without
+ * root: the tracepoint's id is read from tracefs, root's alone): the raw
+ * sys_exit tracepoint needs no tracefs, but runs at every system call's
+ * exit, so it is only the fallback. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(ehprof_mmap_raw, struct pt_regs *regs, long ret)
+{
+	if (regs->orig_ax != EHP_NR_MMAP)
+		return 0;
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	if (!cfg.learn_maps || !followed(pid))
+		return 0;
+	learn_mmap(ret);
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ehprof_exit, struct task_struct *p)
 {

@@ -1,6 +1,7 @@
 // BpfSession's attach steps: the lifecycle tracepoints, the sampler's
 // perf events, the off-CPU and probe programs (bpf/profiler.bpf.c).
 #include <bpf/libbpf.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
@@ -12,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/session/bpf_session.h"
+#include "base/unique_fd.h"
 #include "agent/session/capabilities.h"
 
 // The skeleton declares libbpf's usdt.bpf.h kconfig extern as C's _Bool.
@@ -57,12 +59,26 @@ absl::Status BpfSession::AttachLifecycle() {
   return absl::OkStatus();
 }
 
-void BpfSession::AttachMmapLearning() {
-  if (!bpf_program__autoload(skel_->progs.ehprof_mmap)) return;
+bool MmapTracepointReachable() {
   MountTracefs();
+  // Opened, not access()ed: what counts is this process's capabilities,
+  // as libbpf will use them, not its real uid.
+  for (const char* path : {"/sys/kernel/tracing/events/syscalls/sys_exit_mmap/id",
+                           "/sys/kernel/debug/tracing/events/syscalls/sys_exit_mmap/id"}) {
+    if (UniqueFd(::open(path, O_RDONLY | O_CLOEXEC)).valid()) return true;
+  }
+  return false;
+}
+
+void BpfSession::AttachMmapLearning() {
+  // One of the two is loaded (ChooseMmapProgram), or neither.
+  bpf_program* prog = bpf_program__autoload(skel_->progs.ehprof_mmap) ? skel_->progs.ehprof_mmap
+                      : bpf_program__autoload(skel_->progs.ehprof_mmap_raw) ? skel_->progs.ehprof_mmap_raw
+                                                                            : nullptr;
+  if (!prog) return;
   // A kernel without syscall tracepoints (CONFIG_FTRACE_SYSCALLS) still
   // unwinds: libraries are then learned from /proc/PID/maps only.
-  BpfLinkPtr link(bpf_program__attach(skel_->progs.ehprof_mmap));
+  BpfLinkPtr link(bpf_program__attach(prog));
   if (!link) return;
   links_.push_back(std::move(link));
   learns_mmap_ = true;

@@ -181,7 +181,11 @@ absl::Status BpfSession::Open(const SessionOptions& o) {
     using K = ProbeSpec::Kind;
     bpf_program__set_autoload(skel_->progs.ehprof_sample, o.sample_cpu);
     bpf_program__set_autoload(skel_->progs.ehprof_switch, o.off_cpu);
-    bpf_program__set_autoload(skel_->progs.ehprof_mmap, o.learn_mmap);
+    // The syscall tracepoint where tracefs can be read, else the raw
+    // sys_exit one (which runs at every system call).
+    const bool via_tracefs = o.learn_mmap && MmapTracepointReachable();
+    bpf_program__set_autoload(skel_->progs.ehprof_mmap, via_tracefs);
+    bpf_program__set_autoload(skel_->progs.ehprof_mmap_raw, o.learn_mmap && !via_tracefs);
     bpf_program__set_autoload(skel_->progs.ehprof_uprobe, wants({K::kUprobe, K::kUretprobe}));
     bpf_program__set_autoload(skel_->progs.ehprof_usdt, wants({K::kUsdt}));
     bpf_program__set_autoload(skel_->progs.ehprof_tracepoint, wants({K::kTracepoint}));

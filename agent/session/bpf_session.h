@@ -77,6 +77,11 @@ struct MapFds {
       palettes = -1, rules = -1, events = -1, stats = -1, file_tables = -1;
 };
 
+// Whether the syscalls:sys_exit_mmap tracepoint can be attached by this
+// process: its id is read from tracefs (mounted here if nobody has), which
+// only root may read.
+bool MmapTracepointReachable();
+
 class BpfSession {
  public:
   // Opens, sizes and loads the programs; attaches the tracepoints, then one
