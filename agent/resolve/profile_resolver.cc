@@ -82,7 +82,13 @@ class Resolver {
     f.map_limit = r->mapping->end;
     f.map_offset = r->mapping->offset;
     f.runtime_addr = site;
-    const Symbolized& sym = Symbolize(SymbolPathOf(*r->mapping), f.addr);
+    const TrackedMapping& m = *r->mapping;
+    // A debug file found in a container's root names what the file's own
+    // tables cannot; the file itself still names its PLT stubs, which the
+    // debug file holds no code for.
+    const std::string* file = &SymbolPathOf(m);
+    if (!m.debug_path.empty() && !Symbolize(m.debug_path, f.addr).frames.empty()) file = &m.debug_path;
+    const Symbolized& sym = Symbolize(*file, f.addr);
     AppendSourceFrames(f, sym.frames, sym.start, out);
   }
 
