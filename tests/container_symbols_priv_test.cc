@@ -3,7 +3,8 @@
 // program at a path the host does not have, its libraries as copies, and
 // its debug file only inside, under /usr/lib/debug. `ehprof record -p` must
 // name the functions from that debug file and the mapping as the process
-// sees it. Root is needed for the namespace and for BPF.
+// sees it, and so must `ehprof agent`. Root is needed for the namespace
+// and for BPF.
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -124,27 +125,36 @@ class ContainerSymbols : public ::testing::Test {
         << "the child did not start in its root:\n" << maps;
   }
 
-  // `go tool pprof ARGS` on a 2 s recording of the child.
-  std::string RecordAndAsk(const std::vector<std::string>& args) {
+  // A 2 s `ehprof record -p` of the child.
+  void Record() {
     const std::string out = base_ + "/p.pb.gz";
-    if (!fs::exists(out)) {
-      auto r = testing::RunEhprof({"record", "-F", "499", "-q", "-d", "2", "-p", std::to_string(child_), "-o", out});
-      EXPECT_EQ(r.exit_code, 0) << r.err;
-    }
-    std::string joined;
-    for (const auto& a : args) joined += a + " ";
-    return testing::GoToolPprof(joined, {out}, base_);
+    auto r = testing::RunEhprof({"record", "-F", "499", "-q", "-d", "2", "-p", std::to_string(child_), "-o", out});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    profiles_ = {out};
+  }
+  // `ehprof agent -p` on the child for about 3 s, 1 s intervals to files.
+  void RunAgent() {
+    const std::string dir = base_ + "/agent";
+    auto r = testing::RunEhprof({"agent", "-p", std::to_string(child_), "--interval", "1", "--output-dir", dir,
+                                 "--metrics-every", "0"},
+                                SIGTERM, 3000);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const auto& e : fs::directory_iterator(dir)) profiles_.push_back(e.path());
+    ASSERT_FALSE(profiles_.empty()) << r.err;
   }
 
+  // `go tool pprof ARGS` on the profiles.
+  std::string Ask(const std::string& args) { return testing::GoToolPprof(args, profiles_, base_); }
+
   void ExpectSymbolizedAsTheProcessSeesIt() {
-    const std::string top = RecordAndAsk({"-top", "-nodecount=20"});
+    const std::string top = Ask("-top -nodecount=20");
     EXPECT_TRUE(std::regex_search(top, std::regex(R"(\s[0-9.]+%\s+recurse_leaf\n)"))) << top;
-    const std::string traces = RecordAndAsk({"-traces"});
+    const std::string traces = Ask("-traces");
     EXPECT_TRUE(std::regex_search(traces, std::regex(R"(recurse_leaf\n(\s+recurse\n)+\s+main\n)"))) << traces;
     // "1: 0xSTART/0xLIMIT/0xOFFSET PATH BUILDID [FN]...": the program as
     // its own root names it, never the fd ehprof read it through or the
     // host's path to the root.
-    const std::string raw = RecordAndAsk({"-raw"});
+    const std::string raw = Ask("-raw");
     std::smatch m;
     ASSERT_TRUE(std::regex_search(raw, m, std::regex(R"(Mappings\n1: \S+ (\S+) (\S+) )"))) << raw;
     EXPECT_EQ(m[1].str(), kProgram) << raw;
@@ -157,17 +167,29 @@ class ContainerSymbols : public ::testing::Test {
 
   std::string base_, root_;
   pid_t child_ = -1;
+  std::vector<std::string> profiles_;
 };
 
 TEST_F(ContainerSymbols, NamesComeFromTheDebugFileByBuildIdInsideTheRoot) {
   ASSERT_NO_FATAL_FAILURE(Install(DebugLayout::kBuildId));
   ASSERT_NO_FATAL_FAILURE(StartInContainer());
+  ASSERT_NO_FATAL_FAILURE(Record());
   ExpectSymbolizedAsTheProcessSeesIt();
 }
 
 TEST_F(ContainerSymbols, NamesComeFromTheDebugLinkedFileInsideTheRoot) {
   ASSERT_NO_FATAL_FAILURE(Install(DebugLayout::kDebugLink));
   ASSERT_NO_FATAL_FAILURE(StartInContainer());
+  ASSERT_NO_FATAL_FAILURE(Record());
+  ExpectSymbolizedAsTheProcessSeesIt();
+}
+
+// The agent symbolizes on its own (per interval, IntervalSymbolizer): the
+// same names and mapping in its --output-dir profiles.
+TEST_F(ContainerSymbols, TheAgentNamesThemToo) {
+  ASSERT_NO_FATAL_FAILURE(Install(DebugLayout::kBuildId));
+  ASSERT_NO_FATAL_FAILURE(StartInContainer());
+  ASSERT_NO_FATAL_FAILURE(RunAgent());
   ExpectSymbolizedAsTheProcessSeesIt();
 }
 

@@ -127,21 +127,12 @@ class Resolver {
     return cache_.emplace(key, std::move(s)).first->second;
   }
 
-  // Where to read a mapping's symbols: its path while that still holds the
-  // file that was mapped (a separate debug file is found next to it), else
-  // the fd ehprof kept on it (a binary replaced or deleted since).
+  // SymbolFileOf, once per file.
   const std::string& SymbolPathOf(const TrackedMapping& m) {
     if (!m.file || m.kept_path.empty()) return m.path;
     const std::string key = absl::StrCat(m.path, ":", m.file->inode, ":", m.file->mtime_ns);
     auto it = same_file_.find(key);
-    if (it == same_file_.end()) {
-      struct stat st;
-      const bool same = ::stat(m.path.c_str(), &st) == 0 &&
-                        static_cast<uint64_t>(st.st_ino) == m.file->inode &&
-                        static_cast<uint64_t>(st.st_dev) == m.file->dev &&
-                        int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec == m.file->mtime_ns;
-      it = same_file_.emplace(key, same).first;
-    }
+    if (it == same_file_.end()) it = same_file_.emplace(key, &SymbolFileOf(m) == &m.path).first;
     return it->second ? m.path : m.kept_path;
   }
 
@@ -164,6 +155,15 @@ class Resolver {
 };
 
 }  // namespace
+
+const std::string& SymbolFileOf(const TrackedMapping& m) {
+  if (!m.file || m.kept_path.empty()) return m.path;
+  struct stat st;
+  const bool same = ::stat(m.path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_ino) == m.file->inode &&
+                    static_cast<uint64_t>(st.st_dev) == m.file->dev &&
+                    int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec == m.file->mtime_ns;
+  return same ? m.path : m.kept_path;
+}
 
 ResolvedFrame KernelFrame(uint64_t addr, const Kallsyms* kernel) {
   ResolvedFrame f;
