@@ -47,7 +47,8 @@ class ContainerSymbols : public ::testing::Test {
     // than the host's at those paths.
     const std::string ldd = testing::ShellOutput("ldd " + TestdataPath("deep_recursion.stripped"));
     const std::regex lib(R"((/\S+) \(0x)");
-    for (auto it = std::sregex_iterator(ldd.begin(), ldd.end(), lib); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(ldd.begin(), ldd.end(), lib); it != std::sregex_iterator();
+         ++it) {
       const std::string path = (*it)[1].str();
       fs::create_directories(fs::path(root_ + path).parent_path());
       fs::copy_file(path, root_ + path);
@@ -72,7 +73,8 @@ class ContainerSymbols : public ::testing::Test {
       ASSERT_TRUE(elf.ok()) << elf.status();
       const std::string id = elf->BuildId();
       ASSERT_GT(id.size(), 2u);
-      debug = absl::StrCat(root_, "/usr/lib/debug/.build-id/", id.substr(0, 2), "/", id.substr(2), ".debug");
+      debug = absl::StrCat(root_, "/usr/lib/debug/.build-id/", id.substr(0, 2), "/", id.substr(2),
+                           ".debug");
       fs::copy_file(TestdataPath("deep_recursion.stripped"), inside);
     } else {
       debug = fs::path(inside).parent_path().string() + "/.debug/deep_recursion.debug";
@@ -106,10 +108,11 @@ class ContainerSymbols : public ::testing::Test {
       // container (/proc/PID/maps says kProgram, not the host's path).
       char* argv[] = {const_cast<char*>("deep_recursion"), const_cast<char*>("60"),
                       const_cast<char*>("10"), nullptr};
-      if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+      if (unshare(CLONE_NEWNS) != 0 ||
+          mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
           mount(root.c_str(), root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 ||
-          chdir(root.c_str()) != 0 || syscall(SYS_pivot_root, ".", "put_old") != 0 || chdir("/") != 0 ||
-          umount2("/put_old", MNT_DETACH) != 0) {
+          chdir(root.c_str()) != 0 || syscall(SYS_pivot_root, ".", "put_old") != 0 ||
+          chdir("/") != 0 || umount2("/put_old", MNT_DETACH) != 0) {
         _exit(126);
       }
       execv(kProgram, argv);
@@ -128,15 +131,16 @@ class ContainerSymbols : public ::testing::Test {
   // A 2 s `ehprof record -p` of the child.
   void Record() {
     const std::string out = base_ + "/p.pb.gz";
-    auto r = testing::RunEhprof({"record", "-F", "499", "-q", "-d", "2", "-p", std::to_string(child_), "-o", out});
+    auto r = testing::RunEhprof(
+        {"record", "-F", "499", "-q", "-d", "2", "-p", std::to_string(child_), "-o", out});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     profiles_ = {out};
   }
   // `ehprof agent -p` on the child for about 3 s, 1 s intervals to files.
   void RunAgent() {
     const std::string dir = base_ + "/agent";
-    auto r = testing::RunEhprof({"agent", "-p", std::to_string(child_), "--interval", "1", "--output-dir", dir,
-                                 "--metrics-every", "0"},
+    auto r = testing::RunEhprof({"agent", "-p", std::to_string(child_), "--interval", "1",
+                                 "--output-dir", dir, "--metrics-every", "0"},
                                 SIGTERM, 3000);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     for (const auto& e : fs::directory_iterator(dir)) profiles_.push_back(e.path());
@@ -150,7 +154,8 @@ class ContainerSymbols : public ::testing::Test {
     const std::string top = Ask("-top -nodecount=20");
     EXPECT_TRUE(std::regex_search(top, std::regex(R"(\s[0-9.]+%\s+recurse_leaf\n)"))) << top;
     const std::string traces = Ask("-traces");
-    EXPECT_TRUE(std::regex_search(traces, std::regex(R"(recurse_leaf\n(\s+recurse\n)+\s+main\n)"))) << traces;
+    EXPECT_TRUE(std::regex_search(traces, std::regex(R"(recurse_leaf\n(\s+recurse\n)+\s+main\n)")))
+        << traces;
     // "1: 0xSTART/0xLIMIT/0xOFFSET PATH BUILDID [FN]...": the program as
     // its own root names it, never the fd ehprof read it through or the
     // host's path to the root.

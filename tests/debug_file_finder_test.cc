@@ -19,13 +19,15 @@ namespace fs = std::filesystem;
 
 TEST(DebugFileCandidates, BuildIdFirstThenTheDebugLinkBesideInDotDebugAndUnderUsrLibDebug) {
   EXPECT_EQ(DebugFileCandidates("abcdef", std::string("app.debug"), "/opt/app"),
-            (std::vector<std::string>{"/usr/lib/debug/.build-id/ab/cdef.debug", "/opt/app/app.debug",
-                                      "/opt/app/.debug/app.debug", "/usr/lib/debug/opt/app/app.debug"}));
+            (std::vector<std::string>{"/usr/lib/debug/.build-id/ab/cdef.debug",
+                                      "/opt/app/app.debug", "/opt/app/.debug/app.debug",
+                                      "/usr/lib/debug/opt/app/app.debug"}));
 }
 
 TEST(DebugFileCandidates, NoBuildIdNoLinkOrALinkWithASlash) {
   EXPECT_EQ(DebugFileCandidates("", std::string("a.debug"), "/d"),
-            (std::vector<std::string>{"/d/a.debug", "/d/.debug/a.debug", "/usr/lib/debug/d/a.debug"}));
+            (std::vector<std::string>{"/d/a.debug", "/d/.debug/a.debug",
+                                      "/usr/lib/debug/d/a.debug"}));
   EXPECT_EQ(DebugFileCandidates("abcdef", std::nullopt, "/d"),
             (std::vector<std::string>{"/usr/lib/debug/.build-id/ab/cdef.debug"}));
   // A link naming another directory would be read from wherever it says.
@@ -40,7 +42,8 @@ TEST(FindSeparateDebugFile, LooksUnderTheRootByBuildId) {
   const std::string id = elf->BuildId();
   ASSERT_GT(id.size(), 2u);
   EXPECT_FALSE(FindSeparateDebugFile(*elf, root).has_value());
-  const std::string debug = root + "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+  const std::string debug =
+      root + "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
   fs::create_directories(fs::path(debug).parent_path());
   // The unstripped build: the same build-id, so it is accepted.
   fs::copy_file(testing::TestdataPath("deep_recursion"), debug);

@@ -149,9 +149,11 @@ bool PyroscopeServer::Start(std::string* error) {
     store.push_back(a);
   }
   store.push_back("-pyroscopedb.data-path=" + dir_ + "/data");
-  if (!Launch(store, dir_ + "/server.log", "curl -sf " + query_url() + "/ready", &pid_, error)) return false;
+  const std::string store_ready = "curl -sf " + query_url() + "/ready";
+  if (!Launch(store, dir_ + "/server.log", store_ready, &pid_, error)) return false;
   if (cert_.empty()) return true;
-  std::vector<std::string> front = CommonArgs(bin, tls_http_port_, tls_grpc_port_, tls_memberlist_port_);
+  std::vector<std::string> front =
+      CommonArgs(bin, tls_http_port_, tls_grpc_port_, tls_memberlist_port_);
   const std::string m = std::to_string(memberlist_port_);
   for (const std::string& a : std::vector<std::string>{
            "-target=distributor", "-memberlist.join=127.0.0.1:" + m,

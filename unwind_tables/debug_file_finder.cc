@@ -52,7 +52,9 @@ std::optional<std::string> FindSeparateDebugFile(const ElfFile& elf,
       std::filesystem::absolute(elf.path(), ec).lexically_normal().parent_path().string();
   if (ec) dir.clear();
   // The file's dir as the target system sees it.
-  if (!root.empty() && dir.rfind(root, 0) == 0) dir = dir.size() == root.size() ? "/" : dir.substr(root.size());
+  if (!root.empty() && dir.rfind(root, 0) == 0) {
+    dir = dir.size() == root.size() ? "/" : dir.substr(root.size());
+  }
   const std::string build_id = elf.BuildId();
   for (const std::string& c : DebugFileCandidates(build_id, elf.DebugLink(), dir)) {
     const std::string p = root + c;

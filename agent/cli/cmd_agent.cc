@@ -72,7 +72,8 @@ void AddSinkOptions(CLI::App& app, SinkFlags* f) {
       ->type_name("FILE")
       ->group(p);
   app.add_option("--pyroscope-ca", f->push.ca_file,
-                 "trust the CAs in this PEM bundle for an https:// --pyroscope (default: the system's)")
+                 "trust the CAs in this PEM bundle for an https:// --pyroscope (default: the "
+                 "system's)")
       ->type_name("FILE")
       ->group(p);
   app.add_option("--queue", f->queue_size, "pushes kept while the server is unreachable (default 60)")

@@ -21,10 +21,12 @@ uint32_t StackAggregator::Frame(const LocatedFrame& f) {
 uint32_t StackAggregator::Mapping(const TrackedMapping& m) {
   // Two containers' files may share a path (and an address): the kept fd
   // tells them apart.
-  auto [it, inserted] = mapping_ids_.try_emplace(std::make_tuple(m.path, m.start, m.offset, m.kept_path),
-                                                 static_cast<uint32_t>(cur_.mappings.size()));
+  auto [it, inserted] =
+      mapping_ids_.try_emplace(std::make_tuple(m.path, m.start, m.offset, m.kept_path),
+                               static_cast<uint32_t>(cur_.mappings.size()));
   if (inserted) {
-    cur_.mappings.push_back({m.path, m.start, m.end, m.offset, m.build_id, SymbolFileOf(m), m.debug_path});
+    cur_.mappings.push_back(
+        {m.path, m.start, m.end, m.offset, m.build_id, SymbolFileOf(m), m.debug_path});
   }
   return it->second;
 }

@@ -86,7 +86,9 @@ class StackAggregator {
   IntervalProfile cur_;
   absl::flat_hash_map<std::string, uint32_t> string_ids_;
   absl::flat_hash_map<LocatedFrame, uint32_t> frame_ids_;
-  absl::flat_hash_map<std::tuple<std::string, uint64_t, uint64_t, std::string>, uint32_t> mapping_ids_;
+  // (path, start, offset, kept_path)
+  absl::flat_hash_map<std::tuple<std::string, uint64_t, uint64_t, std::string>, uint32_t>
+      mapping_ids_;
 };
 
 }  // namespace ehprof

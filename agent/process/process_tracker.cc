@@ -111,7 +111,8 @@ absl::StatusOr<FileKey> ProcessTracker::OpenMappedFile(uint32_t pid, const MapsE
   return files_->Register(absl::StrCat("/proc/self/fd/", kept->second.get()), e.path);
 }
 
-void ProcessTracker::KeepDebugFileInRoot(uint32_t pid, const std::string& path, const FileKey& key) {
+void ProcessTracker::KeepDebugFileInRoot(uint32_t pid, const std::string& path,
+                                         const FileKey& key) {
   // In our own root the symbolizer's host-side lookup finds it already.
   absl::StatusOr<ProcessRoot> root = ProcessRoot::Open(pid);
   if (!root.ok() || root->IsOurs()) return;

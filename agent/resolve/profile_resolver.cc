@@ -87,7 +87,9 @@ class Resolver {
     // tables cannot; the file itself still names its PLT stubs, which the
     // debug file holds no code for.
     const std::string* file = &SymbolPathOf(m);
-    if (!m.debug_path.empty() && !Symbolize(m.debug_path, f.addr).frames.empty()) file = &m.debug_path;
+    if (!m.debug_path.empty() && !Symbolize(m.debug_path, f.addr).frames.empty()) {
+      file = &m.debug_path;
+    }
     const Symbolized& sym = Symbolize(*file, f.addr);
     AppendSourceFrames(f, sym.frames, sym.start, out);
   }
@@ -159,9 +161,10 @@ class Resolver {
 const std::string& SymbolFileOf(const TrackedMapping& m) {
   if (!m.file || m.kept_path.empty()) return m.path;
   struct stat st;
-  const bool same = ::stat(m.path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_ino) == m.file->inode &&
-                    static_cast<uint64_t>(st.st_dev) == m.file->dev &&
-                    int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec == m.file->mtime_ns;
+  const bool same =
+      ::stat(m.path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_ino) == m.file->inode &&
+      static_cast<uint64_t>(st.st_dev) == m.file->dev &&
+      int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec == m.file->mtime_ns;
   return same ? m.path : m.kept_path;
 }
 
