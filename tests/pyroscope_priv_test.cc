@@ -2,7 +2,7 @@
 // module by scripts/install_pyroscope.sh, started here on 127.0.0.1): what
 // Pyroscope's own query API returns for the profiled service matches
 // ehprof's local profile of the same run, and an outage of the server
-// loses nothing.
+// loses nothing; over HTTPS, with the CA given and without it.
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -72,7 +72,7 @@ print("ticks=%d share=%.4f chain=%d" % (ticks, under / ticks if ticks else 0, ch
     fputs(py.c_str(), f);
     fclose(f);
   }
-  return testing::ShellOutput(absl::StrCat("curl -sf '", server.url(), q, "' | python3 ", script, " ",
+  return testing::ShellOutput(absl::StrCat("curl -sf '", server.query_url(), q, "' | python3 ", script, " ",
                                            fn, " ", ancestors));
 }
 
@@ -95,6 +95,7 @@ class Pyroscope : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!testing::RequireRootForBpf()) GTEST_SKIP();
+    ASSERT_NO_FATAL_FAILURE(Configure());
     std::string error;
     if (!server_.Start(&error)) {
       const char* ci = std::getenv("CI");
@@ -109,6 +110,8 @@ class Pyroscope : public ::testing::Test {
   void TearDown() override {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
+  // Before the server starts.
+  virtual void Configure() {}
   PyroscopeServer server_;
   std::string dir_;
 };
@@ -228,6 +231,78 @@ TEST_F(Pyroscope, AnOutageLosesNoInterval) {
   EXPECT_GE(served, samples * 0.6) << judged << "\n" << r.err;
   EXPECT_LE(served, samples + 1) << judged;
   EXPECT_EQ(Field(judged, "chain"), 1) << judged;
+}
+
+// Pyroscope taking pushes over HTTPS (a distributor with dskit's
+// -server.http-tls-cert-path, see PyroscopeServer) with a certificate for
+// 127.0.0.1 from a CA made here with openssl.
+class PyroscopeTls : public Pyroscope {
+ protected:
+  void Configure() override {
+    tls_ = ::testing::TempDir() + "/pyroscope-tls." + std::to_string(getpid());
+    std::filesystem::remove_all(tls_);
+    std::filesystem::create_directories(tls_);
+    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    const std::string out = testing::ShellOutput(absl::StrCat(
+        "(cd '", tls_, "' && echo subjectAltName=IP:127.0.0.1 > san.ext && ",
+        "openssl req -x509 ", ec, " -keyout ca.key -out ca.pem -days 2 -subj /CN=ehprof-test-ca ",
+        "-addext basicConstraints=critical,CA:TRUE -addext keyUsage=keyCertSign && ",
+        "openssl req ", ec, " -keyout server.key -out server.csr -subj /CN=127.0.0.1 && ",
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 ",
+        "-extfile san.ext -out server.pem && echo made) 2>&1"));
+    ASSERT_NE(out.find("made"), std::string::npos) << out;
+    server_.UseTls(tls_ + "/ca.pem", tls_ + "/server.pem", tls_ + "/server.key");
+  }
+  void TearDown() override {
+    Pyroscope::TearDown();
+    if (!tls_.empty()) std::filesystem::remove_all(tls_);
+  }
+  // The agent on a busy process for about `ms`, pushing to the server.
+  testing::RunResult RunAgent(const std::string& service, std::vector<std::string> extra, int ms) {
+    pid_t work = Spawn({testing::TestdataPath("deep_recursion"), "300", "10"});
+    std::vector<std::string> args = {"agent", "-p", std::to_string(work), "--interval", "1",
+                                     "--pyroscope", server_.url(), "--service-name", service,
+                                     "--metrics-every", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    testing::RunResult r = RunEhprof(args, SIGTERM, ms);
+    kill(work, SIGKILL);
+    waitpid(work, nullptr, 0);
+    return r;
+  }
+  std::string tls_;
+};
+
+TEST_F(PyroscopeTls, PushesOverHttpsTrustingTheGivenCa) {
+  ASSERT_EQ(server_.url().rfind("https://", 0), 0u) << server_.url();
+  testing::RunResult r = RunAgent("tls-test", {"--pyroscope-ca", tls_ + "/ca.pem"}, 3500);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("push failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(0 refused, 0 dropped)"), std::string::npos) << r.err;
+  std::string judged;
+  for (int i = 0; i < 20; ++i) {
+    judged = Judge(server_, "tls-test", "recurse_leaf", "main");
+    if (Field(judged, "ticks") > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_GT(Field(judged, "ticks"), 0) << judged << "\n" << r.err;
+  EXPECT_EQ(Field(judged, "chain"), 1) << judged;
+}
+
+TEST_F(PyroscopeTls, WithoutTheCaSaysTheCertificateErrorOnceAndKeepsSampling) {
+  testing::RunResult r = RunAgent("tls-untrusted", {}, 4500);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex failed("push failed \\(UNAVAILABLE\\): https://\\S+: the server's TLS certificate did not "
+                          "verify \\([^)]+\\); --pyroscope-ca FILE names the CA that signed it");
+  EXPECT_EQ(std::distance(std::sregex_iterator(r.err.begin(), r.err.end(), failed), std::sregex_iterator()), 1)
+      << r.err;
+  EXPECT_EQ(r.err.find("push failed", r.err.find("push failed") + 1), std::string::npos) << r.err;
+  // Sampling went on, an interval a second, while no push got through.
+  std::smatch ran;
+  ASSERT_TRUE(std::regex_search(r.err, ran, std::regex(R"((\d+) samples in (\d+) intervals)"))) << r.err;
+  EXPECT_GE(std::stoi(ran[2].str()), 3) << r.err;
+  EXPECT_GT(std::stoi(ran[1].str()), 100) << r.err;
+  EXPECT_NE(r.err.find("pushed 0 profiles"), std::string::npos) << r.err;
+  EXPECT_EQ(Field(Judge(server_, "tls-untrusted", "recurse_leaf", "main"), "ticks"), 0);
 }
 
 }  // namespace

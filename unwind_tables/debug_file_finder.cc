@@ -30,26 +30,34 @@ bool Acceptable(const std::string& candidate, const ElfFile& elf,
 
 }  // namespace
 
+std::vector<std::string> DebugFileCandidates(const std::string& build_id,
+                                             const std::optional<std::string>& link,
+                                             const std::string& dir) {
+  std::vector<std::string> out;
+  if (build_id.size() > 2) {
+    out.push_back(absl::StrCat("/usr/lib/debug/.build-id/", build_id.substr(0, 2), "/",
+                               build_id.substr(2), ".debug"));
+  }
+  // A name with a slash would lead elsewhere than these directories.
+  if (!link || link->find('/') != std::string::npos || dir.empty()) return out;
+  for (const char* in : {"", "/.debug"}) out.push_back(absl::StrCat(dir, in, "/", *link));
+  out.push_back(absl::StrCat("/usr/lib/debug", dir, "/", *link));
+  return out;
+}
+
 std::optional<std::string> FindSeparateDebugFile(const ElfFile& elf,
                                                  const std::string& root) {
-  const std::string build_id = elf.BuildId();
-  if (build_id.size() > 2) {
-    std::string p = absl::StrCat(root, "/usr/lib/debug/.build-id/",
-                                 build_id.substr(0, 2), "/", build_id.substr(2),
-                                 ".debug");
-    if (Acceptable(p, elf, build_id)) return p;
-  }
-  std::optional<std::string> link = elf.DebugLink();
-  if (!link || link->find('/') != std::string::npos) return std::nullopt;
   std::error_code ec;
   std::string dir =
       std::filesystem::absolute(elf.path(), ec).lexically_normal().parent_path().string();
-  if (ec) return std::nullopt;
-  std::string host_dir = dir;  // the file's dir as the target system sees it
-  if (!root.empty() && host_dir.rfind(root, 0) == 0) host_dir = host_dir.substr(root.size());
-  for (const std::string& p :
-       {absl::StrCat(dir, "/", *link), absl::StrCat(dir, "/.debug/", *link),
-        absl::StrCat(root, "/usr/lib/debug", host_dir, "/", *link)}) {
+  if (ec) dir.clear();
+  // The file's dir as the target system sees it.
+  if (!root.empty() && dir.rfind(root, 0) == 0) {
+    dir = dir.size() == root.size() ? "/" : dir.substr(root.size());
+  }
+  const std::string build_id = elf.BuildId();
+  for (const std::string& c : DebugFileCandidates(build_id, elf.DebugLink(), dir)) {
+    const std::string p = root + c;
     if (Acceptable(p, elf, build_id)) return p;
   }
   return std::nullopt;

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "unwind_tables/elf_file.h"
 
@@ -16,6 +17,12 @@ namespace ehprof {
 // /proc/PID/root for a container); empty for the host.
 std::optional<std::string> FindSeparateDebugFile(const ElfFile& elf,
                                                  const std::string& root = "");
+
+// Those places, in that order, as the target system names them: for a
+// file with `build_id` and .gnu_debuglink `link` in directory `dir`.
+std::vector<std::string> DebugFileCandidates(const std::string& build_id,
+                                             const std::optional<std::string>& link,
+                                             const std::string& dir);
 
 }  // namespace ehprof
 

@@ -37,6 +37,7 @@ std::string PushBody(const IntervalOutput& out, const Labels& common) {
   po.frequency_hz = out.frequency_hz;
   po.time_nanos = static_cast<int64_t>(out.start_unix_ns);
   po.duration_nanos = static_cast<int64_t>(out.duration_ns);
+  po.build_ids = out.build_ids;
   for (const auto& [service, samples] : out.by_service) {
     // Timer samples as process_cpu; --off-cpu time as off_cpu (the name and
     // sample type Pyroscope's own eBPF agent uses).

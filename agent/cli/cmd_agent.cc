@@ -71,6 +71,11 @@ void AddSinkOptions(CLI::App& app, SinkFlags* f) {
   app.add_option("--bearer-token-file", f->bearer_file, "a bearer token, read from FILE")
       ->type_name("FILE")
       ->group(p);
+  app.add_option("--pyroscope-ca", f->push.ca_file,
+                 "trust the CAs in this PEM bundle for an https:// --pyroscope (default: the "
+                 "system's)")
+      ->type_name("FILE")
+      ->group(p);
   app.add_option("--queue", f->queue_size, "pushes kept while the server is unreachable (default 60)")
       ->type_name("N")
       ->check(InRange<size_t>(1, 1000000))

@@ -132,6 +132,9 @@ void AgentLoop::Worker() {
     out.frequency_hz = options_.record.frequency_hz;
     out.samples = p.samples;
     out.by_service = symbolizer.Resolve(p);
+    for (const LocatedMapping& m : p.mappings) {
+      if (!m.build_id.empty()) out.build_ids.emplace(m.path, m.build_id);
+    }
     for (const std::string& w : symbolizer.TakeWarnings()) {
       std::fprintf(stderr, "ehprof agent: warning: %s\n", w.c_str());
     }

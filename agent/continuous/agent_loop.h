@@ -35,6 +35,8 @@ struct IntervalOutput {
   uint64_t frequency_hz = 0;
   uint64_t samples = 0;
   std::map<std::string, std::vector<ResolvedSample>> by_service;
+  // Mapping path -> GNU build-id (hex), for the profiles' mappings.
+  std::map<std::string, std::string> build_ids;
 };
 
 struct AgentOptions {

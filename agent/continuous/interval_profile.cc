@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "agent/resolve/profile_resolver.h"
+
 namespace ehprof {
 
 uint32_t StackAggregator::String(const std::string& s) {
@@ -17,9 +19,15 @@ uint32_t StackAggregator::Frame(const LocatedFrame& f) {
 }
 
 uint32_t StackAggregator::Mapping(const TrackedMapping& m) {
-  auto [it, inserted] = mapping_ids_.try_emplace(std::make_tuple(m.path, m.start, m.offset),
-                                                 static_cast<uint32_t>(cur_.mappings.size()));
-  if (inserted) cur_.mappings.push_back({m.path, m.start, m.end, m.offset, m.build_id});
+  // Two containers' files may share a path (and an address): the kept fd
+  // tells them apart.
+  auto [it, inserted] =
+      mapping_ids_.try_emplace(std::make_tuple(m.path, m.start, m.offset, m.kept_path),
+                               static_cast<uint32_t>(cur_.mappings.size()));
+  if (inserted) {
+    cur_.mappings.push_back(
+        {m.path, m.start, m.end, m.offset, m.build_id, SymbolFileOf(m), m.debug_path});
+  }
   return it->second;
 }
 

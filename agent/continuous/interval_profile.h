@@ -21,6 +21,10 @@ struct LocatedMapping {
   std::string path;  // "[vdso]", "//anon" for anonymous code
   uint64_t start = 0, limit = 0, offset = 0;
   std::string build_id;
+  // Read for its symbols (SymbolFileOf: path, or the fd ehprof kept on the
+  // file, or "" for none), and its debug file found in the process's root, if any: both
+  // chosen when the mapping is met, while the process is there.
+  std::string symbol_file, debug_file;
 };
 
 struct LocatedFrame {
@@ -82,7 +86,9 @@ class StackAggregator {
   IntervalProfile cur_;
   absl::flat_hash_map<std::string, uint32_t> string_ids_;
   absl::flat_hash_map<LocatedFrame, uint32_t> frame_ids_;
-  absl::flat_hash_map<std::tuple<std::string, uint64_t, uint64_t>, uint32_t> mapping_ids_;
+  // (path, start, offset, kept_path)
+  absl::flat_hash_map<std::tuple<std::string, uint64_t, uint64_t, std::string>, uint32_t>
+      mapping_ids_;
 };
 
 }  // namespace ehprof

@@ -68,14 +68,24 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
   r.map_start = m.start;
   r.map_limit = m.limit;
   r.map_offset = m.offset;
-  const std::string& file = m.path == "[vdso]" ? options_.vdso_file : m.path;
+  const std::string& named = m.path == "[vdso]" ? options_.vdso_file : m.path;
   // Not files: memfd mappings ("/memfd:name (deleted)"), deleted files.
-  if (file.empty() || file[0] != '/' || file.rfind("/memfd:", 0) == 0 ||
-      (file.size() > 10 && file.compare(file.size() - 10, 10, " (deleted)") == 0)) {
+  if (named.empty() || named[0] != '/' || named.rfind("/memfd:", 0) == 0 ||
+      (named.size() > 10 && named.compare(named.size() - 10, 10, " (deleted)") == 0)) {
     out->push_back(std::move(r));
     return;
   }
-  const Symbolized& s = Lookup(file, f.addr);
+  // As ResolveSamples does: the debug file found in a container's root
+  // first, the file itself for what that does not name (PLT stubs).
+  // (An empty symbol_file: the path holds another file now and ehprof kept
+  // no fd on the mapped one; its symbols would be wrong names.)
+  const std::string* file = m.path == "[vdso]" ? &named : &m.symbol_file;
+  if (!m.debug_file.empty() && !Lookup(m.debug_file, f.addr).frames.empty()) file = &m.debug_file;
+  if (file->empty()) {
+    out->push_back(std::move(r));
+    return;
+  }
+  const Symbolized& s = Lookup(*file, f.addr);
   AppendSourceFrames(r, s.frames, s.start, out);
 }
 

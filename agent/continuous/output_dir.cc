@@ -60,6 +60,7 @@ absl::Status OutputDir::Write(const IntervalOutput& interval) {
   po.frequency_hz = interval.frequency_hz;
   po.time_nanos = static_cast<int64_t>(interval.start_unix_ns);
   po.duration_nanos = static_cast<int64_t>(interval.duration_ns);
+  po.build_ids = interval.build_ids;
   if (absl::Status s = WriteFile(cpu, absl::StrCat(base, kSuffix), po); !s.ok()) return s;
   if (!off.empty()) {
     po.ns_type = "off_cpu";

@@ -74,6 +74,12 @@ absl::StatusOr<UniqueFd> ProcessRoot::OpenFile(const std::string& path) const {
   return file;
 }
 
+bool ProcessRoot::IsOurs() const {
+  struct stat theirs, ours;
+  return ::fstat(fd_.get(), &theirs) == 0 && ::stat("/", &ours) == 0 &&
+         theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
+}
+
 absl::StatusOr<UniqueFd> OpenInProcessRoot(uint32_t pid, const std::string& path) {
   absl::StatusOr<ProcessRoot> root = ProcessRoot::Open(pid);
   if (!root.ok()) return root.status();

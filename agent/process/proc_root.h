@@ -33,6 +33,9 @@ class ProcessRoot {
   absl::StatusOr<UniqueFd> OpenFile(const std::string& path) const;
 
   uint32_t pid() const { return pid_; }
+  // Whether it is ehprof's own root (a process in no container or chroot):
+  // then the process's paths are ours too.
+  bool IsOurs() const;
 
  private:
   ProcessRoot(uint32_t pid, UniqueFd fd) : pid_(pid), fd_(std::move(fd)) {}

@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "agent/process/proc_maps.h"
 #include "agent/process/proc_root.h"
+#include "agent/process/root_debug_file.h"
 #include "agent/process/vdso_file.h"
 #include "bpf/ehprof_abi.h"
 
@@ -103,8 +104,29 @@ absl::StatusOr<FileKey> ProcessTracker::OpenMappedFile(uint32_t pid, const MapsE
                       static_cast<uint64_t>(st.st_size),
                       int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
   auto [kept, added] = kept_.try_emplace(probe);
-  if (added) kept->second = std::move(fd);
+  if (added) {
+    kept->second = std::move(fd);
+    KeepDebugFileInRoot(pid, e.path, probe);
+  }
   return files_->Register(absl::StrCat("/proc/self/fd/", kept->second.get()), e.path);
+}
+
+void ProcessTracker::KeepDebugFileInRoot(uint32_t pid, const std::string& path,
+                                         const FileKey& key) {
+  // In our own root the symbolizer's host-side lookup finds it already.
+  absl::StatusOr<ProcessRoot> root = ProcessRoot::Open(pid);
+  if (!root.ok() || root->IsOurs()) return;
+  absl::StatusOr<UniqueFd> debug = OpenDebugFileInRoot(*root, path, kept_.at(key));
+  if (debug.ok()) kept_debug_[key] = *std::move(debug);
+}
+
+void ProcessTracker::SetKeptPaths(const FileKey& key, TrackedMapping* m) const {
+  if (auto kept = kept_.find(key); kept != kept_.end()) {
+    m->kept_path = absl::StrCat("/proc/self/fd/", kept->second.get());
+  }
+  if (auto debug = kept_debug_.find(key); debug != kept_debug_.end()) {
+    m->debug_path = absl::StrCat("/proc/self/fd/", debug->second.get());
+  }
 }
 
 void ProcessTracker::WarnOnce(const std::string& topic, std::string warning) {
@@ -147,10 +169,7 @@ TrackedMapping ProcessTracker::Track(uint32_t pid, const MapsEntry& e) {
   } else if (m.path != "//anon") {
     m.kernel_file = {EHP_KDEV(e.dev_major, e.dev_minor), e.inode};
   }
-  if (key.ok() && e.path != "[vdso]") {
-    auto kept = kept_.find(*key);
-    if (kept != kept_.end()) m.kept_path = absl::StrCat("/proc/self/fd/", kept->second.get());
-  }
+  if (key.ok() && e.path != "[vdso]") SetKeptPaths(*key, &m);
   if (key.ok()) {
     m.file = *key;
     if (const FileInfo* f = files_->Find(*key)) {

@@ -39,6 +39,9 @@ struct TrackedMapping {
   // The mapped file itself ("/proc/self/fd/N", an fd ehprof keeps): read
   // when `path` no longer holds it (replaced or deleted on disk).
   std::string kept_path;
+  // Its separate debug file found inside the process's root (a container's
+  // /usr/lib/debug), an fd kept too; empty when none was found there.
+  std::string debug_path;
 };
 
 struct ResolvedAddr {
@@ -133,6 +136,11 @@ class ProcessTracker {
   // Makes snap pid's latest snapshot: references moved to its files.
   void PushSnapshot(uint32_t pid, Snapshot snap);
   void ReleaseFiles(const std::vector<TrackedMapping>& mappings);
+  // kept_path and debug_path of a mapping of the file `key`.
+  void SetKeptPaths(const FileKey& key, TrackedMapping* m) const;
+  // For a file first seen in a process whose root is not ours: its debug
+  // file inside that root, kept in kept_debug_.
+  void KeepDebugFileInRoot(uint32_t pid, const std::string& path, const FileKey& key);
 
   FileTables* files_;
   KernelFileIndex* kernel_index_ = nullptr;
@@ -148,6 +156,7 @@ class ProcessTracker {
   // An fd on every file a process mapped, for symbolizing after the
   // process (or the file's name) is gone.
   std::map<FileKey, UniqueFd> kept_;
+  std::map<FileKey, UniqueFd> kept_debug_;
 };
 
 // The mappings a process entry holds: all when they fit, else at most

@@ -66,9 +66,7 @@ void ProcessTracker::AddKernelMapping(uint32_t pid, uint64_t time_ns, const ehp_
   m.build_id = f->build_id;
   m.file = *key;
   m.kernel_file = kfile;
-  if (auto kept = kept_.find(*key); kept != kept_.end()) {
-    m.kept_path = absl::StrCat("/proc/self/fd/", kept->second.get());
-  }
+  SetKeptPaths(*key, &m);
   auto insert = [&](std::vector<TrackedMapping>& maps) {
     std::vector<TrackedMapping> replaced;
     for (auto it = maps.begin(); it != maps.end();) {

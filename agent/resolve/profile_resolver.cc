@@ -30,6 +30,37 @@ namespace {
 
 constexpr char kUnknown[] = "[unknown]";
 
+// Whether a mapping says which file was mapped: opened by ehprof (device,
+// inode, mtime), or at least the inode /proc/PID/maps gave. [vdso] and
+// other names that are no path are read through an alias, never stat()ed.
+bool IdentityKnown(const TrackedMapping& m) {
+  return !m.path.empty() && m.path[0] == '/' && (m.file || m.kernel_file.ino != 0);
+}
+
+std::string IdentityKey(const TrackedMapping& m) {
+  return m.file ? absl::StrCat(m.file->dev, ":", m.file->inode, ":", m.file->mtime_ns)
+                : absl::StrCat("?:", m.kernel_file.ino);
+}
+
+// The path still holds the mapped file (the kernel's device numbering
+// differs from st_dev's, so a bare inode is compared alone).
+bool PathHoldsMappedFile(const TrackedMapping& m) {
+  struct stat st;
+  if (::stat(m.path.c_str(), &st) != 0) return false;
+  if (!m.file) return static_cast<uint64_t>(st.st_ino) == m.kernel_file.ino;
+  return static_cast<uint64_t>(st.st_ino) == m.file->inode && static_cast<uint64_t>(st.st_dev) == m.file->dev &&
+         int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec == m.file->mtime_ns;
+}
+
+// Where symbols come from when the path holds another file (a binary
+// replaced or deleted since, or a container's file, whose path is not
+// ours): the fd ehprof kept on the mapped file, else nowhere, since the
+// symbols of whatever took the path would be wrong names, worse than none.
+const std::string& ElsewhereThanPath(const TrackedMapping& m) {
+  static const std::string kNone;
+  return m.kept_path.empty() ? kNone : m.kept_path;
+}
+
 class Resolver {
  public:
   Resolver(const ProcessTracker& t, Symbolizer& s, const Kallsyms* k, const ResolveOptions& o)
@@ -82,7 +113,15 @@ class Resolver {
     f.map_limit = r->mapping->end;
     f.map_offset = r->mapping->offset;
     f.runtime_addr = site;
-    const Symbolized& sym = Symbolize(SymbolPathOf(*r->mapping), f.addr);
+    const TrackedMapping& m = *r->mapping;
+    // A debug file found in a container's root names what the file's own
+    // tables cannot; the file itself still names its PLT stubs, which the
+    // debug file holds no code for.
+    const std::string* file = &SymbolPathOf(m);
+    if (!m.debug_path.empty() && !Symbolize(m.debug_path, f.addr).frames.empty()) {
+      file = &m.debug_path;
+    }
+    const Symbolized& sym = Symbolize(*file, f.addr);
     AppendSourceFrames(f, sym.frames, sym.start, out);
   }
 
@@ -121,34 +160,13 @@ class Resolver {
     return cache_.emplace(key, std::move(s)).first->second;
   }
 
-  // Where to read a mapping's symbols: its path while that still holds the
-  // file that was mapped (a separate debug file is found next to it), else
-  // the fd ehprof kept on it (a binary replaced or deleted since), else
-  // nowhere: symbols of whatever file took the path would be wrong names,
-  // worse than none.
+  // SymbolFileOf, with the stat() once per file.
   const std::string& SymbolPathOf(const TrackedMapping& m) {
-    static const std::string kNone;
-    if (m.path.empty() || m.path[0] != '/') return m.path;  // [vdso]: an alias names its copy
-    uint64_t dev = 0, ino = 0;
-    int64_t mtime_ns = -1;  // -1: not known, not compared
-    if (m.file) {
-      dev = m.file->dev, ino = m.file->inode, mtime_ns = m.file->mtime_ns;
-    } else if (m.kernel_file.ino != 0) {  // never opened: the identity /proc/PID/maps gave
-      ino = m.kernel_file.ino;
-    } else {
-      return m.path;
-    }
-    const std::string key = absl::StrCat(m.path, ":", dev, ":", ino, ":", mtime_ns);
+    if (!IdentityKnown(m)) return m.path;
+    const std::string key = absl::StrCat(m.path, ":", IdentityKey(m));
     auto it = same_file_.find(key);
-    if (it == same_file_.end()) {
-      struct stat st;
-      const bool same = ::stat(m.path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_ino) == ino &&
-                        (!m.file || static_cast<uint64_t>(st.st_dev) == dev) &&
-                        (mtime_ns < 0 || int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec == mtime_ns);
-      it = same_file_.emplace(key, same).first;
-    }
-    if (it->second) return m.path;
-    return m.kept_path.empty() ? kNone : m.kept_path;
+    if (it == same_file_.end()) it = same_file_.emplace(key, PathHoldsMappedFile(m)).first;
+    return it->second ? m.path : ElsewhereThanPath(m);
   }
 
   // The file to read symbols from for a mapping path ("" when none).
@@ -170,6 +188,11 @@ class Resolver {
 };
 
 }  // namespace
+
+const std::string& SymbolFileOf(const TrackedMapping& m) {
+  if (!IdentityKnown(m)) return m.path;
+  return PathHoldsMappedFile(m) ? m.path : ElsewhereThanPath(m);
+}
 
 ResolvedFrame KernelFrame(uint64_t addr, const Kallsyms* kernel) {
   ResolvedFrame f;

@@ -33,6 +33,14 @@ struct ResolveOptions {
   std::vector<std::string>* warnings = nullptr;
 };
 
+// Where to read a mapping's symbols: its path while that still holds the
+// file that was mapped (same device, inode and mtime: a separate debug
+// file is then found next to it), else the fd ehprof kept on it (a binary
+// replaced or deleted since, or a container's file, whose path is not
+// ours), else "": no symbols rather than those of whatever file took the
+// path. Not cached: a stat() each call.
+const std::string& SymbolFileOf(const TrackedMapping& m);
+
 // A kernel address as a frame, named from kallsyms when it is given.
 ResolvedFrame KernelFrame(uint64_t addr, const Kallsyms* kernel);
 // `base` (a user frame located in its file) once per source frame of its

@@ -25,6 +25,12 @@ size_t Collect(char* data, size_t size, size_t n, void* out) {
   return size * n;
 }
 
+// The curl errors that mean the server's certificate did not verify (an
+// unreadable CA file is another: its message says so).
+bool CertificateError(CURLcode rc) {
+  return rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_ISSUER_ERROR;
+}
+
 void GlobalInit() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -53,6 +59,10 @@ absl::StatusOr<std::unique_ptr<PyroscopeClient>> PyroscopeClient::Create(Pyrosco
     return absl::InvalidArgumentError(
         absl::StrCat("--pyroscope ", o.url, ": needs http:// or https:// and a host"));
   }
+  // Said at start-up, not as a failed push for every interval.
+  if (!o.ca_file.empty() && !std::ifstream(o.ca_file)) {
+    return absl::NotFoundError(absl::StrCat("--pyroscope-ca ", o.ca_file, ": cannot read it"));
+  }
   auto c = std::unique_ptr<PyroscopeClient>(new PyroscopeClient(std::move(o)));
   c->endpoint_ = absl::StrCat(absl::StripSuffix(c->options_.url, "/"), "/push.v1.PusherService/Push");
   c->curl_.reset(curl_easy_init());
@@ -70,6 +80,8 @@ absl::Status PyroscopeClient::Push(const std::string& body) {
   if (!options_.tenant.empty()) add("X-Scope-OrgID: " + options_.tenant);
   if (!options_.bearer_token.empty()) add("Authorization: Bearer " + options_.bearer_token);
   std::string answer;
+  char detail[CURL_ERROR_SIZE] = {};
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, detail);
   curl_easy_setopt(c, CURLOPT_URL, endpoint_.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(c, CURLOPT_POST, 1L);
@@ -81,14 +93,24 @@ absl::Status PyroscopeClient::Push(const std::string& body) {
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, options_.timeout_ms);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (!options_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
   if (!options_.basic_user.empty()) {
     curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
     curl_easy_setopt(c, CURLOPT_USERNAME, options_.basic_user.c_str());
     curl_easy_setopt(c, CURLOPT_PASSWORD, options_.basic_password.c_str());
   }
   const CURLcode rc = curl_easy_perform(c);
+  // `detail` is this frame's: the handle must not keep pointing at it.
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
   if (rc != CURLE_OK) {
-    return absl::UnavailableError(absl::StrCat(endpoint_, ": ", curl_easy_strerror(rc)));
+    const std::string why = detail[0] ? detail : curl_easy_strerror(rc);
+    if (CertificateError(rc)) {
+      return absl::UnavailableError(absl::StrCat(
+          endpoint_, ": the server's TLS certificate did not verify (", why, "); ",
+          options_.ca_file.empty() ? "--pyroscope-ca FILE names the CA that signed it"
+                                   : absl::StrCat("trusted: the CAs in ", options_.ca_file)));
+    }
+    return absl::UnavailableError(absl::StrCat(endpoint_, ": ", why));
   }
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
