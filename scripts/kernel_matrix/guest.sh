@@ -34,14 +34,18 @@ if [[ $check_rc == 0 ]]; then
     fio --output=/dev/null "$EHPROF_REPO/testdata/workloads/fio-cpu.job" > "$R/record.txt" 2>&1
   record_rc=$?
   record_ms=$(($(now_ms) - rstart))
-  # ehprof agent on testdata's deep_recursion: 1 s intervals for 6 s into
-  # files (its start-up under TCG takes a few of them).
-  "$(dirname "$E")/testdata/deep_recursion" 10 10 > /dev/null 2>&1 &
+  # ehprof agent on testdata's deep_recursion: 1 s intervals into files,
+  # stopped once it has written two (at least 6 s, at most 60 s: its
+  # start-up under TCG takes a few intervals, more on a busy host).
+  "$(dirname "$E")/testdata/deep_recursion" 70 10 > /dev/null 2>&1 &
   work_pid=$!
   "$E" agent -p "$work_pid" --interval 1 --output-dir "$R/agent" --metrics-every 0 \
     --no-table-cache > "$R/agent.txt" 2>&1 &
   agent_pid=$!
-  sleep 6
+  for waited in $(seq 1 60); do
+    sleep 1
+    ((waited >= 6)) && (($(ls "$R/agent" 2>/dev/null | grep -c '\.pb\.gz$') >= 2)) && break
+  done
   kill -TERM "$agent_pid"
   wait "$agent_pid"
   agent_rc=$?
