@@ -51,6 +51,19 @@ class RecordFilters : public ::testing::Test {
   std::string dir_;
 };
 
+// The command's process runs ehprof's code until its exec (and blocks
+// there until the release): none of that is the command's profile. Its
+// off-CPU wait for the release is sure to be recorded if it were kept.
+TEST_F(RecordFilters, TheCommandBeforeItsExecIsLeftOut) {
+  const std::string out = dir_ + "/pre.txt";
+  auto r = RunEhprof({"record", "-q", "-F", "999", "--off-cpu", "--format", "perf-script", "-o", out, "--",
+                      TestdataPath("offcpu_sleep"), "0.5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto headers = Headers(out);
+  ASSERT_FALSE(headers.empty());
+  for (const Header& h : headers) EXPECT_EQ(h.comm, "offcpu_sleep");
+}
+
 TEST_F(RecordFilters, CpuFilterKeepsOneCpu) {
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "one CPU: nothing to leave out";
   const std::string out = dir_ + "/c.txt";

@@ -74,6 +74,11 @@ void Recorder::HandleSample(const ehp_event& ev, const void* data, size_t size) 
   const size_t n = size_t{ev.n_kernel} + ev.n_user + ev.n_user_fp;
   if (sizeof(ev) + n * sizeof(uint64_t) > size) return;
   if (ev.time_ns < record_from_ns_) return;  // -D
+  // The name too, in case the EXEC event was lost to a full ring buffer.
+  if (static_cast<int>(ev.pid) == child_pid_ && !command_execd_ &&
+      own_comm_ == std::string_view(ev.comm, strnlen(ev.comm, sizeof(ev.comm)))) {
+    return;
+  }
   const auto* frames = reinterpret_cast<const uint64_t*>(static_cast<const uint8_t*>(data) + sizeof(ev));
   RawSample s;
   s.pid = ev.pid;
@@ -154,6 +159,7 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       HandleVerify(ev, data, size);
       break;
     case EHP_EVENT_EXEC:
+      if (static_cast<int>(ev.pid) == child_pid_) command_execd_ = true;
       ++exec_gen_[ev.pid];
       tracker_->ImageEnded(ev.pid, ev.time_ns);
       NoteExec(ev.pid);

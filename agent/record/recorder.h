@@ -202,6 +202,11 @@ class Recorder {
   Warnings warnings_{kMaxRememberedWarnings};
   RecordSummary summary_;
   int child_pid_ = -1;
+  // The command's process before its exec runs ehprof's own code (and
+  // waits for the release, off the CPU) under ehprof's name: not the
+  // profile's, as perf's enable_on_exec leaves it out too.
+  bool command_execd_ = false;
+  std::string own_comm_;
   UniqueFd child_go_fd_;     // closing it lets the child exec
   UniqueFd child_error_fd_;  // the child writes errno here if exec fails
   uint64_t complete_ = 0;    // samples whose user walk reached the bottom

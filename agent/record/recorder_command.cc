@@ -1,6 +1,7 @@
 // The recorder's command: launched stopped before exec, so the profiler is
 // attached before its first instruction, and its tables prepared ahead.
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,6 +51,9 @@ absl::Status Recorder::LaunchCommand() {
     _exit(127);
   }
   child_pid_ = pid;
+  char comm[17] = {};
+  ::prctl(PR_GET_NAME, comm);  // the child's name until it execs
+  own_comm_ = comm;
   child_go_fd_ = std::move(go_write);
   child_error_fd_ = std::move(err_read);
   return absl::OkStatus();

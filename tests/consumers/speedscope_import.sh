@@ -54,9 +54,10 @@ check() {  # FILE EXPECTED_TITLE
   echo "speedscope imported $(basename "$1") as \"$2\", recurse_leaf, recurse and main in its table"
 }
 
-# --comm: not the command's first moments as "ehprof" before its exec,
-# which speedscope would make a profile of its own (and show first).
-"$EHPROF" record -F 499 -q --comm deep_recursion -o "$work/p.perf-script" -o "$work/p.folded" \
+# Every sample is deep_recursion's: the command's moments before its exec
+# (named "ehprof") are left out, or speedscope would make them a profile
+# of their own and show that first.
+"$EHPROF" record -F 499 -q -o "$work/p.perf-script" -o "$work/p.folded" \
   -- "$TD/deep_recursion" 0.5 6 2>"$work/err" || { cat "$work/err"; exit 1; }
 tid=$(head -1 "$work/p.perf-script" | awk '{ print $2 }')
 # speedscope names a perf profile by its first sample's comm and tid, a
