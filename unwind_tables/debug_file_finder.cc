@@ -20,15 +20,15 @@ bool SameFile(const std::string& a, const std::string& b) {
          sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-bool Acceptable(const std::string& candidate, const ElfFile& elf,
-                const std::string& build_id) {
-  if (!IsRegularFile(candidate) || SameFile(candidate, elf.path())) return false;
+}  // namespace
+
+bool AcceptableDebugFile(const std::string& candidate, const std::string& file,
+                         const std::string& build_id) {
+  if (!IsRegularFile(candidate) || SameFile(candidate, file)) return false;
   if (build_id.empty()) return true;
   auto dbg = ElfFile::Open(candidate);
   return dbg.ok() && dbg->BuildId() == build_id;
 }
-
-}  // namespace
 
 std::vector<std::string> DebugFileCandidates(const std::string& build_id,
                                              const std::optional<std::string>& link,
@@ -58,7 +58,7 @@ std::optional<std::string> FindSeparateDebugFile(const ElfFile& elf,
   const std::string build_id = elf.BuildId();
   for (const std::string& c : DebugFileCandidates(build_id, elf.DebugLink(), dir)) {
     const std::string p = root + c;
-    if (Acceptable(p, elf, build_id)) return p;
+    if (AcceptableDebugFile(p, elf.path(), build_id)) return p;
   }
   return std::nullopt;
 }

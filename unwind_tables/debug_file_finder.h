@@ -24,6 +24,12 @@ std::vector<std::string> DebugFileCandidates(const std::string& build_id,
                                              const std::optional<std::string>& link,
                                              const std::string& dir);
 
+// Whether `candidate` may be the separate debug file of the ELF file at
+// `file` whose build-id is `build_id`: a regular file, not `file` itself,
+// and of the same build-id when there is one.
+bool AcceptableDebugFile(const std::string& candidate, const std::string& file,
+                         const std::string& build_id);
+
 }  // namespace ehprof
 
 #endif  // EHPROF_UNWIND_TABLES_DEBUG_FILE_FINDER_H_

@@ -1,7 +1,5 @@
 #include "agent/process/root_debug_file.h"
 
-#include <sys/stat.h>
-
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -13,12 +11,6 @@ namespace {
 
 std::string FdPath(const UniqueFd& fd) { return absl::StrCat("/proc/self/fd/", fd.get()); }
 
-bool SameInode(const UniqueFd& a, const UniqueFd& b) {
-  struct stat sa, sb;
-  return ::fstat(a.get(), &sa) == 0 && ::fstat(b.get(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
-}
-
 }  // namespace
 
 absl::StatusOr<UniqueFd> OpenDebugFileInRoot(const ProcessRoot& root, const std::string& path,
@@ -29,12 +21,7 @@ absl::StatusOr<UniqueFd> OpenDebugFileInRoot(const ProcessRoot& root, const std:
   const std::string dir = std::filesystem::path(path).lexically_normal().parent_path().string();
   for (const std::string& candidate : DebugFileCandidates(build_id, elf->DebugLink(), dir)) {
     absl::StatusOr<UniqueFd> fd = root.OpenFile(candidate);
-    if (!fd.ok() || SameInode(*fd, mapped)) continue;
-    if (!build_id.empty()) {
-      absl::StatusOr<ElfFile> debug = ElfFile::Open(FdPath(*fd));
-      if (!debug.ok() || debug->BuildId() != build_id) continue;
-    }
-    return fd;
+    if (fd.ok() && AcceptableDebugFile(FdPath(*fd), FdPath(mapped), build_id)) return fd;
   }
   return absl::NotFoundError(absl::StrCat("pid ", root.pid(), ": no separate debug file of ", path,
                                           " in its root"));
