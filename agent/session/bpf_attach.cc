@@ -13,8 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/session/bpf_session.h"
-#include "base/unique_fd.h"
 #include "agent/session/capabilities.h"
+#include "base/unique_fd.h"
 
 // The skeleton declares libbpf's usdt.bpf.h kconfig extern as C's _Bool.
 #define _Bool bool
@@ -71,11 +71,13 @@ bool MmapTracepointReachable() {
 }
 
 void BpfSession::AttachMmapLearning() {
-  // One of the two is loaded (ChooseMmapProgram), or neither.
+  // BpfSession::Open loads one of the two, or neither; `ehprof check`
+  // loads both, and the syscall tracepoint is the one attached then.
   bpf_program* prog = bpf_program__autoload(skel_->progs.ehprof_mmap) ? skel_->progs.ehprof_mmap
                       : bpf_program__autoload(skel_->progs.ehprof_mmap_raw) ? skel_->progs.ehprof_mmap_raw
                                                                             : nullptr;
   if (!prog) return;
+  MountTracefs();  // for `ehprof check`, whose Open loads both without looking at tracefs
   // A kernel without syscall tracepoints (CONFIG_FTRACE_SYSCALLS) still
   // unwinds: libraries are then learned from /proc/PID/maps only.
   BpfLinkPtr link(bpf_program__attach(prog));
