@@ -38,6 +38,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import readelf_exprs  # noqa: E402
+
 EM_X86_64 = 62
 ET_REL = 1
 ET_CORE = 4
@@ -67,12 +70,10 @@ def _norm_off(s):
 def match_cfa(re_cfa, ours):
     if ours is None:
         return "cfa missing"
-    if re_cfa == "exp":
-        # DW_CFA_def_cfa_expression: readelf does not show the expression,
-        # so any of our expression-derived forms is acceptable.
-        if ours in ("plt", "plt10", "expr") or ours.startswith("*("):
-            return None
-        return "cfa"
+    if re_cfa.startswith("exp"):
+        # DW_CFA_def_cfa_expression: frames-interp prints "exp"; the raw
+        # dump's operators, decoded by readelf_exprs, give "exp:FORM".
+        return None if re_cfa == "exp:" + _norm_off(ours) else "cfa"
     if _norm_off(re_cfa) == _norm_off(ours):
         return None
     return "cfa"
@@ -110,8 +111,8 @@ def match_rbp(re_rbp, ours):
     want = _cfa_offset_form(re_rbp)
     if want is not None:
         return None if _norm_off(ours) == want else "rbp"
-    if re_rbp == "exp":
-        return None if (ours == "other" or ours.startswith("*(")) else "rbp"
+    if re_rbp.startswith("exp"):
+        return None if re_rbp == "exp:" + _norm_off(ours) else "rbp"
     # v+N, vexp, "rN (name)" (DW_CFA_register), n/a
     return None if ours == "other" else "rbp"
 
@@ -219,7 +220,7 @@ def split_row(line):
 
 class Fde:
     __slots__ = ("section", "offset", "start", "end", "aug", "n_checked",
-                 "mismatches", "rows", "unchecked")
+                 "mismatches", "rows", "unchecked", "ours_checked")
 
     def __init__(self, section, offset, start, end, aug):
         self.section = section
@@ -233,6 +234,19 @@ class Fde:
         # whether a row counts depends on .eh_frame coverage known at the end.
         self.rows = [] if section.startswith(".debug_frame") else None
         self.unchecked = 0
+        self.ours_checked = 0
+
+
+def _merge(intervals):
+    """Sorted, merged [start, end) lists."""
+    merged = []
+    for s, e in sorted(intervals):
+        if merged and s <= merged[-1][1]:
+            if e > merged[-1][1]:
+                merged[-1][1] = e
+        else:
+            merged.append([s, e])
+    return merged
 
 
 class ReadelfChecker:
@@ -257,6 +271,10 @@ class ReadelfChecker:
         self.pending = None     # (loc, cells) of the FDE row awaiting check
         self.fde_had_rows = False
         self.cie_cells = None   # initial row of the current FDE's CIE
+        self.fde_locs = []      # the current FDE's rows in [start, end),
+        self.fde_cells = []     # last of any sharing a LOC, for the reverse check
+        self.deferred = []      # rows with "exp" cells, judged by resolve()
+        self.raw = None         # readelf_exprs.RawFrames once resolve() ran
 
     # -- helpers ----------------------------------------------------------
 
@@ -282,15 +300,28 @@ class ReadelfChecker:
     def _check(self, fde, loc, cells):
         if not (fde.start <= loc < fde.end):
             return
+        self.fde_locs.append(loc)
+        self.fde_cells.append(cells)
         if cells is None:
             fde.unchecked += 1
             return
         row_addr, rest = self.table.lookup(loc)
+        self._judge(fde, loc, cells, row_addr, rest)
+
+    def _judge(self, fde, loc, cells, row_addr, rest, ours=False):
+        if "exp" in (cells[0], cells[1]):
+            if self.raw is None:
+                self.deferred.append((fde, loc, cells, row_addr, rest, ours))
+                return
+            cfa, rbp = self.raw.lookup(fde.section, fde.offset, loc)
+            cells = (("exp:%s" % cfa) if cells[0] == "exp" else cells[0],
+                     ("exp:%s" % rbp) if cells[1] == "exp" else cells[1], cells[2])
         bad = compare_row(cells, rest, "S" in fde.aug)
         if fde.rows is not None:
-            fde.rows.append((loc, bad and (loc, cells, row_addr, rest, bad)))
+            fde.rows.append((loc, bad and (loc, cells, row_addr, rest, bad), ours))
             return
         fde.n_checked += 1
+        fde.ours_checked += ours
         if bad:
             fde.mismatches.append((loc, cells, row_addr, rest, bad))
 
@@ -301,6 +332,34 @@ class ReadelfChecker:
             loc, cells = self.pending
             self.pending = None
             self._check(self.cur_fde, loc, cells)
+
+    def _check_our_boundaries(self, fde):
+        """The other way round: every row of ours starting inside the FDE
+        (where readelf has no row of its own) against readelf's row in force
+        there. Two step functions agree everywhere iff they agree at every
+        boundary of either, so an extra, split or misplaced row of ours
+        shows up here even when all of readelf's rows matched."""
+        t = self.table
+        i = bisect.bisect_left(t.addrs, fde.start)
+        j = bisect.bisect_left(t.addrs, fde.end)
+        for k in range(i, j):
+            a = t.addrs[k]
+            n = bisect.bisect_right(self.fde_locs, a) - 1
+            if n < 0 or self.fde_locs[n] == a:
+                continue  # judged above at readelf's own row
+            cells = self.fde_cells[n]
+            if cells is None:
+                fde.unchecked += 1
+                continue
+            self._judge(fde, a, cells, a, t.rests[k], ours=True)
+
+    def resolve(self, raw):
+        """Judges the deferred "exp" rows with the raw dump's expressions."""
+        self._end_block()
+        self.raw = raw
+        deferred, self.deferred = self.deferred, []
+        for d in deferred:
+            self._judge(*d)
 
     # -- main entry -------------------------------------------------------
 
@@ -383,6 +442,8 @@ class ReadelfChecker:
                         fde.unchecked += 1
                     else:
                         self._check(fde, fde.start, cells)
+            self._check_our_boundaries(fde)
+        self.fde_locs, self.fde_cells = [], []
         self.cur_fde = None
         self.cur_cie = None
         self.header = None
@@ -393,6 +454,7 @@ class ReadelfChecker:
         res = {"readelf_rows": self.readelf_rows, "checked": 0, "mismatches": 0,
                "overlaps": 0, "overlap_rows": 0, "overlap_mismatches": 0,
                "unchecked": 0, "fdes": 0, "zero_length_fdes": 0,
+               "ours_checked": 0, "rows_outside_fdes": 0,
                "debug_frame_rows_shadowed": 0, "examples": [],
                "unparsed_lines": self.unparsed[:10]}
         live = []
@@ -420,14 +482,7 @@ class ReadelfChecker:
 
         # Merged .eh_frame coverage; .debug_frame rows inside it are not ours
         # to judge because the builder prefers .eh_frame there.
-        iv = sorted((f.start, f.end) for f in live if f.rows is None)
-        merged = []
-        for s, e in iv:
-            if merged and s <= merged[-1][1]:
-                if e > merged[-1][1]:
-                    merged[-1][1] = e
-            else:
-                merged.append([s, e])
+        merged = _merge((f.start, f.end) for f in live if f.rows is None)
         mstarts = [s for s, _ in merged]
 
         def eh_covered(a):
@@ -437,26 +492,39 @@ class ReadelfChecker:
         mism = []
         for f in live:
             if f.rows is not None:
-                checked, bad = 0, []
-                for loc, mm in f.rows:
+                checked, bad, ours = 0, [], 0
+                for loc, mm, by_ours in f.rows:
                     if eh_covered(loc):
                         res["debug_frame_rows_shadowed"] += 1
                         continue
                     checked += 1
+                    ours += by_ours
                     if mm:
                         bad.append(mm)
             else:
-                checked, bad = f.n_checked, f.mismatches
+                checked, bad, ours = f.n_checked, f.mismatches, f.ours_checked
             res["unchecked"] += f.unchecked
             if id(f) in overlapping:
                 res["overlap_rows"] += checked
                 res["overlap_mismatches"] += len(bad)
                 continue
             res["checked"] += checked
+            res["ours_checked"] += ours
             res["mismatches"] += len(bad)
             for mm in bad:
                 if len(mism) < max_examples:
                     mism.append((f, mm))
+        # Rows of ours where no FDE of either section says anything.
+        any_iv = _merge((f.start, f.end) for f in live)
+        any_starts = [a for a, _ in any_iv]
+        for a, rest in zip(self.table.addrs, self.table.rests):
+            i = bisect.bisect_right(any_starts, a) - 1
+            if rest != "none" and not (i >= 0 and a < any_iv[i][1]):
+                res["rows_outside_fdes"] += 1
+                res["mismatches"] += 1
+                if len(mism) < max_examples:
+                    mism.append((Fde("-", 0, a, a, ""), (a, ("-", "-", "-"), a, rest,
+                                                            "row outside every FDE")))
         for f, (loc, cells, row_addr, rest, why) in mism:
             res["examples"].append({
                 "loc": "%016x" % loc,
@@ -544,6 +612,7 @@ def check_file(path, ehprof, max_examples=10, timeout=600):
     for line in relf.stdout:
         checker.feed(line)
     relf.wait()
+    checker.resolve(readelf_exprs.raw_frames(path, env) if checker.deferred else None)
     relf_errf.seek(0)
     relf_err = relf_errf.read().decode("utf-8", "replace")
     relf_errf.close()
@@ -578,8 +647,9 @@ def format_result(res):
         return "%s: skipped (%s)" % (f, res["reason"])
     if st == "failed":
         return "%s: ehprof failed (%s)" % (f, res["reason"])
-    line = "%s: readelf_rows=%d checked=%d mismatches=%d overlaps=%d" % (
-        f, res["readelf_rows"], res["checked"], res["mismatches"], res["overlaps"])
+    line = "%s: readelf_rows=%d checked=%d (at our own boundaries %d) mismatches=%d overlaps=%d" % (
+        f, res["readelf_rows"], res["checked"], res["ours_checked"], res["mismatches"],
+        res["overlaps"])
     extra = []
     if res.get("overlap_mismatches"):
         extra.append("overlap_mismatches=%d" % res["overlap_mismatches"])
@@ -740,7 +810,7 @@ _OURS_GOOD = """\
 0000000000002050 cfa=*(rsp+8)+8 rbp=cfa-16 ra=cfa-8
 0000000000002060 cfa=rsp+8 rbp=undef ra=cfa-8
 0000000000002100 none
-0000000000004000 cfa=expr rbp=*(rdi+120) ra=other signal
+0000000000004000 cfa=*(rsp+160) rbp=*(rsp+120) ra=other signal
 0000000000004010 none
 0000000000005000 cfa=rsp+8 rbp=same ra=cfa-8
 0000000000005030 none
@@ -749,11 +819,50 @@ _OURS_GOOD = """\
 """
 
 
+# The raw dump (--debug-dump=frames) of _SAMPLE's expression FDEs.
+_RAW = """\
+Contents of the .eh_frame section:
+
+00000030 0000000000000014 00000000 CIE
+  Version:               1
+  DW_CFA_def_cfa: r7 (rsp) ofs 8
+  DW_CFA_offset: r16 (rip) at cfa-8
+
+00000048 0000000000000024 0000001c FDE cie=00000030 pc=0000000000002000..0000000000002100
+  DW_CFA_advance_loc: 1 to 0000000000002001
+  DW_CFA_def_cfa_offset: 16
+  DW_CFA_offset: r6 (rbp) at cfa-16
+  DW_CFA_advance_loc: 3 to 0000000000002004
+  DW_CFA_def_cfa_register: r6 (rbp)
+  DW_CFA_advance_loc: 4 to 0000000000002008
+  DW_CFA_offset: r3 (rbx) at cfa-24
+  DW_CFA_remember_state
+  DW_CFA_advance_loc1: 72 to 0000000000002050
+  DW_CFA_def_cfa_expression (DW_OP_breg7 (rsp): 8; DW_OP_deref; DW_OP_plus_uconst: 8)
+  DW_CFA_register: r3 (rbx) in r6 (rbp)
+  DW_CFA_advance_loc: 16 to 0000000000002060
+  DW_CFA_restore_state
+  DW_CFA_def_cfa: r7 (rsp) ofs 8
+  DW_CFA_restore: r6 (rbp)
+
+0000252c 0000000000000010 00000000 CIE
+
+00002540 0000000000000078 00000018 FDE cie=0000252c pc=0000000000004000..0000000000004010
+  DW_CFA_def_cfa_expression (DW_OP_breg7 (rsp): 160; DW_OP_deref)
+  DW_CFA_expression: r6 (rbp) (DW_OP_breg7 (rsp): 120)
+  DW_CFA_expression: r16 (rip) (DW_OP_breg7 (rsp): 168)
+"""
+
+
 def self_test():
+    raw = readelf_exprs.RawFrames()
+    raw.feed_all(_RAW.splitlines())
+
     def run(ours_text):
         ck = ReadelfChecker(OurTable(ours_text))
         for line in _SAMPLE.splitlines(True):
             ck.feed(line)
+        ck.resolve(raw)
         return ck.finish(100)
 
     r = run(_OURS_GOOD)
@@ -763,7 +872,8 @@ def self_test():
     assert r["readelf_rows"] == 9 + 6, r
     assert r["zero_length_fdes"] == 1, r
     assert r["overlaps"] == 2, r
-    assert r["debug_frame_rows_shadowed"] == 1, r
+    # .debug_frame's 2000 row, and ours at 2001 and 2004 judged against it.
+    assert r["debug_frame_rows_shadowed"] == 3, r
     # 1000; 2000,2001,2004,2008,2050,2060 (2100 is at END); 4000; 6000
     assert r["checked"] == 9, r
     assert r["mismatches"] == 0, r["examples"]
@@ -777,8 +887,25 @@ def self_test():
     assert mism("2001 cfa=rsp+16", "2001 cfa=rsp+24") == [("2001", "cfa")]
     assert mism("2004 cfa=rbp+16 rbp=cfa-16", "2004 cfa=rbp+16 rbp=same") == \
         [("2004", "rbp"), ("2008", "rbp")]
-    assert mism("4000 cfa=expr rbp=*(rdi+120) ra=other signal",
-                "4000 cfa=expr rbp=*(rdi+120) ra=other") == [("4000", "signal")]
+    assert mism("4000 cfa=*(rsp+160) rbp=*(rsp+120) ra=other signal",
+                "4000 cfa=*(rsp+160) rbp=*(rsp+120) ra=other") == [("4000", "signal")]
+    # Expressions are decoded and compared, not accepted in any of our forms.
+    assert mism("4000 cfa=*(rsp+160)", "4000 cfa=expr") == [("4000", "cfa")]
+    assert mism("rbp=*(rsp+120)", "rbp=*(rsp+128)") == [("4000", "rbp")]
+    assert mism("2050 cfa=*(rsp+8)+8", "2050 cfa=plt") == [("2050", "cfa")]
+    # Both ways: a row of ours between readelf's rows is judged against
+    # readelf's rule in force there (a split with the same rule agrees)...
+    row_2001 = "0000000000002001 cfa=rsp+16 rbp=cfa-16 ra=cfa-8\n"
+    assert mism(row_2001, row_2001 + row_2001.replace("2001", "2002")) == []
+    assert mism(row_2001, row_2001 + "0000000000002002 cfa=rsp+24 rbp=cfa-16 ra=cfa-8\n") == \
+        [("2002", "cfa")]
+    assert mism(row_2001, row_2001 + "0000000000002003 none\n") == [("2003", "none")]
+    # ...and a row where no FDE says anything is an error too.
+    assert mism("0000000000006010 none", "0000000000006010 cfa=rsp+8 rbp=same ra=cfa-8") == \
+        [("6010", "row outside every FDE")]
+    assert readelf_exprs.decode_cfa("DW_OP_breg6 (rbp): -8; DW_OP_deref; DW_OP_lit8; DW_OP_minus") \
+        == "*(rbp-8)-8"
+    assert readelf_exprs.decode_cfa("DW_OP_breg7 (rsp): 8; DW_OP_breg9 (r9): 0; DW_OP_plus") == "expr"
     assert mism("1000 cfa=rsp+8 rbp=same ra=undef",
                 "1000 cfa=rsp+8 rbp=same ra=cfa-8") == [("1000", "ra")]
     assert mism("2050 cfa=*(rsp+8)+8", "2050 cfa=rsp+8") == [("2050", "cfa")]
@@ -793,7 +920,8 @@ def self_test():
     assert match_cfa("rsp-8", "rsp+-8") is None
     assert match_rbp("v+16", "other") is None
     assert match_rbp("r3 (rbx)", "other") is None
-    assert match_rbp("exp", "*(rbp+0)") is None
+    assert match_rbp("exp:*(rbp+0)", "*(rbp+0)") is None
+    assert match_rbp("exp", "*(rbp+0)") == "rbp"
     assert match_ra("c+8", "cfa+8") is None
     assert match_ra("c-8", "cfa-16") == "ra"
     print("self-test OK")
