@@ -6,14 +6,20 @@ For each ELF: wall time (best of --runs) and peak RSS of
   ehprof tables --stats FILE                           (build + compact encode)
   ehprof tables FILE > tmpfile                         (build + print every row)
 and the ratio readelf / ehprof. Absolute times on a shared machine are noisy;
-the ratios are what to quote.
+the ratios are what to quote. Writes bench/results/tables_vs_readelf.json:
+per file (key prefix: the file's name, non-alphanumerics as _) rows,
+bytes_per_row, readelf_s, stats_s, x_stats, rss_mb; and bytes_per_row_min/max
+over the files.
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
+
+import result_file
 
 DEFAULT_FILES = [
     "/usr/bin/fio",
@@ -46,7 +52,9 @@ def main():
         os.path.dirname(__file__), "..", "build", "ehprof"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("files", nargs="*", default=DEFAULT_FILES)
+    result_file.add_argument(ap, "tables_vs_readelf")
     a = ap.parse_args()
+    figures = {}
     tmp = tempfile.mkdtemp(prefix="ehprof-bench-")
     out = os.path.join(tmp, "out.txt")
     print(f"{'file':44} {'readelf_s':>9} {'stats_s':>8} {'text_s':>8} "
@@ -66,8 +74,20 @@ def main():
         print(f"{f:44} {r_s:9.3f} {s_s:8.3f} {t_s:8.3f} {r_s / s_s:8.1f} "
               f"{r_s / t_s:7.1f} {max(s_rss, t_rss) / 1024:7.1f}  {stats}")
         sys.stdout.flush()
+        kv = dict(field.split("=", 1) for field in stats.split() if "=" in field)
+        key = re.sub(r"[^A-Za-z0-9]+", "_", os.path.basename(f))
+        figures.update({f"{key}_rows": int(kv["rows"]),
+                        f"{key}_bytes_per_row": float(kv["bytes_per_row"]),
+                        f"{key}_readelf_s": round(r_s, 4), f"{key}_stats_s": round(s_s, 4),
+                        f"{key}_x_stats": round(r_s / s_s, 2),
+                        f"{key}_rss_mb": round(max(s_rss, t_rss) / 1024, 1)})
     os.remove(out)
     os.rmdir(tmp)
+    per_row = [v for k, v in figures.items() if k.endswith("_bytes_per_row")]
+    if per_row:
+        figures.update(bytes_per_row_min=min(per_row), bytes_per_row_max=max(per_row))
+    if not a.no_result:
+        result_file.write("tables_vs_readelf", figures, a.note, a.result)
 
 
 if __name__ == "__main__":

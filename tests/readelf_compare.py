@@ -729,6 +729,16 @@ def run_tree(args):
               sum(r["checked"] for r in judged),
               sum(r["mismatches"] for r in judged),
               n_fail, n_skip, sum(r["overlaps"] for r in judged)))
+    if args.result:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+        import result_file
+        result_file.write("readelf_tree", {
+            "files": len(results), "files_judged": len(judged), "files_with_mismatches": n_mis,
+            "failed": n_fail, "skipped": n_skip,
+            "rows_checked": sum(r["checked"] for r in judged),
+            "rows_checked_millions": round(sum(r["checked"] for r in judged) / 1e6, 2),
+            "ours_checked": sum(r.get("ours_checked", 0) for r in judged),
+            "mismatches": sum(r["mismatches"] for r in judged)}, args.note, args.result)
     return results
 
 
@@ -939,6 +949,9 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=600,
                     help="seconds allowed for one `ehprof tables` run")
     ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--result", metavar="JSON",
+                    help="with --tree: write the totals as a bench result (bench/results/readelf_tree.json)")
+    ap.add_argument("--note", default="", help="said in the --result file")
     ap.add_argument("files", nargs="*")
     args = ap.parse_args(argv)
 

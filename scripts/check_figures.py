@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Checks that each marked figure in the docs equals its bench result file.
+
+A figure is marked by an HTML comment right after its number, invisible
+when the Markdown is rendered:
+
+    98.6<!--fig:kernel_maps/exec_pct--> % of their samples
+
+names bench/results/kernel_maps.json and its figures["exec_pct"]. The
+number as written must equal the result rounded to the decimals written
+("98.6" accepts 98.55..98.65; "11" accepts 10.5..11.5; thousands
+separators are ignored). A marker without a number before it, a result
+file or key that does not exist, or a figure that differs fails the check,
+naming the file, line, key, what is written and what the result says.
+
+    scripts/check_figures.py [--results DIR] [--list] FILE.md [FILE.md...]
+
+Exit status 1 on any failure. Standard library only.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MARKER = re.compile(r"(-?\d[\d,]*(?:\.\d+)?)?<!--fig:([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)-->")
+
+
+def load(results_dir, name, cache):
+    if name not in cache:
+        path = os.path.join(results_dir, name + ".json")
+        try:
+            with open(path) as f:
+                cache[name] = json.load(f)
+        except (OSError, ValueError) as e:
+            cache[name] = e
+    return cache[name]
+
+
+def check_value(written, value):
+    """None if `written` is `value` rounded as written, else why not."""
+    plain = written.replace(",", "")
+    decimals = len(plain.split(".")[1]) if "." in plain else 0
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return f"result is not a number: {value!r}"
+    rounded = f"{value:.{decimals}f}"
+    if float(rounded) == float(plain):
+        return None
+    return f"written {written}, result {value} (rounds to {rounded})"
+
+
+def check(paths, results_dir, listing=False):
+    cache, errors, n = {}, [], 0
+    for path in paths:
+        with open(path) as f:
+            lines = f.read().splitlines()
+        for lineno, line in enumerate(lines, 1):
+            for m in MARKER.finditer(line):
+                written, name, key = m.groups()
+                where = f"{os.path.relpath(path)}:{lineno}: {name}/{key}"
+                n += 1
+                if written is None:
+                    errors.append(f"{where}: no number right before the marker")
+                    continue
+                doc = load(results_dir, name, cache)
+                if isinstance(doc, Exception):
+                    errors.append(f"{where}: cannot read the result file: {doc}")
+                    continue
+                figures = doc.get("figures", {})
+                if key not in figures:
+                    errors.append(f"{where}: no figure {key!r} in {name}.json "
+                                  f"(it has {', '.join(sorted(figures)) or 'none'})")
+                    continue
+                why = check_value(written, figures[key])
+                if why:
+                    errors.append(f"{where}: {why} ({name}.json: {doc.get('date')}, "
+                                  f"commit {doc.get('commit')}, `{doc.get('command')}`)")
+                elif listing:
+                    m_ = doc.get("machine", {})
+                    print(f"{where} = {written} ({doc.get('date')}, {m_.get('kind')}, "
+                          f"load {m_.get('loadavg_start')})")
+    return n, errors
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results"))
+    ap.add_argument("--list", action="store_true", help="print every figure checked")
+    ap.add_argument("files", nargs="+")
+    a = ap.parse_args(argv)
+    n, errors = check(a.files, a.results, a.list)
+    for e in errors:
+        print(e)
+    if n == 0:
+        print("no marked figures found in " + ", ".join(a.files))
+        return 1
+    print(f"{n} marked figures, {len(errors)} disagree with their result files" if errors
+          else f"{n} marked figures, each equal to its result file")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
