@@ -9,7 +9,8 @@ when the Markdown is rendered:
 names bench/results/kernel_maps.json and its figures["exec_pct"]. The
 number as written must equal the result rounded to the decimals written
 ("98.6" accepts 98.55..98.65; "11" accepts 10.5..11.5; thousands
-separators are ignored). A marker without a number before it, a result
+separators are ignored). Markers in `code` spans and fenced blocks are examples, not figures. A
+marker without a number before it, a result
 file or key that does not exist, or a figure that differs fails the check,
 naming the file, line, key, what is written and what the result says.
 
@@ -24,7 +25,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MARKER = re.compile(r"(-?\d[\d,]*(?:\.\d+)?)?<!--fig:([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)-->")
+MARKER = re.compile(r"(-?\d[\d,]*(?:\.\d+)?)?(?P<m><!--fig:([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)-->)")
 
 
 def load(results_dir, name, cache):
@@ -50,14 +51,32 @@ def check_value(written, value):
     return f"written {written}, result {value} (rounds to {rounded})"
 
 
+def without_code(line):
+    """The line with `code spans` blanked: a marker shown as an example is
+    not a figure."""
+    return re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), line)
+
+
 def check(paths, results_dir, listing=False):
     cache, errors, n = {}, [], 0
     for path in paths:
         with open(path) as f:
             lines = f.read().splitlines()
+        fenced = False
         for lineno, line in enumerate(lines, 1):
-            for m in MARKER.finditer(line):
-                written, name, key = m.groups()
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            if fenced:
+                continue
+            text = without_code(line)
+            good = {m.start("m") for m in MARKER.finditer(text)}
+            for bad in re.finditer(r"<!--\s*fig\b", text):
+                if bad.start() not in good:
+                    n += 1
+                    errors.append(f"{os.path.relpath(path)}:{lineno}: malformed marker "
+                                  f"{text[bad.start():bad.start() + 60]!r} (want <!--fig:NAME/KEY-->)")
+            for m in MARKER.finditer(text):
+                written, _, name, key = m.groups()
                 where = f"{os.path.relpath(path)}:{lineno}: {name}/{key}"
                 n += 1
                 if written is None:

@@ -48,4 +48,8 @@ expect(*run(GOOD.replace("walk/rows", "walk/row"), RESULTS), 1, "no figure 'row'
 expect(*run(GOOD.replace("walk/ratio", "gone/ratio"), RESULTS), 1, "gone/ratio: cannot read")
 expect(*run(GOOD.replace("11<!--", "x<!--"), RESULTS), 1, "no number right before the marker")
 expect(*run("no figures here\n", RESULTS), 1, "no marked figures")
+expect(*run(GOOD + "and 7<!-- fig:walk/rows -->\n", RESULTS), 1, "README.md:3: malformed marker")
+# An example in a code span or block is not a figure.
+expect(*run(GOOD + "write `1.5<!--fig:NAME/KEY-->`\n```\n2<!--fig:x/y-->\n```\n", RESULTS), 0,
+       "3 marked figures")
 print("check_figures_test OK")

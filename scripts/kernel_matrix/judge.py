@@ -11,7 +11,6 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 STARTUP_SHARE = 0.35
-BOTTOM_SYMBOLS = {"_start", "clone3", "__clone3", "__clone", "clone"}
 
 
 def find_stackcheck():
@@ -52,14 +51,65 @@ def split_by_thread(dump):
     return blocks
 
 
-def bottom_symbol_share(blocks):
-    """Without stackcheck: the share of samples whose outermost frame is a
-    bottom-of-stack function (a weaker judge; the report says which ran)."""
+RE_FRAME = re.compile(r"^\s*([0-9a-f]+) .*\((/[^()]*)\)\s*$")
+RE_FDE = re.compile(r" FDE cie=([0-9a-f]+) pc=([0-9a-f]+)\.\.([0-9a-f]+)")
+RE_CIE = re.compile(r"^([0-9a-f]+) [0-9a-f]+ [0-9a-f]+ CIE ")
+
+
+def ra_undefined(path, _cache={}):
+    """[start, end) ranges of `path` where binutils' CFI interpreter
+    (readelf --debug-dump=frames-interp) says the return address is
+    undefined: DWARF's mark for the bottom of a stack (_start, clone3)."""
+    if path in _cache:
+        return _cache[path]
+    r = subprocess.run(["readelf", "--wide", "--debug-dump=no-follow-links",
+                        "--debug-dump=frames-interp", path], capture_output=True, text=True,
+                       errors="replace")
+    ranges, cie_ra, rows, fde, ra_col, cie = [], {}, [], None, None, None
+
+    def close():
+        if fde is not None:
+            start, end, ras = fde[0], fde[1], rows or [(fde[0], cie_ra.get(fde[2]))]
+            for i, (loc, ra) in enumerate(ras):
+                stop = ras[i + 1][0] if i + 1 < len(ras) else end
+                if ra == "u" and loc < stop:
+                    ranges.append((max(loc, start), min(stop, end)))
+    for line in r.stdout.splitlines():
+        m_fde, m_cie = RE_FDE.search(line), RE_CIE.match(line)
+        if m_fde or m_cie:
+            close()
+            rows, ra_col = [], None
+            fde = (int(m_fde.group(2), 16), int(m_fde.group(3), 16), int(m_fde.group(1), 16)) \
+                if m_fde else None
+            cie = int(m_cie.group(1), 16) if m_cie else None
+        elif line.startswith("   LOC"):
+            cols = line.split()
+            ra_col = cols.index("ra") if "ra" in cols else None
+        elif ra_col is not None and re.match(r"^[0-9a-f]{16} ", line):
+            cells = re.sub(r" \(\w+\)", "", line).split()
+            ra = cells[ra_col] if ra_col < len(cells) else None
+            if fde is not None:
+                rows.append((int(cells[0], 16), ra))
+            elif cie is not None:
+                cie_ra[cie] = ra
+    close()
+    _cache[path] = sorted(ranges)
+    return _cache[path]
+
+
+def bottom_frame_share(blocks):
+    """Without stackcheck: the share of samples whose outermost frame's
+    (ELF) address lies where readelf's CFI says the return address is
+    undefined, in the file perf-script names: an outside judge of where a
+    stack ends, by address, not by ehprof's own symbol names."""
     done = 0
     for b in blocks:
         frames = [l for l in b.split("\n")[1:] if l.strip()]
-        if frames and frames[-1].split()[1] in BOTTOM_SYMBOLS:
-            done += 1
+        m = RE_FRAME.match(frames[-1]) if frames else None
+        if m and os.path.exists(m.group(2)):
+            addr = int(m.group(1), 16)
+            if any(s <= addr < e for s, e in ra_undefined(m.group(2))):
+                done += 1
     return 100.0 * done / len(blocks) if blocks else 0.0
 
 
@@ -100,10 +150,10 @@ def judge_record(dump, workdir):
         out["job"].update({"complete_all": per.get("complete_pct"), "complete": st.get("complete_pct"),
                            "callsite": per.get("callsite_pct"), "depth": per.get("mean_user_depth")})
     else:
-        out["judge"] = "outermost frame is _start/clone3 (stackcheck.py not found)"
-        out["complete"] = bottom_symbol_share([b for v in blocks.values() for b in v])
-        out["job"]["complete_all"] = bottom_symbol_share(job)
-        out["job"]["complete"] = bottom_symbol_share(steady)
+        out["judge"] = "outermost frame where readelf's CFI has ra undefined (stackcheck.py not found)"
+        out["complete"] = bottom_frame_share([b for v in blocks.values() for b in v])
+        out["job"]["complete_all"] = bottom_frame_share(job)
+        out["job"]["complete"] = bottom_frame_share(steady)
     return out
 
 
