@@ -43,6 +43,23 @@ TEST_F(RecordEvents, AHardwareCounterWithoutAPmuIsNamedWithTheWayOut) {
   }
 }
 
+// Where there is a PMU, hardware counters sample and unwind like cpu-clock;
+// this machine type has none, so the test names what is missing.
+TEST_F(RecordEvents, HardwareCountersSampleFullStacksWhereThereIsAPmu) {
+  if (!HasCyclesPmu()) {
+    GTEST_SKIP() << "no hardware PMU (/sys/bus/event_source/devices/cpu/events/cpu-cycles is missing)";
+  }
+  for (const char* event : {"cycles", "instructions"}) {
+    const std::string out = dir_ + "/hw.folded";
+    auto r = RunEhprof({"record", "-q", "-e", event, "-c", "1000000", "-o", out, "--",
+                        TestdataPath("deep_recursion"), "0.5", "12"});
+    ASSERT_EQ(r.exit_code, 0) << event << ": " << r.err;
+    const std::string folded = testing::ReadFile(out);
+    EXPECT_NE(folded.find("deep_recursion;_start;"), std::string::npos) << event << "\n" << folded.substr(0, 1500);
+    EXPECT_NE(folded.find("recurse"), std::string::npos) << event << "\n" << folded.substr(0, 1500);
+  }
+}
+
 TEST_F(RecordEvents, ASoftwareCounterSampledEveryNthEvent) {
   // page-faults: the program's start-up touches pages; every 10th fault a sample.
   const std::string out = dir_ + "/pf.txt";

@@ -4,6 +4,7 @@
 // sleep_b in a loop.
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -128,6 +129,7 @@ TEST_F(RecordOffCpu, WallViewAccountsForEveryThreadsSecond) {
   int spinners = 0, waiters = 0;
   for (const auto& [thread, ns] : total) {
     if (thread.rfind("threads-", 0) != 0) continue;  // ehprof itself before the exec
+    std::printf("%s: %.4f s, %.4f s of it off the CPU\n", thread.c_str(), ns / 1e9, off[thread] / 1e9);
     EXPECT_NEAR(ns / 1e9, 1.0, 0.05) << thread << "\n" << folded.substr(0, 3000);
     if (waiting[thread] > 0.95 * ns) ++waiters;
     if (ns - off[thread] > 0.2 * ns && waiting[thread] == 0) ++spinners;

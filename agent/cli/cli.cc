@@ -135,7 +135,9 @@ void AddFilterOptions(CLI::App& app, RecordOptions* record) {
           ""))
       ->group(g);
   app.add_flag("--include-idle", record->include_idle, "with -a: sample the idle task too (swapper)")->group(g);
-  app.add_flag("--exclude-idle", "leave the idle task out (the default)")->group(g);
+  // A description-only flag: add_flag(name, description) is ambiguous for g++
+  // (CLI11 also offers add_flag(name, T& variable)).
+  app.add_flag("--exclude-idle")->description("leave the idle task out (the default)")->group(g);
 }
 
 }  // namespace

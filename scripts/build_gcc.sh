@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds every C++ target with g++ (Debian's default compiler) into
+# build-gcc/ (or $EHPROF_GCC_BUILD_DIR), as the conventional
+# `cmake -S . -B build && cmake --build build` does, so code that only
+# clang accepts fails CI. Nothing is run from it: the suite runs once, on
+# the clang build (scripts/build.sh). The libFuzzer targets need clang and
+# are left out by fuzz/CMakeLists.txt. ccache is used when installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${EHPROF_GCC_BUILD_DIR:-build-gcc}
+if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+  launcher=()
+  if command -v ccache >/dev/null; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  fi
+  CC=gcc CXX=g++ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" "$@"
+fi
+cmake --build "$BUILD_DIR" -j"$(nproc)"
