@@ -12,7 +12,15 @@ the kernel-side mappings (fork, exec, mmap) are for.
 --gpp records `g++ -O2 -c` of a small C++ file (iostream, map, regex):
 first with --no-table-cache (every table built while g++ runs, no exec
 hints), then twice with the table cache (which also remembers what the
-command exec'd: cc1plus, as), and prints ehprof's and stackcheck's figures.
+command exec'd: cc1plus, as), and prints ehprof's and stackcheck's figures:
+complete %, the tables loaded and how many came from the cache, and
+ehprof's own CPU while recording (its summary).
+
+Writes bench/results/build_stacks.json (make: MODE_COMM_complete_pct,
+MODE_COMM_samples, MODE_COMM_ldso_start_pct, COMM "all" for the whole run)
+or, with --gpp, bench/results/build_stacks_gpp.json (RUN_complete_pct,
+RUN_tables_loaded, RUN_tables_from_cache, RUN_own_cpu_pct; RUN cold, warm1,
+warm2).
 
 Each mode configures a fresh build tree in a temporary directory (cmake,
 not recorded), then records `make -j2 unwind_tables` in it. Prints, per
@@ -27,9 +35,12 @@ import subprocess
 import sys
 import tempfile
 
+import result_file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-STACKCHECK = os.path.join(ROOT, "..", "shared", "eval", "stackcheck.py")
+STACKCHECK = os.path.join(os.environ.get("EHPROF_SHARED", os.path.join(ROOT, "..", "shared")),
+                          "eval", "stackcheck.py")
 COMMS = ("make", "sh", "cc1plus", "as", "g++", "cmake", "ar", "ranlib")
 MODES = {"on": [], "off": ["--no-kernel-maps"]}
 
@@ -104,6 +115,7 @@ int main(int argc, char** argv) {
 
 
 def run_gpp(ehprof):
+    figures = {}
     work = tempfile.mkdtemp(prefix="ehprof-gpp-")
     try:
         src = os.path.join(work, "t.cc")
@@ -116,9 +128,21 @@ def run_gpp(ehprof):
             r = subprocess.run(cmd, capture_output=True, text=True)
             summary = next((l.split("ehprof: ", 1)[-1] for l in r.stderr.splitlines()
                             if "user stacks complete" in l), r.stderr[-300:])
-            print(f"g++ {name}: {line('all', stackcheck(out)).strip()}\n    ehprof: {summary}")
+            judged = stackcheck(out)
+            print(f"g++ {name}: {line('all', judged).strip()}\n    ehprof: {summary}")
+            tables = re.search(r"unwind tables: (\d+) loaded \((\d+) from the table cache\)", r.stderr)
+            cpu = re.search(r"own CPU time while recording ([\d.]+)%", r.stderr)
+            if r.returncode != 0 or not tables or not cpu:
+                raise SystemExit(f"ehprof record of g++ failed or said no table/CPU figures: {r.stderr[-1500:]}")
+            key = name.replace(" ", "")
+            figures.update({f"{key}_complete_pct": judged.get("complete_pct", 0),
+                            f"{key}_samples": judged.get("samples", 0),
+                            f"{key}_tables_loaded": int(tables.group(1)),
+                            f"{key}_tables_from_cache": int(tables.group(2)),
+                            f"{key}_own_cpu_pct": float(cpu.group(1))})
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return figures
 
 
 def line(name, r):
@@ -134,21 +158,34 @@ def main():
     ap.add_argument("--modes", default="on,off", help="on (default), off (--no-kernel-maps)")
     ap.add_argument("--keep", help="directory for the perf-script dumps")
     ap.add_argument("--gpp", action="store_true", help="a g++ compile instead of the make build")
+    result_file.add_argument(ap, "build_stacks")
     args = ap.parse_args()
     if not os.path.exists(STACKCHECK):
         raise SystemExit(f"needs {STACKCHECK}")
     if args.gpp:
-        run_gpp(args.ehprof)
+        figures = run_gpp(args.ehprof)
+        if not args.no_result:
+            result = args.result.replace("build_stacks.json", "build_stacks_gpp.json")
+            result_file.write("build_stacks_gpp", figures, args.note, result)
         return 0
+    figures = {}
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
     for mode in args.modes.split(","):
         whole, per = run_mode(args.ehprof, mode, args.keep)
         print(f"{mode} ({' '.join(MODES[mode]) or 'default'}):")
         print(line("all", whole))
-        for comm, r in per.items():
-            if r.get("samples"):
+        for comm, r in [("all", whole)] + list(per.items()):
+            n = r.get("samples", 0)
+            if not n:
+                continue
+            if comm != "all":
                 print(line(comm, r))
+            key = f"{mode}_{comm.replace('+', 'p')}"
+            figures.update({f"{key}_samples": n, f"{key}_complete_pct": r.get("complete_pct", 0),
+                            f"{key}_ldso_start_pct": round(100.0 * r.get("ldso_start", 0) / n, 1)})
+    if not args.no_result:
+        result_file.write("build_stacks", figures, args.note, args.result)
     return 0
 
 

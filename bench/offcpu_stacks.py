@@ -19,6 +19,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+import result_file
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -96,6 +98,7 @@ def main():
     ap.add_argument("--program", default=os.path.join(ROOT, "build", "testdata", "offcpu_sleep.stripped"))
     ap.add_argument("--offcputime", default=shutil.which("offcputime") or "/usr/sbin/offcputime")
     ap.add_argument("--seconds", type=float, default=4)
+    result_file.add_argument(ap, "offcpu_stacks")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("offcpu_stacks: needs root")
@@ -106,10 +109,16 @@ def main():
     if os.access(args.offcputime, os.X_OK):
         rows["offcputime"] = run_offcputime(args, syms)
     print(f"{os.path.basename(args.program)} {args.seconds:g} s ({os.uname().release})")
+    figures = {}
     for name, (total, attributed, a, b) in rows.items():
         split = f"{a / 1e9:.3f} s : {b / 1e9:.3f} s" + (f" = 1 : {b / a:.3f}" if a else "")
         print(f"  {name:<11} blocked {total / 1e9:6.3f} s; with sleep_a/sleep_b and main on the "
               f"stack {100.0 * attributed / max(total, 1):5.1f}%; a : b = {split}")
+        figures.update({f"{name}_blocked_s": round(total / 1e9, 3),
+                        f"{name}_attributed_pct": round(100.0 * attributed / max(total, 1), 1),
+                        f"{name}_b_over_a": round(b / a, 3) if a else 0})
+    if not args.no_result:
+        result_file.write("offcpu_stacks", figures, args.note, args.result)
 
 
 if __name__ == "__main__":

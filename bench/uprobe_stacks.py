@@ -9,7 +9,9 @@ of ../shared/eval), probed by
 and prints, per tool, the hits counted and the share whose user stack
 reaches fio's main (main -> fio_backend -> ... -> get_io_u), and the ratio.
 The job is time-based (4 s): the hit counts differ by what each tool's
-handler costs fio per call, not by calls missed. Needs root.
+handler costs fio per call, not by calls missed. ehprof's BPF time per hit
+(median/p90 from its program's own clock, as its summary prints it) is
+reported too. Needs root. Writes bench/results/uprobe_stacks.json.
 """
 import argparse
 import os
@@ -19,9 +21,11 @@ import subprocess
 import sys
 import tempfile
 
+import result_file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SHARED = os.path.join(ROOT, "..", "shared")
+SHARED = os.environ.get("EHPROF_SHARED", os.path.join(ROOT, "..", "shared"))  # ../shared/eval
 
 
 def ehprof(args, tmp):
@@ -37,6 +41,10 @@ def ehprof(args, tmp):
         if "main" in chain.split(";"):
             to_main += int(n)
     lost = re.search(r"\((\d+) lost\)", r.stderr)
+    bpf = re.search(r"median ([\d.]+) us, p90 ([\d.]+) us", r.stderr)
+    if not bpf:
+        raise RuntimeError("ehprof's summary has no BPF time: " + r.stderr[-800:])
+    args.bpf_us = (float(bpf.group(1)), float(bpf.group(2)))
     return hits, to_main, int(lost.group(1)) if lost else -1
 
 
@@ -66,6 +74,7 @@ def main():
     ap.add_argument("--binary", default="/usr/bin/fio")
     ap.add_argument("--symbol", default="get_io_u")
     ap.add_argument("workload", nargs="*", default=["fio", os.path.join(SHARED, "eval", "fio-null.job")])
+    result_file.add_argument(ap, "uprobe_stacks")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("uprobe_stacks: needs root")
@@ -82,10 +91,18 @@ def main():
         share[name] = to_main / hits if hits else 0.0
         extra = f", {lost} lost" if lost >= 0 else ""
         print(f"  {name:<9} {hits:>9} hits{extra}; stack reaches main: {100.0 * share[name]:6.2f}%")
+    print(f"  ehprof's BPF time per hit: median {args.bpf_us[0]} us, p90 {args.bpf_us[1]} us")
+    figures = {"ehprof_bpf_median_us": args.bpf_us[0], "ehprof_bpf_p90_us": args.bpf_us[1]}
+    for name, (hits, to_main, lost) in rows.items():
+        figures.update({f"{name}_hits": hits, f"{name}_to_main_pct": round(100.0 * share[name], 2)})
+        if lost >= 0:
+            figures[f"{name}_lost"] = lost
     if "bpftrace" in share:
         ratio = share["ehprof"] / share["bpftrace"] if share["bpftrace"] else float("inf")
         print(f"  complete-stack share, ehprof / bpftrace: {ratio:.1f}" if share["bpftrace"]
               else "  complete-stack share, ehprof / bpftrace: bpftrace has none")
+    if not args.no_result:
+        result_file.write("uprobe_stacks", figures, args.note, args.result)
 
 
 if __name__ == "__main__":
