@@ -94,8 +94,10 @@ TEST_F(RecordKernelMaps, ExecdChildrenAndTheirLibrariesUnwindFromTheFirstSample)
               dl_on.percent(), dl_on.total, dl_off.percent(), dl_off.total);
   ASSERT_GT(exec_on.total, 50u) << with.substr(0, 2000);
   ASSERT_GT(dl_on.total, 50u);
-  EXPECT_GE(exec_on.percent(), 80.0);
-  EXPECT_GE(dl_on.percent(), 80.0);
+  // 97.5-100 % and 96.9-99.5 % in five runs on a machine loaded by other
+  // builds (README: 98.6 % and 97.6-99.4 %).
+  EXPECT_GE(exec_on.percent(), 95.0);
+  EXPECT_GE(dl_on.percent(), 95.0);
   EXPECT_GT(exec_on.percent(), exec_off.percent());
   EXPECT_GT(dl_on.percent(), dl_off.percent());
 }

@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
@@ -48,27 +49,44 @@ TEST_F(RecordOffCpu, ChargesEachSleepToItsFullStackInProportion) {
   const double wall = ReportedSeconds(r.err);
   ASSERT_GT(wall, 1.9) << r.err;
   const std::string text = testing::ReadFile(out);
-  const auto chains = testing::UserChainPeriods(text, prog, TestdataPath("offcpu_sleep"),
-                                                {"sleep_a", "sleep_b", "sleep_loop", "main", "_start"});
+  const std::vector<std::string> functions = {"sleep_a", "sleep_b", "sleep_loop", "main", "_start"};
+  const auto chains = testing::UserChainPeriods(text, prog, TestdataPath("offcpu_sleep"), functions);
+  const auto blocks = testing::UserChains(text, prog, TestdataPath("offcpu_sleep"), functions);
   uint64_t a = 0, b = 0, total = 0, incomplete = 0;
+  size_t blocks_a = 0, blocks_b = 0;
   for (const auto& [chain, ns] : chains) {
     total += ns;
     // Leaf first: libc's nanosleep, then ours down to _start.
     const bool full_a = chain.find("sleep_a;sleep_loop;main;libc.so.6;") != std::string::npos;
     const bool full_b = chain.find("sleep_b;sleep_loop;main;libc.so.6;") != std::string::npos;
     const bool bottom = chain.size() >= 6 && chain.compare(chain.size() - 6, 6, "_start") == 0;
-    if (full_a && bottom) a += ns;
-    if (full_b && bottom) b += ns;
+    if (full_a && bottom) a += ns, blocks_a += blocks.at(chain);
+    if (full_b && bottom) b += ns, blocks_b += blocks.at(chain);
     if (!bottom && (chain.find("sleep_") != std::string::npos)) incomplete += ns;
   }
   ASSERT_GT(a, 0u) << text.substr(0, 3000);
   ASSERT_GT(b, 0u) << text.substr(0, 3000);
   EXPECT_EQ(incomplete, 0u) << text.substr(0, 3000);
-  // 1:3 within 5%, and all of the run's wall time (it sleeps all along).
-  EXPECT_NEAR(static_cast<double>(b) / a, 3.0, 0.15) << "a " << a << " b " << b;
-  // The loop's blocks add up to its wall time; all blocks (200 ms before
+  ASSERT_GT(blocks_a, 0u);
+  ASSERT_GT(blocks_b, 0u);
+  const double mean_a = a / 1e6 / blocks_a, mean_b = b / 1e6 / blocks_b;
+  std::printf("sleep_b : sleep_a = %.4f; their blocks %.4f s of a %.4f s run; %zu blocks in sleep_a of "
+              "%.2f ms, %zu in sleep_b of %.2f ms, difference %.2f ms\n",
+              static_cast<double>(b) / a, (a + b) / 1e9, wall, blocks_a, mean_a, blocks_b, mean_b,
+              mean_b - mean_a);
+  // Each block is its sleep (100 and 300 ms) plus the wait for a CPU to
+  // wake on, which a loaded machine lengthens (b : a was 2.45-3.44 in 11
+  // runs on a machine loaded by other builds, 2.997 on a quiet one); that
+  // wait mostly cancels in the difference: 180.9-220.6 ms in those runs.
+  EXPECT_GE(mean_a, 100.0);
+  EXPECT_GE(mean_b, 300.0);
+  EXPECT_NEAR(mean_b - mean_a, 200.0, 25.0);
+  // The loop's blocks add up to its wall time (within 0.03 % in those
+  // runs), but for a first sleep_a block that came before the tables were
+  // loaded (incomplete, so not counted above); all blocks (200 ms before
   // the loop too) to more.
-  EXPECT_NEAR((a + b) / 1e9, wall, 0.05 * wall) << r.err;
+  const double missing_a = blocks_b > blocks_a ? (blocks_b - blocks_a) * mean_a / 1e3 : 0;
+  EXPECT_NEAR((a + b) / 1e9 + missing_a, wall, 0.01 * wall) << r.err;
   EXPECT_GE(total, a + b);
   // perf script's name for off-CPU events, the period in nanoseconds; the
   // kernel stack starts in the scheduler, not in the BPF program.
@@ -130,9 +148,20 @@ TEST_F(RecordOffCpu, WallViewAccountsForEveryThreadsSecond) {
   for (const auto& [thread, ns] : total) {
     if (thread.rfind("threads-", 0) != 0) continue;  // ehprof itself before the exec
     std::printf("%s: %.4f s, %.4f s of it off the CPU\n", thread.c_str(), ns / 1e9, off[thread] / 1e9);
-    EXPECT_NEAR(ns / 1e9, 1.0, 0.05) << thread << "\n" << folded.substr(0, 3000);
-    if (waiting[thread] > 0.95 * ns) ++waiters;
-    if (ns - off[thread] > 0.2 * ns && waiting[thread] == 0) ++spinners;
+    if (waiting[thread] > 0.95 * ns) {
+      // main: its whole life, the threads' start and join included (1.003 to
+      // 1.090 s in 11 runs on a machine loaded by other builds).
+      ++waiters;
+      EXPECT_GE(ns / 1e9, 0.995) << thread << "\n" << folded.substr(0, 3000);
+      EXPECT_LE(ns / 1e9, 1.12) << thread << "\n" << folded.substr(0, 3000);
+    } else {
+      // A spinner: its 1 s, and on a loaded machine the wait to run again
+      // to see that its second is over (0.971 to 1.083 s in those runs, up
+      // to 93 % of it preempted), never waiting.
+      EXPECT_GE(ns / 1e9, 0.95) << thread << "\n" << folded.substr(0, 3000);
+      EXPECT_LE(ns / 1e9, 1.10) << thread << "\n" << folded.substr(0, 3000);
+      if (ns > off[thread] && waiting[thread] == 0) ++spinners;
+    }
   }
   EXPECT_EQ(waiters, 1) << folded.substr(0, 3000);
   EXPECT_EQ(spinners, 2) << folded.substr(0, 3000);
