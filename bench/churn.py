@@ -35,6 +35,8 @@ import sys
 import tempfile
 import time
 
+import result_file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BUSY = ("child_inner", "dlwork_inner", "load_child_spin")
@@ -144,6 +146,7 @@ def main():
     ap.add_argument("--settle", type=float, default=15, help="seconds after the load")
     ap.add_argument("--freq", default="199")
     ap.add_argument("--check", action="store_true")
+    result_file.add_argument(ap, "churn")
     ap.add_argument("--keep", help="directory for the profile and ehprof's stderr")
     ap.add_argument("--ehprof-arg", action="append", default=[],
                     help="one more argument for ehprof record (repeat; e.g. --no-kernel-maps)")
@@ -237,6 +240,16 @@ def main():
             r = subprocess.run([sys.executable, stackcheck, "--comm", comm, out], capture_output=True, text=True)
             print(f"stackcheck --comm {comm}: " + " ".join(r.stdout.split()[:40]))
     print(f"profile and stderr in {work}")
+    if not args.no_result:
+        figs = {"samples": len(samples), "short_complete_pct": round(pct(len(complete), len(short)), 1)}
+        for kind, (n, c) in by_kind.items():
+            key = "".join(ch if ch.isalnum() else "_" for ch in kind).strip("_")
+            figs.update({f"{key}_samples": n, f"{key}_complete_pct": round(pct(c, n), 1)})
+        for name in set(base) & set(after):
+            figs.update({f"map_{name}_before": base[name], f"map_{name}_after": after[name]})
+        if rss_vals:
+            figs.update(rss_before_mb=round(rss_vals[0] / 1024, 1), rss_peak_mb=round(max(rss_vals) / 1024, 1))
+        result_file.write("churn", figs, args.note, args.result)
 
     if not args.check:
         return 0

@@ -20,6 +20,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+import result_file
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,6 +79,7 @@ def main():
     ap.add_argument("--cpu", type=int, default=0, help="pin pingpong to this CPU (-1: don't)")
     ap.add_argument("--min-us", type=int, default=10,
                     help="both profilers' threshold (ehprof's default; offcputime's is 1)")
+    result_file.add_argument(ap, "offcpu_overhead")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("offcpu_overhead: needs root")
@@ -96,10 +99,14 @@ def main():
     base = statistics.median(rates["alone"])
     print(f"pingpong {args.seconds:g} s x {args.rounds} interleaved rounds, pinned to CPU {args.cpu} "
           f"({os.cpu_count()} CPUs, {os.uname().release})")
+    figures = {}
     for m in modes:
         med = statistics.median(rates[m])
         print(f"  {m:<11} median {med:>9.0f} round trips/s  ratio to alone {med / base:.3f}"
               f"  (runs: {', '.join(f'{x:.0f}' for x in rates[m])})")
+        figures.update({f"{m}_round_trips_per_s": round(med), f"{m}_ratio": round(med / base, 3)})
+    if not args.no_result:
+        result_file.write("offcpu_overhead", figures, args.note, args.result)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+
+import result_file
 import time
 import urllib.parse
 import urllib.request
@@ -102,6 +104,7 @@ def main():
     ap.add_argument("--down-at", type=float, default=60, help="seconds into the run the server stops")
     ap.add_argument("--down-for", type=float, default=60)
     ap.add_argument("--interval", type=int, default=10, help="the agent's --interval (its default)")
+    result_file.add_argument(ap, "outage")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("needs root (BPF)")
@@ -127,6 +130,15 @@ def main():
           f"within the run, {sum(1 for v in down if v)} of the {len(down)} within the outage")
     print(f"(stderr and Pyroscope's log in {work})")
     ok = rc == 0 and pushed and int(pushed.group(1)) + int(pushed.group(3)) == intervals
+    if not a.no_result and pushed:
+        result_file.write("outage", {
+            "samples": samples, "intervals": intervals, "pushed": int(pushed.group(1)),
+            "refused": int(pushed.group(2)), "dropped": int(pushed.group(3)),
+            "failures_said": failures, "recoveries_said": recovered, "served": round(served),
+            "served_pct": round(100 * served / max(1, samples), 1),
+            "down_s": round(t_up - t_down), "steps_with_data": sum(1 for v in run_steps if v),
+            "steps": len(run_steps), "outage_steps_with_data": sum(1 for v in down if v),
+            "outage_steps": len(down)}, a.note, a.result)
     return 0 if ok else 1
 
 

@@ -36,9 +36,11 @@ import tempfile
 import time
 import urllib.request
 
+import result_file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-FIO_JOB = os.path.join(ROOT, "..", "shared", "eval", "fio-null.job")
+FIO_JOB = os.path.join(os.environ.get("EHPROF_SHARED", os.path.join(ROOT, "..", "shared")), "eval", "fio-null.job")
 OTEL = os.environ.get("EHPROF_OTEL_PROFILER", "/var/cache/ehprof/otel-ebpf-profiler/ebpf-profiler")
 PYROSCOPE = "/var/cache/ehprof/pyroscope-v1.12.0/pyroscope"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -227,6 +229,7 @@ def main():
                     help="the same for ehprof agent and otel: past their first interval")
     ap.add_argument("--only", help="comma-separated profiler names (default: all)")
     ap.add_argument("--json", help="write every run's figures here")
+    result_file.add_argument(ap, "overhead")
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("needs root (perf -a, BPF)")
@@ -254,7 +257,26 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+    if not args.no_result:
+        result_file.write("overhead", result_figures(results), args.note, args.result)
     return 0
+
+
+def result_figures(results):
+    """PROFILER_HZhz_FIGURE medians: iops_ratio, steady_cpu_pct, startup_cpu_s,
+    rss_mb, bpf_us (PROFILER: its name, non-alphanumerics as _)."""
+    out = {}
+    for hz, runs in results.items():
+        for name, rs in runs.items():
+            key = f"{''.join(c if c.isalnum() else '_' for c in name).strip('_')}_{hz}hz"
+            bpf = [r["bpf_ns"] / 1000 for r in rs if r["bpf_ns"]]
+            out.update({f"{key}_iops_ratio": round(statistics.median(r["ratio"] for r in rs), 3),
+                        f"{key}_steady_cpu_pct": round(statistics.median(r["steady_cpu_pct"] for r in rs), 2),
+                        f"{key}_startup_cpu_s": round(statistics.median(r["startup_cpu_s"] for r in rs), 2),
+                        f"{key}_rss_mb": round(statistics.median(r["rss_mb"] for r in rs))})
+            if bpf:
+                out[f"{key}_bpf_us"] = round(statistics.median(bpf), 1)
+    return out
 
 
 if __name__ == "__main__":

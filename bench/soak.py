@@ -16,6 +16,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+
+import result_file
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,6 +42,7 @@ def main():
     ap.add_argument("--minutes", type=float, default=30)
     ap.add_argument("--rate", type=int, default=200)
     ap.add_argument("--warm-minutes", type=float, default=5)
+    result_file.add_argument(ap, "soak")
     a = ap.parse_args()
     out = tempfile.mkdtemp(prefix="ehprof-soak-")
     log = open(os.path.join(out, "agent.log"), "w")
@@ -82,6 +85,14 @@ def main():
         tail = [l for l in f if "ehprof agent:" in l][-3:]
     print("".join("soak: " + l for l in tail), end="")
     print(f"soak: files in {out}")
+    if not a.no_result:
+        result_file.write("soak", {
+            "minutes": a.minutes, "rate": a.rate, "rss_warm_mb": round(first[1], 1),
+            "warm_min": round(first[0] / 60, 1), "rss_end_mb": round(last[1], 1),
+            "end_min": round(last[0] / 60, 1),
+            "rss_change_pct": round((last[1] - first[1]) / first[1] * 100, 1),
+            "rss_peak_mb": round(max(p[1] for p in points), 1), "cpu_pct": round(cpu_share, 2),
+            "profiles_kept": files, "agent_exit": agent.returncode}, a.note, a.result)
 
 
 if __name__ == "__main__":
