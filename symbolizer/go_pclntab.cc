@@ -39,7 +39,7 @@ absl::StatusOr<GoPclntab> GoPclntab::Parse(std::string name, Layout layout) {
     return bad("header is not a 64-bit x86 one (pad, instruction size, pointer size)");
   }
   GoPclntab t;
-  t.name_ = std::move(name);
+  t.name_ = name;
   t.table_ = layout.table;
   t.read_ = std::move(layout.read);
   t.go120_ = magic == kMagic120;

@@ -29,7 +29,7 @@ class GoPclntab {
 
   struct Layout {
     std::span<const uint8_t> table;  // from the pcHeader to the end of what holds it
-    uint64_t text_start = 0;  // used when the header's textStart is 0 (a PIE's, before relocation)
+    uint64_t text_start = 0;  // used when the header's textStart is 0 (Go 1.26; a PIE)
     uint64_t gofunc = 0;      // moduledata.gofunc; 0: no inline frames
     VaddrReader read;         // for the inline trees; may be empty when gofunc is 0
   };

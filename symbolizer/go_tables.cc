@@ -17,6 +17,7 @@ namespace {
 // checked on Go 1.19 and 1.26 binaries against their go:func.* symbol.)
 constexpr size_t kGofuncWord118 = 38;
 constexpr size_t kGofuncWord120 = 40;
+constexpr size_t kTextWord = 22;
 
 // The pcHeader's magic at an 8-aligned offset of a read-only segment,
 // followed by the header bytes a 64-bit x86 one has.
@@ -38,10 +39,15 @@ std::optional<uint64_t> ScanForHeader(const ElfFile& elf) {
   return std::nullopt;
 }
 
-// moduledata.gofunc, from the moduledata whose first two words are the
-// header's address and its funcnametab's; 0 when none is found (a PIE's
-// pointers are relocated at load time and read 0 in the file).
-uint64_t FindGofunc(const ElfFile& elf, uint64_t header, uint64_t funcnametab, bool go120) {
+// moduledata.text (word 22: after pcHeader, six table slices, ftab,
+// findfunctab, minpc, maxpc) and gofunc, from the moduledata whose first
+// two words are the header's address and its funcnametab's; zeros when
+// none is found (a PIE's pointers are relocated at load time and read 0 in
+// the file).
+struct Moduledata {
+  uint64_t text = 0, gofunc = 0;
+};
+Moduledata FindModuledata(const ElfFile& elf, uint64_t header, uint64_t funcnametab, bool go120) {
   const size_t word = go120 ? kGofuncWord120 : kGofuncWord118;
   for (const ElfSegment& s : elf.segments()) {
     if (s.type != PT_LOAD || !(s.flags & PF_W)) continue;
@@ -50,12 +56,16 @@ uint64_t FindGofunc(const ElfFile& elf, uint64_t header, uint64_t funcnametab, b
     for (uint64_t off = (8 - s.vaddr % 8) % 8; off + 8 * (word + 1) <= bytes->size(); off += 8) {
       ByteReader r(bytes->subspan(off, 8 * (word + 1)));
       if (r.u64() != header || r.u64() != header + funcnametab) continue;
+      Moduledata m;
+      r.seek(8 * kTextWord);
+      m.text = r.u64();
       r.seek(8 * word);
-      const uint64_t gofunc = r.u64();
-      return elf.BytesAtVaddr(gofunc, 1) ? gofunc : 0;
+      m.gofunc = r.u64();
+      if (!elf.BytesAtVaddr(m.gofunc, 1)) m.gofunc = 0;
+      return m;
     }
   }
-  return 0;
+  return {};
 }
 
 }  // namespace
@@ -93,7 +103,13 @@ absl::StatusOr<std::optional<GoPclntab>> FindGoPclntab(const ElfFile& elf) {
   const bool go120 = h.u32() == GoPclntab::kMagic120;
   h.seek(8 + 8 * 3);  // magic, pads, sizes; nfunc, nfiles, textStart
   const uint64_t funcnametab = h.u64();
-  if (addr != 0 && h.ok()) layout.gofunc = FindGofunc(elf, addr, funcnametab, go120);
+  if (addr != 0 && h.ok()) {
+    // Go 1.26 writes textStart 0 in the header even outside a PIE; the
+    // moduledata's text is the runtime's own base for the function table.
+    const Moduledata m = FindModuledata(elf, addr, funcnametab, go120);
+    layout.gofunc = m.gofunc;
+    if (m.text != 0) layout.text_start = m.text;
+  }
   layout.read = [&elf](uint64_t vaddr, uint64_t size) { return elf.BytesAtVaddr(vaddr, size); };
   auto parsed = GoPclntab::Parse(elf.path(), std::move(layout));
   if (!parsed.ok()) return parsed.status();

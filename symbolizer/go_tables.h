@@ -22,7 +22,8 @@ namespace ehprof {
 
 // The pclntab of one opened ELF file, found in it: the .gopclntab section,
 // else the pcHeader by its magic in a read-only segment; the text start
-// from .text or the executable segment when the header's is 0 (a PIE);
+// from the moduledata, .text or the executable segment when the header's
+// is 0 (Go 1.26, a PIE);
 // moduledata.gofunc (for the inline trees) from the moduledata in a
 // writable segment that points at the header. nullopt for a file that is
 // not Go; an error for a Go table that does not parse. The table reads
