@@ -163,7 +163,8 @@ std::vector<Symbolizer::SourceFrame> GoPclntab::Frames(uint64_t vaddr) const {
     if (ix >= 0) inl = read_(f->inl_tree + uint64_t(ix) * entry_size, entry_size);
     if (!inl) {
       sf.function = NameAt(f->name);
-      if (!sf.function.empty()) out.push_back(std::move(sf));
+      if (sf.function.empty()) return {};  // a broken table: nothing named from it
+      out.push_back(std::move(sf));
       return out;
     }
     // inlinedCall: Go 1.20+ {funcID u8, _ [3]u8, nameOff, parentPc,
@@ -183,7 +184,7 @@ std::vector<Symbolizer::SourceFrame> GoPclntab::Frames(uint64_t vaddr) const {
     off = uint64_t{f->entry} + static_cast<uint32_t>(parent_pc);
     ix = PcValue(f->inl_index_table, f->entry, off);
   }
-  return out;  // nested too deep: a cycle in a hostile tree
+  return {};  // nested too deep: a cycle in a hostile tree
 }
 
 std::optional<uint64_t> GoPclntab::FunctionStart(uint64_t vaddr) const {

@@ -43,7 +43,8 @@ class GoPclntab {
 
   // Innermost first: the inlined functions at `vaddr`, then the function
   // holding it, each with its file:line (an outer frame's is its call
-  // site). Empty when no function holds it.
+  // site). Empty when no function holds it, or its name or inline chain
+  // cannot be read.
   std::vector<Symbolizer::SourceFrame> Frames(uint64_t vaddr) const;
   // The entry address of the function holding `vaddr`.
   std::optional<uint64_t> FunctionStart(uint64_t vaddr) const;

@@ -140,6 +140,43 @@ TEST_F(GoPclntabTest, InlinedCallsComeFromTheInlineTreeAndTheTableIsFoundWithout
   }
 }
 
+// The fuzzer's hand-made seed (testdata/seeds/go_pclntab/go120.bin): two
+// functions at 0x1000 and 0x1020, main.inl inlined into main.a over
+// [0x1008, 0x1020) with its call site at main.a+4; both functions share
+// one line table (10 for 16 bytes, then 11) read from their own entry.
+TEST(GoPclntab, ReadsTheHandMadeSeed) {
+  const std::string seed = testing::ReadFile(testing::SourcePath("testdata/seeds/go_pclntab/go120.bin"));
+  std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(seed.data()), seed.size());
+  GoPclntab::Layout layout{bytes, 0, 0x10000, [&](uint64_t vaddr, uint64_t n) {
+                             return vaddr >= 0x10000 && vaddr - 0x10000 + n <= bytes.size()
+                                        ? std::optional(bytes.subspan(vaddr - 0x10000, n))
+                                        : std::nullopt;
+                           }};
+  auto t = GoPclntab::Parse("seed", std::move(layout));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->go120());
+  EXPECT_EQ(t->function_count(), 2u);
+  auto frames = t->Frames(0x1004);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].function, "main.a");
+  EXPECT_EQ(frames[0].file, "x.go");
+  EXPECT_EQ(frames[0].line, 10u);
+  frames = t->Frames(0x1012);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].function, "main.inl");
+  EXPECT_TRUE(frames[0].inlined);
+  EXPECT_EQ(frames[0].line, 11u);
+  EXPECT_EQ(frames[1].function, "main.a");
+  EXPECT_EQ(frames[1].line, 10u) << "the call site, main.a+4";
+  frames = t->Frames(0x1030);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].function, "main.b");
+  EXPECT_EQ(frames[0].line, 11u) << "the line table read from main.b's entry";
+  EXPECT_EQ(t->FunctionStart(0x1030), 0x1020u);
+  EXPECT_TRUE(t->Frames(0x1040).empty()) << "past the table's end";
+  EXPECT_TRUE(t->Frames(0xfff).empty()) << "before the text";
+}
+
 TEST(GoPclntab, RefusesWhatIsNotAPclntab) {
   std::vector<uint8_t> junk(256, 0xab);
   auto t = GoPclntab::Parse("junk", {junk, 0, 0, nullptr});
