@@ -56,7 +56,9 @@ absl::StatusOr<GoPclntab> GoPclntab::Parse(std::string name, Layout layout) {
   if (t.text_start_ == 0) t.text_start_ = layout.text_start;
   const uint64_t size = layout.table.size();
   for (uint64_t off : {t.funcnametab_, t.cutab_, t.filetab_, t.pctab_, t.pcln_}) {
-    if (off > size) return bad(absl::StrCat("a table offset (", off, ") past its end (", size, ")"));
+    if (off > size) {
+      return bad(absl::StrCat("a table offset (", off, ") past its end (", size, ")"));
+    }
   }
   // The function table: nfunc (entry, _func offset) pairs and the end pc.
   if (nfunc == 0 || nfunc > (size - t.pcln_) / 8 - 1) {

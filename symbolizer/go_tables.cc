@@ -140,7 +140,8 @@ std::shared_ptr<const GoTables::Entry> GoTables::Get(const std::string& path) {
   return entries_.emplace(path, std::move(entry)).first->second;
 }
 
-std::vector<Symbolizer::SourceFrame> GoTables::Frames(const std::string& path, uint64_t elf_vaddr) {
+std::vector<Symbolizer::SourceFrame> GoTables::Frames(const std::string& path,
+                                                      uint64_t elf_vaddr) {
   std::shared_ptr<const Entry> e = Get(path);
   return e->table ? e->table->Frames(elf_vaddr) : std::vector<Symbolizer::SourceFrame>{};
 }

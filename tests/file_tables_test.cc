@@ -113,12 +113,12 @@ TEST_F(FileTablesTest, UnusedTablesExpireAndGiveTheirRoomBack) {
   EXPECT_EQ(files_->Find(a), nullptr);
 }
 
-// A file with no CFI at all (a stripped Go binary; here a C program) loads no table: its mappings are walked by frame
+// A file with no CFI at all (a stripped Go binary; here a C program built
+// without unwind tables) loads no table: its mappings are walked by frame
 // pointer, not stopped at their first pc by an empty table.
 TEST_F(FileTablesTest, AFileWithoutCfiLoadsNoTable) {
   MakeTables(4);
-  const std::string path =
-      ::testing::TempDir() + "/no_cfi." + std::to_string(::getpid());
+  const std::string path = ::testing::TempDir() + "/no_cfi." + std::to_string(::getpid());
   testing::ShellOutput("printf 'void _start(void){for(;;);}\\n' | cc -x c - -O2 -nostdlib -static "
                        "-fno-asynchronous-unwind-tables -Wl,--no-eh-frame-hdr -o " + path);
   auto key = files_->Register(path, path);

@@ -27,14 +27,17 @@ struct GoFunction {
 
 // Text symbols with sizes, from the unstripped twin (`go tool nm -size`).
 std::vector<GoFunction> TextSymbols(const testing::GoBuild& b) {
-  std::istringstream in(testing::ShellOutput(b.go + " tool nm -size -sort address '" + b.binary + "'"));
+  std::istringstream in(
+      testing::ShellOutput(b.go + " tool nm -size -sort address '" + b.binary + "'"));
   std::vector<GoFunction> out;
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream f(line);
     std::string addr, kind, name;
     uint64_t size = 0;
-    if (!(f >> addr >> size >> kind >> name) || (kind != "T" && kind != "t") || size == 0) continue;
+    if (!(f >> addr >> size >> kind >> name) || (kind != "T" && kind != "t") || size == 0) {
+      continue;
+    }
     out.push_back({std::stoull(addr, nullptr, 16), size, name});
   }
   return out;
@@ -62,7 +65,8 @@ TEST_F(GoPclntabTest, NamesEveryPcAsGoToolAddr2lineDoesOnTheUnstrippedTwin) {
     auto table = FindGoPclntab(*elf);
     ASSERT_TRUE(table.ok()) << table.status();
     ASSERT_TRUE(table->has_value()) << "no pclntab found in " << b.stripped;
-    EXPECT_EQ((*table)->go120(), b.version.rfind("go1.19", 0) != 0 && b.version.rfind("go1.18", 0) != 0);
+    EXPECT_EQ((*table)->go120(),
+              b.version.rfind("go1.19", 0) != 0 && b.version.rfind("go1.18", 0) != 0);
     std::vector<uint64_t> pcs;
     for (const GoFunction& f : TextSymbols(b)) {
       pcs.push_back(f.addr);
@@ -124,7 +128,8 @@ TEST_F(GoPclntabTest, InlinedCallsComeFromTheInlineTreeAndTheTableIsFoundWithout
       size_t inlined = 0;
       for (uint64_t pc = hot_a->addr; pc < hot_a->addr + hot_a->size; ++pc) {
         const auto frames = (*table)->Frames(pc);
-        ASSERT_FALSE(frames.empty()) << std::hex << pc << " in " << hot_a->addr << "+" << hot_a->size;
+        ASSERT_FALSE(frames.empty())
+            << std::hex << pc << " in " << hot_a->addr << "+" << hot_a->size;
         EXPECT_EQ(frames.back().function, "main.hotA");
         EXPECT_FALSE(frames.back().inlined);
         if (frames.size() == 2 && frames[0].function == "main.mixA" && frames[0].inlined) {
@@ -145,7 +150,8 @@ TEST_F(GoPclntabTest, InlinedCallsComeFromTheInlineTreeAndTheTableIsFoundWithout
 // [0x1008, 0x1020) with its call site at main.a+4; both functions share
 // one line table (10 for 16 bytes, then 11) read from their own entry.
 TEST(GoPclntab, ReadsTheHandMadeSeed) {
-  const std::string seed = testing::ReadFile(testing::SourcePath("testdata/seeds/go_pclntab/go120.bin"));
+  const std::string seed =
+      testing::ReadFile(testing::SourcePath("testdata/seeds/go_pclntab/go120.bin"));
   std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(seed.data()), seed.size());
   GoPclntab::Layout layout{bytes, 0, 0x10000, [&](uint64_t vaddr, uint64_t n) {
                              return vaddr >= 0x10000 && vaddr - 0x10000 + n <= bytes.size()

@@ -51,7 +51,9 @@ std::vector<GoBuild> BuildGowork(const std::string& dir, std::vector<std::string
     }
     out.push_back(b);
   }
-  if (out.empty() && errors->empty()) errors->push_back("no Go toolchain (golang-go: scripts/install_deps.sh)");
+  if (out.empty() && errors->empty()) {
+    errors->push_back("no Go toolchain (golang-go: scripts/install_deps.sh)");
+  }
   return out;
 }
 
@@ -61,7 +63,8 @@ std::vector<GoAddr2line> GoAddr2lineOf(const GoBuild& b, const std::vector<uint6
     std::ofstream f(in);
     for (uint64_t a : addrs) f << "0x" << std::hex << a << "\n";
   }
-  std::istringstream lines(ShellOutput(GoEnv() + b.go + " tool addr2line '" + b.binary + "' < '" + in + "'"));
+  std::istringstream lines(
+      ShellOutput(GoEnv() + b.go + " tool addr2line '" + b.binary + "' < '" + in + "'"));
   std::remove(in.c_str());
   std::vector<GoAddr2line> out;
   std::string fn, pos;

@@ -90,12 +90,16 @@ TEST_F(RecordGo, StrippedGoIsWalkedToGoexitAndNamedAsGoToolAddr2lineNamesItsTwin
                    bottom == "runtime.systemstack" || bottom == "runtime.mcall";
       hot += s.front().name == "main.hotA" || s.front().name == "main.spinB";
     }
-    ASSERT_GE(in_go, 200u) << "too few samples to judge:\n" << testing::ReadFile(out).substr(0, 2000);
-    EXPECT_GE(named * 100, in_go * 99) << named << " of " << in_go << " named as addr2line names them";
+    ASSERT_GE(in_go, 200u) << "too few samples to judge:\n"
+                           << testing::ReadFile(out).substr(0, 2000);
+    EXPECT_GE(named * 100, in_go * 99)
+        << named << " of " << in_go << " named as addr2line names them";
     for (const auto& [what, n] : wrong) ADD_FAILURE() << n << "x " << what;
-    EXPECT_GE(to_bottom * 100, in_go * 97) << to_bottom << " of " << in_go << " reach the bottom of a Go stack";
+    EXPECT_GE(to_bottom * 100, in_go * 97)
+        << to_bottom << " of " << in_go << " reach the bottom of a Go stack";
     EXPECT_GE(hot * 100, in_go * 80) << "the hot leaves";
-    std::printf("%s: %zu samples in Go code, %zu (%.1f %%) named as go tool addr2line names them, "
+    std::printf("%s: %zu samples in Go code, %zu (%.1f %%) named as go tool addr2line names "
+                "them, "
                 "%zu (%.1f %%) reaching the bottom of a Go stack\n",
                 b.version.c_str(), in_go, named, 100.0 * named / in_go, to_bottom,
                 100.0 * to_bottom / in_go);
