@@ -181,6 +181,7 @@ EHP_ASSERT(EHP_MAX_PAGE_ROWS <= EHP_ROW_CHUNK_ROWS, "a page's rows fit in one ch
 	X(EHP_STOP_NO_MAPPING, 3, "pc outside known mappings")                                     \
 	/* mapping known, its table not loaded */                                                  \
 	X(EHP_STOP_NO_TABLE, 4, "table not loaded yet")                                            \
+	/* (before the frame-pointer fallback; now 13 or 14) */                                    \
 	X(EHP_STOP_NO_CFI, 5, "no CFI for pc")                                                     \
 	/* expression, unknown register, ... */                                                    \
 	X(EHP_STOP_UNSUPPORTED_RULE, 6, "unsupported CFI rule")                                    \
@@ -191,11 +192,15 @@ EHP_ASSERT(EHP_MAX_PAGE_ROWS <= EHP_ROW_CHUNK_ROWS, "a page's rows fit in one ch
 	/* rbp 0 */                                                                                \
 	X(EHP_STOP_FP_END, 10, "frame-pointer chain ended")                                        \
 	X(EHP_STOP_NO_USER_STACK, 11, "no user stack (kernel thread)")                             \
-	X(EHP_STOP_NOT_WALKED, 12, "user stack not requested")
+	X(EHP_STOP_NOT_WALKED, 12, "user stack not requested")                                     \
+	/* pc without CFI in a mapping with a table; rbp no frame pointer */                       \
+	X(EHP_STOP_NO_CFI_BAD_FP, 13, "no CFI for pc, frame pointer implausible")                  \
+	/* the frame-pointer fallback's return address in no executable mapping */                 \
+	X(EHP_STOP_FP_RA_UNMAPPED, 14, "no CFI for pc, frame pointer leads outside the mappings")
 
 #define EHP_STOP_ENUMERATOR_(name, value, text) name = value,
 enum ehp_stop_reason {
-	EHP_STOP_REASONS(EHP_STOP_ENUMERATOR_) EHP_STOP_REASON_COUNT = 13,
+	EHP_STOP_REASONS(EHP_STOP_ENUMERATOR_) EHP_STOP_REASON_COUNT = 15,
 };
 #undef EHP_STOP_ENUMERATOR_
 

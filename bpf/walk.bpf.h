@@ -196,6 +196,8 @@ EHP_INLINE int caller_rbp(struct scratch *s, struct ehp_rule *rule, __u64 cfa, _
 	}
 }
 
+#include "bpf/fp_fallback.bpf.h"
+
 /* One CFI step: from the current frame's rule to the caller's registers. */
 EHP_INLINE int dwarf_step_state(struct walk *w)
 {
@@ -221,10 +223,8 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 		return fp_step_state(w, EHP_FRAME_FP);
 	}
 	struct ehp_rule *rule = find_rule(m->table_id, lookup - m->bias);
-	if (!rule || rule->cfa_kind == EHP_CFA_NONE) {
-		w->stop = EHP_STOP_NO_CFI;
-		return 0;
-	}
+	if (!rule || rule->cfa_kind == EHP_CFA_NONE)
+		return fp_fallback_step(w); /* bpf/fp_fallback.bpf.h */
 	if (rule->flags & EHP_RULE_FLAG_SIGNAL)
 		return signal_step(w);
 

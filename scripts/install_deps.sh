@@ -9,6 +9,7 @@ PKGS=(
   clang llvm libclang-rt-14-dev libbpf-dev bpftool
   linux-perf fio libc6-dbg libllvm15 python3.11 libssl3 libgcrypt20 libstdc++6 gdb
   golang-go chromium fonts-dejavu-core debuginfod
+  nodejs  # the JIT test (tests/record_node_priv_test.cc) profiles /usr/bin/node
   util-linux  # setpriv: the capability tests run ehprof as uid 65534 with chosen capabilities
   qemu-system-x86 busybox-static kmod  # the kernel matrix (scripts/kernel_matrix.sh)
   libcurl4-openssl-dev  # ehprof agent --pyroscope (HTTP, TLS)

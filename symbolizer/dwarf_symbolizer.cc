@@ -231,6 +231,7 @@ std::shared_ptr<DwarfSymbolizer::Module> DwarfSymbolizer::Get(const std::string&
 
 std::vector<Symbolizer::SourceFrame> DwarfSymbolizer::Lookup(const std::string& path,
                                                              uint64_t elf_vaddr, bool with_lines) {
+  if (std::vector<SourceFrame> go = go_.Frames(path, elf_vaddr); !go.empty()) return go;
   std::shared_ptr<Module> module = Get(path);
   Chain chain;
   std::optional<std::string> symbol;
@@ -280,11 +281,15 @@ bool DwarfSymbolizer::HasDwarf(const std::string& path) {
   return module->has_dwarf;
 }
 
-std::vector<std::string> DwarfSymbolizer::TakeWarnings() { return warnings_.Take(); }
+std::vector<std::string> DwarfSymbolizer::TakeWarnings() {
+  for (std::string& w : go_.TakeWarnings()) warnings_.Add(std::move(w));
+  return warnings_.Take();
+}
 
 std::optional<uint64_t> DwarfSymbolizer::FunctionStart(const std::string& path,
                                                        uint64_t elf_vaddr) {
-  return symbols_->FunctionStart(path, elf_vaddr);
+  if (auto start = symbols_->FunctionStart(path, elf_vaddr)) return start;
+  return go_.FunctionStart(path, elf_vaddr);
 }
 
 }  // namespace ehprof

@@ -22,6 +22,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "base/warnings.h"
+#include "symbolizer/go_tables.h"
 #include "symbolizer/symbol_cache.h"
 #include "symbolizer/symbolizer.h"
 
@@ -64,6 +65,9 @@ class DwarfSymbolizer : public Symbolizer {
   std::vector<SourceFrame> Lookup(const std::string& path, uint64_t elf_vaddr, bool with_lines);
 
   std::shared_ptr<SymbolCache> symbols_;
+  // Go code is named from its pclntab first (Go's own tools read it too),
+  // the stripped build's included.
+  GoTables go_;
   // std::mutex rather than absl::Mutex: see SymbolCache.
   std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Module>> modules_;  // guarded by mu_

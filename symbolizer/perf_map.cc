@@ -13,8 +13,10 @@ namespace {
 constexpr size_t kMaxFileBytes = 256u << 20;  // a runaway JIT log stays bounded
 
 bool ParseHex(std::string_view s, uint64_t* out) {
-  if (s.empty() || s.size() > 16) return false;
+  // The JVM writes 0x and 16 digits ("0x00007f38b0ec7600"): the prefix
+  // does not count towards the 16.
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  if (s.empty() || s.size() > 16) return false;
   return absl::SimpleHexAtoi(absl::string_view(s.data(), s.size()), out);
 }
 

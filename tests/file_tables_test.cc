@@ -5,7 +5,10 @@
 // in-memory maps (memory_map_writer.h); the clock is the test's.
 #include "agent/session/file_tables.h"
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -108,6 +111,24 @@ TEST_F(FileTablesTest, UnusedTablesExpireAndGiveTheirRoomBack) {
   const TableStore::Usage u = store_->usage();
   EXPECT_EQ(u.tables + u.pages + u.row_chunks + u.palette_words + u.rules, 0u);
   EXPECT_EQ(files_->Find(a), nullptr);
+}
+
+// A file with no CFI at all (a stripped Go binary; here a C program built
+// without unwind tables) loads no table: its mappings are walked by frame
+// pointer, not stopped at their first pc by an empty table.
+TEST_F(FileTablesTest, AFileWithoutCfiLoadsNoTable) {
+  MakeTables(4);
+  const std::string path = ::testing::TempDir() + "/no_cfi." + std::to_string(::getpid());
+  testing::ShellOutput("printf 'void _start(void){for(;;);}\\n' | cc -x c - -O2 -nostdlib -static "
+                       "-fno-asynchronous-unwind-tables -Wl,--no-eh-frame-hdr -o " + path);
+  auto key = files_->Register(path, path);
+  ASSERT_TRUE(key.ok()) << key.status();
+  files_->AddRef(*key);
+  Settle();
+  EXPECT_EQ(StateOf(*key), FileInfo::State::kNoCfi);
+  EXPECT_EQ(store_->usage().tables, 0u);
+  EXPECT_TRUE(files_->TakeWarnings().empty()) << "no CFI is normal for such a file, not a failure";
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -21,6 +21,16 @@ TEST(PerfMap, LaterEntriesWinForReplacedCode) {
   EXPECT_EQ(m.Find(0x1010), "new");
 }
 
+// HotSpot (-XX:+DumpPerfMapAtExit, jcmd PID Compiler.perfmap) writes both
+// numbers as 0x and 16 digits.
+TEST(PerfMap, ReadsTheJvmsZeroXSixteenDigits) {
+  PerfMap m = PerfMap::Parse("0x00007f38b0ec7600 0x0000000000000178 long JvmWork.hotA(long)\n"
+                             "0x000000000000100 0x10 x\n0x00000000000010000 0x10 seventeen\n");
+  EXPECT_EQ(m.size(), 2u);
+  EXPECT_EQ(m.bad_lines(), 1u);
+  EXPECT_EQ(m.Find(0x7f38b0ec7700), "long JvmWork.hotA(long)");
+}
+
 TEST(PerfMap, BrokenLinesAreSkippedAndCounted) {
   PerfMap m = PerfMap::Parse("garbage\n1000 zz name\n1000 0 empty\n2000 10\n"
                              "ffffffffffffffff 10 wraps\n3000 10 ok\r\n12345678901234567 1 long\n");

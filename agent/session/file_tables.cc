@@ -239,6 +239,13 @@ std::vector<FileKey> FileTables::CollectFinished() {
       ready.push_back(d.key);
       continue;
     }
+    if (d.rows == 0) {
+      // Nothing to load: an empty table would stop every walk at its first
+      // pc there ("no CFI"), where the frame pointers lead on.
+      f.state = FileInfo::State::kNoCfi;
+      ready.push_back(d.key);
+      continue;
+    }
     auto id = store_->Load(*d.table, f.path);
     while (!id.ok() && absl::IsResourceExhausted(id.status()) && EvictOne()) {
       ++stats_.evicted;

@@ -39,7 +39,10 @@ struct FileInfo {
   std::string build_id;
   std::vector<ElfSegment> loads;  // PT_LOADs, for load biases
   uint64_t entry = 0;             // e_entry
-  enum class State { kPending, kReady, kFailed, kNoSpace } state = State::kPending;
+  // kNoCfi: the file has no CFI at all (a stripped Go binary: no .eh_frame
+  // or .debug_frame), so it gets no table and the walk uses frame pointers
+  // there, as for JIT code.
+  enum class State { kPending, kReady, kFailed, kNoSpace, kNoCfi } state = State::kPending;
   uint32_t table_id = 0;   // when kReady
   std::string error;       // when kFailed / kNoSpace
   uint32_t refs = 0;       // processes mapping it

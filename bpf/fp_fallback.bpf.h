@@ -1,0 +1,41 @@
+/* The frame-pointer fallback inside a mapping that has a table: a pc the
+ * table has no row for (V8's embedded builtins in /usr/bin/node, whose
+ * Builtins_JSEntryTrampoline sits between the JIT frames and node's C++;
+ * Go functions in a cgo binary whose .eh_frame covers only the C parts) is
+ * stepped through rbp when the frame pointer looks like one, and the walk
+ * goes on with the caller's CFI. Included by bpf/walk.bpf.h after
+ * fp_step_state. */
+#ifndef EHPROF_BPF_FP_FALLBACK_BPF_H_
+#define EHPROF_BPF_FP_FALLBACK_BPF_H_
+
+/* The farthest rbp may lie above rsp and still be taken for this frame's
+ * frame pointer: a thread's default stack size (8 MiB). */
+#define EHP_FP_FALLBACK_MAX_FRAME (8ull << 20)
+
+/* One step through rbp for a pc without CFI, or a stop reason saying why
+ * not: rbp must be known, 8-byte aligned, at or above rsp and within
+ * EHP_FP_FALLBACK_MAX_FRAME of it, and the return address it leads to must
+ * lie in one of the process's executable mappings. */
+EHP_INLINE int fp_fallback_step(struct walk *w)
+{
+	struct scratch *s = w->s;
+	__u64 bp, sp, ra;
+	if (!reg_value(s, EHP_REG_RBP, &bp) || !reg_value(s, EHP_REG_RSP, &sp) || (bp & 7) ||
+	    bp < sp || bp - sp > EHP_FP_FALLBACK_MAX_FRAME) {
+		w->stop = EHP_STOP_NO_CFI_BAD_FP;
+		return 0;
+	}
+	if (!read_stack_u64(s, bp + 8, &ra)) {
+		w->stop = EHP_STOP_READ_FAULT;
+		return 0;
+	}
+	struct ehp_mapping *m = ra ? find_mapping(w->proc, ra - 1) : 0;
+	if (!m) {
+		w->stop = EHP_STOP_FP_RA_UNMAPPED;
+		return 0;
+	}
+	w->last = m;
+	return fp_step_state(w, EHP_FRAME_FP);
+}
+
+#endif /* EHPROF_BPF_FP_FALLBACK_BPF_H_ */

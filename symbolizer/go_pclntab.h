@@ -1,0 +1,82 @@
+// Go's own function table, the pclntab (Go 1.18 and later), which `go
+// build -ldflags='-s -w'` keeps when it drops .symtab and DWARF: function
+// names, file:line by pc, and the functions the compiler inlined (the
+// inline tree, FUNCDATA_InlTree indexed by PCDATA_InlTreeIndex). Pure
+// parsing over untrusted bytes: every read goes through ByteReader or the
+// caller's bounds-checked address reader, and a table that does not hold
+// together is an error naming what was wrong.
+#ifndef EHPROF_SYMBOLIZER_GO_PCLNTAB_H_
+#define EHPROF_SYMBOLIZER_GO_PCLNTAB_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "symbolizer/symbolizer.h"
+
+namespace ehprof {
+
+class GoPclntab {
+ public:
+  // Bytes at an ELF virtual address (nullopt when the file does not hold
+  // them); the inline trees live in go:func.*, outside the pclntab.
+  using VaddrReader =
+      std::function<std::optional<std::span<const uint8_t>>(uint64_t vaddr, uint64_t size)>;
+
+  struct Layout {
+    std::span<const uint8_t> table;  // from the pcHeader to the end of what holds it
+    uint64_t text_start = 0;  // used when the header's textStart is 0 (Go 1.26; a PIE)
+    uint64_t gofunc = 0;      // moduledata.gofunc; 0: no inline frames
+    VaddrReader read;         // for the inline trees; may be empty when gofunc is 0
+  };
+
+  // `name` is the file, for messages. The bytes must outlive the table.
+  static absl::StatusOr<GoPclntab> Parse(std::string name, Layout layout);
+
+  // The pcHeader magic: Go 1.18-1.19 and Go 1.20 onwards.
+  static constexpr uint32_t kMagic118 = 0xfffffff0;
+  static constexpr uint32_t kMagic120 = 0xfffffff1;
+
+  // Innermost first: the inlined functions at `vaddr`, then the function
+  // holding it, each with its file:line (an outer frame's is its call
+  // site). Empty when no function holds it, or its name or inline chain
+  // cannot be read.
+  std::vector<Symbolizer::SourceFrame> Frames(uint64_t vaddr) const;
+  // The entry address of the function holding `vaddr`.
+  std::optional<uint64_t> FunctionStart(uint64_t vaddr) const;
+
+  uint64_t text_start() const { return text_start_; }
+  uint32_t function_count() const { return nfunc_; }
+  bool go120() const { return go120_; }
+
+ private:
+  struct Func {
+    uint32_t entry = 0;  // offset from text_start_
+    int32_t name = 0;
+    uint32_t pcfile = 0, pcln = 0, cu = 0;
+    uint32_t inl_index_table = 0;  // PCDATA_InlTreeIndex's pctab offset; 0 when none
+    uint64_t inl_tree = 0;         // FUNCDATA_InlTree's address; 0 when none
+  };
+  std::optional<Func> FuncAt(uint64_t off) const;
+  // The pc-value table at pctab offset `table` of a function at `entry`,
+  // at text offset `target`; -1 when none or malformed.
+  int32_t PcValue(uint32_t table, uint32_t entry, uint64_t target) const;
+  std::string NameAt(int32_t off) const;
+  std::string FileAt(uint32_t cu, int32_t index) const;
+
+  std::string name_;
+  std::span<const uint8_t> table_;
+  VaddrReader read_;
+  bool go120_ = false;
+  uint32_t nfunc_ = 0;
+  uint64_t text_start_ = 0, gofunc_ = 0;
+  uint64_t funcnametab_ = 0, cutab_ = 0, filetab_ = 0, pctab_ = 0, pcln_ = 0;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_SYMBOLIZER_GO_PCLNTAB_H_

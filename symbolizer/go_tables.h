@@ -1,0 +1,55 @@
+// Go binaries' pclntabs by path, found and parsed on first use and kept:
+// names, file:line and inline frames for Go code, the stripped build's
+// included (go build -ldflags='-s -w' keeps .gopclntab). Files that are not
+// Go cost one look for the section (or, without section headers, a scan of
+// the read-only segments for the pcHeader) once.
+#ifndef EHPROF_SYMBOLIZER_GO_TABLES_H_
+#define EHPROF_SYMBOLIZER_GO_TABLES_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "symbolizer/go_pclntab.h"
+#include "unwind_tables/elf_file.h"
+
+namespace ehprof {
+
+// The pclntab of one opened ELF file, found in it: the .gopclntab section,
+// else the pcHeader by its magic in a read-only segment; the text start
+// from the moduledata, .text or the executable segment when the header's
+// is 0 (Go 1.26, a PIE);
+// moduledata.gofunc (for the inline trees) from the moduledata in a
+// writable segment that points at the header. nullopt for a file that is
+// not Go; an error for a Go table that does not parse. The table reads
+// `elf`'s bytes: keep it alive, and in place, while the table is used.
+absl::StatusOr<std::optional<GoPclntab>> FindGoPclntab(const ElfFile& elf);
+
+class GoTables {
+ public:
+  // Empty when `path` is not a Go binary (or cannot be read).
+  std::vector<Symbolizer::SourceFrame> Frames(const std::string& path, uint64_t elf_vaddr);
+  std::optional<uint64_t> FunctionStart(const std::string& path, uint64_t elf_vaddr);
+  // Errors of Go tables that did not parse, each naming its file.
+  std::vector<std::string> TakeWarnings();
+
+ private:
+  struct Entry {
+    std::optional<ElfFile> elf;  // owns the bytes `table` reads
+    std::optional<GoPclntab> table;
+  };
+  std::shared_ptr<const Entry> Get(const std::string& path);
+
+  std::mutex mu_;  // std::mutex: see SymbolCache
+  absl::flat_hash_map<std::string, std::shared_ptr<const Entry>> entries_;  // guarded by mu_
+  std::vector<std::string> warnings_;                                        // guarded by mu_
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_SYMBOLIZER_GO_TABLES_H_

@@ -1,0 +1,3 @@
+module gowork
+
+go 1.18

@@ -1,0 +1,33 @@
+// Go programs for the tests, built at test time from testdata/gowork with
+// every Go toolchain on the machine (Debian's golang-go, which
+// scripts/install_deps.sh installs, and /usr/local/go when present): the
+// pclntab layouts differ between Go 1.18-1.19 and 1.20+.
+#ifndef EHPROF_TESTS_GO_PROGRAMS_H_
+#define EHPROF_TESTS_GO_PROGRAMS_H_
+
+#include <string>
+#include <vector>
+
+namespace ehprof::testing {
+
+struct GoBuild {
+  std::string go;        // the toolchain's go command
+  std::string version;   // "go1.19.8"
+  std::string binary;    // unstripped
+  std::string stripped;  // -ldflags='-s -w': no .symtab, DWARF or .debug_frame
+};
+
+// One build of testdata/gowork per distinct toolchain, into `dir`; a build
+// that fails is a test failure (reported by the caller through `errors`).
+std::vector<GoBuild> BuildGowork(const std::string& dir, std::vector<std::string>* errors);
+
+// `go tool addr2line` of the unstripped twin for each address: the
+// function and "file:line", as the Go toolchain names them.
+struct GoAddr2line {
+  std::string function, position;
+};
+std::vector<GoAddr2line> GoAddr2lineOf(const GoBuild& b, const std::vector<uint64_t>& addrs);
+
+}  // namespace ehprof::testing
+
+#endif  // EHPROF_TESTS_GO_PROGRAMS_H_
