@@ -178,7 +178,15 @@ EHP_INLINE __u32 frame_cfa(struct scratch *s, struct ehp_rule *rule, __u64 pc, _
 	return EHP_STOP_UNSUPPORTED_RULE;
 }
 
-/* The caller's rbp under rule, given the CFA; whether it is known. */
+/* What CFA_OFFSET save slots count from: the CFA, or in a rule's second
+ * form (EHP_RULE_FLAG_SAVED_FROM_REG) the CFA rule's register. */
+EHP_INLINE __u64 save_slots(struct ehp_rule *rule, __u64 cfa)
+{
+	return cfa - ((rule->flags & EHP_RULE_FLAG_SAVED_FROM_REG) ? (__s64)rule->cfa_offset : 0);
+}
+
+/* The caller's rbp under rule, given where its save slots count from (the
+ * CFA but for save_slots' second form); whether it is known. */
 EHP_INLINE int caller_rbp(struct scratch *s, struct ehp_rule *rule, __u64 cfa, __u64 *bp)
 {
 	__u64 base;
@@ -234,13 +242,13 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 		stop = EHP_STOP_END_OF_STACK;
 	else if (!stop && rule->ra_kind != EHP_RULE_CFA_OFFSET)
 		stop = EHP_STOP_UNSUPPORTED_RULE;
-	else if (!stop && !read_stack_u64(s, cfa + (__s64)rule->ra_offset, &ra))
+	else if (!stop && !read_stack_u64(s, save_slots(rule, cfa) + (__s64)rule->ra_offset, &ra))
 		stop = EHP_STOP_READ_FAULT;
 	if (stop) {
 		w->stop = stop;
 		return 0;
 	}
-	int bp_valid = caller_rbp(s, rule, cfa, &bp);
+	int bp_valid = caller_rbp(s, rule, save_slots(rule, cfa), &bp);
 
 	__u64 sp = 0;
 	if (reg_value(s, EHP_REG_RSP, &sp) && cfa <= sp) {

@@ -11,6 +11,7 @@ PKGS=(
   golang-go chromium fonts-dejavu-core debuginfod
   util-linux  # setpriv: the capability tests run ehprof as uid 65534 with chosen capabilities
   qemu-system-x86 busybox-static kmod  # the kernel matrix (scripts/kernel_matrix.sh)
+  binutils-aarch64-linux-gnu  # links testdata/a64_cfi.S: the aarch64 table tests run on any host
   libcurl4-openssl-dev  # ehprof agent --pyroscope (HTTP, TLS)
   libmicrohttpd-dev  # ehprof agent --metrics-addr (Prometheus scrape endpoint)
   libcli11-dev  # the command line (options, generated help)
