@@ -30,6 +30,10 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# The arm64 cross build and its check (tests/arm64_cross.sh: qemu-user runs
+# the arm64 binary): arm64 multiarch -dev packages.
+bash "$(dirname "$0")/install_arm64_deps.sh"
+command -v qemu-aarch64 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user
 # The real Grafana Pyroscope server the agent's tests push to (built once
 # from its Go module, then cached).
 bash "$(dirname "$0")/install_pyroscope.sh" >/dev/null
