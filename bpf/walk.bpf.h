@@ -217,10 +217,11 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 		return signal_step(w);
 
 	__u64 cfa, ra, bp = 0;
+	int ra_in_reg = 0;
 	__u32 stop = frame_cfa(s, rule, pc, &cfa);
 	if (!stop && rule->ra_kind == EHP_RULE_UNDEFINED)
 		stop = EHP_STOP_END_OF_STACK;
-	else if (!stop && ehp_ra_in_register(s->regs, s->valid, rule, &ra))
+	else if (!stop && (ra_in_reg = ehp_ra_in_register(s->regs, s->valid, rule, &ra)))
 		; /* arm64: still in x30 */
 	else if (!stop && rule->ra_kind != EHP_RULE_CFA_OFFSET)
 		stop = EHP_STOP_UNSUPPORTED_RULE;
@@ -234,7 +235,9 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 	int bp_valid = caller_rbp(s, rule, save_slots(rule, cfa), &bp);
 
 	__u64 sp = 0;
-	if (reg_value(s, EHP_REG_RSP, &sp) && cfa <= sp) {
+	/* The stack grows with every frame, except where a frameless arm64
+	 * leaf's return address is still in x30 (cfa == sp). */
+	if (reg_value(s, EHP_REG_RSP, &sp) && (cfa < sp || (cfa == sp && !ra_in_reg))) {
 		w->stop = EHP_STOP_BAD_FRAME;
 		return 0;
 	}
