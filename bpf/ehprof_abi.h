@@ -49,6 +49,15 @@ enum ehp_dwarf_reg {
 	EHP_REG_RIP = 16, /* the return-address column */
 };
 
+/* DWARF register numbers of AArch64 (AADWARF64): the frame record is
+ * x29/x30, the return address column is x30 (LR). A rule's "rbp" fields
+ * hold x29's rule on aarch64 (the frame pointer of either). */
+enum ehp_a64_dwarf_reg {
+	EHP_A64_REG_X29 = 29, /* fp */
+	EHP_A64_REG_X30 = 30, /* lr: the return-address column */
+	EHP_A64_REG_SP = 31,
+};
+
 /* How the canonical frame address is computed. */
 enum ehp_cfa_kind {
 	EHP_CFA_NONE = 0,      /* no CFI covers this address */
@@ -61,7 +70,7 @@ enum ehp_cfa_kind {
 
 /* Where a register's caller value is (used for rbp and the return address). */
 enum ehp_reg_kind {
-	EHP_RULE_SAME = 0,	 /* unchanged from this frame */
+	EHP_RULE_SAME = 0,	 /* unchanged from this frame; for ra on aarch64: still in x30 */
 	EHP_RULE_CFA_OFFSET = 1, /* saved at *(cfa + offset) */
 	EHP_RULE_UNDEFINED = 2,	 /* not recoverable; for ra: the bottom of the stack */
 	EHP_RULE_DEREF = 3,	 /* saved at *(reg + offset), reg of this frame */
@@ -70,6 +79,15 @@ enum ehp_reg_kind {
 
 enum ehp_rule_flags {
 	EHP_RULE_FLAG_SIGNAL = 1, /* the FDE's CIE has the 'S' augmentation */
+	/* aarch64: the return address is signed with PAC here (an odd number of
+	 * DW_CFA_AARCH64_negate_ra_state so far). Informational: the walker
+	 * strips the PAC bits of every return address, signed or not. */
+	EHP_RULE_FLAG_RA_SIGNED = 2,
+	/* The second form of a rule: rbp_offset and ra_offset of CFA_OFFSET
+	 * rules count from the CFA rule's register (cfa - cfa_offset), not from
+	 * the CFA. For frames bigger than s16 whose frame record sits at their
+	 * bottom (aarch64: cfa=sp+192160 x29=cfa-192160 is x29=*(sp+0)). */
+	EHP_RULE_FLAG_SAVED_FROM_REG = 4,
 };
 
 /* One distinct unwind rule. Tables reference rules by index, so most rows

@@ -129,7 +129,7 @@ struct scratch {
 	__u32 win_len;
 	__u32 pad;
 	__u64 leaf_regs[EHP_REG_RIP + 1];
-	struct sigcontext_64 sig; /* a signal frame's saved registers */
+	ehp_sigcontext sig; /* a signal frame's saved registers */
 	__u8 win[STACK_WINDOW];
 };
 struct {

@@ -21,7 +21,7 @@
 #define EHP_MAP_ANONYMOUS 0x20
 #define EHP_PAGE_MASK 4095ull
 #define EHP_MAX_ERRNO 4095
-#define EHP_NR_MMAP 9 /* x86-64 */
+#define EHP_NR_MMAP EHP_ARCH_NR_MMAP /* bpf/arch.bpf.h */
 
 EHP_INLINE struct ehp_file_info *file_info_of(struct inode *inode, struct ehp_file_key *key)
 {

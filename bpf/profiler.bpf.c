@@ -21,6 +21,7 @@
 #define EHP_ROW_INDEX_MASK (EHP_ROW_CHUNK_ROWS - 1)
 #include "bpf/ehprof_abi.h"
 #include "bpf/compact_lookup.h"
+#include "bpf/arch.bpf.h"
 #include "bpf/maps.bpf.h"
 #include "bpf/lookup.bpf.h"
 #include "bpf/walk.bpf.h"
@@ -236,7 +237,7 @@ int ehprof_mmap(struct ehp_syscall_exit *ctx)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(ehprof_mmap_raw, struct pt_regs *regs, long ret)
 {
-	if (regs->orig_ax != EHP_NR_MMAP)
+	if (EHP_SYSCALL_NR(regs) != EHP_NR_MMAP)
 		return 0;
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	if (!cfg.learn_maps || !followed(pid))

@@ -28,7 +28,7 @@ EHP_INLINE int load_user_regs(struct scratch *s, int user_mode)
 	 * the instruction after `syscall`, which may lie past the end of its
 	 * function's FDE (__restore_rt's rt_sigreturn): look it up at pc - 1
 	 * like a return address. Interrupted user code keeps its exact pc. */
-	s->exact = user_mode || (__s64)r->orig_ax < 0;
+	s->exact = user_mode || EHP_NOT_IN_SYSCALL(r);
 	s->win_len = 0;
 	return s->pc != 0;
 }

@@ -8,28 +8,7 @@
 #define REG_BIT(r) (1u << (r))
 #define ALL_REGS ((1u << (EHP_REG_RIP + 1)) - 1)
 
-/* The general registers into regs (DWARF numbering) from a struct pt_regs
- * or a struct sigcontext_64: the kernel names their fields alike. */
-#define EHP_LOAD_GPRS(regs, src)                                                                   \
-	do {                                                                                       \
-		(regs)[EHP_REG_RAX] = (src)->ax;                                                   \
-		(regs)[EHP_REG_RDX] = (src)->dx;                                                   \
-		(regs)[EHP_REG_RCX] = (src)->cx;                                                   \
-		(regs)[EHP_REG_RBX] = (src)->bx;                                                   \
-		(regs)[EHP_REG_RSI] = (src)->si;                                                   \
-		(regs)[EHP_REG_RDI] = (src)->di;                                                   \
-		(regs)[EHP_REG_RBP] = (src)->bp;                                                   \
-		(regs)[EHP_REG_RSP] = (src)->sp;                                                   \
-		(regs)[EHP_REG_R8] = (src)->r8;                                                    \
-		(regs)[EHP_REG_R8 + 1] = (src)->r9;                                                \
-		(regs)[EHP_REG_R8 + 2] = (src)->r10;                                               \
-		(regs)[EHP_REG_R8 + 3] = (src)->r11;                                               \
-		(regs)[EHP_REG_R8 + 4] = (src)->r12;                                               \
-		(regs)[EHP_REG_R8 + 5] = (src)->r13;                                               \
-		(regs)[EHP_REG_R8 + 6] = (src)->r14;                                               \
-		(regs)[EHP_REG_R8 + 7] = (src)->r15;                                               \
-		(regs)[EHP_REG_RIP] = (src)->ip;                                                   \
-	} while (0)
+/* EHP_LOAD_GPRS, ehp_sigcontext: bpf/arch.bpf.h. */
 
 struct walk {
 	struct scratch *s;
@@ -95,6 +74,7 @@ EHP_INLINE int fp_step_state(struct walk *w, __u64 flags)
 		w->stop = EHP_STOP_READ_FAULT;
 		return 0;
 	}
+	ra = ehp_strip_pac(ra);
 	if (ra == 0) {
 		w->stop = EHP_STOP_FP_END;
 		return 0;
@@ -124,17 +104,16 @@ EHP_INLINE int signal_step(struct walk *w)
 	/* In the scratch map, not on the stack: the struct is 256 bytes and
 	 * the walk runs in a bpf_loop callback, whose stack counts with the
 	 * program's against the 512-byte limit. */
-	struct sigcontext_64 *sc = &s->sig;
+	ehp_sigcontext *sc = &s->sig;
 	if (!(s->valid & REG_BIT(EHP_REG_RSP)) ||
 	    bpf_probe_read_user(sc, sizeof(*sc),
-				(void *)(s->regs[EHP_REG_RSP] +
-					 __builtin_offsetof(struct ucontext, uc_mcontext)))) {
+				(void *)(s->regs[EHP_REG_RSP] + EHP_SIGFRAME_MCONTEXT))) {
 		w->stop = EHP_STOP_READ_FAULT;
 		return 0;
 	}
 	EHP_LOAD_GPRS(s->regs, sc);
 	s->valid = ALL_REGS;
-	s->pc = sc->ip;
+	s->pc = EHP_SIG_PC(sc);
 	s->exact = 1;
 	if (s->pc == 0) {
 		w->stop = EHP_STOP_BAD_FRAME;
@@ -145,6 +124,7 @@ EHP_INLINE int signal_step(struct walk *w)
 
 EHP_INLINE int reg_value(struct scratch *s, __u32 reg, __u64 *out)
 {
+	reg = ehp_reg_slot(reg);
 	if (reg > EHP_REG_RIP || !(s->valid & REG_BIT(reg)))
 		return 0;
 	*out = s->regs[reg];
@@ -178,7 +158,15 @@ EHP_INLINE __u32 frame_cfa(struct scratch *s, struct ehp_rule *rule, __u64 pc, _
 	return EHP_STOP_UNSUPPORTED_RULE;
 }
 
-/* The caller's rbp under rule, given the CFA; whether it is known. */
+/* What CFA_OFFSET save slots count from: the CFA, or in a rule's second
+ * form (EHP_RULE_FLAG_SAVED_FROM_REG) the CFA rule's register. */
+EHP_INLINE __u64 save_slots(struct ehp_rule *rule, __u64 cfa)
+{
+	return cfa - ((rule->flags & EHP_RULE_FLAG_SAVED_FROM_REG) ? (__s64)rule->cfa_offset : 0);
+}
+
+/* The caller's rbp under rule, given where its save slots count from (the
+ * CFA but for save_slots' second form); whether it is known. */
 EHP_INLINE int caller_rbp(struct scratch *s, struct ehp_rule *rule, __u64 cfa, __u64 *bp)
 {
 	__u64 base;
@@ -229,21 +217,27 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 		return signal_step(w);
 
 	__u64 cfa, ra, bp = 0;
+	int ra_in_reg = 0;
 	__u32 stop = frame_cfa(s, rule, pc, &cfa);
 	if (!stop && rule->ra_kind == EHP_RULE_UNDEFINED)
 		stop = EHP_STOP_END_OF_STACK;
+	else if (!stop && (ra_in_reg = ehp_ra_in_register(s->regs, s->valid, rule, &ra)))
+		; /* arm64: still in x30 */
 	else if (!stop && rule->ra_kind != EHP_RULE_CFA_OFFSET)
 		stop = EHP_STOP_UNSUPPORTED_RULE;
-	else if (!stop && !read_stack_u64(s, cfa + (__s64)rule->ra_offset, &ra))
+	else if (!stop && !read_stack_u64(s, save_slots(rule, cfa) + (__s64)rule->ra_offset, &ra))
 		stop = EHP_STOP_READ_FAULT;
 	if (stop) {
 		w->stop = stop;
 		return 0;
 	}
-	int bp_valid = caller_rbp(s, rule, cfa, &bp);
+	ra = ehp_strip_pac(ra);
+	int bp_valid = caller_rbp(s, rule, save_slots(rule, cfa), &bp);
 
 	__u64 sp = 0;
-	if (reg_value(s, EHP_REG_RSP, &sp) && cfa <= sp) {
+	/* The stack grows with every frame, except where a frameless arm64
+	 * leaf's return address is still in x30 (cfa == sp). */
+	if (reg_value(s, EHP_REG_RSP, &sp) && (cfa < sp || (cfa == sp && !ra_in_reg))) {
 		w->stop = EHP_STOP_BAD_FRAME;
 		return 0;
 	}

@@ -2,10 +2,35 @@
 # Configures and builds ehprof into build/ (or $EHPROF_BUILD_DIR).
 # C++ with clang (the BPF programs and libFuzzer need it anyway); the C test
 # programs in testdata/ with gcc, like the distro binaries they stand for.
+#   scripts/build.sh [--arch arm64] [CMAKE ARGS...]
+# --arch arm64 cross-compiles into build-arm64/ (cmake/aarch64-linux-gnu.cmake:
+# clang --target=aarch64-linux-gnu against Debian's arm64 multiarch -dev
+# packages, installed by scripts/install_arm64_deps.sh; the BPF object built
+# for arm64 against Debian's arm64 kernel BTF); the program only, no tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD_DIR=${EHPROF_BUILD_DIR:-build}
-if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
-  CC=gcc CXX=clang++ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+arch=""
+if [[ "${1:-}" == "--arch" ]]; then
+  arch="$2"
+  shift 2
 fi
+case "$arch" in
+  "" | x86_64 | amd64)
+    BUILD_DIR=${EHPROF_BUILD_DIR:-build}
+    if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+      CC=gcc CXX=clang++ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+    fi
+    ;;
+  arm64 | aarch64)
+    BUILD_DIR=${EHPROF_BUILD_DIR:-build-arm64}
+    if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+      cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" "$@"
+    fi
+    ;;
+  *)
+    echo "scripts/build.sh: unknown --arch $arch (x86_64 or arm64)" >&2
+    exit 2
+    ;;
+esac
 cmake --build "$BUILD_DIR" -j"$(nproc)"

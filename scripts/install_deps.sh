@@ -12,6 +12,7 @@ PKGS=(
   nodejs  # the JIT test (tests/record_node_priv_test.cc) profiles /usr/bin/node
   util-linux  # setpriv: the capability tests run ehprof as uid 65534 with chosen capabilities
   qemu-system-x86 busybox-static kmod  # the kernel matrix (scripts/kernel_matrix.sh)
+  binutils-aarch64-linux-gnu  # links testdata/a64_cfi.S: the aarch64 table tests run on any host
   libcurl4-openssl-dev  # ehprof agent --pyroscope (HTTP, TLS)
   libmicrohttpd-dev  # ehprof agent --metrics-addr (Prometheus scrape endpoint)
   libcli11-dev  # the command line (options, generated help)
@@ -30,6 +31,10 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# The arm64 cross build and its check (tests/arm64_cross.sh: qemu-user runs
+# the arm64 binary): arm64 multiarch -dev packages.
+bash "$(dirname "$0")/install_arm64_deps.sh"
+command -v qemu-aarch64 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user
 # The real Grafana Pyroscope server the agent's tests push to (built once
 # from its Go module, then cached).
 bash "$(dirname "$0")/install_pyroscope.sh" >/dev/null

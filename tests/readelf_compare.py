@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import readelf_exprs  # noqa: E402
 
 EM_X86_64 = 62
+EM_AARCH64 = 183
 ET_REL = 1
 ET_CORE = 4
 
@@ -89,9 +90,15 @@ def _cfa_offset_form(cell):
 def match_ra(re_ra, ours):
     if ours is None:
         return "ra missing"
-    # An absent ra column means the CIE never set it: DWARF-undefined.
+    # An absent ra column means the CIE never set it: DWARF-undefined on
+    # x86-64. On aarch64 readelf prints "u" both for a column never set (the
+    # return address still in the link register: ours "x30") and for
+    # DW_CFA_undefined x30 (_start: ours "undef").
     if re_ra is None or re_ra == "u":
-        return None if ours == "undef" else "ra"
+        return None if ours in ("undef", "x30") else "ra"
+    if re_ra == "s":
+        # DW_CFA_same_value: aarch64's return address stays in the link register.
+        return None if ours == "x30" else "ra"
     want = _cfa_offset_form(re_ra)
     if want is not None:
         return None if _norm_off(ours) == want else "ra"
@@ -129,7 +136,8 @@ def parse_our_row(rest):
             flags.add(tok)
     if "none" in flags:
         return (None, None, None, False, True)
-    return (fields.get("cfa"), fields.get("rbp"), fields.get("ra"),
+    # The frame register is rbp on x86-64, x29 on aarch64.
+    return (fields.get("cfa"), fields.get("rbp", fields.get("x29")), fields.get("ra"),
             "signal" in flags, False)
 
 
@@ -283,7 +291,7 @@ class ReadelfChecker:
         # toks[i] of the header.
         rbp = ra = None
         for i, name in enumerate(toks):
-            if name == "rbp":
+            if name in ("rbp", "x29"):
                 rbp = i
             elif name == "ra":
                 ra = i
@@ -554,10 +562,10 @@ def elf_kind(path):
         return "not ELF"
     endian = "<" if hdr[5] == 1 else ">"
     e_type, e_machine = struct.unpack(endian + "HH", hdr[16:20])
-    if e_machine != EM_X86_64 or hdr[4] != 2:
-        # Register names and the profiler itself are x86-64 (ELF64) only;
-        # ELFCLASS32 with EM_X86_64 is the x32 ABI.
-        return "not x86-64 (e_machine=%d, class=%d)" % (e_machine, hdr[4])
+    if e_machine not in (EM_X86_64, EM_AARCH64) or hdr[4] != 2:
+        # The profiler reads x86-64 and aarch64 (ELF64) only; ELFCLASS32
+        # with EM_X86_64 is the x32 ABI.
+        return "not x86-64 or aarch64 (e_machine=%d, class=%d)" % (e_machine, hdr[4])
     if e_type == ET_REL:
         # Relocatable objects are never mapped by a profiled process, and
         # their CFI addresses are section-relative until linked.

@@ -41,15 +41,18 @@ namespace {
 class Interpreter {
  public:
   Interpreter(const CfiRecords& recs, const Cie& cie, const Fde& fde)
-      : recs_(recs), cie_(cie), fde_(fde) {}
+      : recs_(recs), cie_(cie), fde_(fde), a64_(recs.arch == Arch::kAarch64),
+        frame_reg_(FrameRegister(recs.arch)) {}
 
   // Runs the CIE's initial instructions (once per CIE: the result is cached
   // by CfaProgramRunner, so a long CIE shared by many FDEs costs once).
   void RunCie(CfaProgramRunner::CieState* out) {
     state_.flags = cie_.signal_frame ? EHP_RULE_FLAG_SIGNAL : 0;
-    // Without a rule in the CIE the return address cannot be found: mark it
-    // unsupported rather than pretend it is the stack's bottom.
-    state_.ra_kind = EHP_RULE_OTHER;
+    // x86-64: without a rule in the CIE the return address cannot be found:
+    // mark it unsupported rather than pretend it is the stack's bottom.
+    // aarch64: a return-address column without a rule is x30 itself (the
+    // link register holds it until a prologue saves it), as libgcc reads it.
+    state_.ra_kind = a64_ ? EHP_RULE_SAME : EHP_RULE_OTHER;
     state_.cfa_kind = EHP_CFA_EXPR;  // until a def_cfa
     in_cie_ = true;
     out->status = Execute(cie_.initial_instructions);
@@ -112,14 +115,16 @@ class Interpreter {
       offset = 0;
       base_reg = 0;
     }
-    if (reg == EHP_REG_RBP) {
+    if (reg == frame_reg_) {
       state_.rbp_kind = kind;
       state_.rbp_offset = offset;
       state_.rbp_reg = base_reg;
     }
     if (reg == cie_.ra_reg) {
-      // The return address cannot live in another register or at *(reg+N).
-      state_.ra_kind = kind == EHP_RULE_DEREF || kind == EHP_RULE_SAME ? EHP_RULE_OTHER : kind;
+      // The return address cannot live in another register or at *(reg+N);
+      // on aarch64 "same" is the link register itself.
+      state_.ra_kind = kind == EHP_RULE_DEREF || (kind == EHP_RULE_SAME && !a64_)
+                           ? EHP_RULE_OTHER : kind;
       state_.ra_offset = kind == EHP_RULE_CFA_OFFSET ? offset : 0;
     }
   }
@@ -146,7 +151,7 @@ class Interpreter {
   }
 
   void RestoreReg(uint64_t reg) {
-    if (reg == EHP_REG_RBP) {
+    if (reg == frame_reg_) {
       state_.rbp_kind = initial_.rbp_kind;
       state_.rbp_offset = initial_.rbp_offset;
       state_.rbp_reg = initial_.rbp_reg;
@@ -308,7 +313,12 @@ class Interpreter {
           break;
         }
         case DW_CFA_GNU_args_size: r.uleb128(); break;
-        case DW_CFA_GNU_window_save: break;
+        // 0x2d: SPARC's window save, AArch64's DW_CFA_AARCH64_negate_ra_state
+        // (the return address is signed from here on, or no longer is). Part
+        // of the row, so remember_state/restore_state keep it too.
+        case DW_CFA_GNU_window_save:
+          if (a64_) state_.flags ^= EHP_RULE_FLAG_RA_SIGNED;
+          break;
         default:
           return Error(absl::StrFormat("unknown call frame instruction 0x%02x", op));
       }
@@ -321,6 +331,8 @@ class Interpreter {
   const CfiRecords& recs_;
   const Cie& cie_;
   const Fde& fde_;
+  const bool a64_;
+  const unsigned frame_reg_;
   UnwindRule state_;
   UnwindRule initial_;
   CfaRegOffset cfa_;

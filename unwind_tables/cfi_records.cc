@@ -22,6 +22,7 @@ class Parser {
     out.section_vaddr = s_.vaddr;
     out.section_data = s_.data;
     out.file = s_.file;
+    out.arch = s_.arch;
     while (!r_.at_end()) {
       const uint64_t entry_off = r_.offset();
       uint64_t length = r_.u32();

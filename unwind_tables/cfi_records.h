@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "unwind_tables/arch.h"
 
 namespace ehprof {
 
@@ -27,6 +28,8 @@ struct CfiSectionRef {
   // More FDEs fail the parse: 48 bytes each from as few as 16 of section,
   // so without a bound a hostile section's records outgrow the file.
   size_t max_fdes = SIZE_MAX;
+  // Whose registers the instructions name (the ELF's e_machine).
+  Arch arch = Arch::kX86_64;
 };
 
 struct Cie {
@@ -54,6 +57,7 @@ struct CfiRecords {
   uint64_t section_vaddr = 0;
   std::span<const uint8_t> section_data;
   std::string file;  // for messages
+  Arch arch = Arch::kX86_64;
   std::vector<Cie> cies;
   std::vector<Fde> fdes;
 };

@@ -7,13 +7,23 @@
 #include "base/status_macros.h"
 
 namespace ehprof {
+namespace {
+
+CfiSectionRef Ref(const ElfFile& elf, CfiSectionKind kind, std::span<const uint8_t> data,
+                  uint64_t vaddr) {
+  CfiSectionRef ref{kind, data, vaddr, elf.path()};
+  ref.arch = elf.arch();
+  return ref;
+}
+
+}  // namespace
 
 // .eh_frame by section header, else through PT_GNU_EH_FRAME's
 // eh_frame_ptr (files without section headers, memory images).
 absl::StatusOr<std::optional<CfiSectionRef>> LocateEhFrame(const ElfFile& elf) {
   EHP_ASSIGN_OR_RETURN(auto sec, elf.Section(".eh_frame"));
   if (sec && sec->type != SHT_NOBITS && !sec->data.empty()) {
-    return CfiSectionRef{CfiSectionKind::kEhFrame, sec->data, sec->addr, elf.path()};
+    return Ref(elf, CfiSectionKind::kEhFrame, sec->data, sec->addr);
   }
   if (sec) return std::nullopt;  // NOBITS: a separate debug file
   for (const ElfSegment& seg : elf.segments()) {
@@ -36,7 +46,7 @@ absl::StatusOr<std::optional<CfiSectionRef>> LocateEhFrame(const ElfFile& elf) {
       }
       auto bytes = elf.BytesAtVaddr(eh_vaddr, load.vaddr + load.filesz - eh_vaddr);
       if (bytes) {
-        return CfiSectionRef{CfiSectionKind::kEhFrame, *bytes, eh_vaddr, elf.path()};
+        return Ref(elf, CfiSectionKind::kEhFrame, *bytes, eh_vaddr);
       }
     }
     return absl::InvalidArgumentError(absl::StrCat(
@@ -48,7 +58,7 @@ absl::StatusOr<std::optional<CfiSectionRef>> LocateEhFrame(const ElfFile& elf) {
 absl::StatusOr<std::optional<CfiSectionRef>> LocateDebugFrame(const ElfFile& elf) {
   EHP_ASSIGN_OR_RETURN(auto sec, elf.Section(".debug_frame"));
   if (!sec || sec->type == SHT_NOBITS || sec->data.empty()) return std::nullopt;
-  return CfiSectionRef{CfiSectionKind::kDebugFrame, sec->data, sec->addr, elf.path()};
+  return Ref(elf, CfiSectionKind::kDebugFrame, sec->data, sec->addr);
 }
 
 }  // namespace ehprof

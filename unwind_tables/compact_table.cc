@@ -95,7 +95,45 @@ bool Layout(const std::vector<UnwindRow>& rows, const std::vector<uint16_t>& ids
 
 }  // namespace
 
+namespace {
+
+// The second form of a rule: a frame too big for s16 offsets from the CFA
+// (aarch64 keeps the x29/x30 frame record at sp, the bottom of the frame:
+// cfa=sp+192160 x29=cfa-192160 ra=cfa-192152) gets its save slots counted
+// from the CFA rule's register instead (x29=*(sp+0), ra=*(sp+8)), marked by
+// EHP_RULE_FLAG_SAVED_FROM_REG. False when that does not fit either.
+bool ToSavedFromRegRule(const UnwindRule& in, ehp_rule* out) {
+  if (in.cfa_kind != EHP_CFA_REG || !Fits<int32_t>(in.cfa_offset)) return false;
+  const bool rbp_slot = in.rbp_kind == EHP_RULE_CFA_OFFSET;
+  const bool ra_slot = in.ra_kind == EHP_RULE_CFA_OFFSET;
+  if (!rbp_slot && !ra_slot) return false;
+  if (in.rbp_kind == EHP_RULE_DEREF && !Fits<int16_t>(in.rbp_offset)) return false;
+  int64_t rbp = in.rbp_offset, ra = in.ra_offset;
+  if ((rbp_slot && (__builtin_add_overflow(rbp, in.cfa_offset, &rbp) || !Fits<int16_t>(rbp))) ||
+      (ra_slot && (__builtin_add_overflow(ra, in.cfa_offset, &ra) || !Fits<int16_t>(ra)))) {
+    return false;
+  }
+  *out = ehp_rule{};
+  out->cfa_kind = in.cfa_kind;
+  out->cfa_reg = in.cfa_reg;
+  out->cfa_offset = static_cast<int32_t>(in.cfa_offset);
+  out->flags = in.flags | EHP_RULE_FLAG_SAVED_FROM_REG;
+  out->rbp_kind = in.rbp_kind;
+  out->rbp_reg = in.rbp_reg;
+  out->rbp_offset = static_cast<int16_t>(rbp_slot ? rbp : in.rbp_offset);
+  out->ra_kind = in.ra_kind;
+  out->ra_offset = static_cast<int16_t>(ra_slot ? ra : 0);
+  return true;
+}
+
+}  // namespace
+
 bool ToCompactRule(const UnwindRule& in, ehp_rule* out) {
+  if (!ToPlainCompactRule(in, out)) return ToSavedFromRegRule(in, out);
+  return true;
+}
+
+bool ToPlainCompactRule(const UnwindRule& in, ehp_rule* out) {
   *out = ehp_rule{};
   bool ok = true;
   out->cfa_kind = in.cfa_kind;
@@ -147,6 +185,11 @@ UnwindRule FromCompactRule(const ehp_rule& r) {
   u.ra_kind = r.ra_kind;
   u.ra_offset = r.ra_offset;
   u.flags = r.flags;
+  if (r.flags & EHP_RULE_FLAG_SAVED_FROM_REG) {
+    u.flags &= ~uint8_t{EHP_RULE_FLAG_SAVED_FROM_REG};
+    if (u.rbp_kind == EHP_RULE_CFA_OFFSET) u.rbp_offset -= r.cfa_offset;
+    if (u.ra_kind == EHP_RULE_CFA_OFFSET) u.ra_offset -= r.cfa_offset;
+  }
   return u;
 }
 

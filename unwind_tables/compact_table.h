@@ -44,7 +44,11 @@ ehp_rule CompactLookup(const CompactTable& table, uint64_t pc);
 
 // Conversions between the two rule forms. ToCompactRule returns false when
 // an offset does not fit (the result is then an unsupported rule).
+// A rule whose save slots are too far from the CFA for s16 but near its
+// register is encoded in the second form (EHP_RULE_FLAG_SAVED_FROM_REG);
+// ToPlainCompactRule is the first form only.
 bool ToCompactRule(const UnwindRule& in, ehp_rule* out);
+bool ToPlainCompactRule(const UnwindRule& in, ehp_rule* out);
 UnwindRule FromCompactRule(const ehp_rule& r);
 
 }  // namespace ehprof

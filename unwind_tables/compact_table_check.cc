@@ -19,8 +19,10 @@ bool KnownRule(const ehp_rule& r) {
   if (r.cfa_kind > EHP_CFA_EXPR || r.rbp_kind > EHP_RULE_OTHER || r.ra_kind > EHP_RULE_OTHER) {
     return false;
   }
-  if (r.cfa_reg > EHP_REG_RIP || r.rbp_reg > EHP_REG_RIP) return false;
-  return (r.flags & ~uint8_t{EHP_RULE_FLAG_SIGNAL}) == 0;
+  // x86-64's registers end at rip (16), aarch64's at sp (31).
+  if (r.cfa_reg > EHP_A64_REG_SP || r.rbp_reg > EHP_A64_REG_SP) return false;
+  return (r.flags & ~uint8_t{EHP_RULE_FLAG_SIGNAL | EHP_RULE_FLAG_RA_SIGNED |
+                             EHP_RULE_FLAG_SAVED_FROM_REG}) == 0;
 }
 
 absl::Status CheckPage(const CompactTable& t, size_t p, uint32_t palette_count,

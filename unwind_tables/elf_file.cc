@@ -60,18 +60,20 @@ absl::Status ElfFile::Init() {
   image_ = {reinterpret_cast<const uint8_t*>(raw), raw_size};
   if (raw_size < EI_NIDENT || raw[EI_CLASS] != ELFCLASS64) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path_, ": not a 64-bit ELF file (only x86-64 is supported)"));
+        absl::StrCat(path_, ": not a 64-bit ELF file (only x86-64 and aarch64 are supported)"));
   }
   if (raw[EI_DATA] != ELFDATA2LSB) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path_, ": big-endian ELF (only x86-64 is supported)"));
+        absl::StrCat(path_, ": big-endian ELF (only x86-64 and aarch64 are supported)"));
   }
   GElf_Ehdr ehdr;
   if (!gelf_getehdr(e, &ehdr)) return ElfError(path_, "bad ELF header");
-  if (ehdr.e_machine != EM_X86_64) {
+  const std::optional<Arch> arch = ArchOfMachine(ehdr.e_machine);
+  if (!arch) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path_, ": machine ", ehdr.e_machine, " is not x86-64"));
+        path_, ": machine ", ehdr.e_machine, " is neither x86-64 nor aarch64"));
   }
+  arch_ = *arch;
   elf_type_ = ehdr.e_type;
   entry_ = ehdr.e_entry;
   // libelf reports zero headers when their table runs past the end of the

@@ -1,4 +1,5 @@
-// Read-only access to one 64-bit little-endian x86-64 ELF file via libelf.
+// Read-only access to one 64-bit little-endian x86-64 or AArch64 ELF file
+// via libelf.
 //
 // Everything returned points into memory owned by the ElfFile, which must
 // outlive it. Files are untrusted: every header and section is validated by
@@ -19,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "base/scoped_handle.h"
 #include "base/unique_fd.h"
+#include "unwind_tables/arch.h"
 
 namespace ehprof {
 
@@ -43,7 +45,8 @@ using ElfPtr = ScopedHandle<Elf, elf_end>;
 
 class ElfFile {
  public:
-  // Opens `path`; fails for non-ELF, 32-bit, big-endian or non-x86-64 files.
+  // Opens `path`; fails for non-ELF, 32-bit, big-endian files and machines
+  // other than x86-64 and AArch64.
   static absl::StatusOr<ElfFile> Open(const std::string& path);
   // Parses an in-memory image (a vDSO copy, a fuzzer input). `name` is used
   // in messages.
@@ -56,6 +59,7 @@ class ElfFile {
   const std::string& path() const { return path_; }
   uint16_t elf_type() const { return elf_type_; }  // ET_EXEC, ET_DYN, ...
   uint64_t entry() const { return entry_; }         // e_entry
+  Arch arch() const { return arch_; }
 
   // The named section; nullopt when absent. Compressed (SHF_COMPRESSED)
   // sections are returned decompressed; an error when they cannot be.
@@ -82,6 +86,7 @@ class ElfFile {
   ElfPtr elf_;
   uint16_t elf_type_ = 0;
   uint64_t entry_ = 0;
+  Arch arch_ = Arch::kX86_64;
   size_t shstrndx_ = 0;
   std::vector<ElfSegment> segments_;
 };

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/byte_reader.h"
+#include "unwind_tables/a64_plt.h"
 #include "unwind_tables/cfa_program.h"
 #include "unwind_tables/cfi_records.h"
 #include "unwind_tables/cfi_sections.h"
@@ -138,12 +139,19 @@ std::string UnwindTable::source() const {
   std::string s;
   if (from_eh_frame) s = "eh_frame";
   if (from_debug_frame) s += s.empty() ? "debug_frame" : "+debug_frame";
+  if (plt_rows) s += s.empty() ? "plt" : "+plt";
   return s.empty() ? "none" : s;
 }
 
 absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
                                              const TableBuildOptions& options) {
   UnwindTable table;
+  table.arch = elf.arch();
+  if (!options.any_arch && elf.arch() != NativeArch()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        elf.path(), ": an ", ArchName(elf.arch()), " ELF file; this ehprof unwinds ",
+        ArchName(NativeArch()), " programs"));
+  }
   std::vector<UnwindRow> eh_rows, dbg_rows;
   EHP_ASSIGN_OR_RETURN(auto eh, LocateEhFrame(elf));
   if (eh) {
@@ -186,6 +194,8 @@ absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
   } else {
     table.rows = Overlay(eh_rows, dbg_rows, &table.from_debug_frame);
   }
+  EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> plt_rows, Aarch64PltRows(elf));
+  if (!plt_rows.empty()) table.rows = Overlay(table.rows, plt_rows, &table.plt_rows);
   return table;
 }
 

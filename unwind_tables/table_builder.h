@@ -27,6 +27,9 @@ struct TableBuildOptions {
   // More rows (or FDEs) than this in a section fail the build (tests lower
   // it).
   size_t max_rows = kMaxTableRows;
+  // Build tables of the other architecture too (`ehprof tables`); the agent
+  // loads only its own machine's, so for it a foreign ELF is an error.
+  bool any_arch = false;
 };
 
 struct UnwindTable {
@@ -37,6 +40,8 @@ struct UnwindTable {
   uint64_t fdes = 0;
   bool from_eh_frame = false;
   bool from_debug_frame = false;
+  bool plt_rows = false;  // aarch64: rows made for .plt, which has no CFI
+  Arch arch = Arch::kX86_64;
   std::string debug_file;  // the separate debug file used, if any
   // Problems that did not stop the build (overlapping FDEs, a separate debug
   // file that could not be read, ...), each naming file and section.

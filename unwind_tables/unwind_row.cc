@@ -10,52 +10,47 @@ std::string Signed(int64_t v) {
   return v < 0 ? absl::StrCat("-", -static_cast<uint64_t>(v)) : absl::StrCat("+", v);
 }
 
-std::string Deref(unsigned reg, int64_t off) {
-  return absl::StrCat("*(", DwarfRegName(reg), Signed(off), ")");
+std::string Deref(Arch arch, unsigned reg, int64_t off) {
+  return absl::StrCat("*(", DwarfRegName(arch, reg), Signed(off), ")");
 }
 
-std::string RegRule(uint8_t kind, uint8_t reg, int64_t off) {
+std::string RegRule(Arch arch, uint8_t kind, uint8_t reg, int64_t off) {
   switch (kind) {
     case EHP_RULE_SAME: return "same";
     case EHP_RULE_CFA_OFFSET: return absl::StrCat("cfa", Signed(off));
     case EHP_RULE_UNDEFINED: return "undef";
-    case EHP_RULE_DEREF: return Deref(reg, off);
+    case EHP_RULE_DEREF: return Deref(arch, reg, off);
     default: return "other";
   }
 }
 
 }  // namespace
 
-std::string DwarfRegName(unsigned reg) {
-  static constexpr const char* kNames[] = {
-      "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
-      "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip"};
-  if (reg < std::size(kNames)) return kNames[reg];
-  return absl::StrCat("r", reg);
-}
-
-std::string FormatRule(const UnwindRule& r) {
+std::string FormatRule(const UnwindRule& r, Arch arch) {
   std::string cfa;
   switch (r.cfa_kind) {
     case EHP_CFA_NONE: return "none";
-    case EHP_CFA_REG: cfa = absl::StrCat(DwarfRegName(r.cfa_reg), Signed(r.cfa_offset)); break;
+    case EHP_CFA_REG: cfa = absl::StrCat(DwarfRegName(arch, r.cfa_reg), Signed(r.cfa_offset)); break;
     case EHP_CFA_PLT_LIT11: cfa = "plt"; break;
     case EHP_CFA_PLT_LIT10: cfa = "plt10"; break;
     case EHP_CFA_DEREF:
-      cfa = Deref(r.cfa_reg, r.cfa_offset);
+      cfa = Deref(arch, r.cfa_reg, r.cfa_offset);
       if (r.cfa_deref_add != 0) cfa += Signed(r.cfa_deref_add);
       break;
     default: cfa = "expr"; break;
   }
-  std::string out = absl::StrCat("cfa=", cfa, " rbp=",
-                                 RegRule(r.rbp_kind, r.rbp_reg, r.rbp_offset),
-                                 " ra=", RegRule(r.ra_kind, 0, r.ra_offset));
+  const bool a64 = arch == Arch::kAarch64;
+  std::string ra = RegRule(arch, r.ra_kind, 0, r.ra_offset);
+  if (a64 && r.ra_kind == EHP_RULE_SAME) ra = "x30";
+  std::string out = absl::StrCat("cfa=", cfa, " ", DwarfRegName(arch, FrameRegister(arch)), "=",
+                                 RegRule(arch, r.rbp_kind, r.rbp_reg, r.rbp_offset), " ra=", ra);
   if (r.flags & EHP_RULE_FLAG_SIGNAL) out += " signal";
+  if (r.flags & EHP_RULE_FLAG_RA_SIGNED) out += " pac";
   return out;
 }
 
-std::string FormatRow(const UnwindRow& row) {
-  return absl::StrFormat("%016x %s", row.addr, FormatRule(row.rule));
+std::string FormatRow(const UnwindRow& row, Arch arch) {
+  return absl::StrFormat("%016x %s", row.addr, FormatRule(row.rule, arch));
 }
 
 }  // namespace ehprof

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bpf/ehprof_abi.h"
+#include "unwind_tables/arch.h"
 
 namespace ehprof {
 
@@ -35,13 +36,13 @@ struct UnwindRow {
   bool operator==(const UnwindRow&) const = default;
 };
 
-// readelf's spelling of DWARF register `reg` on x86-64 ("rsp", "r12", ...).
-std::string DwarfRegName(unsigned reg);
-
-// "cfa=rsp+16 rbp=same ra=cfa-8" (plus " signal"), or "none".
-std::string FormatRule(const UnwindRule& rule);
+// "cfa=rsp+16 rbp=same ra=cfa-8" (plus " signal"), or "none". On aarch64
+// the frame register is x29 and a return address still in the link
+// register reads "ra=x30": "cfa=sp+32 x29=cfa-32 ra=cfa-24" (plus " pac"
+// where the return address is signed).
+std::string FormatRule(const UnwindRule& rule, Arch arch = Arch::kX86_64);
 // "%016x " + FormatRule.
-std::string FormatRow(const UnwindRow& row);
+std::string FormatRow(const UnwindRow& row, Arch arch = Arch::kX86_64);
 
 }  // namespace ehprof
 

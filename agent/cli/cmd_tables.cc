@@ -25,6 +25,14 @@ Each row holds from its address to the next row's. cfa= is REG+N, plt/plt10
 (the PLT expressions), *(REG+N)[+M] (a load) or expr (unsupported); rbp= is
 same, cfa+N, undef, *(REG+N) or other; ra= is cfa+N, undef or other; a
 trailing 'signal' marks signal trampolines. 'none': no CFI covers it.
+
+AArch64 files are read on any host: there the frame register is x29, the
+CFA is sp+N or x29+N, ra=x30 means the return address is still in the link
+register, a trailing 'pac' marks rows where it is signed (pointer
+authentication), and .plt, which has no CFI, gets rows of its own
+(source=...+plt):
+
+  000000000001f404 cfa=sp+32 x29=cfa-32 ra=cfa-24 pac
 )";
 
 }  // namespace
@@ -42,6 +50,7 @@ int RunTablesCommand(const std::vector<std::string>& args) {
   app->add_option("FILE", file, "an ELF file")->type_name("")->required();
   if (auto exit = ParseCommandLine(*app, args)) return *exit;
   options.find_debug_file = !no_debug_file;
+  options.any_arch = true;
 
   const auto t0 = std::chrono::steady_clock::now();
   auto table = BuildUnwindTableFromPath(file, options);
@@ -70,14 +79,14 @@ int RunTablesCommand(const std::vector<std::string>& args) {
     std::printf(
         "rows=%zu bytes=%llu build_ms=%.0f source=%s cfi_rows=%llu fdes=%llu "
         "bytes_per_row=%.2f bytes_per_cfi_row=%.2f pages=%zu page_shift=%u "
-        "rules=%zu palette=%zu\n",
+        "rules=%zu palette=%zu arch=%s\n",
         rows, static_cast<unsigned long long>(compact->bytes()), ms,
         table->source().c_str(), static_cast<unsigned long long>(table->cfi_rows),
         static_cast<unsigned long long>(table->fdes),
         rows ? double(compact->bytes()) / rows : 0.0,
         table->cfi_rows ? double(compact->bytes()) / table->cfi_rows : 0.0,
         compact->num_pages(), compact->page_shift, compact->rules.size(),
-        compact->palette.size());
+        compact->palette.size(), ArchName(table->arch));
     return kExitOk;
   }
   std::string out;
@@ -86,7 +95,7 @@ int RunTablesCommand(const std::vector<std::string>& args) {
                         table->source(), table->debug_file.empty() ? "" : " with ",
                         table->debug_file);
   for (const UnwindRow& row : table->rows) {
-    out += FormatRow(row);
+    out += FormatRow(row, table->arch);
     out += '\n';
   }
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -19,7 +19,12 @@ namespace {
 
 constexpr size_t kMaxFiles = 512;  // a hostile DT_NEEDED web stays bounded
 
-const char* const kDefaultDirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+#if defined(__aarch64__)
+#define EHP_MULTIARCH "aarch64-linux-gnu"
+#else
+#define EHP_MULTIARCH "x86_64-linux-gnu"
+#endif
+const char* const kDefaultDirs[] = {"/lib/" EHP_MULTIARCH, "/usr/lib/" EHP_MULTIARCH,
                                     "/lib64", "/usr/lib64", "/lib", "/usr/lib",
                                     "/usr/local/lib"};
 
