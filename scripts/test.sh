@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
-bash scripts/build.sh
+# Tests on, also in a build directory scripts/demo.sh configured without them.
+bash scripts/build.sh -DEHPROF_TESTS=ON
 cd "${EHPROF_BUILD_DIR:-build}"
 ctest --output-on-failure -j"$(nproc)" "$@"
