@@ -13,7 +13,8 @@ bash scripts/install_deps.sh --build
 if [[ -f ${EHPROF_BUILD_DIR:-build}/CMakeCache.txt ]]; then
   bash scripts/build.sh
 else
-  bash scripts/build.sh -DEHPROF_TESTS=OFF
+  # No debug info for ehprof itself: a third less compile time.
+  bash scripts/build.sh -DEHPROF_TESTS=OFF -DCMAKE_BUILD_TYPE=Release
 fi
 build/ehprof record -F 999 -q -o ehprof-demo.svg -- fio testdata/workloads/fio-cpu.job >/dev/null
 build/ehprof record -F 999 -q -o ehprof-demo.folded -- fio testdata/workloads/fio-cpu.job >/dev/null
