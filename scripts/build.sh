@@ -3,6 +3,8 @@
 # C++ with clang (the BPF programs and libFuzzer need it anyway); the C test
 # programs in testdata/ with gcc, like the distro binaries they stand for.
 #   scripts/build.sh [--arch arm64] [CMAKE ARGS...]
+# CMake arguments (-DEHPROF_TESTS=OFF, ...) configure a new build directory,
+# or change an existing one's.
 # --arch arm64 cross-compiles into build-arm64/ (cmake/aarch64-linux-gnu.cmake:
 # clang --target=aarch64-linux-gnu against Debian's arm64 multiarch -dev
 # packages, installed by scripts/install_arm64_deps.sh; the BPF object built
@@ -17,20 +19,21 @@ fi
 case "$arch" in
   "" | x86_64 | amd64)
     BUILD_DIR=${EHPROF_BUILD_DIR:-build}
-    if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
-      CC=gcc CXX=clang++ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
-    fi
+    configure=(env CC=gcc CXX=clang++ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo)
     ;;
   arm64 | aarch64)
     BUILD_DIR=${EHPROF_BUILD_DIR:-build-arm64}
-    if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
-      cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" "$@"
-    fi
+    configure=(cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+      -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake")
     ;;
   *)
     echo "scripts/build.sh: unknown --arch $arch (x86_64 or arm64)" >&2
     exit 2
     ;;
 esac
+if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+  "${configure[@]}" "$@"
+elif (($#)); then
+  cmake -S . -B "$BUILD_DIR" "$@"
+fi
 cmake --build "$BUILD_DIR" -j"$(nproc)"

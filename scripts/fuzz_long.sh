@@ -16,7 +16,7 @@
 #               fastest first, so a cut-short campaign still has figures)
 #
 # Runs under nice -n 19, one fuzzer at a time. Installs nothing: it needs what
-# scripts/install_deps.sh installs (clang, libclang-rt-14-dev).
+# scripts/install_deps.sh installs (clang, libclang-rt-N-dev after the release's clang).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD

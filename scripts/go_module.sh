@@ -15,7 +15,9 @@ go_module_env() {
   done
   if [[ -z $GO ]]; then
     echo "$(basename "$0"): no Go >= 1.22; installing golang-1.23 from bookworm-backports" >&2
-    echo "deb http://deb.debian.org/debian bookworm-backports main" > /etc/apt/sources.list.d/ehprof-backports.list
+    local archive
+    archive=$(python3 "$(dirname "${BASH_SOURCE[0]}")/debian_archive.py") || exit 1
+    echo "deb $archive bookworm-backports main" > /etc/apt/sources.list.d/ehprof-backports.list
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm-backports golang-1.23-go
     GO=/usr/lib/go-1.23/bin/go

@@ -1,42 +1,42 @@
 #!/usr/bin/env bash
-# Installs everything ehprof needs to build, test and benchmark, from Debian's packages.
-# Idempotent: packages already present are skipped by apt-get.
+# Installs what ehprof needs, from Debian's packages (Debian 12 and 13; the
+# lists are in scripts/packages.sh).
+#   install_deps.sh --build   building ehprof and running the demo (scripts/demo.sh)
+#   install_deps.sh           that, and everything the tests and benchmarks need
+#                             (scripts/test.sh): the packages, then the real
+#                             Pyroscope (built from its Go module) and the pinned npm tools
+# Idempotent: packages already present are skipped.
 set -euo pipefail
-PKGS=(
-  build-essential cmake pkg-config git python3
-  libelf-dev libdw-dev elfutils binutils zlib1g-dev libzstd-dev liblzma-dev
-  libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  clang llvm libclang-rt-14-dev libbpf-dev bpftool
-  linux-perf fio libc6-dbg libllvm15 python3.11 libssl3 libgcrypt20 libstdc++6 gdb
-  golang-go chromium fonts-dejavu-core debuginfod
-  nodejs  # the JIT test (tests/record_node_priv_test.cc) profiles /usr/bin/node
-  util-linux  # setpriv: the capability tests run ehprof as uid 65534 with chosen capabilities
-  qemu-system-x86 busybox-static kmod  # the kernel matrix (scripts/kernel_matrix.sh)
-  binutils-aarch64-linux-gnu  # links testdata/a64_cfi.S: the aarch64 table tests run on any host
-  libcurl4-openssl-dev  # ehprof agent --pyroscope (HTTP, TLS)
-  libmicrohttpd-dev  # ehprof agent --metrics-addr (Prometheus scrape endpoint)
-  libcli11-dev  # the command line (options, generated help)
-  systemd  # systemd-analyze verify of packaging/ehprof-agent.service
-  libbpf-tools  # offcputime, the peer bench/offcpu_overhead.py runs beside ehprof --off-cpu
-  systemtap-sdt-dev  # sys/sdt.h: the USDT probe in testdata/probe_calls.c
-  bpftrace  # the peer bench/uprobe_stacks.py runs beside ehprof -e uprobe: (ustack by frame pointers)
-  protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev  # tests decode pprof with classes protoc generates from pprof's own profile.proto
-)
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+here=$(dirname "$0")
+source "$here/packages.sh"
+build_only=false
+[[ ${1:-} == --build ]] && build_only=true
+
+missing() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+
+# shellcheck disable=SC2046  # package names are words
+need=($(missing $(ehprof_packages build)))
+if ! $build_only; then
+  # The test set names packages after the release's clang: apt's lists must know it.
+  tests=$(ehprof_packages test 2>/dev/null) || { apt-get update -qq; tests=$(ehprof_packages test); }
+  # shellcheck disable=SC2046,SC2086
+  need+=($(missing $tests))
 fi
+if ((${#need[@]})); then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+$build_only && exit 0
 # The arm64 cross build and its check (tests/arm64_cross.sh: qemu-user runs
 # the arm64 binary): arm64 multiarch -dev packages.
-bash "$(dirname "$0")/install_arm64_deps.sh"
-command -v qemu-aarch64 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user
+bash "$here/install_arm64_deps.sh"
 # The real Grafana Pyroscope server the agent's tests push to (built once
 # from its Go module, then cached).
-bash "$(dirname "$0")/install_pyroscope.sh" >/dev/null
+bash "$here/install_pyroscope.sh" >/dev/null
 # The npm packages the consumer and browser tests run (pinned).
-bash "$(dirname "$0")/install_npm_tools.sh"
+bash "$here/install_npm_tools.sh"

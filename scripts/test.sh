@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
-bash scripts/build.sh
+# Tests on, also in a build directory scripts/demo.sh configured without them.
+bash scripts/build.sh -DEHPROF_TESTS=ON
 # g++ builds every C++ target too (nothing run from it; ccache when present).
 start=$SECONDS
 bash scripts/build_gcc.sh

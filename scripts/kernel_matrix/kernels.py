@@ -9,10 +9,15 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import time
 
-MIRROR = "http://deb.debian.org/debian"
-SECURITY = "http://deb.debian.org/debian-security"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import debian_archive  # noqa: E402  (scripts/debian_archive.py)
+
+# The machine's own archives (its mirror or proxy), from its apt sources.
+MIRROR = debian_archive.archive_uri()
+SECURITY = debian_archive.security_uri()
 SOURCES = [
     (MIRROR, "bookworm"), (SECURITY, "bookworm-security"), (MIRROR, "bookworm-backports"),
     (MIRROR, "bullseye"), (SECURITY, "bullseye-security"),

@@ -1,0 +1,69 @@
+# Sourced by install_deps.sh and check_packages.sh: the Debian packages
+# ehprof needs, by need, named as the release at hand names them.
+#   ehprof_packages build [APT-OPTION...]  building ehprof and running the demo
+#   ehprof_packages test  [APT-OPTION...]  what only the tests and benchmarks need
+# The APT-OPTIONs (-o ...) let check_packages.sh ask another release's lists.
+# Version-suffixed packages follow the release's default clang (clang-14 on
+# Debian 12, clang-19 on Debian 13): libclang-rt-N-dev holds libFuzzer.
+
+# The major version of the clang package the release's "clang" depends on.
+ehprof_clang_major() {
+  apt-cache "$@" depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n1
+}
+
+# Those of the named packages the release has.
+ehprof_if_available() {
+  local opts=() p
+  while [[ $1 != -- ]]; do opts+=("$1"); shift; done
+  shift
+  for p in "$@"; do
+    apt-cache "${opts[@]}" show --no-all-versions "$p" >/dev/null 2>&1 && echo "$p"
+  done
+  return 0
+}
+
+ehprof_packages() {
+  local set=$1
+  shift
+  case $set in
+    build)
+      echo build-essential cmake pkg-config git python3 \
+        libelf-dev libdw-dev zlib1g-dev libzstd-dev liblzma-dev libabsl-dev \
+        clang llvm libbpf-dev bpftool \
+        libcurl4-openssl-dev `# ehprof agent --pyroscope (HTTP, TLS)` \
+        libmicrohttpd-dev `# ehprof agent --metrics-addr (Prometheus scrape endpoint)` \
+        libcli11-dev `# the command line (options, generated help)` \
+        fio `# the demo's workload`
+      ;;
+    test)
+      local major
+      major=$(ehprof_clang_major "$@")
+      if [[ -z $major ]]; then
+        echo "packages.sh: apt knows no package clang depending on clang-N (apt-get update?)" >&2
+        return 1
+      fi
+      echo libgtest-dev libgmock-dev libbenchmark-dev \
+        "libclang-rt-$major-dev" `# libFuzzer (-fsanitize=fuzzer)` \
+        elfutils binutils linux-perf libc6-dbg libgcrypt20 gdb \
+        golang-go chromium fonts-dejavu-core debuginfod \
+        nodejs `# the JIT test (tests/record_node_priv_test.cc) profiles /usr/bin/node` \
+        binutils-aarch64-linux-gnu qemu-user `# aarch64 table tests link testdata/a64_cfi.S; qemu-user runs the arm64 build` \
+        util-linux `# setpriv: the capability tests run ehprof as uid 65534 with chosen capabilities` \
+        qemu-system-x86 busybox-static kmod `# the kernel matrix (scripts/kernel_matrix.sh)` \
+        systemd `# systemd-analyze verify of packaging/ehprof-agent.service` \
+        libbpf-tools `# offcputime, the peer bench/offcpu_overhead.py runs beside ehprof --off-cpu` \
+        systemtap-sdt-dev `# sys/sdt.h: the USDT probe in testdata/probe_calls.c` \
+        bpftrace `# the peer bench/uprobe_stacks.py runs beside ehprof -e uprobe: (ustack by frame pointers)` \
+        protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev `# tests decode pprof with classes protoc generates from pprof's own profile.proto` \
+        help2man `# the man page (cmake --install, the Debian package)` \
+        mmdebstrap `# the Debian package's install test (a clean Debian root)`
+      # The reference binaries tests/ and bench/ read by path are Debian 12's
+      # (libLLVM-15.so.1, python3.11); a release without them goes without.
+      ehprof_if_available "$@" -- libllvm15 python3.11
+      ;;
+    *)
+      echo "packages.sh: no package set '$set' (build, test)" >&2
+      return 1
+      ;;
+  esac
+}
