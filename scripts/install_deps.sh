@@ -3,7 +3,7 @@
 # Idempotent: packages already present are skipped by apt-get.
 set -euo pipefail
 PKGS=(
-  build-essential cmake pkg-config git python3
+  build-essential cmake pkg-config git python3 python3-venv
   libelf-dev libdw-dev elfutils binutils zlib1g-dev libzstd-dev liblzma-dev
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang llvm libclang-rt-14-dev libbpf-dev bpftool
@@ -34,3 +34,5 @@ fi
 bash "$(dirname "$0")/install_pyroscope.sh" >/dev/null
 # The npm packages the consumer and browser tests run (pinned).
 bash "$(dirname "$0")/install_npm_tools.sh"
+# py-spy, the reference the Python frames are judged by (pinned).
+bash "$(dirname "$0")/install_pyspy.sh" >/dev/null

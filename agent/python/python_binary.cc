@@ -115,10 +115,11 @@ absl::StatusOr<std::optional<PythonBinary>> InspectPythonBinary(const ElfFile& e
     out.minor = (out.py_version_value >> 16) & 0xff;
     out.py_version = syms.py_version->addr;
   } else {
-    // Py_Version is exported since 3.11: a 3.10 says so by its name.
+    // Py_Version is exported since 3.11: older ones say it by their name.
     out.major = 3;
     out.minor = MinorFromFileName(path);
-    if (out.minor != 10) return fail("no Py_Version and no python3.10 in its file name");
+    if (out.minor == 0) return fail("no Py_Version and no python3.X in its file name");
+    if (out.minor >= 11) return fail("no Py_Version, which 3.11 and later have");
   }
   if (out.major != 3 || out.minor < 10 || out.minor > 13) {
     return fail(absl::StrFormat("version %d.%d (ehprof reads 3.10 to 3.13)", out.major, out.minor));

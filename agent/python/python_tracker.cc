@@ -203,12 +203,17 @@ uint32_t PythonTracker::CodeIndex(uint32_t pid, Proc& p, uint64_t addr, uint64_t
   return index;
 }
 
-void PythonTracker::NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) {
+void PythonTracker::Notice(uint32_t pid, uint64_t now_ns) {
   Proc& p = procs_[pid];
   if (p.state == Proc::kUnknown || (p.state == Proc::kNotPython && now_ns - p.checked_ns > kNotPythonRetryNs)) {
     p.checked_ns = now_ns;
     (void)Attach(pid);
   }
+}
+
+void PythonTracker::NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) {
+  Notice(pid, now_ns);
+  Proc& p = procs_[pid];
   for (uint64_t& v : *user) {
     if (!(v & EHP_FRAME_PYTHON) || (v & (EHP_FRAME_EXACT | EHP_FRAME_FP))) continue;
     const uint64_t code = EHP_PY_FRAME_CODE(v);

@@ -64,6 +64,9 @@ class PythonTracker {
   // and while it is not Python yet, every second); rewrites the Python
   // frames of user (EHP_FRAME_PYTHON) to code indexes.
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user);
+  // A process whose mappings were just read: looked at as NameFrames does,
+  // so its first samples already have Python frames.
+  void Notice(uint32_t pid, uint64_t now_ns);
   // Finds the interpreter of pid now; whether it is a readable Python.
   absl::StatusOr<bool> Attach(uint32_t pid);
   void Exec(uint32_t pid);

@@ -58,6 +58,7 @@ absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
   for (uint32_t pid : initial) {
     if (pid == static_cast<uint32_t>(getpid())) continue;
     absl::Status st = tracker_->Refresh(pid, now_ns);
+    if (st.ok() && python_) python_->Notice(pid, now_ns);
     if (!st.ok() && !absl::IsNotFound(st) && !options_.all) {
       warnings_.Add(std::string(st.message()));
     }
@@ -208,6 +209,7 @@ void Recorder::ProcessPending(uint64_t now_ns) {
     if (to_exit_.count(pid)) continue;
     absl::Status st = tracker_->Refresh(pid, now_ns);
     if (!st.ok() && !absl::IsNotFound(st)) warnings_.Add(std::string(st.message()));
+    if (st.ok() && python_) python_->Notice(pid, now_ns);
   }
   to_refresh_.clear();
   // A process that ended without an EXIT event (the ring buffer was full)
