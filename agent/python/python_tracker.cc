@@ -55,8 +55,10 @@ PythonFrameName PythonCodeTable::Name(uint64_t value) const {
   const Entry& e = codes_[index];
   PythonFrameName n{e.code.qualname, e.code.file, -1};
   if (index == 1) return n;
+  // Before its first instruction (a frame just pushed, 3.10's f_lasti -1)
+  // a frame is on its first line, as CPython says.
   const int64_t at = InstructionIndex(e.fields, offset);
-  if (at >= 0) n.line = LineAt(e.code.lines, static_cast<uint32_t>(at));
+  n.line = at >= 0 ? LineAt(e.code.lines, static_cast<uint32_t>(at)) : e.code.first_line;
   return n;
 }
 
