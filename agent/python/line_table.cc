@@ -63,7 +63,10 @@ std::vector<LineRange> DecodePep626(std::span<const uint8_t> table, int32_t firs
     }
     // Byte offsets to code units.
     if (end / 2 > UINT32_MAX) break;
-    if (end > start) out.push_back({static_cast<uint32_t>(start / 2), static_cast<uint32_t>(end / 2), this_line});
+    // A hostile table may give odd byte deltas: ranges are whole code units.
+    if (end / 2 > start / 2) {
+      out.push_back({static_cast<uint32_t>(start / 2), static_cast<uint32_t>(end / 2), this_line});
+    }
   }
   return out;
 }
