@@ -187,6 +187,70 @@ EHP_ASSERT(EHP_MAX_PAGE_ROWS <= EHP_ROW_CHUNK_ROWS, "a page's rows fit in one ch
 #define EHP_FRAME_FP (1ull << 62)    /* found by the frame-pointer fallback */
 #define EHP_FRAME_ADDR_MASK ((1ull << 62) - 1)
 
+/* A Python frame (bpf/python.bpf.h): bit 61 set; the code object's
+ * address >> 3 in bits 0-43 (objects are 8-aligned, below 2^47); in bits
+ * 44-60 the instruction position as the interpreter keeps it (3.10: the
+ * f_lasti index; 3.11+: bytes from the code object to the instruction),
+ * EHP_PY_OFFSET_UNKNOWN when it does not fit. Code 0 marks where the
+ * Python walk stopped, the offset then being an enum ehp_py_stop. User
+ * space turns the code address into an index of the code objects it read
+ * (agent/python/) before anything else sees the sample. */
+#define EHP_FRAME_PYTHON (1ull << 61)
+#define EHP_PY_CODE_BITS 44
+#define EHP_PY_CODE_MASK ((1ull << EHP_PY_CODE_BITS) - 1)
+#define EHP_PY_OFFSET_BITS 17
+#define EHP_PY_OFFSET_UNKNOWN ((1u << EHP_PY_OFFSET_BITS) - 1)
+#define EHP_PY_FRAME(code, off)                                                                    \
+	(EHP_FRAME_PYTHON | ((ehp_u64)(off) << EHP_PY_CODE_BITS) | (((code) >> 3) & EHP_PY_CODE_MASK))
+#define EHP_PY_FRAME_CODE(v) (((v) & EHP_PY_CODE_MASK) << 3)
+#define EHP_PY_FRAME_OFFSET(v) (((v) >> EHP_PY_CODE_BITS) & EHP_PY_OFFSET_UNKNOWN)
+EHP_ASSERT(EHP_PY_CODE_BITS + EHP_PY_OFFSET_BITS == 61, "a Python frame's fields below bit 61");
+
+/* Why the Python walk of a sample stopped early (a Python frame with code 0). */
+enum ehp_py_stop {
+	EHP_PY_STOP_NO_THREAD = 1,   /* no thread state of this thread found */
+	EHP_PY_STOP_READ_FAULT = 2,  /* a thread state or frame could not be read */
+	EHP_PY_STOP_FRAMES_END = 3,  /* the eval loop had no Python frame left */
+	EHP_PY_STOP_BAD_FRAME = 4,   /* a frame without a code object */
+};
+
+/* How an interpreter links its frames. */
+enum ehp_py_layout {
+	EHP_PY_FRAME_OBJECTS = 1, /* 3.10: a PyFrameObject per eval call, f_back */
+	EHP_PY_IS_ENTRY = 2,	  /* 3.11: _PyInterpreterFrame, is_entry ends an eval call */
+	EHP_PY_CSTACK_OWNER = 3,  /* 3.12+: an entry frame owned by the C stack ends it */
+};
+
+/* One Python process as the walk needs it (py_procs[pid]): where its eval
+ * loop is (runtime addresses: the function, then its .cold part or zeros)
+ * and the offsets, per interpreter binary, of what leads from a thread to
+ * its frames. */
+struct ehp_py_proc {
+	ehp_u64 eval_begin[2];
+	ehp_u64 eval_end[2];
+	ehp_u64 interp_head; /* address of _PyRuntime.interpreters.head */
+	ehp_u16 interp_next;
+	ehp_u16 interp_threads; /* threads.head */
+	ehp_u16 tstate_next;
+	ehp_u16 tstate_thread_id; /* pthread_self() of the thread: x86-64's fsbase */
+	ehp_u16 tstate_frame;	  /* 3.11/3.12: cframe; else the current frame */
+	ehp_u16 cframe_frame;	  /* cframe's current_frame; EHP_PY_NO_CFRAME */
+	ehp_u16 frame_code;
+	ehp_u16 frame_previous;
+	ehp_u16 frame_instr;	/* 3.10: int f_lasti; else the instruction pointer */
+	ehp_u16 frame_entry;	/* is_entry or owner byte */
+	ehp_u16 frame_read;	/* bytes read per frame (<= EHP_PY_FRAME_READ_MAX) */
+	ehp_u8 layout;		/* enum ehp_py_layout */
+	ehp_u8 owner_cstack;	/* FRAME_OWNED_BY_CSTACK */
+};
+#define EHP_PY_NO_CFRAME 0xffff
+#define EHP_PY_FRAME_READ_MAX 128
+#define EHP_PY_PROCS 1024
+#define EHP_PY_THREADS 16384
+/* Thread states looked at per sample before the walk gives up on a thread. */
+#define EHP_PY_THREAD_SEARCH 256
+EHP_ASSERT(sizeof(struct ehp_py_proc) == 64, "ehp_py_proc is 64 bytes");
+
 /* Why a user walk stopped: X(enumerator, value, name for reports). The one
  * list: the enum below and StopReasonName (agent/resolve/stop_reasons.h)
  * are both made from it, so a new reason cannot go unnamed. */
@@ -416,7 +480,9 @@ struct ehp_config {
 	/* Entries made and extended in the kernel at fork, exec and mmap
 	 * (bpf/proc_learn.bpf.h); 0: only from user space's /proc reads. */
 	ehp_u32 learn_maps;
-	ehp_u32 pad;
+	/* Python frames from the interpreters in py_procs (bpf/python.bpf.h);
+	 * 0 with --no-python. */
+	ehp_u32 python;
 };
 EHP_ASSERT(sizeof(struct ehp_config) == 88, "ehp_config is 88 bytes");
 EHP_ASSERT(EHP_OFFSET(struct ehp_config, offcpu_min_ns) == 32, "ehp_config.offcpu_min_ns at 32");

@@ -25,6 +25,7 @@
 #include "bpf/maps.bpf.h"
 #include "bpf/lookup.bpf.h"
 #include "bpf/walk.bpf.h"
+#include "bpf/python.bpf.h"
 #include "bpf/stacks.bpf.h"
 #include "bpf/verify.bpf.h"
 #include "bpf/filters.bpf.h"

@@ -40,3 +40,5 @@ bash "$here/install_arm64_deps.sh"
 bash "$here/install_pyroscope.sh" >/dev/null
 # The npm packages the consumer and browser tests run (pinned).
 bash "$here/install_npm_tools.sh"
+# py-spy, the reference the Python frames are judged by (pinned).
+bash "$here/install_pyspy.sh" >/dev/null

@@ -46,6 +46,7 @@ ehprof_packages() {
         "libclang-rt-$major-dev" `# libFuzzer (-fsanitize=fuzzer)` \
         elfutils binutils linux-perf libc6-dbg libgcrypt20 gdb \
         golang-go chromium fonts-dejavu-core debuginfod \
+        python3-venv `# py-spy's venv (scripts/install_pyspy.sh)` \
         nodejs `# the JIT test (tests/record_node_priv_test.cc) profiles /usr/bin/node` \
         binutils-aarch64-linux-gnu qemu-user `# aarch64 table tests link testdata/a64_cfi.S; qemu-user runs the arm64 build` \
         util-linux `# setpriv: the capability tests run ehprof as uid 65534 with chosen capabilities` \

@@ -248,6 +248,9 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
   app.add_flag("--no-kernel-maps", flags->no_kernel_maps,
                "learn processes' mappings from /proc/PID/maps only, not also in the kernel at fork, exec "
                "and mmap (short-lived processes then lose their first milliseconds; for comparison)");
+  app.add_flag("--no-python", flags->no_python,
+               "native frames only in Python processes (by default the Python functions a CPython "
+               "3.10-3.13 eval loop runs are shown among them, as qualname with file.py:line)");
   AddFilterOptions(app, record);
 }
 
@@ -266,6 +269,7 @@ void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordO
   record->table_cache_explicit = app.count("--table-cache") > 0;
   if (flags.no_table_cache) record->table_cache_dir.clear();
   record->kernel_maps = !flags.no_kernel_maps;
+  record->python = !flags.no_python;
 }
 
 void AddOffCpuOptions(CLI::App& app, OffCpuFlags* f) {

@@ -55,6 +55,7 @@ struct SamplingFlags {
   uint32_t max_procs = MapSizes{}.procs;
   bool no_table_cache = false;
   bool no_kernel_maps = false;
+  bool no_python = false;
 };
 void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* flags);
 // Sets the event, map sizes and table cache of record from flags.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/python/python_check.h"
 #include "absl/strings/str_format.h"
 #include "agent/cli/cli.h"
 #include "agent/session/bpf_session.h"
@@ -77,6 +78,11 @@ int RunCheckCommand(const std::vector<std::string>& args) {
                 100.0 * p.processed_insns / kVerifierLimit,
                 static_cast<unsigned long long>(p.total_states),
                 static_cast<unsigned long long>(p.peak_states), p.xlated_bytes, p.jited_bytes);
+  }
+  std::printf("%-52s %7s  %s\n", "Python interpreter", "version", "Python frames");
+  for (const InterpreterCheck& c : CheckInstalledInterpreters()) {
+    std::printf("%-52s %7s  %s\n", c.path.c_str(), c.version.empty() ? "-" : c.version.c_str(),
+                c.readable ? absl::StrCat("readable: ", c.detail).c_str() : c.detail.c_str());
   }
   std::printf("ehprof can run here (%d CPUs)\n", (*session)->num_cpus());
   return kExitOk;

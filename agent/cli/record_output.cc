@@ -147,6 +147,7 @@ std::vector<ResolvedSample> Resolve(const Recorder& rec, const RecordOutput& out
   ro.use_fp_walk = out.fp_walk;
   ro.demangle = out.demangle;
   ro.warnings = &resolve_warnings;
+  ro.python = rec.python_codes();
   if (!vdso_file.path().empty()) ro.symbol_file_alias["[vdso]"] = vdso_file.path();
   auto kallsyms = Kallsyms::Load();
   if (!kallsyms.ok() && rec.summary().samples) {

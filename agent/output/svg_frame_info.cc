@@ -54,13 +54,16 @@ std::string KindColor(FrameKind kind, double v1, double v2) {
       return Hsl(95 + 40 * v1, 0.50, 0.55 + 0.10 * v2);
     case FrameKind::kUnknown:
       return Hsl(0, 0, 0.70 + 0.10 * v2);
+    case FrameKind::kPython:
+      // Teal: apart from native code's reds and oranges and the kernel's blue.
+      return Hsl(160 + 18 * v1, 0.55, 0.48 + 0.10 * v2);
   }
   return "gray";
 }
 
 // The legend's words; in FrameKind's order.
 constexpr const char* kLegendNames[kFrameKinds] = {
-    "all", "comm", "user code", "library", "kernel", "inlined", "unresolved", "off-CPU"};
+    "all", "comm", "user code", "library", "kernel", "inlined", "unresolved", "off-CPU", "Python"};
 
 // What the tooltip's second line says a frame is.
 std::string KindText(FrameKind kind, const FrameOrigin* o) {
@@ -84,6 +87,8 @@ std::string KindText(FrameKind kind, const FrameOrigin* o) {
       return absl::StrCat("unresolved (no symbol)", in);
     case FrameKind::kOffCpu:
       return "off the CPU (blocked or waiting)";
+    case FrameKind::kPython:
+      return "Python function";
   }
   return "";
 }
@@ -106,6 +111,7 @@ double ItemWidth(int kind) {
 }  // namespace
 
 FrameKind SymbolKind(const ResolvedFrame& f) {
+  if (f.python) return FrameKind::kPython;
   if (f.inlined) return FrameKind::kInlined;
   if (f.kernel) return FrameKind::kKernel;
   // "libc.so.6", "ld-linux-x86-64.so.2", "libfoo.so", "[vdso]".

@@ -58,6 +58,7 @@ absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
   for (uint32_t pid : initial) {
     if (pid == static_cast<uint32_t>(getpid())) continue;
     absl::Status st = tracker_->Refresh(pid, now_ns);
+    if (st.ok() && python_) python_->Notice(pid, now_ns);
     if (!st.ok() && !absl::IsNotFound(st) && !options_.all) {
       warnings_.Add(std::string(st.message()));
     }
@@ -97,6 +98,7 @@ void Recorder::HandleSample(const ehp_event& ev, const void* data, size_t size) 
   s.kernel.assign(frames, frames + ev.n_kernel);
   s.user.assign(frames + ev.n_kernel, frames + ev.n_kernel + ev.n_user);
   s.user_fp.assign(frames + ev.n_kernel + ev.n_user, frames + n);
+  if (python_) python_->NameFrames(s.pid, s.time_ns, &s.user);
   if (s.stop_reason == EHP_STOP_END_OF_STACK) ++complete_;
   if (s.stop_reason != EHP_STOP_NOT_WALKED && s.stop_reason != EHP_STOP_NO_USER_STACK) {
     ++summary_.user_walked;
@@ -162,6 +164,7 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       if (static_cast<int>(ev.pid) == child_pid_) command_execd_ = true;
       ++exec_gen_[ev.pid];
       tracker_->ImageEnded(ev.pid, ev.time_ns);
+      if (python_) python_->Exec(ev.pid);
       NoteExec(ev.pid);
       for (uint64_t delay_ms : {5, 20, 60, 200}) {
         followups_.emplace(ev.time_ns + delay_ms * 1000000, ev.pid);
@@ -206,6 +209,7 @@ void Recorder::ProcessPending(uint64_t now_ns) {
     if (to_exit_.count(pid)) continue;
     absl::Status st = tracker_->Refresh(pid, now_ns);
     if (!st.ok() && !absl::IsNotFound(st)) warnings_.Add(std::string(st.message()));
+    if (st.ok() && python_) python_->Notice(pid, now_ns);
   }
   to_refresh_.clear();
   // A process that ended without an EXIT event (the ring buffer was full)
@@ -220,6 +224,7 @@ void Recorder::ProcessPending(uint64_t now_ns) {
     // An image no sample came from is not needed for resolving: forget it,
     // so thousands of short-lived processes leave no trace.
     tracker_->Exit(pid, time_ns, /*keep_history=*/sampled_.erase(pid) > 0);
+    if (python_) python_->Exit(pid);
     if (!options_.all) bpf_map_delete_elem(session_->maps().targets, &pid);
   }
   to_exit_.clear();
@@ -283,6 +288,7 @@ absl::Status Recorder::StartSession() {
       files_.get(),
       std::make_unique<BpfMapWriter>(session_->maps().procs, sizeof(ehp_proc), "procs"));
   tracker_->SetKernelIndex(kernel_index_.get());
+  if (options_.python && options_.user) python_ = std::make_unique<PythonTracker>(session_->maps().py_procs);
   return absl::OkStatus();
 }
 
@@ -370,6 +376,7 @@ void Recorder::FinishSummary() {
 std::vector<std::string> Recorder::NewWarnings() {
   if (files_) warnings_.AddAll(files_->TakeWarnings());
   if (tracker_) warnings_.AddAll(tracker_->TakeWarnings());
+  if (python_) warnings_.AddAll(python_->TakeWarnings());
   warnings_suppressed_ += warnings_.TakeDropped();
   return warnings_.Take();
 }

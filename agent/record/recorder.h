@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "agent/process/process_tracker.h"
+#include "agent/python/python_tracker.h"
 #include "agent/record/raw_sample.h"
 #include "agent/record/run_control.h"
 #include "agent/session/bpf_session.h"
@@ -73,6 +74,8 @@ struct RecordOptions {
   // exec and mmap (bpf/proc_learn.bpf.h); false (--no-kernel-maps): only
   // from /proc/PID/maps, as before it could.
   bool kernel_maps = true;
+  // Python frames in the walk (--no-python: native frames only).
+  bool python = true;
   // The on-disk cache of built tables (--table-cache; empty: none) and its
   // budget.
   std::string table_cache_dir = kDefaultTableCacheDir;
@@ -128,6 +131,8 @@ class Recorder {
   const std::vector<RawSample>& samples() const { return samples_; }
   const std::vector<VerifyCapture>& captures() const { return captures_; }
   const ProcessTracker* tracker() const { return tracker_.get(); }
+  // The Python code objects the samples' Python frames name (null: --no-python).
+  const PythonCodeTable* python_codes() const { return python_ ? &python_->codes() : nullptr; }
   const RecordSummary& summary() const { return summary_; }
   // The BPF counters (enum ehp_stat) now, while recording.
   std::vector<uint64_t> LiveBpfStats() const {
@@ -162,6 +167,7 @@ class Recorder {
   std::unique_ptr<KernelFileIndex> kernel_index_;
   std::unique_ptr<FileTables> files_;
   std::unique_ptr<ProcessTracker> tracker_;
+  std::unique_ptr<PythonTracker> python_;
   std::vector<RawSample> samples_;
   std::vector<VerifyCapture> captures_;
   // The sample index of each CPU's latest sample: its VERIFY event follows.

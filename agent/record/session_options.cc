@@ -24,6 +24,7 @@ absl::StatusOr<SessionOptions> SessionOptionsFor(const RecordOptions& o) {
   so.off_cpu = o.off_cpu;
   so.learn_mmap = o.kernel_maps;
   so.config.learn_maps = o.kernel_maps;
+  so.config.python = o.python;
   so.sample_cpu = o.sample_cpu;
   so.probes = o.probes;
   so.cpus = o.cpus;

@@ -79,7 +79,22 @@ class Resolver {
     for (uint64_t addr : raw.kernel) out.frames.push_back(KernelFrame(addr, kernel_));
     if (out.off_cpu) DropTracingFrames(&out.frames);
     const std::vector<uint64_t>& user = options_.use_fp_walk ? raw.user_fp : raw.user;
-    for (uint64_t value : user) AddUserFrames(raw, value, &out.frames);
+    // A Python frame (bpf/python.bpf.h puts an eval call's frames leaf-side
+    // of the eval loop's native frame) runs inside that function, beneath
+    // the calls inlined into it: function, Python frames, inline callees.
+    std::vector<ResolvedFrame> python;
+    for (uint64_t value : user) {
+      if ((value & (EHP_FRAME_PYTHON | EHP_FRAME_EXACT | EHP_FRAME_FP)) == EHP_FRAME_PYTHON) {
+        python.push_back(PythonFrame(value, options_.python));
+        continue;
+      }
+      AddUserFrames(raw, value, &out.frames);
+      if (!python.empty()) {
+        out.frames.insert(out.frames.end() - 1, python.begin(), python.end());
+        python.clear();
+      }
+    }
+    out.frames.insert(out.frames.end(), python.begin(), python.end());
     return out;
   }
 
@@ -192,6 +207,19 @@ class Resolver {
 const std::string& SymbolFileOf(const TrackedMapping& m) {
   if (!IdentityKnown(m)) return m.path;
   return PathHoldsMappedFile(m) ? m.path : ElsewhereThanPath(m);
+}
+
+ResolvedFrame PythonFrame(uint64_t value, const PythonCodeTable* codes) {
+  ResolvedFrame f;
+  f.python = true;
+  PythonFrameName n = codes ? codes->Name(value) : PythonFrameName{"[python]", "", -1};
+  f.symbol = std::move(n.qualname);
+  f.dso = n.file.empty() ? "[python]" : n.file;
+  f.src_file = std::move(n.file);
+  f.line = n.line > 0 ? static_cast<uint32_t>(n.line) : 0;
+  // A stable address per (code, line) for formats that key on one.
+  f.addr = (value & EHP_PY_CODE_MASK) << 20 | (f.line & 0xfffff);
+  return f;
 }
 
 ResolvedFrame KernelFrame(uint64_t addr, const Kallsyms* kernel) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agent/process/process_tracker.h"
+#include "agent/python/python_tracker.h"
 #include "agent/record/raw_sample.h"
 #include "agent/resolve/resolved_sample.h"
 #include "symbolizer/kallsyms.h"
@@ -31,7 +32,14 @@ struct ResolveOptions {
   bool demangle = true;
   // Problems worth one line each (a perf map with broken lines), appended.
   std::vector<std::string>* warnings = nullptr;
+  // The code objects the samples' Python frames name (Recorder's); null:
+  // Python frames are shown as such, unnamed.
+  const PythonCodeTable* python = nullptr;
 };
+
+// A Python frame (EHP_FRAME_PYTHON, rewritten by PythonTracker) as a frame
+// named qualname, its dso and source the .py file.
+ResolvedFrame PythonFrame(uint64_t value, const PythonCodeTable* codes);
 
 // Where to read a mapping's symbols: its path while that still holds the
 // file that was mapped (same device, inode and mtime: a separate debug

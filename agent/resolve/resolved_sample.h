@@ -20,6 +20,9 @@ struct ResolvedFrame {
   bool kernel = false;
   bool inlined = false;  // an inline expansion of the frame below it
   bool jit = false;      // named from /tmp/perf-PID.map
+  // A Python function (symbol: its qualname; dso and src_file: its .py
+  // file; line: the line running, 0 when unknown).
+  bool python = false;
   uint64_t symbol_start = 0;  // the symbol's first address (0: unknown)
   std::string src_file;       // source position, when debug info has one
   uint32_t line = 0;

@@ -294,6 +294,7 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
                           bpf_map__fd(m.palettes), bpf_map__fd(m.rules),
                           bpf_map__fd(m.events),   bpf_map__fd(m.stats),
                           bpf_map__fd(m.file_tables)};
+  session->maps_.py_procs = bpf_map__fd(m.py_procs);
   if (absl::Status s = session->AttachLifecycle(); !s.ok()) return s;
   session->AttachMmapLearning();
   const uint8_t on = 1;

@@ -75,6 +75,7 @@ struct SkeletonDeleter {
 struct MapFds {
   int procs = -1, targets = -1, tables = -1, pages = -1, buckets = -1, rows = -1,
       palettes = -1, rules = -1, events = -1, stats = -1, file_tables = -1;
+  int py_procs = -1;  // Python processes (bpf/python.bpf.h)
 };
 
 // Whether the syscalls:sys_exit_mmap tracepoint can be attached by this

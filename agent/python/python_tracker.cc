@@ -1,0 +1,245 @@
+#include "agent/python/python_tracker.h"
+
+#include <bpf/bpf.h>
+#include <sys/stat.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/process/proc_maps.h"
+
+namespace ehprof {
+
+namespace {
+
+// A code object read is trusted this long before it is checked again
+// (freed and reused code objects differ in their identifying fields).
+constexpr uint64_t kRecheckNs = 100'000'000;
+// A process that is not (yet) Python is looked at again after this.
+constexpr uint64_t kNotPythonRetryNs = 1'000'000'000;
+
+const char* StopName(uint32_t why) {
+  switch (why) {
+    case EHP_PY_STOP_NO_THREAD: return "[python: thread state not found]";
+    case EHP_PY_STOP_READ_FAULT: return "[python: frame read fault]";
+    case EHP_PY_STOP_FRAMES_END: return "[python: no frame left]";
+    case EHP_PY_STOP_BAD_FRAME: return "[python: bad frame]";
+    default: return "[python: stopped]";
+  }
+}
+
+bool LooksLikePython(const std::string& path) {
+  const std::string base = path.substr(path.rfind('/') + 1);
+  return base.find("python") != std::string::npos;
+}
+
+}  // namespace
+
+PythonCodeTable::PythonCodeTable() {
+  Entry unreadable;
+  unreadable.code.qualname = "[python: unreadable code object]";
+  codes_.push_back(std::move(unreadable));  // index 0 is never a code: stop markers
+  codes_.push_back(codes_[0]);               // index 1: a code object that could not be read
+}
+
+uint32_t PythonCodeTable::Add(PythonCode code, CodeFields fields) {
+  if (codes_.size() >= EHP_PY_CODE_MASK) return 1;
+  codes_.push_back({std::move(code), fields});
+  return static_cast<uint32_t>(codes_.size() - 1);
+}
+
+PythonFrameName PythonCodeTable::Name(uint64_t value) const {
+  const uint64_t index = value & EHP_PY_CODE_MASK;
+  const uint32_t offset = EHP_PY_FRAME_OFFSET(value);
+  if (index == 0) return {StopName(offset), "", -1};
+  if (index >= codes_.size()) return {codes_[1].code.qualname, "", -1};
+  const Entry& e = codes_[index];
+  PythonFrameName n{e.code.qualname, e.code.file, -1};
+  if (index == 1) return n;
+  // Before its first instruction (a frame just pushed, 3.10's f_lasti -1)
+  // a frame is on its first line, as CPython says.
+  const int64_t at = InstructionIndex(e.fields, offset);
+  n.line = at >= 0 ? LineAt(e.code.lines, static_cast<uint32_t>(at)) : e.code.first_line;
+  return n;
+}
+
+absl::StatusOr<std::optional<PythonBinary>> PythonTracker::Binary(const std::string& open_path,
+                                                                  const std::string& path,
+                                                                  uint64_t inode) {
+  const std::string key = absl::StrCat(path, ":", inode);
+  auto it = binaries_.find(key);
+  if (it != binaries_.end()) return it->second;
+  absl::StatusOr<std::optional<PythonBinary>> result = std::nullopt;
+  auto elf = ElfFile::Open(open_path);
+  if (elf.ok()) {
+    result = InspectPythonBinary(*elf, path);
+  }
+  return binaries_.emplace(key, std::move(result)).first->second;
+}
+
+namespace {
+
+// The runtime address of ELF address 0 for a mapping of the file.
+std::optional<uint64_t> BiasOf(const PythonBinary& b, const MapsEntry& e) {
+  for (const ElfSegment& seg : b.loads) {
+    if (e.offset >= (seg.offset & ~uint64_t{4095}) && e.offset < seg.offset + seg.filesz) {
+      return e.start - (e.offset + seg.vaddr - seg.offset);
+    }
+  }
+  return std::nullopt;
+}
+
+// Whether the offsets lead to code objects in this process: the first
+// frames of its threads have PyCode_Type as their type. nullopt: no frame
+// to look at (every thread in C code); false: a frame without a code
+// object, the offsets are not this build's.
+std::optional<bool> FramesHoldCode(const ProcessMemory& mem, const ehp_py_proc& p, uint64_t interp,
+                                   uint64_t code_type) {
+  uint64_t tstate = 0;
+  if (!mem.ReadU64(interp + p.interp_threads, &tstate)) return false;
+  for (int t = 0; tstate && t < 64; ++t) {
+    uint64_t frame = 0, next = 0;
+    if (!mem.ReadU64(tstate + p.tstate_frame, &frame)) return false;
+    if (frame && p.cframe_frame != EHP_PY_NO_CFRAME && !mem.ReadU64(frame + p.cframe_frame, &frame)) {
+      return false;
+    }
+    for (int i = 0; frame && i < 16; ++i) {
+      uint8_t owner = 0;
+      uint64_t code = 0, type = 0, previous = 0;
+      if (!mem.ReadU64(frame + p.frame_code, &code) || !mem.ReadU64(frame + p.frame_previous, &previous) ||
+          !mem.Read(frame + p.frame_entry, &owner, 1)) {
+        return false;
+      }
+      if (p.layout == EHP_PY_CSTACK_OWNER && owner == p.owner_cstack) {
+        frame = previous;
+        continue;
+      }
+      return mem.ReadU64(code + 8, &type) && type == code_type;
+    }
+    if (!mem.ReadU64(tstate + p.tstate_next, &next)) return false;
+    tstate = next;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
+  Proc& proc = procs_[pid];
+  auto maps = ReadProcMaps(static_cast<int>(pid));
+  if (!maps.ok()) return maps.status();
+  for (const MapsEntry& e : *maps) {
+    if (!e.exec || e.path.empty() || e.path[0] != '/' || !LooksLikePython(e.path)) continue;
+    const std::string open = absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end);
+    auto bin = Binary(open, e.path, e.inode);
+    auto refuse = [&](std::string why) -> absl::StatusOr<bool> {
+      warnings_.AddOnce(e.path, absl::StrCat(why, "; its stacks are native only"));
+      proc.state = Proc::kRefused;
+      return absl::FailedPreconditionError(why);
+    };
+    if (!bin.ok()) return refuse(std::string(bin.status().message()));
+    if (!*bin) continue;
+    const PythonBinary& b = **bin;
+    auto bias = BiasOf(b, e);
+    if (!bias) return refuse(absl::StrCat(e.path, ": its mapping lies in no segment"));
+    ProcessMemory mem(static_cast<pid_t>(pid));
+    if (b.py_version) {
+      uint32_t v = 0;
+      if (!mem.Read(b.py_version + *bias, &v, 4)) return absl::UnavailableError("process memory unreadable");
+      if (v != b.py_version_value) return refuse(absl::StrCat(e.path, ": Py_Version in memory is not the file's"));
+    }
+    ehp_py_proc p = b.layout;
+    p.interp_head += *bias;
+    for (size_t i = 0; i < b.eval.size() && i < 2; ++i) {
+      p.eval_begin[i] = b.eval[i].begin + *bias;
+      p.eval_end[i] = b.eval[i].end + *bias;
+    }
+    uint64_t interp = 0;
+    if (!mem.ReadU64(p.interp_head, &interp)) return absl::UnavailableError("process memory unreadable");
+    if (!interp) {
+      // Not initialized yet: look again soon.
+      proc.state = Proc::kUnknown;
+      return false;
+    }
+    auto fields = ReadCodeFields(mem, b.code_type + *bias, b.minor, b.ascii_header);
+    if (!fields.ok()) return refuse(absl::StrCat(e.path, ": ", fields.status().message()));
+    if (FramesHoldCode(mem, p, interp, fields->code_type) == false) {
+      return refuse(absl::StrCat(e.path, ": Python ", b.major, ".", b.minor,
+                                 " frames do not hold code objects at the offsets ehprof knows"));
+    }
+    if (map_fd_ >= 0 && bpf_map_update_elem(map_fd_, &pid, &p, BPF_ANY) != 0) {
+      warnings_.AddOnce("py_procs", absl::StrCat("Python processes: the BPF map is full (", pid, ")"));
+      return false;
+    }
+    proc.fields = *fields;
+    proc.state = Proc::kPython;
+    return true;
+  }
+  proc.state = Proc::kNotPython;
+  return false;
+}
+
+void PythonTracker::Exec(uint32_t pid) { Exit(pid); }
+
+void PythonTracker::Exit(uint32_t pid) {
+  auto it = procs_.find(pid);
+  if (it == procs_.end()) return;
+  if (it->second.state == Proc::kPython && map_fd_ >= 0) bpf_map_delete_elem(map_fd_, &pid);
+  procs_.erase(it);
+}
+
+uint32_t PythonTracker::CodeIndex(uint32_t pid, Proc& p, uint64_t addr, uint64_t now_ns) {
+  ProcessMemory mem(static_cast<pid_t>(pid));
+  auto it = p.code_index.find(addr);
+  if (it != p.code_index.end()) {
+    if (now_ns - it->second.checked_ns < kRecheckNs) return it->second.index;
+    const uint32_t index = it->second.index;
+    // PythonCodeTable::Add's entries stay put: compare against the one read.
+    if (index > 1 && SameCode(mem, p.fields, addr, codes_.code(index))) {
+      it->second.checked_ns = now_ns;
+      return index;
+    }
+  }
+  auto code = ReadCode(mem, p.fields, addr);
+  const uint32_t index = code.ok() ? codes_.Add(std::move(*code), p.fields) : 1;
+  p.code_index[addr] = {index, now_ns};
+  return index;
+}
+
+void PythonTracker::Notice(uint32_t pid, uint64_t now_ns) {
+  Proc& p = procs_[pid];
+  if (p.state == Proc::kUnknown || (p.state == Proc::kNotPython && now_ns - p.checked_ns > kNotPythonRetryNs)) {
+    p.checked_ns = now_ns;
+    (void)Attach(pid);
+  }
+}
+
+void PythonTracker::NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) {
+  Notice(pid, now_ns);
+  Proc& p = procs_[pid];
+  for (uint64_t& v : *user) {
+    if (!(v & EHP_FRAME_PYTHON) || (v & (EHP_FRAME_EXACT | EHP_FRAME_FP))) continue;
+    const uint64_t code = EHP_PY_FRAME_CODE(v);
+    if (code == 0) continue;  // a stop marker stays as it is
+    const uint32_t index = p.state == Proc::kPython ? CodeIndex(pid, p, code, now_ns) : 1;
+    v = (v & ~EHP_PY_CODE_MASK) | index;
+  }
+}
+
+std::vector<PythonFound> PythonTracker::Found() const {
+  std::vector<PythonFound> out;
+  for (const auto& [key, bin] : binaries_) {
+    if (bin.ok() && !*bin) continue;
+    PythonFound f;
+    if (bin.ok()) {
+      f.path = (*bin)->path;
+      f.version = absl::StrCat((*bin)->major, ".", (*bin)->minor);
+    } else {
+      f.path = key.substr(0, key.rfind(':'));
+      f.problem = std::string(bin.status().message());
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace ehprof

@@ -1,0 +1,105 @@
+// The Python processes of a recording: finds each process's interpreter
+// (its python3.X or libpython3.X.so mapping), publishes where its eval loop
+// is and its offsets into the BPF py_procs map, and turns the Python frames
+// of each sample (code object address, instruction position) into indexes
+// of the code objects it has read, while the process is alive. The resolver
+// names frames from codes().
+#ifndef EHPROF_AGENT_PYTHON_PYTHON_TRACKER_H_
+#define EHPROF_AGENT_PYTHON_PYTHON_TRACKER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "agent/python/python_binary.h"
+#include "agent/python/python_code.h"
+#include "base/warnings.h"
+
+namespace ehprof {
+
+// A Python frame of a sample after PythonTracker::NameFrames: bit 61, the
+// instruction position in bits 44-60 as the BPF side sent it, and the index
+// of its code in codes() in bits 0-43 (0: a stop marker, its position
+// field the enum ehp_py_stop).
+struct PythonFrameName {
+  std::string qualname, file;
+  int32_t line = -1;  // -1: unknown
+};
+
+class PythonCodeTable {
+ public:
+  PythonCodeTable();
+  uint32_t Add(PythonCode code, CodeFields fields);
+  // The name of a frame value NameFrames wrote.
+  PythonFrameName Name(uint64_t value) const;
+  size_t size() const { return codes_.size(); }
+  const PythonCode& code(uint32_t index) const { return codes_[index].code; }
+
+ private:
+  struct Entry {
+    PythonCode code;
+    CodeFields fields;
+  };
+  std::vector<Entry> codes_;
+};
+
+// How ehprof sees one interpreter binary (ehprof check, warnings).
+struct PythonFound {
+  std::string path;
+  std::string version;  // "3.11"
+  std::string problem;  // empty: readable
+};
+
+class PythonTracker {
+ public:
+  // py_procs_fd < 0: names nothing and writes no map (tests of the
+  // reading side alone).
+  explicit PythonTracker(int py_procs_fd) : map_fd_(py_procs_fd) {}
+  // Looks at a process the first time it is sampled (again after an exec,
+  // and while it is not Python yet, every second); rewrites the Python
+  // frames of user (EHP_FRAME_PYTHON) to code indexes.
+  void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user);
+  // A process whose mappings were just read: looked at as NameFrames does,
+  // so its first samples already have Python frames.
+  void Notice(uint32_t pid, uint64_t now_ns);
+  // Finds the interpreter of pid now; whether it is a readable Python.
+  absl::StatusOr<bool> Attach(uint32_t pid);
+  void Exec(uint32_t pid);
+  void Exit(uint32_t pid);
+  const PythonCodeTable& codes() const { return codes_; }
+  // Interpreter binaries seen so far (by path).
+  std::vector<PythonFound> Found() const;
+  std::vector<std::string> TakeWarnings() { return warnings_.Take(); }
+
+ private:
+  struct Proc {
+    enum State { kUnknown, kNotPython, kPython, kRefused } state = kUnknown;
+    uint64_t checked_ns = 0;
+    CodeFields fields;
+    // code address -> index in codes_, and when it was last checked.
+    struct Cached {
+      uint32_t index;
+      uint64_t checked_ns;
+    };
+    absl::flat_hash_map<uint64_t, Cached> code_index;
+  };
+  uint32_t CodeIndex(uint32_t pid, Proc& p, uint64_t addr, uint64_t now_ns);
+  absl::StatusOr<std::optional<PythonBinary>> Binary(const std::string& open_path, const std::string& path,
+                                                     uint64_t inode);
+
+  int map_fd_;
+  PythonCodeTable codes_;
+  std::map<uint32_t, Proc> procs_;
+  // "path:inode" -> the binary (nullopt: no Python), or why it is refused.
+  std::map<std::string, absl::StatusOr<std::optional<PythonBinary>>> binaries_;
+  Warnings warnings_;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_PYTHON_PYTHON_TRACKER_H_
