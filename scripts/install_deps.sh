@@ -32,5 +32,8 @@ fi
 # The real Grafana Pyroscope server the agent's tests push to (built once
 # from its Go module, then cached).
 bash "$(dirname "$0")/install_pyroscope.sh" >/dev/null
+# The OpenTelemetry Collector the agent's OTLP tests export to (built once
+# from its Go modules, then cached).
+bash "$(dirname "$0")/install_otelcol.sh" >/dev/null
 # The npm packages the consumer and browser tests run (pinned).
 bash "$(dirname "$0")/install_npm_tools.sh"
