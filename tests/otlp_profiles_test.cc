@@ -195,18 +195,31 @@ TEST(OtlpClient, GrpcOutcomeFromTheTrailers) {
   EXPECT_TRUE(absl::IsUnavailable(GrpcOutcome("e", "grpc-status: x\r\n")));
 }
 
+OtlpOptions Options(const std::string& url, const std::string& protocol = "http/protobuf") {
+  OtlpOptions o;
+  o.url = url;
+  o.protocol = protocol;
+  return o;
+}
+
 TEST(OtlpClient, RefusesBadFlags) {
-  EXPECT_TRUE(absl::IsInvalidArgument(OtlpClient::Create({.url = "ftp://h"}).status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(OtlpClient::Create({.url = "http://h", .protocol = "thrift"}).status()));
-  EXPECT_TRUE(absl::IsInvalidArgument(OtlpClient::Create({.url = "http://h", .headers = {"novalue"}}).status()));
-  EXPECT_TRUE(absl::IsNotFound(OtlpClient::Create({.url = "https://h", .ca_file = "/no/such/ca.pem"}).status()));
-  auto c = OtlpClient::Create({.url = "http://h:4318"});
+  EXPECT_TRUE(absl::IsInvalidArgument(OtlpClient::Create(Options("ftp://h")).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(OtlpClient::Create(Options("http://h", "thrift")).status()));
+  OtlpOptions o = Options("http://h");
+  o.headers = {"novalue"};
+  EXPECT_TRUE(absl::IsInvalidArgument(OtlpClient::Create(o).status()));
+  o.headers = {"X-Evil: a\r\nHost: b"};
+  EXPECT_TRUE(absl::IsInvalidArgument(OtlpClient::Create(o).status()));
+  o = Options("https://h");
+  o.ca_file = "/no/such/ca.pem";
+  EXPECT_TRUE(absl::IsNotFound(OtlpClient::Create(o).status()));
+  auto c = OtlpClient::Create(Options("http://h:4318"));
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)->endpoint(), "http://h:4318/v1development/profiles");
-  c = OtlpClient::Create({.url = "https://h/custom/path"});
+  c = OtlpClient::Create(Options("https://h/custom/path"));
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)->endpoint(), "https://h/custom/path");
-  c = OtlpClient::Create({.url = "http://h:4317/", .protocol = "grpc"});
+  c = OtlpClient::Create(Options("http://h:4317/", "grpc"));
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)->endpoint(),
             "http://h:4317/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export");
