@@ -27,6 +27,11 @@ OtelcolServer::~OtelcolServer() {
 
 std::string OtelcolServer::Binary() { return InstalledBinary("EHPROF_OTELCOL", "install_otelcol.sh"); }
 
+void OtelcolServer::UseTls(std::string cert_file, std::string key_file) {
+  cert_ = std::move(cert_file);
+  key_ = std::move(key_file);
+}
+
 bool OtelcolServer::Start(std::string* error) {
   const std::string bin = Binary();
   if (bin.empty()) {
@@ -36,9 +41,11 @@ bool OtelcolServer::Start(std::string* error) {
   const std::string n = std::to_string(files_.size());
   const std::string out = dir_ + "/received." + n + ".jsonl", config = dir_ + "/config." + n + ".yaml";
   const std::string log = dir_ + "/collector." + n + ".log";
+  const std::string tls = cert_.empty() ? "" : "        tls:\n          cert_file: " + cert_ +
+                                                    "\n          key_file: " + key_ + "\n";
   std::ofstream(config) << "receivers:\n  otlp:\n    protocols:\n"
-                        << "      http:\n        endpoint: 127.0.0.1:" << http_port_ << "\n"
-                        << "      grpc:\n        endpoint: 127.0.0.1:" << grpc_port_ << "\n"
+                        << "      http:\n        endpoint: 127.0.0.1:" << http_port_ << "\n" << tls
+                        << "      grpc:\n        endpoint: 127.0.0.1:" << grpc_port_ << "\n" << tls
                         << "exporters:\n  file:\n    path: " << out << "\n"
                         << "service:\n  telemetry:\n    metrics:\n      level: none\n"
                         << "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [file]\n";

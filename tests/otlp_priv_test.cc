@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -136,6 +137,7 @@ class Otlp : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!testing::RequireRootForBpf()) GTEST_SKIP();
+    ASSERT_NO_FATAL_FAILURE(Configure());
     std::string error;
     if (!testing::RequireServer(server_.Start(&error), error)) GTEST_SKIP() << error;
     dir_ = ::testing::TempDir() + "/otlp." + std::to_string(getpid());
@@ -145,6 +147,8 @@ class Otlp : public ::testing::Test {
   void TearDown() override {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
+  // Before the Collector starts.
+  virtual void Configure() {}
   // The summary once the exporter has flushed `want` samples of `service`
   // (it writes each second), or what there is after 10 s.
   std::string WaitFor(const std::string& service, uint64_t want) {
@@ -268,6 +272,54 @@ TEST_F(Otlp, ACollectorDownForAWhileLosesNothing) {
   const std::string s = WaitFor("otlp-outage", samples);
   EXPECT_EQ(Number(s, "total"), samples) << s << "\n" << r.err;
   EXPECT_EQ(Number(s, "profiles"), intervals) << s;
+}
+
+// The Collector's receivers serving TLS with a certificate for 127.0.0.1
+// from a CA made here with openssl.
+class OtlpTls : public Otlp {
+ protected:
+  void Configure() override {
+    tls_ = ::testing::TempDir() + "/otlp-tls." + std::to_string(getpid());
+    std::filesystem::remove_all(tls_);
+    std::filesystem::create_directories(tls_);
+    ASSERT_EQ(testing::MakeTestCertificates(tls_), "");
+    server_.UseTls(tls_ + "/server.pem", tls_ + "/server.key");
+  }
+  void TearDown() override {
+    Otlp::TearDown();
+    if (!tls_.empty()) std::filesystem::remove_all(tls_);
+  }
+  std::string tls_;
+};
+
+TEST_F(OtlpTls, ExportsOverHttpsAndGrpcWithTlsTrustingTheGivenCa) {
+  ASSERT_EQ(server_.http_url().rfind("https://", 0), 0u);
+  for (const auto& [service, url, protocol] :
+       {std::tuple{"otlp-https", server_.http_url(), "http/protobuf"},
+        std::tuple{"otlp-grpcs", server_.grpc_url(), "grpc"}}) {
+    testing::RunResult r = RunOnBusyProcess(
+        service, {"--otlp", url, "--otlp-protocol", protocol, "--otlp-ca", tls_ + "/ca.pem"}, 3500);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("push failed"), std::string::npos) << r.err;
+    const auto [samples, intervals] = SamplesAndIntervals(r.err);
+    ASSERT_GT(samples, 20u) << r.err;
+    EXPECT_EQ(Number(WaitFor(service, samples), "total"), samples) << service << "\n" << r.err;
+  }
+}
+
+TEST_F(OtlpTls, WithoutTheCaSaysTheCertificateErrorOnceAndKeepsSampling) {
+  testing::RunResult r = RunOnBusyProcess("otlp-untrusted", {"--otlp", server_.http_url()}, 4500);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex failed("otlp push failed \\(UNAVAILABLE\\): https://\\S+: the server's TLS certificate did "
+                          "not verify \\([^)]+\\); --otlp-ca FILE names the CA that signed it");
+  EXPECT_EQ(std::distance(std::sregex_iterator(r.err.begin(), r.err.end(), failed), std::sregex_iterator()), 1)
+      << r.err;
+  EXPECT_EQ(r.err.find("push failed", r.err.find("push failed") + 1), std::string::npos) << r.err;
+  const auto [samples, intervals] = SamplesAndIntervals(r.err);
+  EXPECT_GE(intervals, 3u) << r.err;
+  EXPECT_GT(samples, 20u) << r.err;
+  EXPECT_NE(r.err.find("otlp exported 0 intervals"), std::string::npos) << r.err;
+  EXPECT_EQ(Number(ServiceSummary(Fold(server_, "--summary"), "otlp-untrusted"), "total"), 0u);
 }
 
 }  // namespace

@@ -226,15 +226,8 @@ class PyroscopeTls : public Pyroscope {
     tls_ = ::testing::TempDir() + "/pyroscope-tls." + std::to_string(getpid());
     std::filesystem::remove_all(tls_);
     std::filesystem::create_directories(tls_);
-    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    const std::string out = testing::ShellOutput(absl::StrCat(
-        "(cd '", tls_, "' && echo subjectAltName=IP:127.0.0.1 > san.ext && ",
-        "openssl req -x509 ", ec, " -keyout ca.key -out ca.pem -days 2 -subj /CN=ehprof-test-ca ",
-        "-addext basicConstraints=critical,CA:TRUE -addext keyUsage=keyCertSign && ",
-        "openssl req ", ec, " -keyout server.key -out server.csr -subj /CN=127.0.0.1 && ",
-        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 ",
-        "-extfile san.ext -out server.pem && echo made) 2>&1"));
-    ASSERT_NE(out.find("made"), std::string::npos) << out;
+    const std::string failed = testing::MakeTestCertificates(tls_);
+    ASSERT_EQ(failed, "");
     server_.UseTls(tls_ + "/ca.pem", tls_ + "/server.pem", tls_ + "/server.key");
   }
   void TearDown() override {

@@ -79,6 +79,18 @@ bool RequireServer(bool started, const std::string& why) {
   return false;
 }
 
+std::string MakeTestCertificates(const std::string& dir) {
+  const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  const std::string out = ShellOutput(
+      "(cd '" + dir + "' && echo subjectAltName=IP:127.0.0.1 > san.ext && " +
+      "openssl req -x509 " + ec + " -keyout ca.key -out ca.pem -days 2 -subj /CN=ehprof-test-ca " +
+      "-addext basicConstraints=critical,CA:TRUE -addext keyUsage=keyCertSign && " +
+      "openssl req " + ec + " -keyout server.key -out server.csr -subj /CN=127.0.0.1 && " +
+      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 " +
+      "-extfile san.ext -out server.pem && echo made) 2>&1");
+  return out.find("made") != std::string::npos ? "" : out;
+}
+
 void StopProcess(pid_t* pid) {
   if (*pid <= 0) return;
   kill(*pid, SIGTERM);

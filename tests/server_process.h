@@ -27,6 +27,9 @@ pid_t SpawnProgram(std::vector<std::string> args);
 // (the caller then skips: the server is not installed) or, under CI=true,
 // records a failure: CI must run these tests.
 bool RequireServer(bool started, const std::string& why);
+// A CA and a certificate for 127.0.0.1 it signed, made with openssl in
+// `dir`: ca.pem, server.pem, server.key. "" when made, else openssl's words.
+std::string MakeTestCertificates(const std::string& dir);
 // SIGTERM, then SIGKILL after 10 s; *pid becomes -1.
 void StopProcess(pid_t* pid);
 
