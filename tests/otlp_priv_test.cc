@@ -19,12 +19,10 @@
 #include <tuple>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "gtest/gtest.h"
+#include "profile.pb.h"
 #include "tests/otelcol_server.h"
 #include "tests/server_process.h"
 #include "tests/test_support.h"
@@ -81,40 +79,34 @@ std::pair<uint64_t, uint64_t> Under(const std::string& folded, const std::string
   return {total, under};
 }
 
-// `go tool pprof -traces` as folded stacks ("root;...;leaf N"): a sample's
-// first frame line carries its value in the first 10 columns, the frames
-// under it none; label lines ("comm:  fio") are skipped.
-std::string TracesToFolded(const std::string& traces) {
+// The agent's own --output-dir profiles of one service as folded stacks
+// ("root;...;leaf COUNT", inline frames innermost last), read with the
+// classes protoc generates from pprof's profile.proto.
+std::string PprofFolded(const std::vector<std::string>& files, const std::string& service) {
   std::map<std::string, uint64_t> folded;
-  std::vector<std::string> frames;  // leaf first
-  uint64_t value = 0;
-  auto flush = [&] {
-    if (value && !frames.empty()) {
+  for (const std::string& f : files) {
+    perftools::profiles::Profile p;
+    EXPECT_TRUE(p.ParseFromString(testing::ShellOutput("gzip -dc '" + f + "'"))) << f;
+    auto str = [&](int64_t i) { return i >= 0 && i < p.string_table_size() ? p.string_table(i) : "?"; };
+    std::map<uint64_t, std::string> functions;
+    for (const auto& fn : p.function()) functions[fn.id()] = str(fn.name());
+    std::map<uint64_t, std::vector<std::string>> locations;  // innermost first
+    for (const auto& loc : p.location()) {
+      for (const auto& line : loc.line()) locations[loc.id()].push_back(functions[line.function_id()]);
+    }
+    for (const auto& sample : p.sample()) {
+      bool ours = false;
+      for (const auto& l : sample.label()) ours |= str(l.key()) == "service_name" && str(l.str()) == service;
+      if (!ours || sample.value_size() == 0) continue;
+      std::vector<std::string> names;  // leaf first
+      for (uint64_t id : sample.location_id()) {
+        for (const std::string& n : locations[id]) names.push_back(n);
+      }
       std::string stack;
-      for (auto it = frames.rbegin(); it != frames.rend(); ++it) stack += (stack.empty() ? "" : ";") + *it;
-      folded[stack] += value;
+      for (auto it = names.rbegin(); it != names.rend(); ++it) stack += (stack.empty() ? "" : ";") + *it;
+      folded[stack] += sample.value(0);
     }
-    frames.clear();
-    value = 0;
-  };
-  std::istringstream in(traces);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("-----------+", 0) == 0) {
-      flush();
-      continue;
-    }
-    if (line.size() < 14 || line.compare(10, 3, "   ") != 0) continue;
-    const std::string head(absl::StripAsciiWhitespace(line.substr(0, 10)));
-    if (!head.empty()) {
-      if (!absl::SimpleAtoi(head, &value)) continue;
-    } else if (value == 0) {
-      continue;
-    }
-    std::string name(absl::StripAsciiWhitespace(line.substr(13)));
-    if (absl::EndsWith(name, " (inline)")) name.resize(name.size() - 9);
-    frames.push_back(name);
   }
-  flush();
   std::string out;
   for (const auto& [stack, n] : folded) out += absl::StrCat(stack, " ", n, "\n");
   return out;
@@ -177,14 +169,12 @@ TEST_F(Otlp, FiosHotPathArrivesWithItsShareAndEverySample) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(otlp exported \d+ intervals to \S+/v1development/profiles \(0 refused, 0 dropped\))")))
       << r.err;
-  // ehprof's own profile of the same intervals, folded from pprof -traces.
+  // ehprof's own profile of the same intervals.
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir_ + "/out")) files.push_back(e.path());
-  const std::string traces =
-      testing::GoToolPprof("-traces -sample_index=samples -tagfocus=service_name=fio", files, dir_);
-  const std::string local = TracesToFolded(traces);
+  const std::string local = PprofFolded(files, "fio");
   const auto [local_total, local_under] = Under(local, "get_io_u", {});
-  ASSERT_GT(local_total, 50u) << traces.substr(0, 2000);
+  ASSERT_GT(local_total, 20u) << local.substr(0, 2000);  // ~400 on an idle machine
 
   const std::string fio = WaitFor("fio", local_total);
   char host[256] = {};
@@ -261,7 +251,13 @@ TEST_F(Otlp, ACollectorDownForAWhileLosesNothing) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"(otlp exported (\d+) intervals to \S+ \((\d+) refused, (\d+) dropped\))")))
       << r.err;
-  EXPECT_EQ(std::stoull(m[1].str()), intervals) << r.err;  // every interval arrived
+  const uint64_t exported = std::stoull(m[1].str());
+  EXPECT_EQ(m[2].str(), "0") << r.err;
+  EXPECT_EQ(m[3].str(), "0") << r.err;
+  // Every interval with samples is exported (on a crowded machine a 1 s
+  // interval may have none, and an empty one is not sent).
+  EXPECT_LE(exported, intervals) << r.err;
+  EXPECT_GE(exported, intervals * 3 / 4) << r.err;
   EXPECT_GE(intervals, 15u) << r.err;
   // The failure and the recovery said once each.
   const std::regex failed("otlp push failed \\(UNAVAILABLE\\)");
@@ -271,7 +267,7 @@ TEST_F(Otlp, ACollectorDownForAWhileLosesNothing) {
   // And the Collector has every sample, from before, during and after.
   const std::string s = WaitFor("otlp-outage", samples);
   EXPECT_EQ(Number(s, "total"), samples) << s << "\n" << r.err;
-  EXPECT_EQ(Number(s, "profiles"), intervals) << s;
+  EXPECT_EQ(Number(s, "profiles"), exported) << s;
 }
 
 // The Collector's receivers serving TLS with a certificate for 127.0.0.1
