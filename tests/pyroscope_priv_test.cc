@@ -4,7 +4,6 @@
 // ehprof's local profile of the same run, and an outage of the server
 // loses nothing; over HTTPS, with the CA given and without it.
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,9 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/pyroscope_server.h"
+#include "tests/server_process.h"
 #include "tests/test_support.h"
-
-extern char** environ;
 
 namespace ehprof {
 namespace {
@@ -83,27 +81,13 @@ double Field(const std::string& judged, const std::string& name) {
   return std::stod(m[1].str());
 }
 
-pid_t Spawn(std::vector<std::string> args) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
-  return pid;
-}
-
 class Pyroscope : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!testing::RequireRootForBpf()) GTEST_SKIP();
     ASSERT_NO_FATAL_FAILURE(Configure());
     std::string error;
-    if (!server_.Start(&error)) {
-      const char* ci = std::getenv("CI");
-      if (ci && std::string(ci) == "true") FAIL() << error;
-      std::printf("SKIPPED: %s\n", error.c_str());
-      GTEST_SKIP() << error;
-    }
+    if (!testing::RequireServer(server_.Start(&error), error)) GTEST_SKIP() << error;
     dir_ = ::testing::TempDir() + "/pyroscope." + std::to_string(getpid());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
@@ -123,7 +107,7 @@ TEST_F(Pyroscope, ServesFiosHotPathAsEhprofsOwnProfileHasIt) {
       {"agent", "-a", "--interval", "2", "--pyroscope", server_.url(), "--output-dir",
        dir_ + "/out", "--label", "test=pyroscope_priv_test", "--metrics-every", "0"},
       SIGTERM, 2000, [&](pid_t) {
-        pid_t fio = Spawn({"fio", "--output=/dev/null", job});
+        pid_t fio = testing::SpawnProgram({"fio", "--output=/dev/null", job});
         waitpid(fio, nullptr, 0);
         std::this_thread::sleep_for(std::chrono::milliseconds(2500));
       });
@@ -153,7 +137,7 @@ TEST_F(Pyroscope, ServesFiosHotPathAsEhprofsOwnProfileHasIt) {
 // ehprof agent --off-cpu: off_cpu profiles beside process_cpu, in
 // Pyroscope and in the output directory, with the sleeping program's 1:3.
 TEST_F(Pyroscope, ServesOffCpuTimeBesideCpu) {
-  pid_t sleeper = Spawn({testing::TestdataPath("offcpu_sleep"), "30"});
+  pid_t sleeper = testing::SpawnProgram({testing::TestdataPath("offcpu_sleep"), "30"});
   ASSERT_GT(sleeper, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past its first block
   testing::RunResult r = RunEhprof(
@@ -188,7 +172,7 @@ TEST_F(Pyroscope, AnOutageLosesNoInterval) {
   // which the workload had already exited has no samples and is rightly
   // not pushed, which the count below would take for a loss (seen once
   // when Pyroscope's restart took long on a loaded machine).
-  pid_t work = Spawn({testing::TestdataPath("deep_recursion"), "300", "10"});
+  pid_t work = testing::SpawnProgram({testing::TestdataPath("deep_recursion"), "300", "10"});
   ASSERT_GT(work, 0);
   testing::RunResult r = RunEhprof(
       {"agent", "-p", std::to_string(work), "--interval", "1", "--pyroscope", server_.url(),
@@ -246,15 +230,8 @@ class PyroscopeTls : public Pyroscope {
     tls_ = ::testing::TempDir() + "/pyroscope-tls." + std::to_string(getpid());
     std::filesystem::remove_all(tls_);
     std::filesystem::create_directories(tls_);
-    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    const std::string out = testing::ShellOutput(absl::StrCat(
-        "(cd '", tls_, "' && echo subjectAltName=IP:127.0.0.1 > san.ext && ",
-        "openssl req -x509 ", ec, " -keyout ca.key -out ca.pem -days 2 -subj /CN=ehprof-test-ca ",
-        "-addext basicConstraints=critical,CA:TRUE -addext keyUsage=keyCertSign && ",
-        "openssl req ", ec, " -keyout server.key -out server.csr -subj /CN=127.0.0.1 && ",
-        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 ",
-        "-extfile san.ext -out server.pem && echo made) 2>&1"));
-    ASSERT_NE(out.find("made"), std::string::npos) << out;
+    const std::string failed = testing::MakeTestCertificates(tls_);
+    ASSERT_EQ(failed, "");
     server_.UseTls(tls_ + "/ca.pem", tls_ + "/server.pem", tls_ + "/server.key");
   }
   void TearDown() override {
@@ -263,7 +240,7 @@ class PyroscopeTls : public Pyroscope {
   }
   // The agent on a busy process for about `ms`, pushing to the server.
   testing::RunResult RunAgent(const std::string& service, std::vector<std::string> extra, int ms) {
-    pid_t work = Spawn({testing::TestdataPath("deep_recursion"), "300", "10"});
+    pid_t work = testing::SpawnProgram({testing::TestdataPath("deep_recursion"), "300", "10"});
     std::vector<std::string> args = {"agent", "-p", std::to_string(work), "--interval", "1",
                                      "--pyroscope", server_.url(), "--service-name", service,
                                      "--metrics-every", "0"};

@@ -1,11 +1,5 @@
 #include "tests/pyroscope_server.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,43 +9,11 @@
 #include <thread>
 #include <vector>
 
+#include "tests/server_process.h"
 #include "tests/test_support.h"
-
-extern char** environ;
 
 namespace ehprof::testing {
 namespace {
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-// SIGTERM, then SIGKILL after 10 s.
-void StopProcess(pid_t* pid) {
-  if (*pid <= 0) return;
-  kill(*pid, SIGTERM);
-  for (int i = 0; i < 100; ++i) {
-    if (waitpid(*pid, nullptr, WNOHANG) == *pid) {
-      *pid = -1;
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  kill(*pid, SIGKILL);
-  waitpid(*pid, nullptr, 0);
-  *pid = -1;
-}
 
 // Both processes: every listener and ring member at loopback (the
 // machine's own address is not listened on, and nothing leaves
@@ -77,7 +39,7 @@ PyroscopeServer::PyroscopeServer() {
   if (mkdtemp(tmpl)) dir_ = tmpl;
   for (int* port : {&http_port_, &grpc_port_, &memberlist_port_, &tls_http_port_, &tls_grpc_port_,
                     &tls_memberlist_port_}) {
-    *port = FreePort();
+    *port = FreeLoopbackPort();
   }
 }
 
@@ -86,14 +48,7 @@ PyroscopeServer::~PyroscopeServer() {
   if (!dir_.empty()) std::filesystem::remove_all(dir_);
 }
 
-std::string PyroscopeServer::Binary() {
-  if (const char* b = std::getenv("EHPROF_PYROSCOPE"); b && *b) return b;
-  std::string out = ShellOutput("bash " + SourcePath("scripts/install_pyroscope.sh") + " 2>/dev/null");
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  const size_t nl = out.rfind('\n');
-  if (nl != std::string::npos) out = out.substr(nl + 1);
-  return access(out.c_str(), X_OK) == 0 ? out : "";
-}
+std::string PyroscopeServer::Binary() { return InstalledBinary("EHPROF_PYROSCOPE", "install_pyroscope.sh"); }
 
 void PyroscopeServer::UseTls(std::string ca_file, std::string cert_file, std::string key_file) {
   ca_ = std::move(ca_file);
@@ -108,19 +63,9 @@ std::string PyroscopeServer::url() const {
 
 bool PyroscopeServer::Launch(std::vector<std::string> args, const std::string& log,
                              const std::string& ready_cmd, pid_t* pid, std::string* error) {
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawn_file_actions_addchdir_np(&fa, dir_.c_str());
-  const int rc = posix_spawn(pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
+  *pid = SpawnLogged(args, log, dir_);
+  if (*pid < 0) {
     *error = "cannot start " + args[0];
-    *pid = -1;
     return false;
   }
   for (int i = 0; i < 600; ++i) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/continuous/metrics_server.h"
 #include "agent/output/output_pprof.h"
+#include "agent/sink/otlp_profiles.h"
 
 namespace ehprof {
 namespace {
@@ -29,7 +30,49 @@ absl::Status ParseLabels(const std::vector<std::string>& flags, Labels* out) {
   return absl::OkStatus();
 }
 
+std::string HostName() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return host[0] ? host : "unknown";
+}
+
+std::string QueueCounts(const PushQueue& q) {
+  const PushQueue::Counters c = q.counters();
+  return absl::StrCat(" (failed attempts ", c.attempts_failed, ", refused ", c.rejected, ", dropped ", c.dropped,
+                      ", given up ", c.abandoned, ", queued ", c.queued, ")");
+}
+
+// Delivers what is queued (a little time for it), then says what happened.
+void CloseQueue(std::unique_ptr<PushQueue>& queue, const std::string& nouns, const std::string& done,
+                const std::string& units, const std::string& endpoint) {
+  if (!queue) return;
+  if (size_t left = queue->Flush(std::chrono::seconds(10)); left > 0) {
+    Say(absl::StrCat(left, " ", nouns, " not delivered at exit"));
+  }
+  const PushQueue::Counters c = queue->counters();
+  Say(absl::StrCat(done, " ", c.pushed, " ", units, " to ", endpoint, " (", c.rejected, " refused, ", c.dropped,
+                   " dropped)"));
+  queue.reset();
+}
+
 }  // namespace
+
+absl::Status AgentSinks::OpenOtlp(const SinkFlags& flags) {
+  if (flags.otlp.url.empty()) return absl::OkStatus();
+  Labels labels;
+  if (absl::Status s = ParseLabels(flags.labels, &labels); !s.ok()) return s;
+  otlp_attributes_ = {{"host.name", HostName()}};
+  otlp_attributes_.insert(otlp_attributes_.end(), labels.begin(), labels.end());
+  auto c = OtlpClient::Create(flags.otlp);
+  if (!c.ok()) return c.status();
+  otlp_ = *std::move(c);
+  PushQueue::Options qo;
+  qo.max_queued = flags.queue_size;
+  otlp_queue_ = std::make_unique<PushQueue>(
+      [this](const std::string& body) { return otlp_->Push(body); },
+      [](const std::string& line) { Say("otlp " + line); }, qo);
+  return absl::OkStatus();
+}
 
 std::string PushBody(const IntervalOutput& out, const Labels& common) {
   std::vector<PushSeries> series;
@@ -65,6 +108,7 @@ absl::Status AgentSinks::Open(const SinkFlags& flags) {
     if (!d.ok()) return d.status();
     dir_ = std::make_unique<OutputDir>(*std::move(d));
   }
+  if (absl::Status s = OpenOtlp(flags); !s.ok()) return s;
   if (flags.push.url.empty()) return absl::OkStatus();
   PyroscopeOptions push = flags.push;
   for (const auto& [file, out] : {std::pair{flags.basic_password_file, &push.basic_password},
@@ -75,9 +119,7 @@ absl::Status AgentSinks::Open(const SinkFlags& flags) {
     *out = *secret;
   }
   if (absl::Status s = ParseLabels(flags.labels, &labels_); !s.ok()) return s;
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  labels_.emplace_back("hostname", host[0] ? host : "unknown");
+  labels_.emplace_back("hostname", HostName());
   // The labels every series will carry, with sample names for the two the
   // agent sets per series.
   Labels check = labels_;
@@ -99,14 +141,14 @@ void AgentSinks::Write(const IntervalOutput& out) {
     if (absl::Status s = dir_->Write(out); !s.ok()) Say(std::string(s.message()));
   }
   if (queue_ && !out.by_service.empty()) queue_->Enqueue(PushBody(out, labels_));
+  if (otlp_queue_ && !out.by_service.empty()) otlp_queue_->Enqueue(EncodeOtlpProfiles(out, otlp_attributes_));
 }
 
 std::string AgentSinks::MetricsSuffix() const {
-  if (!queue_) return "";
-  const PushQueue::Counters c = queue_->counters();
-  return absl::StrCat(", pushed ", c.pushed, " (failed attempts ", c.attempts_failed, ", refused ",
-                      c.rejected, ", dropped ", c.dropped, ", given up ", c.abandoned, ", queued ",
-                      c.queued, ")");
+  std::string out;
+  if (queue_) out += absl::StrCat(", pushed ", queue_->counters().pushed, QueueCounts(*queue_));
+  if (otlp_queue_) out += absl::StrCat(", otlp exported ", otlp_queue_->counters().pushed, QueueCounts(*otlp_queue_));
+  return out;
 }
 
 std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) const {
@@ -133,6 +175,16 @@ std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) 
                       "Pushes given up after 12 failed attempts (about 3 minutes).", q.abandoned);
     out += PromMetric("ehprof_push_queue_depth", "gauge", "Pushes waiting.", static_cast<double>(q.queued));
   }
+  if (otlp_queue_) {
+    const PushQueue::Counters q = otlp_queue_->counters();
+    out += PromMetric("ehprof_otlp_exports_total", "counter", "OTLP profile exports delivered.", q.pushed);
+    out += PromMetric("ehprof_otlp_failed_attempts_total", "counter", "OTLP export attempts that failed.",
+                      q.attempts_failed);
+    out += PromMetric("ehprof_otlp_exports_lost_total", "counter",
+                      "OTLP exports refused, dropped from a full queue or given up.",
+                      q.rejected + q.dropped + q.abandoned);
+    out += PromMetric("ehprof_otlp_queue_depth", "gauge", "OTLP exports waiting.", static_cast<double>(q.queued));
+  }
   out += PromMetric("ehprof_symbol_cache_resets_total", "counter",
                     "Times the symbol caches were dropped to stay under --memory-limit.", c.cache_resets);
   out += PromMetric("ehprof_resident_memory_bytes", "gauge", "Resident memory of the agent.",
@@ -143,15 +195,9 @@ std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) 
 }
 
 void AgentSinks::Close() {
-  if (!queue_) return;
   // The last interval (and any backlog) gets a little time to arrive.
-  if (size_t left = queue_->Flush(std::chrono::seconds(10)); left > 0) {
-    Say(absl::StrCat(left, " pushes not delivered at exit"));
-  }
-  const PushQueue::Counters c = queue_->counters();
-  Say(absl::StrCat("pushed ", c.pushed, " profiles to ", client_->endpoint(), " (", c.rejected, " refused, ",
-                   c.dropped, " dropped)"));
-  queue_.reset();
+  if (queue_) CloseQueue(queue_, "pushes", "pushed", "profiles", client_->endpoint());
+  if (otlp_queue_) CloseQueue(otlp_queue_, "otlp exports", "otlp exported", "intervals", otlp_->endpoint());
 }
 
 }  // namespace ehprof

@@ -1,6 +1,7 @@
 // Where `ehprof agent` sends each interval: a directory of pprof files, a
-// Pyroscope server (through a retrying queue), or both; and the agent's
-// self-metrics in Prometheus' text format.
+// Pyroscope server, an OTLP profiles endpoint (each through its own
+// retrying queue), or several; and the agent's self-metrics in
+// Prometheus' text format.
 #ifndef EHPROF_AGENT_CLI_AGENT_SINKS_H_
 #define EHPROF_AGENT_CLI_AGENT_SINKS_H_
 
@@ -12,6 +13,7 @@
 #include "absl/status/status.h"
 #include "agent/continuous/agent_loop.h"
 #include "agent/continuous/output_dir.h"
+#include "agent/sink/otlp_client.h"
 #include "agent/sink/push_queue.h"
 #include "agent/sink/push_request.h"
 #include "agent/sink/pyroscope_client.h"
@@ -26,6 +28,7 @@ struct SinkFlags {
   std::string basic_password_file;
   std::string bearer_file;
   size_t queue_size = 60;
+  OtlpOptions otlp;  // --otlp URL; --label pairs become resource attributes
 };
 
 class AgentSinks {
@@ -44,10 +47,14 @@ class AgentSinks {
   void Close();
 
  private:
+  absl::Status OpenOtlp(const SinkFlags& flags);
   std::unique_ptr<OutputDir> dir_;
   std::unique_ptr<PyroscopeClient> client_;
   std::unique_ptr<PushQueue> queue_;
   Labels labels_;  // of every series, hostname included
+  std::unique_ptr<OtlpClient> otlp_;
+  std::unique_ptr<PushQueue> otlp_queue_;
+  Labels otlp_attributes_;  // of every resource: host.name and --label
 };
 
 // One push request for an interval: a series per service, its profile the

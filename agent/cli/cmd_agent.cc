@@ -30,7 +30,10 @@ constexpr char kFooter[] = R"(--pyroscope URL pushes to Grafana Pyroscope's push
 one series per service an interval, named process_cpu, labelled service_name
 and hostname (and --label). A server that is down or slow never stops
 sampling: pushes queue (--queue N, oldest dropped and counted) and are
-retried with backoff. --output-dir files are read with
+retried with backoff. --otlp URL exports OTLP profiles (the v1development
+schema of OpenTelemetry Collector v0.165.0) the same way: a resource per
+service (service.name, host.name, container.id, process.executable.name,
+--label pairs). --output-dir files are read with
 `go tool pprof -http=: DIR/*.pb.gz`.)";
 
 struct AgentFlags {
@@ -47,6 +50,21 @@ void AddSinkOptions(CLI::App& app, SinkFlags* f) {
   const std::string g = "sinks";
   app.add_option("--pyroscope", f->push.url, "push each interval to this Pyroscope server")
       ->type_name("URL")
+      ->group(g);
+  app.add_option("--otlp", f->otlp.url,
+                 "export each interval as OTLP profiles to this endpoint (an OpenTelemetry Collector: "
+                 "http://HOST:4318, or :4317 with --otlp-protocol grpc)")
+      ->type_name("URL")
+      ->group(g);
+  app.add_option("--otlp-protocol", f->otlp.protocol, "http/protobuf (default) or grpc")
+      ->type_name("P")
+      ->group(g);
+  app.add_option("--otlp-header", f->otlp.headers, "a header of every OTLP request (repeatable)")
+      ->type_name("'NAME: VALUE'")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(g);
+  app.add_option("--otlp-ca", f->otlp.ca_file, "trust the CAs in this PEM bundle for an https:// --otlp")
+      ->type_name("FILE")
       ->group(g);
   app.add_option("--output-dir", f->output_dir,
                  "one pprof file (.pb.gz) per interval, the newest --keep kept; each sample is "
@@ -168,8 +186,8 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   AddAgentOptions(*app, &o, &f);
   AddOffCpuOptions(*app, &f.off_cpu);
   if (auto exit = ParseCommandLine(*app, args)) return *exit;
-  if (f.sinks.output_dir.empty() && f.sinks.push.url.empty()) {
-    return UsageError("agent", "give a sink: --pyroscope URL or --output-dir DIR");
+  if (f.sinks.output_dir.empty() && f.sinks.push.url.empty() && f.sinks.otlp.url.empty()) {
+    return UsageError("agent", "give a sink: --pyroscope URL, --otlp URL or --output-dir DIR");
   }
   if (f.all && !o.record.pids.empty()) return UsageError("agent", "give one of -a, -p");
   if (o.record.sample_period != 0) return UsageError("agent", "-c is for ehprof record (for now): use -F");

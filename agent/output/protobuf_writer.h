@@ -21,6 +21,11 @@ class ProtobufWriter {
   }
   void Int64(uint32_t field, int64_t value) { Varint(field, static_cast<uint64_t>(value)); }
   void Bool(uint32_t field, bool value) { Varint(field, value ? 1 : 0); }
+  // Wire type 1 (fixed64), little-endian.
+  void Fixed64(uint32_t field, uint64_t value) {
+    Tag(field, kFixed64);
+    for (int i = 0; i < 8; ++i) data_.push_back(static_cast<char>(value >> (8 * i)));
+  }
 
   // Wire type 2: strings, bytes and embedded messages.
   void Bytes(uint32_t field, std::string_view data) {
@@ -56,6 +61,7 @@ class ProtobufWriter {
 
  private:
   static constexpr uint32_t kVarint = 0;
+  static constexpr uint32_t kFixed64 = 1;
   static constexpr uint32_t kLengthDelimited = 2;
 
   void Tag(uint32_t field, uint32_t wire_type) {

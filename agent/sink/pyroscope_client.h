@@ -14,8 +14,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-
-typedef void CURL;
+#include "agent/sink/http_post.h"
 
 namespace ehprof {
 
@@ -40,13 +39,10 @@ class PyroscopeClient {
   const std::string& endpoint() const { return endpoint_; }
 
  private:
-  struct CurlDeleter {
-    void operator()(CURL* c) const;
-  };
   explicit PyroscopeClient(PyroscopeOptions o) : options_(std::move(o)) {}
   PyroscopeOptions options_;
   std::string endpoint_;
-  std::unique_ptr<CURL, CurlDeleter> curl_;  // reused: keeps the connection
+  CurlHandle curl_;  // reused: keeps the connection
 };
 
 // "secret" from --bearer-token-file and the like: the file's first line.
