@@ -96,4 +96,9 @@ std::optional<ElfSymbol> SymbolCache::FromCfi(const std::string& path, Slot* slo
 
 std::vector<std::string> SymbolCache::TakeWarnings() { return warnings_.Take(); }
 
+void SymbolCache::Evict(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  slots_.erase(path);
+}
+
 }  // namespace ehprof
