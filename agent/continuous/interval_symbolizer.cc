@@ -1,7 +1,5 @@
 #include "agent/continuous/interval_symbolizer.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -11,14 +9,6 @@
 namespace ehprof {
 
 namespace {
-
-// malloc's bytes in use, every arena: a file's cost is the difference
-// across its loads and lookups (on this thread; other threads' allocations
-// in that window are noise, small against a symbol table).
-int64_t HeapInUse() {
-  const struct mallinfo2 mi = mallinfo2();
-  return static_cast<int64_t>(mi.uordblks + mi.hblkhd);
-}
 
 uint64_t StringBytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
 
@@ -63,11 +53,9 @@ void IntervalSymbolizer::Evict(uint32_t id) {
   auto it = files_.find(id);
   if (it == files_.end()) return;
   for (std::string& w : dwarf_->TakeWarnings()) warnings_.push_back(std::move(w));
-  const int64_t before = HeapInUse();
+  bytes_evicted_ += names_->FileBytes(it->second.path);
   dwarf_->Evict(it->second.path);
-  const int64_t freed = before - HeapInUse();
   ++files_evicted_;
-  bytes_evicted_ += freed > 0 ? static_cast<uint64_t>(freed) : 0;
   file_ids_.erase(it->second.path);
   files_.erase(it);
 }
@@ -92,7 +80,7 @@ IntervalSymbolizer::Usage IntervalSymbolizer::usage() const {
   Usage u;
   u.files = files_.size();
   for (const auto& [id, f] : files_) {
-    const uint64_t bytes = f.bytes > 0 ? static_cast<uint64_t>(f.bytes) : 0;
+    const uint64_t bytes = names_->FileBytes(f.path);
     u.symbol_bytes += bytes;
     u.largest.emplace_back(f.path, bytes);
   }
@@ -117,7 +105,6 @@ const IntervalSymbolizer::Symbolized& IntervalSymbolizer::Lookup(const std::stri
     current_bytes_ += sizeof(Cache::value_type) + FramesBytes(it->second.frames);
     return current_.emplace(key, std::move(it->second)).first->second;
   }
-  const int64_t before = HeapInUse();
   Symbolized s;
   s.frames = dwarf_->Frames(file, vaddr);
   s.start = dwarf_->FunctionStart(file, vaddr).value_or(0);
@@ -129,19 +116,11 @@ const IntervalSymbolizer::Symbolized& IntervalSymbolizer::Lookup(const std::stri
   if (options_.demangle) {
     for (auto& fr : s.frames) fr.function = Demangle(fr.function);
   }
-  const uint64_t frames_bytes = FramesBytes(s.frames);
-  // The file's share: what its tables and DWARF session took, not this
-  // entry (counted with the cache).
-  f.bytes += HeapInUse() - before - static_cast<int64_t>(frames_bytes);
-  current_bytes_ += sizeof(Cache::value_type) + frames_bytes;
+  current_bytes_ += sizeof(Cache::value_type) + FramesBytes(s.frames);
   return current_.emplace(std::move(key), std::move(s)).first->second;
 }
 
-void IntervalSymbolizer::CloseSession(File& f) {
-  const int64_t before = HeapInUse();
-  dwarf_->CloseSession(f.path);
-  f.bytes -= before - HeapInUse();
-}
+void IntervalSymbolizer::CloseSession(const File& f) { dwarf_->CloseSession(f.path); }
 
 const std::string* IntervalSymbolizer::FirstFile(const LocatedMapping& m) const {
   const std::string& named = m.path == "[vdso]" ? options_.vdso_file : m.path;

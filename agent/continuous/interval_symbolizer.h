@@ -1,11 +1,10 @@
 // Turns an IntervalProfile into resolved samples per service, off the
 // recording thread. What it keeps from one interval to the next is
 // bounded and planned, never dropped all at once:
-//  - each file's symbol data (ELF symbol tables, FDE ranges, the DWARF
-//    session), loaded on first use; its heap cost is measured as it loads
-//    and is used (malloc's in-use bytes before and after), so a memory
+//  - each file's symbol data (ELF symbol tables, FDE ranges), loaded on
+//    first use and counted exactly (SymbolCache::FileBytes), so a memory
 //    budget can evict the least recently used file's data first
-//    (EvictFor), and at most max_files files are kept;
+//    (EvictFor); at most max_files files are kept;
 //  - DWARF sessions (libdw's caches and its mapping of the debug file:
 //    tens of MB for a libc or libpython with debug info) only while an
 //    interval is symbolized: closed after it, opened again on the next
@@ -70,7 +69,6 @@ class IntervalSymbolizer {
   };
   struct File {
     std::string path;
-    int64_t bytes = 0;       // heap measured while loading and looking up
     uint64_t last_used = 0;  // the Resolve call that last used it
   };
   const Symbolized& Lookup(const std::string& file, uint64_t vaddr);
@@ -81,7 +79,7 @@ class IntervalSymbolizer {
   // Looks up the profile's new addresses file by file, each file's DWARF
   // session closed before the next one's opens: one open at a time.
   void Prefetch(const IntervalProfile& p);
-  void CloseSession(File& f);
+  void CloseSession(const File& f);
   void Evict(uint32_t id);
   void AddUser(const IntervalProfile& p, const LocatedFrame& f, std::vector<ResolvedFrame>* out);
 
