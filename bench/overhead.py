@@ -53,12 +53,17 @@ def cpu_seconds(pid):
     return sum(int(x) for x in fields[11:15]) / TICK
 
 
-def peak_rss_mb(pid):
+def status_mb(pid, field):
+    """A /proc/PID/status size (VmHWM, VmRSS) in MB."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def peak_rss_mb(pid):
+    return status_mb(pid, "VmHWM")
 
 
 def perf_programs():

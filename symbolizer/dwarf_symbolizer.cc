@@ -5,7 +5,10 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -21,14 +24,79 @@ using DwflPtr = ScopedHandle<Dwfl, dwfl_end>;
 // dwarf_getscopes / dwarf_getscopes_die return malloc'ed arrays.
 using DieArray = MallocPtr<Dwarf_Die>;
 
+uint64_t ExpandedDwarfBytes(Elf* elf);
+
+// What a module's find_debuginfo callback sees (its Dwfl_Module userdata).
+struct DebugCap {
+  uint64_t max_bytes = 0;   // 0: no cap
+  std::string skipped;      // a debug file refused, and why
+};
+
+// The separate debug file as libdwfl finds it, refused (as if not found)
+// when its compressed DWARF would expand past the cap.
+int FindDebuginfoWithinCap(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
+                           const char* file_name, const char* debuglink_file,
+                           GElf_Word debuglink_crc, char** debuginfo_file_name) {
+  const int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+                                              debuglink_file, debuglink_crc, debuginfo_file_name);
+  auto* cap = static_cast<DebugCap*>(*userdata);
+  if (fd < 0 || cap == nullptr || cap->max_bytes == 0) return fd;
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  const uint64_t expanded = elf ? ExpandedDwarfBytes(elf) : 0;
+  elf_end(elf);
+  if (expanded <= cap->max_bytes) return fd;
+  cap->skipped = absl::StrCat(*debuginfo_file_name ? *debuginfo_file_name : "its debug file",
+                              " would expand to ", expanded >> 20, " MB");
+  ::close(fd);
+  free(*debuginfo_file_name);
+  *debuginfo_file_name = nullptr;
+  return -1;
+}
+
 // An offline session (files, not a live process), as `eu-addr2line -e`
 // sets up. debuginfo_path nullptr: libdwfl's default ":.debug:/usr/lib/debug".
 const Dwfl_Callbacks kOfflineCallbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = FindDebuginfoWithinCap,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = nullptr,
 };
+
+// The heap libdw takes to expand the compressed DWARF sections it reads
+// (SHF_COMPRESSED or GNU .zdebug_); uncompressed ones are mapped, not
+// copied. Location lists, CFI and macros are read only on demand.
+uint64_t ExpandedDwarfBytes(Elf* elf) {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return 0;
+  uint64_t total = 0;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr) continue;
+    const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (name == nullptr) continue;
+    const bool gnu = std::strncmp(name, ".zdebug_", 8) == 0;
+    if (!gnu && std::strncmp(name, ".debug_", 7) != 0) continue;
+    const char* what = name + (gnu ? 8 : 7);
+    if (std::strncmp(what, "loc", 3) == 0 || std::strcmp(what, "frame") == 0 ||
+        std::strncmp(what, "mac", 3) == 0) {
+      continue;
+    }
+    if (shdr.sh_flags & SHF_COMPRESSED) {
+      GElf_Chdr chdr;
+      if (gelf_getchdr(scn, &chdr) != nullptr) total += chdr.ch_size;
+    } else if (gnu) {
+      // "ZLIB" and the expanded size, 8 bytes big-endian.
+      Elf_Data* d = elf_rawdata(scn, nullptr);
+      if (d && d->d_buf && d->d_size >= 12 && std::memcmp(d->d_buf, "ZLIB", 4) == 0) {
+        const auto* b = static_cast<const unsigned char*>(d->d_buf) + 4;
+        uint64_t n = 0;
+        for (int i = 0; i < 8; ++i) n = n << 8 | b[i];
+        total += n;
+      }
+    }
+  }
+  return total;
+}
 
 absl::Status DwflError(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what, ": ", dwfl_errmsg(-1)));
@@ -168,10 +236,10 @@ struct DwarfSymbolizer::Module {
   GElf_Addr bias = 0;
   bool has_dwarf = false;
 
-  absl::Status Load(const std::string& path);
+  absl::Status Load(const std::string& path, uint64_t max_expanded_dwarf);
 };
 
-absl::Status DwarfSymbolizer::Module::Load(const std::string& path) {
+absl::Status DwarfSymbolizer::Module::Load(const std::string& path, uint64_t max_expanded_dwarf) {
   DwflPtr session(dwfl_begin(&kOfflineCallbacks));
   if (!session) return DwflError(path, "dwfl_begin");
   dwfl_report_begin(session.get());
@@ -191,10 +259,29 @@ absl::Status DwarfSymbolizer::Module::Load(const std::string& path) {
   if (elf_kind(elf) != ELF_K_ELF) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not an ELF file"));
   }
+  if (max_expanded_dwarf != 0) {
+    if (const uint64_t n = ExpandedDwarfBytes(elf); n > max_expanded_dwarf) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          path, ": DWARF not read: its compressed debug sections would expand to ", n >> 20,
+          " MB, over the ", max_expanded_dwarf >> 20, " MB a file may take; its symbol tables name "
+          "its functions (no source lines)"));
+    }
+  }
+  DebugCap cap{max_expanded_dwarf, {}};
+  void** userdata = nullptr;
+  dwfl_module_info(m, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  if (userdata != nullptr) *userdata = &cap;
   // This finds the separate debug file (and asks debuginfod) when the file
   // has no DWARF of its own; nullptr means none was found or it was unusable.
   Dwarf_Addr dwarf_bias = 0;
-  if (dwfl_module_getdwarf(m, &dwarf_bias) == nullptr) return absl::OkStatus();
+  const bool found = dwfl_module_getdwarf(m, &dwarf_bias) != nullptr;
+  if (userdata != nullptr) *userdata = nullptr;
+  if (!cap.skipped.empty()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        path, ": DWARF not read: ", cap.skipped, ", over the ", max_expanded_dwarf >> 20,
+        " MB a file may take; its symbol tables name its functions (no source lines)"));
+  }
+  if (!found) return absl::OkStatus();
   dwfl = std::move(session);
   mod = m;
   this->bias = bias;
@@ -222,7 +309,7 @@ std::shared_ptr<DwarfSymbolizer::Module> DwarfSymbolizer::Get(const std::string&
   std::lock_guard<std::mutex> lock(module->mu);
   if (!module->loaded) {
     module->loaded = true;
-    if (absl::Status status = module->Load(path); !status.ok()) {
+    if (absl::Status status = module->Load(path, max_expanded_dwarf_); !status.ok()) {
       warnings_.Add(std::string(status.message()));
     }
   }
@@ -284,6 +371,30 @@ bool DwarfSymbolizer::HasDwarf(const std::string& path) {
 std::vector<std::string> DwarfSymbolizer::TakeWarnings() {
   for (std::string& w : go_.TakeWarnings()) warnings_.Add(std::move(w));
   return warnings_.Take();
+}
+
+void DwarfSymbolizer::CloseSession(const std::string& path) {
+  std::shared_ptr<Module> module;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = modules_.find(path);
+    if (it == modules_.end()) return;
+    module = it->second;
+  }
+  std::lock_guard<std::mutex> lock(module->mu);
+  if (!module->has_dwarf) return;
+  module->dwfl.reset();
+  module->mod = nullptr;
+  module->has_dwarf = false;
+  module->loaded = false;
+}
+
+void DwarfSymbolizer::Evict(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    modules_.erase(path);
+  }
+  symbols_->Evict(path);
 }
 
 std::optional<uint64_t> DwarfSymbolizer::FunctionStart(const std::string& path,

@@ -50,6 +50,12 @@ class DwarfSymbolizer : public Symbolizer {
   // default -A does (Debian builds with relative names: "./malloc/...").
   std::vector<SourceFrame> Frames(const std::string& path, uint64_t elf_vaddr) override;
 
+  // A file (or its separate debug file) whose compressed DWARF sections
+  // would take more than `bytes` of heap once expanded (libdw expands
+  // them when it opens them) is symbolized from its symbol tables only,
+  // and a warning says so. 0 (the default): no cap. Set before lookups.
+  void SetMaxExpandedDwarf(uint64_t bytes) { max_expanded_dwarf_ = bytes; }
+
   // Whether `path` (loading it if needed) has DWARF, its own or found.
   bool HasDwarf(const std::string& path);
 
@@ -58,6 +64,14 @@ class DwarfSymbolizer : public Symbolizer {
   // instances' starts too; the symbol is what perf shows offsets from).
   std::optional<uint64_t> FunctionStart(const std::string& path, uint64_t elf_vaddr) override;
   std::vector<std::string> TakeWarnings();
+  // Closes `path`'s DWARF session and forgets its symbol tables (the
+  // agent's memory budget); the next lookup opens them again.
+  void Evict(const std::string& path);
+  // Closes `path`'s DWARF session (libdw's caches, its mapping of the
+  // debug file) but remembers whether it has DWARF and keeps its symbol
+  // tables: the next lookup there opens the session again. Files found
+  // without DWARF are not looked for again.
+  void CloseSession(const std::string& path);
 
  private:
   struct Module;  // one file's Dwfl (dwarf_symbolizer.cc)
@@ -68,6 +82,7 @@ class DwarfSymbolizer : public Symbolizer {
   // Go code is named from its pclntab first (Go's own tools read it too),
   // the stripped build's included.
   GoTables go_;
+  uint64_t max_expanded_dwarf_ = 0;
   // std::mutex rather than absl::Mutex: see SymbolCache.
   std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Module>> modules_;  // guarded by mu_

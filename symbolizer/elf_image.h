@@ -45,6 +45,8 @@ class ElfImage {
 
   const std::string& name() const { return name_; }
   Elf* elf() const { return elf_.get(); }
+  // The file it was opened from; -1 for an in-memory image.
+  int fd() const { return fd_.valid() ? fd_.get() : -1; }
   uint16_t machine() const { return machine_; }
   const std::vector<ImageSection>& sections() const { return sections_; }
 

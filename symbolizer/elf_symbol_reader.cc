@@ -115,7 +115,7 @@ absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type
     r.name = name;
     // "__libc_start_main@@GLIBC_2.34": a .symtab keeps the version; perf and
     // the dynamic symbol table show the plain name.
-    if (size_t at = r.name.find('@'); at != std::string::npos && at > 0) r.name.resize(at);
+    if (size_t at = r.name.find('@'); at != std::string_view::npos && at > 0) r.name = r.name.substr(0, at);
     r.addr = sym.st_value;
     r.size = sym.st_size;
     r.rank = BindingRank(sym.st_info);
@@ -125,12 +125,13 @@ absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type
         in->header.sh_addr <= r.addr && r.addr < in->end_addr()) {
       r.section_end = in->end_addr();
     }
-    out->push_back(std::move(r));
+    out->push_back(r);
   }
   return true;
 }
 
-absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out) {
+absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out,
+                              std::deque<std::string>* names) {
   if (img.machine() != EM_X86_64) return absl::OkStatus();
   const ImageSection* plts[] = {img.FindSection(".plt"), img.FindSection(".plt.sec"),
                                 img.FindSection(".plt.got")};
@@ -154,8 +155,8 @@ absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out) 
       if (!slot) continue;
       auto it = slots.find(*slot);
       if (it == slots.end()) continue;
-      out->push_back({absl::StrCat(it->second, "@plt"), addr, entsize,
-                      s->end_addr(), /*rank=*/0});
+      names->push_back(absl::StrCat(it->second, "@plt"));
+      out->push_back({names->back(), addr, entsize, s->end_addr(), /*rank=*/0});
     }
   }
   return absl::OkStatus();

@@ -3,7 +3,9 @@
 #define EHPROF_SYMBOLIZER_ELF_SYMBOL_READER_H_
 
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -13,7 +15,9 @@
 namespace ehprof::symbolizer_internal {
 
 struct RawSymbol {
-  std::string name;
+  // Into the image's string table (or a pool the caller keeps): valid
+  // while both are.
+  std::string_view name;
   uint64_t addr = 0;
   uint64_t size = 0;
   // End address of the section holding the symbol, bounding a size-0
@@ -33,7 +37,9 @@ absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type
 // whose indirect jump goes through a GOT slot that a JUMP_SLOT or GLOB_DAT
 // relocation names, as objdump does: decoding the jump rather than counting
 // entries also covers IBT's .plt.sec and -z now's .plt.got.
-absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out);
+// Their names are kept in `names`.
+absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out,
+                              std::deque<std::string>* names);
 
 }  // namespace ehprof::symbolizer_internal
 

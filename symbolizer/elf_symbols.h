@@ -3,6 +3,12 @@
 // Sources, merged: .symtab (or .dynsym when there is none), the local
 // function symbols of a MiniDebugInfo (.gnu_debugdata) section, and
 // synthesized "name@plt" stubs. Names are raw (mangled); see demangle.h.
+//
+// Compact: one sorted array of entries (24-byte address ranges and name
+// references, one per address), and the names where the file has them:
+// its string table stays in the file, mapped (a name's page becomes
+// resident when it is looked up); only names the file does not hold as
+// such (MiniDebugInfo's, "@plt" stubs) are copied into one pool.
 #ifndef EHPROF_SYMBOLIZER_ELF_SYMBOLS_H_
 #define EHPROF_SYMBOLIZER_ELF_SYMBOLS_H_
 
@@ -13,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/mapped_range.h"
 
 namespace ehprof {
 
@@ -40,23 +47,30 @@ class ElfSymbols {
 
   size_t size() const { return entries_.size(); }
   bool has_mini_debug_info() const { return has_mini_debug_info_; }
+  // Heap held (the entries and the pool), and the mapped string table's size.
+  uint64_t heap_bytes() const { return entries_.capacity() * sizeof(Entry) + names_.capacity(); }
+  uint64_t mapped_bytes() const { return strtab_.size(); }
 
  private:
   struct Entry {
     uint64_t start;
-    uint64_t end;
-    uint32_t name_offset;  // into names_
+    uint32_t size;         // the extent; larger functions are cut at 4 GiB
+    uint32_t name_offset;  // into strtab_ (kMapped set in name_size) or names_
     uint32_t name_size;
     // The nearest earlier entry that still covers `start` (nesting, e.g. a
     // size-0 label inside a sized function), or kNoParent.
     uint32_t parent;
+    uint64_t end() const { return start + size; }
   };
+  static_assert(sizeof(Entry) == 24);
   static constexpr uint32_t kNoParent = UINT32_MAX;
+  static constexpr uint32_t kMapped = 1u << 31;
 
   ElfSymbols() = default;
 
   std::vector<Entry> entries_;  // sorted by start, one per address
   std::string names_;
+  MappedRange strtab_;  // the file's string table the names are in
   bool has_mini_debug_info_ = false;
 
   friend class ElfSymbolsBuilder;

@@ -96,4 +96,26 @@ std::optional<ElfSymbol> SymbolCache::FromCfi(const std::string& path, Slot* slo
 
 std::vector<std::string> SymbolCache::TakeWarnings() { return warnings_.Take(); }
 
+uint64_t SymbolCache::FileBytes(const std::string& path) {
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = slots_.find(path);
+    if (it == slots_.end()) return 0;
+    slot = it->second;
+  }
+  std::lock_guard<std::mutex> lock(slot->mu);
+  uint64_t n = sizeof(Slot) + path.size();
+  for (const auto& t : {slot->table, slot->debug_table}) {
+    if (t) n += sizeof(ElfSymbols) + t->heap_bytes();
+  }
+  if (slot->cfi) n += sizeof(CfiFunctions) + slot->cfi->size() * sizeof(FunctionRange);
+  return n;
+}
+
+void SymbolCache::Evict(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  slots_.erase(path);
+}
+
 }  // namespace ehprof

@@ -45,6 +45,12 @@ class SymbolCache : public Symbolizer {
 
   // Load errors not yet taken, oldest first.
   std::vector<std::string> TakeWarnings();
+  // Forgets `path`'s tables (the agent's memory budget); the next lookup
+  // loads them again. Lookups in progress keep theirs until they return.
+  void Evict(const std::string& path);
+  // The heap `path`'s tables hold (symbol entries and names, the debug
+  // file's, FDE ranges); 0 when not loaded.
+  uint64_t FileBytes(const std::string& path);
 
  private:
   // One per path; loaded outside mu_ so that a large file does not stall

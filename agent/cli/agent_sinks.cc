@@ -84,8 +84,8 @@ std::string PushBody(const IntervalOutput& out, const Labels& common) {
   for (const auto& [service, samples] : out.by_service) {
     // Timer samples as process_cpu; --off-cpu time as off_cpu (the name and
     // sample type Pyroscope's own eBPF agent uses).
-    std::vector<ResolvedSample> cpu, off;
-    for (const ResolvedSample& r : samples) (r.off_cpu ? off : cpu).push_back(r);
+    std::vector<const ResolvedSample*> cpu, off;  // not copies
+    for (const ResolvedSample& r : samples) (r.off_cpu ? off : cpu).push_back(&r);
     for (auto* part : {&cpu, &off}) {
       if (part->empty()) continue;
       const bool off_cpu = part == &off;
@@ -185,10 +185,7 @@ std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) 
                       q.rejected + q.dropped + q.abandoned);
     out += PromMetric("ehprof_otlp_queue_depth", "gauge", "OTLP exports waiting.", static_cast<double>(q.queued));
   }
-  out += PromMetric("ehprof_symbol_cache_resets_total", "counter",
-                    "Times the symbol caches were dropped to stay under --memory-limit.", c.cache_resets);
-  out += PromMetric("ehprof_resident_memory_bytes", "gauge", "Resident memory of the agent.",
-                    static_cast<double>(ResidentBytes()));
+  out += MemoryMetrics(c);
   out += PromMetric("ehprof_cpu_seconds_total", "counter", "CPU time of the agent since it started.",
                     cpu_ns / 1e9);
   return out;

@@ -41,7 +41,7 @@ struct AgentFlags {
   OffCpuFlags off_cpu;
   SinkFlags sinks;
   bool all = false;
-  uint64_t memory_limit_mb = 300;
+  uint64_t memory_limit_mb = 96;
   std::string log_path;
   std::string metrics_addr;
 };
@@ -110,8 +110,8 @@ void AddAgentOptions(CLI::App& app, AgentOptions* o, AgentFlags* f) {
                  "from its cgroup, else its executable's name)")
       ->type_name("S");
   app.add_option("--memory-limit", f->memory_limit_mb,
-                 "above this resident size after an interval, symbol caches are dropped and rebuilt "
-                 "(default 300; 0: never)")
+                 "the resident size to stay within: above it after an interval, the symbol data of "
+                 "the least recently used files is evicted until it fits (default 96; 0: no limit)")
       ->type_name("MB");
   app.add_option("--log", f->log_path, "write messages to FILE (reopened on SIGHUP)")->type_name("FILE");
   app.add_option("--metrics-every", o->log_every_s,
@@ -177,6 +177,7 @@ int RunLoop(AgentOptions o, const AgentFlags& f, AgentSinks& sinks) {
 }  // namespace
 
 int RunAgentCommand(const std::vector<std::string>& args) {
+  ConfigureAgentMalloc();
   AgentOptions o;
   AgentFlags f;
   auto app = NewCommandApp("agent", kDescription);
@@ -202,6 +203,10 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   o.record.all = o.record.pids.empty();
   o.record.live_status = false;
   o.memory_limit_bytes = f.memory_limit_mb << 20;
+  // Its data pages are mapped twice here: their size counts twice in RSS.
+  o.record.sizes.ringbuf_bytes =
+      AgentRingBytes(static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)), o.record.frequency_hz,
+                     f.off_cpu.off_cpu);
 
   AgentSinks sinks;
   if (absl::Status s = sinks.Open(f.sinks); !s.ok()) {

@@ -3,12 +3,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <malloc.h>
 
 #include <cstdio>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/continuous/metrics_server.h"
 
 namespace ehprof {
 namespace {
@@ -21,11 +22,76 @@ uint64_t Clock(clockid_t id) {
 
 }  // namespace
 
+namespace {
+
+// What an interval's resolved samples hold on the heap (an estimate: the
+// vectors and the strings past the inline buffer).
+uint64_t ResolvedBytes(const IntervalOutput& out) {
+  const auto str = [](const std::string& s) -> uint64_t { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
+  uint64_t n = 0;
+  for (const auto& [service, samples] : out.by_service) {
+    n += samples.capacity() * sizeof(ResolvedSample);
+    for (const ResolvedSample& s : samples) {
+      n += s.frames.capacity() * sizeof(ResolvedFrame) + str(s.comm);
+      for (const ResolvedFrame& f : s.frames) n += str(f.symbol) + str(f.dso) + str(f.src_file);
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
 uint64_t ResidentBytes() {
   std::ifstream f("/proc/self/statm");
   uint64_t size = 0, resident = 0;
   f >> size >> resident;
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+std::string MemoryLine(const AgentCounters& c, const MemoryBreakdown& m) {
+  const auto mb = [](uint64_t b) { return b / 1e6; };
+  std::string largest;
+  for (const auto& [path, bytes] : c.symbols.largest) {
+    absl::StrAppend(&largest, largest.empty() ? "; largest: " : ", ", path.substr(path.rfind('/') + 1),
+                    absl::StrFormat(" %.1f MB", mb(bytes)));
+  }
+  return absl::StrFormat(
+      "RSS %.1f MB = heap in use %.1f MB (symbols %.1f MB in %zu files, address cache %.1f MB of %zu, "
+      "interval %.1f MB + resolved %.1f MB) + heap free/stacks %.1f MB + ring buffer %.1f MB + code "
+      "and mapped files %.1f MB; evicted %llu files (%.1f MB)%s",
+      mb(m.rss), mb(m.heap_in_use), mb(c.symbols.symbol_bytes), c.symbols.files,
+      mb(c.symbols.address_bytes), c.symbols.addresses, mb(c.interval_bytes), mb(c.output_bytes),
+      mb(m.heap_free), mb(m.ring_buffer), mb(m.files),
+      static_cast<unsigned long long>(c.files_evicted), mb(c.bytes_evicted), largest);
+}
+
+std::string MemoryMetrics(const AgentCounters& c) {
+  const MemoryBreakdown m = ReadMemoryBreakdown();
+  std::string out = PromMetric("ehprof_resident_memory_bytes", "gauge", "Resident memory of the agent.",
+                               static_cast<double>(m.rss));
+  const std::pair<const char*, uint64_t> parts[] = {
+      {"heap_in_use", m.heap_in_use},       {"heap_free", m.heap_free},
+      {"ring_buffer", m.ring_buffer},       {"mapped_files", m.files},
+      {"symbols", c.symbols.symbol_bytes},  {"address_cache", c.symbols.address_bytes},
+      {"interval", c.interval_bytes},       {"resolved_interval", c.output_bytes}};
+  bool first = true;
+  for (const auto& [part, bytes] : parts) {
+    std::string one = PromMetric("ehprof_memory_bytes", "gauge",
+                                 "Resident memory by part (symbols, address_cache, interval and "
+                                 "resolved_interval are inside heap_in_use).",
+                                 static_cast<double>(bytes), absl::StrCat("part=\"", part, "\""));
+    // One HELP/TYPE header for the family.
+    if (!first) one = one.substr(one.find("\nehprof_memory_bytes{") + 1);
+    out += one;
+    first = false;
+  }
+  out += PromMetric("ehprof_symbol_files", "gauge", "Files whose symbol data is loaded.",
+                    static_cast<double>(c.symbols.files));
+  out += PromMetric("ehprof_symbol_files_evicted_total", "counter",
+                    "Files whose symbol data was evicted to stay within --memory-limit (least recently "
+                    "used first).",
+                    static_cast<double>(c.files_evicted));
+  return out;
 }
 
 AgentLoop::AgentLoop(AgentOptions options) : options_(std::move(options)) {
@@ -101,13 +167,12 @@ void AgentLoop::LogMetrics(uint64_t now_ns) {
   }
   std::fprintf(stderr,
                "ehprof agent: samples %llu, lost %llu, intervals %llu (dropped %llu), queued %zu, "
-               "RSS %.1f MB (caches dropped %llu times), CPU %.1f s%s\n",
+               "%s, CPU %.1f s%s\n",
                static_cast<unsigned long long>(c.samples),
                static_cast<unsigned long long>(c.samples_lost),
                static_cast<unsigned long long>(c.intervals),
-               static_cast<unsigned long long>(c.intervals_dropped), queued, ResidentBytes() / 1e6,
-               static_cast<unsigned long long>(c.cache_resets),
-               (CpuTimeNs() - started_cpu_ns_) / 1e9,
+               static_cast<unsigned long long>(c.intervals_dropped), queued,
+               MemoryLine(c, ReadMemoryBreakdown()).c_str(), (CpuTimeNs() - started_cpu_ns_) / 1e9,
                options_.extra_metrics ? options_.extra_metrics().c_str() : "");
   (void)now_ns;
 }
@@ -138,18 +203,33 @@ void AgentLoop::Worker() {
     for (const std::string& w : symbolizer.TakeWarnings()) {
       std::fprintf(stderr, "ehprof agent: warning: %s\n", w.c_str());
     }
+    const uint64_t output_bytes = ResolvedBytes(out);
     if (options_.sink) options_.sink(out);
     out = IntervalOutput();
+    const uint64_t interval_bytes = p.Bytes();
     p = IntervalProfile();
-    bool reset = false;
-    if (options_.memory_limit_bytes != 0 && ResidentBytes() > options_.memory_limit_bytes) {
-      symbolizer.Reset();
-      malloc_trim(0);
-      reset = true;
+    // The interval's buffers are freed: give them back before judging RSS.
+    ReturnFreedMemory();
+    std::pair<size_t, uint64_t> evicted{0, 0};
+    const uint64_t rss = ResidentBytes();
+    if (options_.memory_limit_bytes != 0 && rss > options_.memory_limit_bytes) {
+      evicted = symbolizer.EvictFor(rss - options_.memory_limit_bytes);
+      ReturnFreedMemory();
+      if (evicted.first > 0) {
+        std::fprintf(stderr,
+                     "ehprof agent: RSS %.1f MB over --memory-limit %.0f MB: evicted the symbol data "
+                     "of %zu least recently used files (%.1f MB), now %.1f MB\n",
+                     rss / 1e6, options_.memory_limit_bytes / 1048576.0, evicted.first,
+                     evicted.second / 1e6, ResidentBytes() / 1e6);
+      }
     }
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.intervals;
-    counters_.cache_resets += reset;
+    counters_.files_evicted += evicted.first;
+    counters_.bytes_evicted += evicted.second;
+    counters_.symbols = symbolizer.usage();
+    counters_.interval_bytes = interval_bytes;
+    counters_.output_bytes = output_bytes;
   }
 }
 

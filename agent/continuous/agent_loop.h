@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "agent/continuous/agent_memory.h"
 #include "agent/continuous/interval_profile.h"
 #include "agent/continuous/interval_symbolizer.h"
 #include "agent/continuous/service_name.h"
@@ -49,11 +50,11 @@ struct AgentOptions {
   std::function<void(const IntervalOutput&)> sink;
   // A line of self-metrics this often (0: never).
   double log_every_s = 60;
-  // Above this resident size after an interval, the symbolizer's caches
-  // and readers are dropped (and freed memory returned to the system): the
-  // symbol tables of whatever big binaries ran (libLLVM's alone are ~100
-  // MB) are what grows. 0: no limit.
-  uint64_t memory_limit_bytes = 300ull << 20;
+  // The resident size the agent plans within: above it after an
+  // interval, the least recently used files' symbol data is evicted (one
+  // file at a time, never a file the interval used) until the excess is
+  // freed, and freed memory is returned to the system. 0: no limit.
+  uint64_t memory_limit_bytes = 96ull << 20;
   // Runs on the recording thread at every tick (SIGHUP's log reopening).
   std::function<void()> on_tick;
   // More of the self-metrics line (the sinks' counters).
@@ -66,11 +67,22 @@ struct AgentCounters {
   uint64_t intervals = 0;         // handed to the sinks
   uint64_t intervals_dropped = 0; // the worker fell behind
   uint64_t stacks_dropped = 0;    // over the distinct-stack cap
-  uint64_t cache_resets = 0;      // symbolizer caches dropped for memory
+  uint64_t files_evicted = 0;     // files whose symbol data went for the memory budget
+  uint64_t bytes_evicted = 0;     // the heap that freed
+  // As of the last interval: the symbolizer's state and the interval's
+  // own size.
+  IntervalSymbolizer::Usage symbols;
+  uint64_t interval_bytes = 0;    // the aggregated interval (ids, counts)
+  uint64_t output_bytes = 0;      // its resolved samples, handed to the sinks
 };
 
 // This process's resident memory.
 uint64_t ResidentBytes();
+// "RSS 41.2 MB = heap in use 18.0 MB (symbols ...) + ..." for the metrics line.
+std::string MemoryLine(const AgentCounters& c, const MemoryBreakdown& m);
+// The same as Prometheus metrics: ehprof_resident_memory_bytes, and
+// ehprof_memory_bytes{part="..."} for each part.
+std::string MemoryMetrics(const AgentCounters& c);
 
 class AgentLoop {
  public:

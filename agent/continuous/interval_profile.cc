@@ -65,6 +65,19 @@ void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker,
   }
 }
 
+uint64_t IntervalProfile::Bytes() const {
+  const auto str = [](const std::string& s) -> uint64_t { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
+  uint64_t n = strings.capacity() * sizeof(std::string) + mappings.capacity() * sizeof(LocatedMapping) +
+               frames.capacity() * sizeof(LocatedFrame) +
+               counts.capacity() * (sizeof(std::pair<const Key, Value>) + 1);
+  for (const std::string& s : strings) n += str(s);
+  for (const LocatedMapping& m : mappings) {
+    n += str(m.path) + str(m.build_id) + str(m.symbol_file) + str(m.debug_file);
+  }
+  for (const auto& [key, value] : counts) n += key.frames.capacity() * sizeof(uint32_t);
+  return n;
+}
+
 IntervalProfile StackAggregator::Take(uint64_t now_ns) {
   IntervalProfile out = std::move(cur_);
   out.end_ns = now_ns;

@@ -63,6 +63,8 @@ struct IntervalProfile {
   std::vector<LocatedMapping> mappings;
   std::vector<LocatedFrame> frames;
   absl::flat_hash_map<Key, Value> counts;
+  // Its heap, estimated from its contents (--metrics).
+  uint64_t Bytes() const;
 };
 
 // Builds IntervalProfiles on the recording thread.

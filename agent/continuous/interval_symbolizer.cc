@@ -1,10 +1,25 @@
 #include "agent/continuous/interval_symbolizer.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "agent/resolve/profile_resolver.h"
 #include "symbolizer/demangle.h"
 
 namespace ehprof {
+
+namespace {
+
+uint64_t StringBytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
+
+// The heap a cached entry holds beyond its slot in the table.
+uint64_t FramesBytes(const std::vector<Symbolizer::SourceFrame>& frames) {
+  uint64_t n = frames.capacity() * sizeof(Symbolizer::SourceFrame);
+  for (const auto& f : frames) n += StringBytes(f.function) + StringBytes(f.file);
+  return n;
+}
+
+}  // namespace
 
 IntervalSymbolizer::IntervalSymbolizer(Options options) : options_(std::move(options)) {
   auto k = Kallsyms::Load();
@@ -13,30 +28,82 @@ IntervalSymbolizer::IntervalSymbolizer(Options options) : options_(std::move(opt
   } else {
     warnings_.push_back(absl::StrCat("kernel symbols unavailable: ", k.status().message()));
   }
-  ResetReaders();
-}
-
-void IntervalSymbolizer::ResetReaders() {
   names_ = std::make_shared<SymbolCache>();
   dwarf_ = std::make_unique<DwarfSymbolizer>(names_);
-  files_.clear();
+  dwarf_->SetMaxExpandedDwarf(options_.max_expanded_dwarf);
+}
+
+uint32_t IntervalSymbolizer::FileId(const std::string& path) {
+  auto [it, inserted] = file_ids_.try_emplace(path, next_file_id_);
+  if (inserted) {
+    // Beyond max_files, the least recently used file's data goes.
+    while (files_.size() >= options_.max_files) {
+      uint32_t oldest = UINT32_MAX;
+      for (const auto& [id, f] : files_) {
+        if (oldest == UINT32_MAX || f.last_used < files_[oldest].last_used) oldest = id;
+      }
+      Evict(oldest);
+    }
+    files_[next_file_id_++].path = path;
+  }
+  return it->second;
+}
+
+void IntervalSymbolizer::Evict(uint32_t id) {
+  auto it = files_.find(id);
+  if (it == files_.end()) return;
+  for (std::string& w : dwarf_->TakeWarnings()) warnings_.push_back(std::move(w));
+  bytes_evicted_ += names_->FileBytes(it->second.path);
+  dwarf_->Evict(it->second.path);
+  ++files_evicted_;
+  file_ids_.erase(it->second.path);
+  files_.erase(it);
+}
+
+std::pair<size_t, uint64_t> IntervalSymbolizer::EvictFor(uint64_t bytes) {
+  std::vector<std::pair<uint64_t, uint32_t>> by_age;  // (last used, id)
+  for (const auto& [id, f] : files_) {
+    if (f.last_used < resolve_calls_) by_age.emplace_back(f.last_used, id);
+  }
+  std::sort(by_age.begin(), by_age.end());
+  const uint64_t evicted_before = bytes_evicted_;
+  size_t n = 0;
+  for (const auto& [used, id] : by_age) {
+    if (bytes_evicted_ - evicted_before >= bytes) break;
+    Evict(id);
+    ++n;
+  }
+  return {n, bytes_evicted_ - evicted_before};
+}
+
+IntervalSymbolizer::Usage IntervalSymbolizer::usage() const {
+  Usage u;
+  u.files = files_.size();
+  for (const auto& [id, f] : files_) {
+    const uint64_t bytes = names_->FileBytes(f.path);
+    u.symbol_bytes += bytes;
+    u.largest.emplace_back(f.path, bytes);
+  }
+  std::sort(u.largest.begin(), u.largest.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (u.largest.size() > 3) u.largest.resize(3);
+  u.addresses = current_.size() + previous_.size();
+  u.address_bytes = current_bytes_ + previous_bytes_;
+  u.files_evicted = files_evicted_;
+  u.bytes_evicted = bytes_evicted_;
+  return u;
 }
 
 const IntervalSymbolizer::Symbolized& IntervalSymbolizer::Lookup(const std::string& file,
                                                                   uint64_t vaddr) {
-  auto key = std::make_pair(file, vaddr);
+  const uint32_t id = FileId(file);
+  File& f = files_[id];
+  f.last_used = resolve_calls_;
+  auto key = std::make_pair(id, vaddr);
   if (auto it = current_.find(key); it != current_.end()) return it->second;
   if (auto it = previous_.find(key); it != previous_.end()) {
+    current_bytes_ += sizeof(Cache::value_type) + FramesBytes(it->second.frames);
     return current_.emplace(key, std::move(it->second)).first->second;
-  }
-  if (current_.size() >= options_.max_addresses) {
-    previous_ = std::move(current_);
-    current_ = Cache();
-  }
-  if (files_.insert(file).second && files_.size() > options_.max_files) {
-    for (std::string& w : dwarf_->TakeWarnings()) warnings_.push_back(std::move(w));
-    ResetReaders();
-    files_.insert(file);
   }
   Symbolized s;
   s.frames = dwarf_->Frames(file, vaddr);
@@ -47,9 +114,43 @@ const IntervalSymbolizer::Symbolized& IntervalSymbolizer::Lookup(const std::stri
     if (auto name = names_->FunctionName(file, vaddr)) s.frames.back().function = *name;
   }
   if (options_.demangle) {
-    for (auto& f : s.frames) f.function = Demangle(f.function);
+    for (auto& fr : s.frames) fr.function = Demangle(fr.function);
   }
+  current_bytes_ += sizeof(Cache::value_type) + FramesBytes(s.frames);
   return current_.emplace(std::move(key), std::move(s)).first->second;
+}
+
+void IntervalSymbolizer::CloseSession(const File& f) { dwarf_->CloseSession(f.path); }
+
+const std::string* IntervalSymbolizer::FirstFile(const LocatedMapping& m) const {
+  const std::string& named = m.path == "[vdso]" ? options_.vdso_file : m.path;
+  // Not files: memfd mappings ("/memfd:name (deleted)"), deleted files.
+  if (named.empty() || named[0] != '/' || named.rfind("/memfd:", 0) == 0 ||
+      (named.size() > 10 && named.compare(named.size() - 10, 10, " (deleted)") == 0)) {
+    return nullptr;
+  }
+  if (!m.debug_file.empty()) return &m.debug_file;
+  const std::string* file = m.path == "[vdso]" ? &named : &m.symbol_file;
+  return file->empty() ? nullptr : file;
+}
+
+void IntervalSymbolizer::Prefetch(const IntervalProfile& p) {
+  std::vector<std::pair<const std::string*, uint64_t>> todo;
+  for (const LocatedFrame& f : p.frames) {
+    if (f.mapping >= p.mappings.size()) continue;  // kernel, unmapped
+    if (const std::string* file = FirstFile(p.mappings[f.mapping])) todo.emplace_back(file, f.addr);
+  }
+  std::sort(todo.begin(), todo.end(), [](const auto& a, const auto& b) {
+    return *a.first != *b.first ? *a.first < *b.first : a.second < b.second;
+  });
+  const std::string* open = nullptr;
+  for (const auto& [file, addr] : todo) {
+    if (open != nullptr && *open != *file && options_.close_dwarf_sessions) {
+      if (auto it = file_ids_.find(*open); it != file_ids_.end()) CloseSession(files_[it->second]);
+    }
+    Lookup(*file, addr);
+    open = file;
+  }
 }
 
 void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f,
@@ -69,9 +170,7 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
   r.map_limit = m.limit;
   r.map_offset = m.offset;
   const std::string& named = m.path == "[vdso]" ? options_.vdso_file : m.path;
-  // Not files: memfd mappings ("/memfd:name (deleted)"), deleted files.
-  if (named.empty() || named[0] != '/' || named.rfind("/memfd:", 0) == 0 ||
-      (named.size() > 10 && named.compare(named.size() - 10, 10, " (deleted)") == 0)) {
+  if (FirstFile(m) == nullptr) {  // not a file (memfd, deleted), or no file to read
     out->push_back(std::move(r));
     return;
   }
@@ -91,6 +190,15 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
 
 std::map<std::string, std::vector<ResolvedSample>> IntervalSymbolizer::Resolve(
     const IntervalProfile& p) {
+  ++resolve_calls_;
+  // Retired between intervals only, so that what Prefetch found stays.
+  if (current_bytes_ >= options_.address_cache_bytes) {
+    previous_ = std::move(current_);
+    previous_bytes_ = current_bytes_;
+    current_ = Cache();
+    current_bytes_ = 0;
+  }
+  Prefetch(p);
   std::map<std::string, std::vector<ResolvedSample>> out;
   for (const auto& [key, value] : p.counts) {
     ResolvedSample s;
@@ -110,14 +218,10 @@ std::map<std::string, std::vector<ResolvedSample>> IntervalSymbolizer::Resolve(
     if (s.off_cpu) DropTracingFrames(&s.frames);
     out[p.strings[key.service]].push_back(std::move(s));
   }
+  if (options_.close_dwarf_sessions) {
+    for (auto& [id, f] : files_) CloseSession(f);
+  }
   return out;
-}
-
-void IntervalSymbolizer::Reset() {
-  for (std::string& w : dwarf_->TakeWarnings()) warnings_.push_back(std::move(w));
-  ResetReaders();
-  current_ = Cache();
-  previous_ = Cache();
 }
 
 std::vector<std::string> IntervalSymbolizer::TakeWarnings() {

@@ -49,9 +49,9 @@ std::vector<std::string> OutputDir::Files() const {
 absl::Status OutputDir::Write(const IntervalOutput& interval) {
   // Timer samples in one file, --off-cpu time (another sample type) in a
   // second one beside it, named ...off_cpu.pb.gz.
-  std::vector<ResolvedSample> cpu, off;
+  std::vector<const ResolvedSample*> cpu, off;  // not copies: an interval can be tens of MB
   for (const auto& [service, samples] : interval.by_service) {
-    for (const ResolvedSample& r : samples) (r.off_cpu ? off : cpu).push_back(r);
+    for (const ResolvedSample& r : samples) (r.off_cpu ? off : cpu).push_back(&r);
   }
   const absl::Time start = absl::FromUnixNanos(static_cast<int64_t>(interval.start_unix_ns));
   const std::string base = absl::StrCat(
@@ -71,7 +71,7 @@ absl::Status OutputDir::Write(const IntervalOutput& interval) {
   return absl::OkStatus();
 }
 
-absl::Status OutputDir::WriteFile(const std::vector<ResolvedSample>& all, const std::string& name,
+absl::Status OutputDir::WriteFile(const std::vector<const ResolvedSample*>& all, const std::string& name,
                                   const PprofOptions& po) {
   const std::string tmp = absl::StrCat(dir_, "/.tmp-", kPrefix, getpid());
   {

@@ -26,7 +26,7 @@ class OutputDir {
  private:
   OutputDir(std::string dir, size_t keep) : dir_(std::move(dir)), keep_(keep) {}
   // One pprof file, through a temporary renamed into place.
-  absl::Status WriteFile(const std::vector<ResolvedSample>& samples, const std::string& name,
+  absl::Status WriteFile(const std::vector<const ResolvedSample*>& samples, const std::string& name,
                          const PprofOptions& po);
   std::string dir_;
   size_t keep_;

@@ -358,21 +358,34 @@ absl::Status WriteGzip(std::string_view data, std::ostream& out) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status WritePprof(const std::vector<ResolvedSample>& samples, std::ostream& out,
-                        const PprofOptions& options) {
+template <typename Samples, typename Deref>
+absl::Status WriteAll(const Samples& samples, Deref deref, std::ostream& out,
+                      const PprofOptions& options) {
   if (options.frequency_hz == 0 || options.frequency_hz > 1'000'000'000) {
     return absl::InvalidArgumentError(
         absl::StrCat("pprof: frequency_hz must be in [1, 1e9], got ", options.frequency_hz));
   }
   ProfileBuilder builder(options);
-  for (const ResolvedSample& sample : samples) {
-    if (absl::Status s = builder.Add(sample); !s.ok()) return s;
+  for (const auto& sample : samples) {
+    if (absl::Status s = builder.Add(deref(sample)); !s.ok()) return s;
   }
   absl::StatusOr<std::string> encoded = builder.Encode();
   if (!encoded.ok()) return encoded.status();
   return WriteGzip(*encoded, out);
+}
+
+}  // namespace
+
+absl::Status WritePprof(const std::vector<ResolvedSample>& samples, std::ostream& out,
+                        const PprofOptions& options) {
+  return WriteAll(samples, [](const ResolvedSample& s) -> const ResolvedSample& { return s; }, out,
+                  options);
+}
+
+absl::Status WritePprof(const std::vector<const ResolvedSample*>& samples, std::ostream& out,
+                        const PprofOptions& options) {
+  return WriteAll(samples, [](const ResolvedSample* s) -> const ResolvedSample& { return *s; }, out,
+                  options);
 }
 
 }  // namespace ehprof

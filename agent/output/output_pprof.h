@@ -53,6 +53,10 @@ struct PprofOptions {
 // pid/tid 0 (the idle task) show no pid/tid label there.
 absl::Status WritePprof(const std::vector<ResolvedSample>& samples, std::ostream& out,
                         const PprofOptions& options);
+// The same from samples held elsewhere (the agent's interval: its samples
+// split by kind without copying them).
+absl::Status WritePprof(const std::vector<const ResolvedSample*>& samples, std::ostream& out,
+                        const PprofOptions& options);
 
 }  // namespace ehprof
 
