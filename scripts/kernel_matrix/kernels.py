@@ -6,17 +6,53 @@ dpkg-deb -x under the cache directory."""
 import gzip
 import lzma
 import os
+import re
 import shutil
 import stat
 import subprocess
 import time
 
-MIRROR = "http://deb.debian.org/debian"
-SECURITY = "http://deb.debian.org/debian-security"
-SOURCES = [
-    (MIRROR, "bookworm"), (SECURITY, "bookworm-security"), (MIRROR, "bookworm-backports"),
-    (MIRROR, "bullseye"), (SECURITY, "bullseye-security"),
-]
+# The Debian suites the matrix takes kernels from; the archive they come
+# from is this machine's own (archive_uris), never a host written here.
+SUITES = {
+    "archive": ["bookworm", "bookworm-backports", "bullseye", "trixie", "trixie-backports"],
+    "security": ["bookworm-security", "bullseye-security", "trixie-security"],
+}
+
+
+def archive_uris():
+    """(archive, security) URIs of the Debian archive this machine's apt
+    sources use, as apt itself reads them (one-line or deb822 files): the
+    URI serving a "-security" suite is the security archive, one serving
+    another suite of Debian's the main archive."""
+    out = subprocess.run(["apt-cache", "policy"], capture_output=True, text=True).stdout
+    archive = security = None
+    for line in out.splitlines():
+        m = re.match(r"\s*-?\d+\s+(\S+://\S+)\s+(\S+)/main\s+\S+\s+Packages", line)
+        if not m:
+            continue
+        uri, suite = m.group(1).rstrip("/"), m.group(2)
+        codename = suite.split("-")[0]
+        if codename not in ("bullseye", "bookworm", "trixie", "forky", "sid"):
+            continue
+        if suite.endswith("-security"):
+            security = security or uri
+        else:
+            archive = archive or uri
+    if not archive:
+        raise RuntimeError("kernel_matrix: this machine's apt sources name no Debian archive "
+                           "(apt-cache policy lists no Debian suite's main component)")
+    return archive, security
+
+
+def sources():
+    archive, security = archive_uris()
+    rows = [(archive, s) for s in SUITES["archive"]]
+    if security:
+        rows += [(security, s) for s in SUITES["security"]]
+    return rows
+
+
 # The modules the guest needs to mount its root over 9p, with their
 # dependencies added from modules.dep (virtio_pci is built in on 6.12).
 GUEST_MODULES = ["virtio_pci", "9pnet_virtio", "9p"]
@@ -32,7 +68,7 @@ class Apt:
             os.makedirs(os.path.join(root, d), exist_ok=True)
         self.sources = os.path.join(root, "sources.list")
         with open(self.sources, "w") as f:
-            for url, suite in SOURCES:
+            for url, suite in sources():
                 f.write(f"deb {url} {suite} main\n")
         self.opts = [
             "-o", f"Dir::State={root}", "-o", f"Dir::State::Lists={root}/lists",
@@ -55,12 +91,12 @@ class Apt:
         open(stamp, "w").close()
 
     def resolve(self, line, suites):
-        """The newest linux-image-amd64 of this kernel line (e.g. "6.1") in
-        these suites, and the versioned image package it depends on."""
+        """The newest linux-image-amd64 of this kernel line (e.g. "6.1"; None:
+        any) in these suites, and the versioned image package it depends on."""
         best = None
         for row in self.run("apt-cache", "madison", "linux-image-amd64").splitlines():
             parts = [p.strip() for p in row.split("|")]
-            if len(parts) < 3 or not parts[1].startswith(line + "."):
+            if len(parts) < 3 or (line and not parts[1].startswith(line + ".")):
                 continue
             suite = parts[2].split()[1].split("/")[0]
             if suite not in suites:
@@ -69,7 +105,7 @@ class Apt:
                     ["dpkg", "--compare-versions", parts[1], "gt", best]).returncode == 0:
                 best = parts[1]
         if best is None:
-            raise RuntimeError(f"no linux-image-amd64 {line}.x in {', '.join(suites)}")
+            raise RuntimeError(f"no linux-image-amd64 {line or 'at all'}.x in {', '.join(suites)}")
         for row in self.run("apt-cache", "show", f"linux-image-amd64={best}").splitlines():
             if row.startswith("Depends:"):
                 pkg = row.split(":", 1)[1].split(",")[0].split("(")[0].strip()
