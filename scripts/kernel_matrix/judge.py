@@ -32,6 +32,9 @@ def parse_check(text):
             out["programs"][f[0]] = int(f[1])
         elif len(f) >= 3 and f[-1] == "NO":
             out["missing"].append(" ".join(f[:-2]))
+        elif line.startswith("user walk:"):
+            out["walk"] = "tail calls" if "tail calls" in line else "bpf_loop"
+            out["walk_line"] = line.split(":", 1)[1].strip()
         elif line.startswith("ehprof cannot run here:"):
             out["error"] = line.split(":", 1)[1].strip()
     return out
@@ -105,6 +108,27 @@ def judge_record(dump, workdir):
         out["job"]["complete_all"] = bottom_symbol_share(job)
         out["job"]["complete"] = bottom_symbol_share(steady)
     return out
+
+
+def judge_offcpu(folded):
+    """The blocked nanoseconds of offcpu_sleep's complete sleep_a and sleep_b
+    stacks (root first, from _start) and b:a, which must be 3."""
+    a = b = other = 0
+    with open(folded, errors="replace") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if not count.isdigit():
+                continue
+            ns = int(count)
+            full = stack.startswith("offcpu_sleep;_start;")
+            if full and ";main;sleep_loop;sleep_a;" in stack:
+                a += ns
+            elif full and ";main;sleep_loop;sleep_b;" in stack:
+                b += ns
+            elif "sleep_a" in stack or "sleep_b" in stack:
+                other += ns  # a sleep whose stack did not reach _start
+    return {"a_ns": a, "b_ns": b, "incomplete_ns": other,
+            "b_to_a": round(b / a, 3) if a else None}
 
 
 def load_json(path):

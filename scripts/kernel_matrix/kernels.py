@@ -106,34 +106,66 @@ class Apt:
                 best = parts[1]
         if best is None:
             raise RuntimeError(f"no linux-image-amd64 {line or 'at all'}.x in {', '.join(suites)}")
-        for row in self.run("apt-cache", "show", f"linux-image-amd64={best}").splitlines():
-            if row.startswith("Depends:"):
-                pkg = row.split(":", 1)[1].split(",")[0].split("(")[0].strip()
+        for pkg in self.depends("linux-image-amd64", best):
+            if pkg.startswith("linux-image-"):
                 return pkg, best
         raise RuntimeError(f"linux-image-amd64={best} names no image package")
 
-    def fetch(self, pkg, version):
-        """Downloads (once) and unpacks pkg=version; returns the tree."""
+    def depends(self, pkg, version):
+        """The package names pkg=version depends on, in order."""
+        for row in self.run("apt-cache", "show", f"{pkg}={version}").splitlines():
+            if row.startswith("Depends:"):
+                return [d.split("(")[0].split("|")[0].strip() for d in row.split(":", 1)[1].split(",")]
+        return []
+
+    def _download(self, pkg, version):
         debs = os.path.join(self.root, "debs")
-        tree = os.path.join(self.root, "x", f"{pkg}_{version}")
-        if os.path.exists(os.path.join(tree, ".done")):
-            return tree
         deb = [f for f in os.listdir(debs) if f.startswith(pkg + "_") and f.endswith(".deb")]
         if not deb:
             self.run("apt-get", "download", f"{pkg}={version}", cwd=debs)
             deb = [f for f in os.listdir(debs) if f.startswith(pkg + "_") and f.endswith(".deb")]
+        return os.path.join(debs, deb[0])
+
+    def fetch(self, pkg, version):
+        """Downloads (once) and unpacks pkg=version; returns the tree."""
+        tree = os.path.join(self.root, "x", f"{pkg}_{version}")
+        if os.path.exists(os.path.join(tree, ".done")):
+            return tree
         shutil.rmtree(tree, ignore_errors=True)
         os.makedirs(tree)
-        subprocess.run(["dpkg-deb", "-x", os.path.join(debs, deb[0]), tree], check=True)
-        kver = os.listdir(os.path.join(tree, "lib", "modules"))[0]
+        subprocess.run(["dpkg-deb", "-x", self._download(pkg, version), tree], check=True)
+        if not os.path.isdir(modules_dir(tree)):
+            # Newer packaging (7.x backports) keeps the kernel and its
+            # modules in packages of their own, which the image depends on.
+            for dep in self.depends(pkg, version):
+                if dep.startswith(("linux-modules-", "linux-binary-")):
+                    subprocess.run(["dpkg-deb", "-x", self._download(dep, version), tree], check=True)
+        kver = os.listdir(modules_dir(tree))[0]
         # The package carries no modules.dep (its postinst makes it).
+        if modules_dir(tree).startswith(os.path.join(tree, "usr")):
+            os.makedirs(os.path.join(tree, "lib"), exist_ok=True)
+            if not os.path.exists(os.path.join(tree, "lib", "modules")):
+                os.symlink("../usr/lib/modules", os.path.join(tree, "lib", "modules"))
         subprocess.run(["depmod", "-b", tree, kver], check=True)
         open(os.path.join(tree, ".done"), "w").close()
         return tree
 
 
+def modules_dir(tree):
+    """lib/modules, or usr/lib/modules where the package has merged /usr."""
+    for d in (os.path.join(tree, "lib", "modules"), os.path.join(tree, "usr", "lib", "modules")):
+        if os.path.isdir(d):
+            return d
+    return os.path.join(tree, "lib", "modules")
+
+
 def kernel_files(tree):
-    kver = os.listdir(os.path.join(tree, "lib", "modules"))[0]
+    kver = os.listdir(modules_dir(tree))[0]
+    for path in (os.path.join(tree, "boot", f"vmlinuz-{kver}"),
+                 os.path.join(tree, "usr", "lib", "modules", kver, "vmlinuz"),
+                 os.path.join(tree, "usr", "lib", "linux", f"vmlinuz-{kver}")):
+        if os.path.exists(path):
+            return kver, path
     return kver, os.path.join(tree, "boot", f"vmlinuz-{kver}")
 
 
