@@ -66,7 +66,31 @@ EHP_INLINE __u64 ehp_task_pt_regs_compat(struct task_struct *task)
 	}
 	return 0;
 }
+
+/* cgroup v2's ancestors up to 6.0 (then ancestors[], pointers). */
+struct cgroup___pre61 {
+	int level;
+	__u64 ancestor_ids[];
+} __attribute__((preserve_access_index));
+
+/* bpf_get_current_ancestor_cgroup_id(level) where tracing programs lack it
+ * (5.10): the id from the current task's cgroup's ancestor_ids. */
+EHP_INLINE __u64 ehp_ancestor_cgroup_id_compat(int level)
+{
+	struct task_struct *task = EHP_CURRENT_TASK();
+	struct cgroup___pre61 *cg = (void *)BPF_CORE_READ(task, cgroups, dfl_cgrp);
+	if (!bpf_core_field_exists(cg->ancestor_ids))
+		return bpf_get_current_ancestor_cgroup_id(level);
+	__u64 id = 0;
+	if (level < 0 || level > BPF_CORE_READ(cg, level))
+		return 0;
+	bpf_probe_read_kernel(&id, sizeof(id),
+			      (__u8 *)cg + bpf_core_field_offset(cg->ancestor_ids) + (__u64)level * 8);
+	return id;
+}
+#define EHP_ANCESTOR_CGROUP_ID(level) ehp_ancestor_cgroup_id_compat(level)
 #else
+#define EHP_ANCESTOR_CGROUP_ID(level) bpf_get_current_ancestor_cgroup_id(level)
 #define EHP_CURRENT_TASK() bpf_get_current_task_btf()
 #define EHP_TASK_FLAGS(t) ((t)->flags)
 #define EHP_SEARCH_FN __noinline

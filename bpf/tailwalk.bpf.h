@@ -28,7 +28,7 @@ struct tail_state {
 	__u32 n;     /* its frames so far */
 	__u32 flags; /* added to the sample's */
 	__u8 phase;  /* 0: cfg.unwinder's walk; 1: --unwinder both's fp walk */
-	__u8 finish; /* enum ehp_tail_finish */
+	__u8 pad;
 	__u8 stop;   /* the current walk's stop reason, once it stopped */
 	__u8 has_last;
 	/* A copy of the previous frame's mapping (struct walk's last). */
@@ -196,16 +196,19 @@ EHP_INLINE void offcpu_keep(struct scratch *s, __u64 started, __u32 tid)
 		count(EHP_STAT_OFFCPU_UNTRACKED);
 }
 
-/* The last program's part: the event sent, or kept for switch-in. */
-EHP_INLINE void tail_finish(struct scratch *s, struct tail_state *st)
+/* The last program's part: the event sent, or kept for switch-in. finish
+ * is a constant in each program, so only off-CPU programs refer to the
+ * off-CPU map (before 6.1 a perf_event program may not use a hash map that
+ * is not preallocated). */
+EHP_INLINE void tail_finish(struct scratch *s, struct tail_state *st, const __u32 finish)
 {
-	if (st->finish == EHP_TAIL_OFFCPU) {
+	if (finish == EHP_TAIL_OFFCPU) {
 		offcpu_keep(s, st->started, s->ev.tid);
 		return;
 	}
 	__u64 size = event_size(s->ev.n_kernel, s->ev.n_user, s->ev.n_user_fp);
 	struct scratch *sent = send_sample(s, size, st->flags, st->started);
-	if (st->finish == EHP_TAIL_SEND_VERIFY)
+	if (finish == EHP_TAIL_SEND_VERIFY)
 		verify_sample(sent);
 }
 
@@ -247,7 +250,6 @@ EHP_INLINE void tail_walk_start(void *ctx, struct scratch *s, int user_mode, __u
 		return;
 	st->started = s->ev.time_ns;
 	st->flags = flags;
-	st->finish = finish;
 	st->phase = 0;
 	st->stop = 0;
 	st->has_last = 0;
@@ -268,7 +270,7 @@ EHP_INLINE void tail_walk_start(void *ctx, struct scratch *s, int user_mode, __u
 				bpf_tail_call(ctx, progs, 0);
 		}
 	}
-	tail_finish(s, st);
+	tail_finish(s, st, finish);
 }
 
 /* One step of the walk in tail_state: the per-frame step functions of the
@@ -307,7 +309,7 @@ __noinline int ehp_tail_step(__u32 fp)
 }
 
 /* A walk program: EHP_TAIL_FRAMES more steps, then the next program. */
-EHP_INLINE void tail_walk(void *ctx, void *progs)
+EHP_INLINE void tail_walk(void *ctx, void *progs, const __u32 finish)
 {
 	__u32 zero = 0;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
@@ -325,7 +327,7 @@ EHP_INLINE void tail_walk(void *ctx, void *progs)
 		bpf_tail_call(ctx, progs, 0);
 	if (tail_walk_ended(s, st, &w))
 		bpf_tail_call(ctx, progs, 0);
-	tail_finish(s, st);
+	tail_finish(s, st, finish);
 }
 
 SEC("perf_event")
@@ -344,7 +346,7 @@ int ehprof_sample(struct bpf_perf_event_data *ctx)
 SEC("perf_event")
 int ehprof_sample_walk(struct bpf_perf_event_data *ctx)
 {
-	tail_walk(ctx, &walk_perf);
+	tail_walk(ctx, &walk_perf, EHP_TAIL_SEND_VERIFY);
 	return 0;
 }
 
@@ -381,7 +383,7 @@ int ehprof_kprobe(struct pt_regs *ctx)
 SEC("kprobe")
 int ehprof_kprobe_walk(struct pt_regs *ctx)
 {
-	tail_walk(ctx, &walk_kprobe);
+	tail_walk(ctx, &walk_kprobe, EHP_TAIL_SEND);
 	return 0;
 }
 
@@ -394,7 +396,7 @@ int ehprof_tracepoint(void *ctx)
 SEC("tracepoint")
 int ehprof_tracepoint_walk(void *ctx)
 {
-	tail_walk(ctx, &walk_tp);
+	tail_walk(ctx, &walk_tp, EHP_TAIL_SEND);
 	return 0;
 }
 
@@ -418,7 +420,7 @@ int BPF_PROG(ehprof_switch, bool preempt, struct task_struct *prev, struct task_
 SEC("tp_btf/sched_switch")
 int BPF_PROG(ehprof_switch_walk)
 {
-	tail_walk(ctx, &walk_switch);
+	tail_walk(ctx, &walk_switch, EHP_TAIL_OFFCPU);
 	return 0;
 }
 

@@ -217,13 +217,22 @@ absl::Status BpfSession::SizeMaps(const SessionOptions& o) {
   const uint32_t verify_slots =
       o.config.verify_every ? static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())) : 1u;
   const uint32_t offcpu_threads = o.off_cpu ? EHP_OFFCPU_THREADS : 1u;
+  uint32_t procs = z.procs;
+  if (NeedsPreallocatedHashMaps()) {
+    // The sampler (a perf_event program) looks processes up.
+    procs = std::min(procs, kPreallocatedProcs);
+    if (int err = bpf_map__set_map_flags(skel->maps.procs,
+                                         bpf_map__map_flags(skel->maps.procs) & ~BPF_F_NO_PREALLOC)) {
+      return absl::InternalError(absl::StrCat("preallocating BPF map procs: ", Errno(err)));
+    }
+  }
   struct {
     bpf_map* map;
     uint32_t entries;
   } sizes[] = {{skel->maps.tables, z.tables},      {skel->maps.pages, z.pages},
                {skel->maps.buckets, z.pages},      {skel->maps.rows, z.row_chunks},
                {skel->maps.palettes, z.palette_words}, {skel->maps.rules, z.rules},
-               {skel->maps.procs, z.procs},        {skel->maps.events, z.ringbuf_bytes},
+               {skel->maps.procs, procs},        {skel->maps.events, z.ringbuf_bytes},
                {skel->maps.file_tables, z.tables},
                {skel->maps.verify_scratch, verify_slots},
                {skel->maps.offcpu_tasks, offcpu_threads}};

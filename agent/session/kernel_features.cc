@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -73,8 +74,8 @@ std::vector<KernelFeature> ProbeKernelFeatures() {
       {BPF_FUNC_task_pt_regs, "bpf_task_pt_regs", "5.15", "user registers in kernel mode", true},
       {BPF_FUNC_loop, "bpf_loop", "5.17", "the frame-by-frame walk", true},
   };
-  const char* pretend = std::getenv("EHPROF_PRETEND_OLD_KERNEL");
-  const bool pretend_old = pretend && std::strcmp(pretend, "1") == 0;
+  const bool pretend_old = std::getenv("EHPROF_PRETEND_OLD_KERNEL") &&
+                           std::strcmp(std::getenv("EHPROF_PRETEND_OLD_KERNEL"), "1") == 0;
   for (const Helper& h : helpers) {
     KernelFeature f = Feature(h.name, h.since, h.why);
     f.loop_build_only = h.loop_build_only;
@@ -88,6 +89,21 @@ std::vector<KernelFeature> ProbeKernelFeatures() {
   return out;
 }
 
+namespace {
+
+bool Pretending() {
+  const char* pretend = std::getenv("EHPROF_PRETEND_OLD_KERNEL");
+  return pretend && std::strcmp(pretend, "1") == 0;
+}
+
+}  // namespace
+
+bool NeedsPreallocatedHashMaps() {
+  int major = 0, minor = 0;
+  if (std::sscanf(KernelRelease().c_str(), "%d.%d", &major, &minor) != 2) return true;
+  return major < 6 || (major == 6 && minor < 1) || Pretending();
+}
+
 bool NeedsTailCallBuild(const std::vector<KernelFeature>& features) {
   for (const KernelFeature& f : features) {
     if (f.loop_build_only && !f.present) return true;
@@ -96,8 +112,14 @@ bool NeedsTailCallBuild(const std::vector<KernelFeature>& features) {
 }
 
 std::string WalkBuildLine(const std::vector<KernelFeature>& features) {
+  const std::string prealloc =
+      NeedsPreallocatedHashMaps()
+          ? absl::StrCat("; perf_event programs take only preallocated hash maps before 6.1: "
+                         "the process map is preallocated, at most ",
+                         kPreallocatedProcs, " processes")
+          : "";
   if (!NeedsTailCallBuild(features)) {
-    return absl::StrCat("user walk: bpf_loop, up to ", EHP_MAX_USER_FRAMES, " frames");
+    return absl::StrCat("user walk: bpf_loop, up to ", EHP_MAX_USER_FRAMES, " frames", prealloc);
   }
   std::string missing;
   for (const KernelFeature& f : features) {
@@ -107,7 +129,8 @@ std::string WalkBuildLine(const std::vector<KernelFeature>& features) {
                       EHP_TAIL_MAX_USER_FRAMES, " frames (", EHP_TAIL_FRAMES, " in each of ",
                       EHP_TAIL_CALLS,
                       " tail-called programs); sampling, --off-cpu, -e probes, --verify and "
-                      "kernel-side process learning all run");
+                      "kernel-side process learning all run",
+                      prealloc);
 }
 
 absl::Status CheckKernelFeatures(const std::vector<KernelFeature>& features) {

@@ -6,6 +6,7 @@
 #ifndef EHPROF_AGENT_SESSION_KERNEL_FEATURES_H_
 #define EHPROF_AGENT_SESSION_KERNEL_FEATURES_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,12 @@ absl::Status CheckKernelFeatures(const std::vector<KernelFeature>& features);
 // Whether this kernel loads the tail-call build: a feature only the
 // bpf_loop build needs is missing.
 bool NeedsTailCallBuild(const std::vector<KernelFeature>& features);
+
+// Whether perf_event programs here take only preallocated hash maps (before
+// 6.1's BPF memory allocator; also with EHPROF_PRETEND_OLD_KERNEL=1). The
+// process map is then preallocated, at most kPreallocatedProcs entries.
+bool NeedsPreallocatedHashMaps();
+constexpr uint32_t kPreallocatedProcs = 1024;
 
 // One line for `ehprof check`: which walk this kernel runs, how deep, and
 // why.
