@@ -514,4 +514,11 @@ enum ehp_target {
 /* Threads switched out at once whose off-CPU time and stacks are kept. */
 #define EHP_OFFCPU_THREADS 16384
 
+/* The tail-call build's walk (kernels without bpf_loop, bpf/tailwalk.bpf.h):
+ * the leaf, then EHP_TAIL_FRAMES steps in each of at most EHP_TAIL_CALLS
+ * tail-called programs (the kernel's MAX_TAIL_CALL_CNT). */
+#define EHP_TAIL_FRAMES 31
+#define EHP_TAIL_CALLS 33
+#define EHP_TAIL_MAX_USER_FRAMES (1 + EHP_TAIL_CALLS * EHP_TAIL_FRAMES)
+
 #endif /* EHPROF_BPF_EHPROF_ABI_H_ */

@@ -13,7 +13,7 @@ EHP_INLINE int passes_filters(void)
 			return 0;
 	}
 	if (cfg.cgroup_id &&
-	    bpf_get_current_ancestor_cgroup_id(cfg.cgroup_level) != cfg.cgroup_id)
+	    EHP_ANCESTOR_CGROUP_ID(cfg.cgroup_level) != cfg.cgroup_id)
 		return 0;
 	if (cfg.filter_comm) {
 		char comm[EHP_COMM_LEN] = {};

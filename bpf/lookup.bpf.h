@@ -12,7 +12,7 @@ EHP_INLINE void notify(__u32 kind, __u32 pid, __u32 tid, __u64 addr)
 {
 	/* An exiting process (PF_EXITING) is past its exit cleanup's reach:
 	 * an entry made now would outlive it, and there is nothing to read. */
-	if (bpf_get_current_task_btf()->flags & EHP_PF_EXITING)
+	if (EHP_TASK_FLAGS(EHP_CURRENT_TASK()) & EHP_PF_EXITING)
 		return;
 	__u64 now = bpf_ktime_get_ns();
 	__u64 *last = bpf_map_lookup_elem(&notified, &pid);
@@ -36,8 +36,9 @@ EHP_INLINE void notify(__u32 kind, __u32 pid, __u32 tid, __u64 addr)
  * EHP_MAX_MAPPINGS + i for proc->kernel[i]; -1 for none. The sorted
  * mappings by binary search first; then the kernel side's additions since,
  * newest first (a newer mapping at the same place replaced an older one).
- * A global function: the verifier checks it once, not at every frame. */
-__noinline int mapping_slot(struct ehp_proc *proc, __u64 addr)
+ * A global function: the verifier checks it once, not at every frame
+ * (the tail-call build's differs: bpf/compat.bpf.h). */
+EHP_SEARCH_FN int EHP_MAPPING_SLOT(struct ehp_proc *proc, __u64 addr)
 {
 	if (!proc)
 		return -1;
@@ -67,6 +68,22 @@ __noinline int mapping_slot(struct ehp_proc *proc, __u64 addr)
 	}
 	return -1;
 }
+
+#ifdef EHP_COMPAT
+/* 5.10 passes a global function scalars only: this one searches the
+ * current process's entry, which is the one every walk uses (the walked
+ * stack is the current task's). */
+__noinline int mapping_slot_current(__u64 addr)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	return mapping_slot_inline(bpf_map_lookup_elem(&procs, &pid), addr);
+}
+
+EHP_INLINE int mapping_slot(struct ehp_proc *proc, __u64 addr)
+{
+	return mapping_slot_current(addr);
+}
+#endif
 
 /* The mapping holding addr, or 0. */
 EHP_INLINE struct ehp_mapping *find_mapping(struct ehp_proc *proc, __u64 addr)

@@ -41,7 +41,7 @@ EHP_INLINE void add_kernel_mapping(struct ehp_proc *proc, __u32 pid, __u64 begin
 {
 	if (end <= begin)
 		return;
-	__u32 slot = __sync_fetch_and_add(&proc->n_kernel, 1);
+	__u32 slot = EHP_FETCH_ADD(&proc->n_kernel, 1);
 	if (slot >= EHP_KERNEL_MAPPINGS)
 		return; /* full until user space's next entry: /proc covers it */
 	struct ehp_mapping *m = &proc->kernel[slot];
@@ -154,10 +154,10 @@ EHP_INLINE void learn_mmap(__s64 ret)
 	struct ehp_proc *proc = bpf_map_lookup_elem(&procs, &pid);
 	if (!proc)
 		return; /* user space reads the maps of processes it learns of */
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = EHP_CURRENT_TASK();
 	struct ehp_user_regs regs;
 	/* The syscall's arguments, as the task entered it. */
-	if (bpf_probe_read_kernel(&regs, sizeof(regs), (const void *)bpf_task_pt_regs(task)))
+	if (bpf_probe_read_kernel(&regs, sizeof(regs), (const void *)EHP_TASK_PT_REGS(task)))
 		return;
 	if (!(regs.dx & EHP_PROT_EXEC) || (regs.r10 & EHP_MAP_ANONYMOUS))
 		return;

@@ -20,6 +20,7 @@
 /* Rows live in chunks of EHP_ROW_CHUNK_ROWS; see compact_lookup.h. */
 #define EHP_ROW_INDEX_MASK (EHP_ROW_CHUNK_ROWS - 1)
 #include "bpf/ehprof_abi.h"
+#include "bpf/compat.bpf.h"
 #include "bpf/compact_lookup.h"
 #include "bpf/arch.bpf.h"
 #include "bpf/maps.bpf.h"
@@ -63,6 +64,28 @@ EHP_INLINE int perf_hit_user_mode(struct bpf_perf_event_data *ctx)
 	return (cs & 3) == 3;
 }
 
+/* Sends s (size bytes, flags added to its own), walked since started.
+ * Returns s once sent, else NULL. */
+EHP_INLINE struct scratch *send_sample(struct scratch *s, __u64 size, __u32 flags, __u64 started)
+{
+	s->ev.flags |= flags;
+	s->ev.bpf_ns = (__u32)(bpf_ktime_get_ns() - started);
+	if (bpf_ringbuf_output(&events, s, size, sample_wakeup())) {
+		count(EHP_STAT_RINGBUF_DROPS);
+		return NULL;
+	}
+	return s;
+}
+
+/* --verify's capture of a sent sample's leaf registers and stack. */
+EHP_INLINE void verify_sample(struct scratch *s)
+{
+	if (s && cfg.verify_every && s->ev.n_user > 0) {
+		__builtin_memcpy(s->regs, s->leaf_regs, sizeof(s->regs));
+		capture_for_verify(s, s->leaf_regs[EHP_REG_RSP]);
+	}
+}
+
 /* Records the current task's stacks as one sample event (flags added to
  * its own). Returns the scratch buffer once sent, else NULL. Classic
  * tracepoint and uprobe programs run with preemption off and never nest
@@ -82,15 +105,13 @@ EHP_INLINE struct scratch *record_sample(void *ctx, __u32 pid, __u32 tid, int us
 	begin_event(s, EHP_EVENT_SAMPLE, pid, tid);
 	const __u64 started = s->ev.time_ns;
 	__u64 size = collect_stacks(ctx, s, user_mode);
-	s->ev.flags |= flags;
-	s->ev.bpf_ns = (__u32)(bpf_ktime_get_ns() - started);
-	if (bpf_ringbuf_output(&events, s, size, sample_wakeup())) {
-		count(EHP_STAT_RINGBUF_DROPS);
-		return NULL;
-	}
-	return s;
+	return send_sample(s, size, flags, started);
 }
 
+#ifdef EHP_COMPAT
+/* The same programs with the walk as tail calls. */
+#include "bpf/tailwalk.bpf.h"
+#else
 SEC("perf_event")
 int ehprof_sample(struct bpf_perf_event_data *ctx)
 {
@@ -98,11 +119,7 @@ int ehprof_sample(struct bpf_perf_event_data *ctx)
 	__u32 pid = id >> 32, tid = (__u32)id;
 	if ((pid == 0 && !cfg.include_idle) || pid == cfg.self_pid)
 		return 0;
-	struct scratch *s = record_sample(ctx, pid, tid, perf_hit_user_mode(ctx), 0);
-	if (s && cfg.verify_every && s->ev.n_user > 0) {
-		__builtin_memcpy(s->regs, s->leaf_regs, sizeof(s->regs));
-		capture_for_verify(s, s->leaf_regs[EHP_REG_RSP]);
-	}
+	verify_sample(record_sample(ctx, pid, tid, perf_hit_user_mode(ctx), 0));
 	return 0;
 }
 
@@ -154,6 +171,7 @@ int BPF_PROG(ehprof_switch, bool preempt, struct task_struct *prev, struct task_
 	offcpu_switch_in(next);
 	return 0;
 }
+#endif /* EHP_COMPAT */
 
 /* An exec needs its maps read while the process lives (a 1 ms child is
  * gone otherwise): forced, since a plain wake-up is skipped while samples

@@ -13,7 +13,12 @@ struct copy_ctx {
 	__u32 len;
 };
 
-static long copy_stack_page(__u32 i, void *data)
+#ifdef EHP_COMPAT
+EHP_INLINE /* called in a loop (bpf/compat.bpf.h) */
+#else
+static
+#endif
+long copy_stack_page(__u32 i, void *data)
 {
 	struct copy_ctx *c = data;
 	__u32 off = c->len;
@@ -44,7 +49,13 @@ EHP_INLINE void capture_for_verify(struct scratch *s, __u64 rsp)
 	__builtin_memcpy(vs->v.regs, s->regs, sizeof(vs->v.regs));
 	vs->v.regs[EHP_REG_RSP] = rsp;
 	struct copy_ctx c = {.vs = vs, .sp = rsp};
+#ifdef EHP_COMPAT
+	for (__u32 i = 0; i < EHP_VERIFY_PAGES; i++)
+		if (copy_stack_page(i, &c))
+			break;
+#else
 	bpf_loop(EHP_VERIFY_PAGES, copy_stack_page, &c, 0);
+#endif
 	__u32 len = c.len > EHP_VERIFY_STACK_MAX ? EHP_VERIFY_STACK_MAX : c.len;
 	vs->v.stack_len = len;
 	__u64 size = sizeof(vs->ev) + sizeof(vs->v) + (len & (EHP_VERIFY_STACK_MAX * 2 - 1));

@@ -15,9 +15,10 @@ struct CheckRun {
   std::string out;  // stdout and stderr
 };
 
-CheckRun RunCheck(const std::string& args) {
+// env: "NAME=VALUE " assignments for the command, or empty.
+CheckRun RunCheck(const std::string& args, const std::string& env = "") {
   CheckRun r;
-  FILE* p = popen((testing::EhprofBinary() + " check " + args + " 2>&1").c_str(), "r");
+  FILE* p = popen((env + testing::EhprofBinary() + " check " + args + " 2>&1").c_str(), "r");
   if (!p) return r;
   char buf[4096];
   size_t n;
@@ -67,6 +68,43 @@ TEST(Check, LoadsABpfObjectFileAndRefusesOneThatIsNotOurs) {
   EXPECT_NE(bad.status, 0) << bad.out;
   EXPECT_NE(bad.out.find(bin + ": not a build of ehprof's BPF programs"), std::string::npos)
       << bad.out;
+}
+
+// The tail-call build (kernels without bpf_loop) on this kernel, the three
+// helpers taken as absent: it is chosen, says how deep it walks, and each
+// program keeps the same headroom; the bpf_loop build's object file is
+// refused there, naming the build it needs.
+TEST(Check, TailCallBuildLoadsWhereTheLoopBuildsHelpersAreMissing) {
+  if (!testing::RequireRootForBpf()) GTEST_SKIP();
+  const std::string env = "EHPROF_PRETEND_OLD_KERNEL=1 ";
+  CheckRun run = RunCheck("", env);
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("user walk: tail calls (bpf_get_current_task_btf, bpf_task_pt_regs, "
+                         "bpf_loop missing), up to 1024 frames"),
+            std::string::npos)
+      << run.out;
+  std::istringstream lines(run.out);
+  std::string line;
+  int walks = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    std::string name;
+    unsigned long long insns = 0;
+    f >> name >> insns;
+    if (name.rfind("ehprof_", 0) != 0) continue;
+    EXPECT_LT(insns, 250000u) << line;
+    EXPECT_GT(insns, 0u) << line;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, "_walk") == 0) ++walks;
+  }
+  EXPECT_EQ(walks, 4) << run.out;  // perf_event, kprobe, tracepoint, tp_btf
+
+  std::string bin = testing::EhprofBinary();
+  std::string dir = bin.substr(0, bin.rfind('/')) + "/bpf/";
+  CheckRun tail = RunCheck("--bpf-object " + dir + "profiler_compat.bpf.o", env);
+  EXPECT_EQ(tail.status, 0) << tail.out;
+  CheckRun loop = RunCheck("--bpf-object " + dir + "profiler.bpf.o", env);
+  EXPECT_NE(loop.status, 0) << loop.out;
+  EXPECT_NE(loop.out.find("needs the tail-call build"), std::string::npos) << loop.out;
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ int RunCheckCommand(const std::vector<std::string>& args) {
     std::printf("ehprof cannot run here: %s\n", std::string(s.message()).c_str());
     return kExitFailure;
   }
+  std::printf("%s\n", WalkBuildLine(features).c_str());
   o.verifier_stats = true;
   o.frequency_hz = 1;
   o.event_type = PERF_TYPE_SOFTWARE;  // cpu-clock at 1 Hz: harmless

@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/session/capabilities.h"
 #include "agent/session/kernel_features.h"
+#include "agent/session/tail_walk.h"
 // The skeleton declares libbpf's usdt.bpf.h kconfig extern as C's _Bool.
 #define _Bool bool
 #include "profiler.skel.h"
@@ -130,14 +131,10 @@ absl::Status LoadError(int err, const LibbpfLog& log) {
 }
 
 // The skeleton's own open (ehprof_bpf__open_opts) with another object's
-// bytes: maps and programs are bound by name, so a build of the same source
-// against another kernel's vmlinux.h fits; anything else fails to open.
-absl::StatusOr<ehprof_bpf*> OpenObjectFile(const std::string& path, std::string& bytes) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat(path, ": cannot open the BPF object"));
-  std::ostringstream all;
-  all << f.rdbuf();
-  bytes = all.str();
+// bytes (which must outlive it): maps and programs are bound by name, so a
+// build of the same source against another kernel's vmlinux.h fits, and so
+// does the tail-call build (tail_walk.h); anything else fails to open.
+absl::StatusOr<ehprof_bpf*> OpenObjectBytes(std::string_view bytes, const std::string& what) {
   auto* obj = static_cast<ehprof_bpf*>(calloc(1, sizeof(ehprof_bpf)));
   if (!obj) return absl::ResourceExhaustedError("out of memory opening the BPF object");
   int err = ehprof_bpf__create_skeleton(obj);
@@ -151,21 +148,40 @@ absl::StatusOr<ehprof_bpf*> OpenObjectFile(const std::string& path, std::string&
     char why[128];
     libbpf_strerror(err, why, sizeof(why));
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a build of ehprof's BPF programs (", why, ")"));
+        absl::StrCat(what, ": not a build of ehprof's BPF programs (", why, ")"));
   }
   return obj;
+}
+
+absl::StatusOr<ehprof_bpf*> OpenObjectFile(const std::string& path, std::string& bytes) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return absl::NotFoundError(absl::StrCat(path, ": cannot open the BPF object"));
+  std::ostringstream all;
+  all << f.rdbuf();
+  bytes = all.str();
+  return OpenObjectBytes(bytes, path);
 }
 
 
 }  // namespace
 
-absl::Status BpfSession::Open(const SessionOptions& o) {
-  if (o.bpf_object_path.empty()) {
-    skel_.reset(ehprof_bpf__open());
-  } else {
+absl::Status BpfSession::Open(const SessionOptions& o, bool tail_calls) {
+  if (!o.bpf_object_path.empty()) {
     absl::StatusOr<ehprof_bpf*> skel = OpenObjectFile(o.bpf_object_path, object_bytes_);
     if (!skel.ok()) return skel.status();
     skel_.reset(*skel);
+    if (tail_calls && !IsTailCallBuild(skel_->obj)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          o.bpf_object_path, " is the bpf_loop build; this kernel (", KernelRelease(),
+          ") needs the tail-call build (profiler.bpf.c compiled with -DEHP_COMPAT)"));
+    }
+  } else if (tail_calls) {
+    absl::StatusOr<ehprof_bpf*> skel =
+        OpenObjectBytes(TailCallObjectBytes(), "the built-in tail-call build");
+    if (!skel.ok()) return skel.status();
+    skel_.reset(*skel);
+  } else {
+    skel_.reset(ehprof_bpf__open());
   }
   if (!skel_) return PermissionHint(errno, "opening the BPF object");
   skel_->rodata->cfg = o.config;
@@ -191,6 +207,7 @@ absl::Status BpfSession::Open(const SessionOptions& o) {
     bpf_program__set_autoload(skel_->progs.ehprof_tracepoint, wants({K::kTracepoint}));
     bpf_program__set_autoload(skel_->progs.ehprof_kprobe, wants({K::kKprobe}));
   }
+  SetTailWalkAutoload(skel_->obj);
   return absl::OkStatus();
 }
 
@@ -200,13 +217,22 @@ absl::Status BpfSession::SizeMaps(const SessionOptions& o) {
   const uint32_t verify_slots =
       o.config.verify_every ? static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())) : 1u;
   const uint32_t offcpu_threads = o.off_cpu ? EHP_OFFCPU_THREADS : 1u;
+  uint32_t procs = z.procs;
+  if (NeedsPreallocatedHashMaps()) {
+    // The sampler (a perf_event program) looks processes up.
+    procs = std::min(procs, kPreallocatedProcs);
+    if (int err = bpf_map__set_map_flags(skel->maps.procs,
+                                         bpf_map__map_flags(skel->maps.procs) & ~BPF_F_NO_PREALLOC)) {
+      return absl::InternalError(absl::StrCat("preallocating BPF map procs: ", Errno(err)));
+    }
+  }
   struct {
     bpf_map* map;
     uint32_t entries;
   } sizes[] = {{skel->maps.tables, z.tables},      {skel->maps.pages, z.pages},
                {skel->maps.buckets, z.pages},      {skel->maps.rows, z.row_chunks},
                {skel->maps.palettes, z.palette_words}, {skel->maps.rules, z.rules},
-               {skel->maps.procs, z.procs},        {skel->maps.events, z.ringbuf_bytes},
+               {skel->maps.procs, procs},        {skel->maps.events, z.ringbuf_bytes},
                {skel->maps.file_tables, z.tables},
                {skel->maps.verify_scratch, verify_slots},
                {skel->maps.offcpu_tasks, offcpu_threads}};
@@ -275,9 +301,10 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
     return absl::PermissionDeniedError(absl::StrCat("cannot load the BPF programs: ", missing));
   }
   libbpf_set_strict_mode(LIBBPF_STRICT_ALL);
-  if (absl::Status s = CheckKernelFeatures(ProbeKernelFeatures()); !s.ok()) return s;
+  const std::vector<KernelFeature> features = ProbeKernelFeatures();
+  if (absl::Status s = CheckKernelFeatures(features); !s.ok()) return s;
   LibbpfLog log;
-  if (absl::Status s = session->Open(o); !s.ok()) return s;
+  if (absl::Status s = session->Open(o, NeedsTailCallBuild(features)); !s.ok()) return s;
   if (absl::Status s = session->SizeMaps(o); !s.ok()) return s;
   if (o.verifier_stats) session->KeepVerifierLogs();
   if (int err = ehprof_bpf__load(session->skel_.get())) {
@@ -287,6 +314,7 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
     return PermissionHint(err, "loading the BPF programs");
   }
   if (o.verifier_stats) session->ReadVerifierLogs();
+  if (absl::Status s = FillTailWalkArrays(session->skel_->obj); !s.ok()) return s;
   const auto& m = session->skel_->maps;
   session->maps_ = MapFds{bpf_map__fd(m.procs),    bpf_map__fd(m.targets),
                           bpf_map__fd(m.tables),   bpf_map__fd(m.pages),

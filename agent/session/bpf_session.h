@@ -118,7 +118,8 @@ class BpfSession {
  private:
   BpfSession() = default;
   // The steps of Start, in order.
-  absl::Status Open(const SessionOptions& o);
+  // tail_calls: the kernel needs the tail-call build (tail_walk.h).
+  absl::Status Open(const SessionOptions& o, bool tail_calls);
   absl::Status SizeMaps(const SessionOptions& o);
   void KeepVerifierLogs();  // before loading
   void ReadVerifierLogs();  // after

@@ -5,9 +5,12 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "bpf/ehprof_abi.h"
 
 namespace ehprof {
 namespace {
@@ -55,38 +58,92 @@ std::vector<KernelFeature> ProbeKernelFeatures() {
   }
   // Helpers the sampler calls, oldest first, so the first missing one
   // reads as the kernel's age.
+  // The last three only the bpf_loop build calls.
   struct Helper {
     bpf_func_id id;
     const char* name;
     const char* since;
     const char* why;
+    bool loop_build_only;
   } helpers[] = {
-      {BPF_FUNC_get_stack, "bpf_get_stack", "4.18", "kernel stacks"},
-      {BPF_FUNC_probe_read_user, "bpf_probe_read_user", "5.5", "reading user stacks"},
-      {BPF_FUNC_ringbuf_output, "bpf_ringbuf_output", "5.8", "sending samples"},
-      {BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf", "5.11", "the sampled task"},
-      {BPF_FUNC_task_pt_regs, "bpf_task_pt_regs", "5.15", "user registers in kernel mode"},
-      {BPF_FUNC_loop, "bpf_loop", "5.17", "the frame-by-frame walk"},
+      {BPF_FUNC_get_stack, "bpf_get_stack", "4.18", "kernel stacks", false},
+      {BPF_FUNC_probe_read_user, "bpf_probe_read_user", "5.5", "reading user stacks", false},
+      {BPF_FUNC_ringbuf_output, "bpf_ringbuf_output", "5.8", "sending samples", false},
+      {BPF_FUNC_tail_call, "bpf_tail_call", "4.2", "the walk without bpf_loop", false},
+      {BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf", "5.11", "the sampled task", true},
+      {BPF_FUNC_task_pt_regs, "bpf_task_pt_regs", "5.15", "user registers in kernel mode", true},
+      {BPF_FUNC_loop, "bpf_loop", "5.17", "the frame-by-frame walk", true},
   };
+  const bool pretend_old = std::getenv("EHPROF_PRETEND_OLD_KERNEL") &&
+                           std::strcmp(std::getenv("EHPROF_PRETEND_OLD_KERNEL"), "1") == 0;
   for (const Helper& h : helpers) {
     KernelFeature f = Feature(h.name, h.since, h.why);
-    Record(f, libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, h.id, nullptr));
+    f.loop_build_only = h.loop_build_only;
+    if (pretend_old && h.loop_build_only) {
+      f.detail = "taken as absent (EHPROF_PRETEND_OLD_KERNEL=1)";
+    } else {
+      Record(f, libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, h.id, nullptr));
+    }
     out.push_back(std::move(f));
   }
   return out;
 }
 
+namespace {
+
+bool Pretending() {
+  const char* pretend = std::getenv("EHPROF_PRETEND_OLD_KERNEL");
+  return pretend && std::strcmp(pretend, "1") == 0;
+}
+
+}  // namespace
+
+bool NeedsPreallocatedHashMaps() {
+  int major = 0, minor = 0;
+  if (std::sscanf(KernelRelease().c_str(), "%d.%d", &major, &minor) != 2) return true;
+  return major < 6 || (major == 6 && minor < 1) || Pretending();
+}
+
+bool NeedsTailCallBuild(const std::vector<KernelFeature>& features) {
+  for (const KernelFeature& f : features) {
+    if (f.loop_build_only && !f.present) return true;
+  }
+  return false;
+}
+
+std::string WalkBuildLine(const std::vector<KernelFeature>& features) {
+  const std::string prealloc =
+      NeedsPreallocatedHashMaps()
+          ? absl::StrCat("; perf_event programs take only preallocated hash maps before 6.1: "
+                         "the process map is preallocated, at most ",
+                         kPreallocatedProcs, " processes")
+          : "";
+  if (!NeedsTailCallBuild(features)) {
+    return absl::StrCat("user walk: bpf_loop, up to ", EHP_MAX_USER_FRAMES, " frames", prealloc);
+  }
+  std::string missing;
+  for (const KernelFeature& f : features) {
+    if (f.loop_build_only && !f.present) absl::StrAppend(&missing, missing.empty() ? "" : ", ", f.name);
+  }
+  return absl::StrCat("user walk: tail calls (", missing, " missing), up to ",
+                      EHP_TAIL_MAX_USER_FRAMES, " frames (", EHP_TAIL_FRAMES, " in each of ",
+                      EHP_TAIL_CALLS,
+                      " tail-called programs); sampling, --off-cpu, -e probes, --verify and "
+                      "kernel-side process learning all run",
+                      prealloc);
+}
+
 absl::Status CheckKernelFeatures(const std::vector<KernelFeature>& features) {
   std::string missing;
   for (const KernelFeature& f : features) {
-    if (f.present) continue;
+    if (f.present || f.loop_build_only) continue;
     absl::StrAppend(&missing, missing.empty() ? "" : "; ", f.name, " (Linux ", f.since, "+, for ",
                     f.why, f.detail.empty() ? "" : ": ", f.detail, ")");
   }
   if (missing.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       "this kernel (", KernelRelease(), ") lacks what ehprof's BPF programs need: ", missing,
-      ". ehprof needs Linux 5.17 or later with BTF (Debian 12's 6.1 and newer)"));
+      ". ehprof needs Linux 5.10 or later with BTF (Debian 11's 5.10 and newer)"));
 }
 
 }  // namespace ehprof

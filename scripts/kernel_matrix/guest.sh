@@ -52,6 +52,11 @@ if [[ $check_rc == 0 ]]; then
   kill "$work_pid" 2>/dev/null
   wait "$work_pid" 2>/dev/null
   agent_files=$(ls "$R/agent" 2>/dev/null | grep -c '\.pb\.gz$')
+  # Off-CPU: testdata's offcpu_sleep blocks 100 ms in sleep_a and 300 ms in
+  # sleep_b in turn; the host judges the a:b split of the blocked time.
+  timeout -s INT 120 "$E" record --off-cpu -q -o "$R/offcpu.folded" --no-table-cache -- \
+    "$(dirname "$E")/testdata/offcpu_sleep" 2 > "$R/offcpu.txt" 2>&1
+  offcpu_rc=$?
 fi
 cp /sys/kernel/btf/vmlinux "$R/vmlinux.btf" 2>/dev/null
 cat > "$R/guest.json" <<JSON
@@ -63,6 +68,7 @@ cat > "$R/guest.json" <<JSON
   "record_ms": ${record_ms:-0},
   "agent_rc": ${agent_rc:--1},
   "agent_files": ${agent_files:-0},
+  "offcpu_rc": ${offcpu_rc:--1},
   "guest_ms": $(($(now_ms) - start)),
   "nproc": $(nproc)
 }

@@ -6,6 +6,7 @@ dpkg-deb -x under the cache directory."""
 import gzip
 import lzma
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -15,13 +16,28 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import debian_archive  # noqa: E402  (scripts/debian_archive.py)
 
-# The machine's own archives (its mirror or proxy), from its apt sources.
-MIRROR = debian_archive.archive_uri()
-SECURITY = debian_archive.security_uri()
-SOURCES = [
-    (MIRROR, "bookworm"), (SECURITY, "bookworm-security"), (MIRROR, "bookworm-backports"),
-    (MIRROR, "bullseye"), (SECURITY, "bullseye-security"),
-]
+# The Debian suites the matrix takes kernels from; the archive they come
+# from is this machine's own (archive_uris), never a host written here.
+SUITES = {
+    "archive": ["bookworm", "bookworm-backports", "bullseye", "trixie", "trixie-backports"],
+    "security": ["bookworm-security", "bullseye-security", "trixie-security"],
+}
+
+
+def archive_uris():
+    """(archive, security) URIs of the Debian archive this machine's apt
+    sources use (scripts/debian_archive.py)."""
+    return debian_archive.archive_uri(), debian_archive.security_uri()
+
+
+def sources():
+    archive, security = archive_uris()
+    rows = [(archive, s) for s in SUITES["archive"]]
+    if security:
+        rows += [(security, s) for s in SUITES["security"]]
+    return rows
+
+
 # The modules the guest needs to mount its root over 9p, with their
 # dependencies added from modules.dep (virtio_pci is built in on 6.12).
 GUEST_MODULES = ["virtio_pci", "9pnet_virtio", "9p"]
@@ -37,7 +53,7 @@ class Apt:
             os.makedirs(os.path.join(root, d), exist_ok=True)
         self.sources = os.path.join(root, "sources.list")
         with open(self.sources, "w") as f:
-            for url, suite in SOURCES:
+            for url, suite in sources():
                 f.write(f"deb {url} {suite} main\n")
         self.opts = [
             "-o", f"Dir::State={root}", "-o", f"Dir::State::Lists={root}/lists",
@@ -60,12 +76,12 @@ class Apt:
         open(stamp, "w").close()
 
     def resolve(self, line, suites):
-        """The newest linux-image-amd64 of this kernel line (e.g. "6.1") in
-        these suites, and the versioned image package it depends on."""
+        """The newest linux-image-amd64 of this kernel line (e.g. "6.1"; None:
+        any) in these suites, and the versioned image package it depends on."""
         best = None
         for row in self.run("apt-cache", "madison", "linux-image-amd64").splitlines():
             parts = [p.strip() for p in row.split("|")]
-            if len(parts) < 3 or not parts[1].startswith(line + "."):
+            if len(parts) < 3 or (line and not parts[1].startswith(line + ".")):
                 continue
             suite = parts[2].split()[1].split("/")[0]
             if suite not in suites:
@@ -74,35 +90,67 @@ class Apt:
                     ["dpkg", "--compare-versions", parts[1], "gt", best]).returncode == 0:
                 best = parts[1]
         if best is None:
-            raise RuntimeError(f"no linux-image-amd64 {line}.x in {', '.join(suites)}")
-        for row in self.run("apt-cache", "show", f"linux-image-amd64={best}").splitlines():
-            if row.startswith("Depends:"):
-                pkg = row.split(":", 1)[1].split(",")[0].split("(")[0].strip()
+            raise RuntimeError(f"no linux-image-amd64 {line or 'at all'}.x in {', '.join(suites)}")
+        for pkg in self.depends("linux-image-amd64", best):
+            if pkg.startswith("linux-image-"):
                 return pkg, best
         raise RuntimeError(f"linux-image-amd64={best} names no image package")
 
-    def fetch(self, pkg, version):
-        """Downloads (once) and unpacks pkg=version; returns the tree."""
+    def depends(self, pkg, version):
+        """The package names pkg=version depends on, in order."""
+        for row in self.run("apt-cache", "show", f"{pkg}={version}").splitlines():
+            if row.startswith("Depends:"):
+                return [d.split("(")[0].split("|")[0].strip() for d in row.split(":", 1)[1].split(",")]
+        return []
+
+    def _download(self, pkg, version):
         debs = os.path.join(self.root, "debs")
-        tree = os.path.join(self.root, "x", f"{pkg}_{version}")
-        if os.path.exists(os.path.join(tree, ".done")):
-            return tree
         deb = [f for f in os.listdir(debs) if f.startswith(pkg + "_") and f.endswith(".deb")]
         if not deb:
             self.run("apt-get", "download", f"{pkg}={version}", cwd=debs)
             deb = [f for f in os.listdir(debs) if f.startswith(pkg + "_") and f.endswith(".deb")]
+        return os.path.join(debs, deb[0])
+
+    def fetch(self, pkg, version):
+        """Downloads (once) and unpacks pkg=version; returns the tree."""
+        tree = os.path.join(self.root, "x", f"{pkg}_{version}")
+        if os.path.exists(os.path.join(tree, ".done")):
+            return tree
         shutil.rmtree(tree, ignore_errors=True)
         os.makedirs(tree)
-        subprocess.run(["dpkg-deb", "-x", os.path.join(debs, deb[0]), tree], check=True)
-        kver = os.listdir(os.path.join(tree, "lib", "modules"))[0]
+        subprocess.run(["dpkg-deb", "-x", self._download(pkg, version), tree], check=True)
+        if not os.path.isdir(modules_dir(tree)):
+            # Newer packaging (7.x backports) keeps the kernel and its
+            # modules in packages of their own, which the image depends on.
+            for dep in self.depends(pkg, version):
+                if dep.startswith(("linux-modules-", "linux-binary-")):
+                    subprocess.run(["dpkg-deb", "-x", self._download(dep, version), tree], check=True)
+        kver = os.listdir(modules_dir(tree))[0]
         # The package carries no modules.dep (its postinst makes it).
+        if modules_dir(tree).startswith(os.path.join(tree, "usr")):
+            os.makedirs(os.path.join(tree, "lib"), exist_ok=True)
+            if not os.path.exists(os.path.join(tree, "lib", "modules")):
+                os.symlink("../usr/lib/modules", os.path.join(tree, "lib", "modules"))
         subprocess.run(["depmod", "-b", tree, kver], check=True)
         open(os.path.join(tree, ".done"), "w").close()
         return tree
 
 
+def modules_dir(tree):
+    """lib/modules, or usr/lib/modules where the package has merged /usr."""
+    for d in (os.path.join(tree, "lib", "modules"), os.path.join(tree, "usr", "lib", "modules")):
+        if os.path.isdir(d):
+            return d
+    return os.path.join(tree, "lib", "modules")
+
+
 def kernel_files(tree):
-    kver = os.listdir(os.path.join(tree, "lib", "modules"))[0]
+    kver = os.listdir(modules_dir(tree))[0]
+    for path in (os.path.join(tree, "boot", f"vmlinuz-{kver}"),
+                 os.path.join(tree, "usr", "lib", "modules", kver, "vmlinuz"),
+                 os.path.join(tree, "usr", "lib", "linux", f"vmlinuz-{kver}")):
+        if os.path.exists(path):
+            return kver, path
     return kver, os.path.join(tree, "boot", f"vmlinuz-{kver}")
 
 

@@ -3,11 +3,13 @@
 kernels our users run (Debian's own packages, booted under qemu), beside
 this machine's kernel.
 
-For each kernel: `ehprof check` (features, verifier instruction counts),
-`ehprof check --bpf-object` for the same BPF source built against every
-other kernel's BTF, and `ehprof record` of a 4 s fio run judged per thread
-by stackcheck on the host. Kernels below ehprof's floor must refuse with the
-feature they lack named. Writes matrix.json and matrix.md into --out.
+For each kernel: `ehprof check` (features, the user walk it runs, verifier
+instruction counts), `ehprof check --bpf-object` for the same BPF source
+built against every other kernel's BTF (both builds: bpf_loop and tail
+calls), `ehprof record` of a 4 s fio run judged per thread by stackcheck on
+the host, `ehprof agent` writing intervals, and `ehprof record --off-cpu`
+of testdata's offcpu_sleep judged by its 1:3 split. Writes matrix.json and
+matrix.md into --out.
 """
 import argparse
 import json
@@ -24,30 +26,38 @@ import judge  # noqa: E402
 import kernels  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
-# line -> (suites its linux-image-amd64 comes from, who runs it, expectation)
+# name -> (kernel line, None for the newest; suites its linux-image-amd64
+# comes from; who runs it; expectation). Kernels without bpf_loop (5.10)
+# run the tail-call build.
 KERNELS = {
-    "6.1": (["bookworm", "bookworm-security"], "Debian 12 stock", "runs"),
-    "6.12": (["bookworm-backports"], "Debian 12 backports", "runs"),
-    "5.10": (["bullseye", "bullseye-security"], "Debian 11 stock", "refused"),
+    "6.1": ("6.1", ["bookworm", "bookworm-security"], "Debian 12 stock", "runs"),
+    "6.12": ("6.12", ["bookworm-backports"], "Debian 12 backports", "runs"),
+    "5.10": ("5.10", ["bullseye", "bullseye-security"], "Debian 11 stock", "runs"),
+    "newest": (None, ["trixie-backports"], "Debian 13 backports, the newest Debian ships", "runs"),
 }
 REFUSAL = "bpf_loop (Linux 5.17+"
+# The off-CPU split offcpu_sleep makes (300 ms : 100 ms), and how close.
+OFFCPU_RATIO, OFFCPU_TOLERANCE = 3.0, 0.15
+TAIL_SUFFIX = "-tailcalls"
 
 
 def build_object(btf, name, out_dir, build_dir):
-    """profiler.bpf.c compiled against this BTF with the build's own flags."""
+    """profiler.bpf.c compiled against this BTF with the build's own flags,
+    both builds: NAME.bpf.o (bpf_loop) and NAME-tailcalls.bpf.o."""
     hdir = os.path.join(out_dir, f"include-{name}")
     os.makedirs(hdir, exist_ok=True)
     with open(os.path.join(hdir, "vmlinux.h"), "w") as f:
         subprocess.run(["bpftool", "btf", "dump", "file", btf, "format", "c"], stdout=f, check=True)
     with open(os.path.join(build_dir, "bpf", "bpf_cflags.txt")) as f:
         cflags = f.read().split()
-    obj = os.path.join(out_dir, "objects", f"{name}.bpf.o")
-    os.makedirs(os.path.dirname(obj), exist_ok=True)
-    r = subprocess.run(["clang", *cflags, "-I", hdir, "-I", REPO, "-c",
-                        os.path.join(REPO, "bpf", "profiler.bpf.c"), "-o", obj],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        return None, r.stderr.strip()[-600:]
+    for suffix, extra in (("", []), (TAIL_SUFFIX, ["-DEHP_COMPAT"])):
+        obj = os.path.join(out_dir, "objects", f"{name}{suffix}.bpf.o")
+        os.makedirs(os.path.dirname(obj), exist_ok=True)
+        r = subprocess.run(["clang", *cflags, *extra, "-I", hdir, "-I", REPO, "-c",
+                            os.path.join(REPO, "bpf", "profiler.bpf.c"), "-o", obj],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return None, r.stderr.strip()[-600:]
     return obj, ""
 
 
@@ -70,7 +80,10 @@ def summarize(name, who, expect, res, seconds, boot_rc=None, timed_out=False):
            "check_rc": g.get("check_rc"), "check": judge.parse_check(check_text),
            "objects": g.get("objects", {}), "record_rc": g.get("record_rc"),
            "record_ms": g.get("record_ms"), "agent_rc": g.get("agent_rc"),
-           "agent_files": g.get("agent_files")}
+           "agent_files": g.get("agent_files"), "offcpu_rc": g.get("offcpu_rc")}
+    off = os.path.join(res, "offcpu.folded")
+    if g.get("offcpu_rc") == 0 and os.path.exists(off):
+        row["offcpu"] = judge.judge_offcpu(off)
     dump = os.path.join(res, "fio.perf-script")
     if g.get("record_rc") == 0 and os.path.exists(dump):
         row["record"] = judge.judge_record(dump, res)
@@ -92,9 +105,12 @@ def problems(row, min_complete):
         return out
     if row["check_rc"] != 0:
         out.append(f"{row['kernel']}: ehprof check failed: {row['check'].get('error')}")
+    tail_walk = row["check"].get("walk") == "tail calls"
     for obj, rc in sorted(row["objects"].items()):
-        if rc != 0:
-            out.append(f"{row['kernel']}: the object built against {obj}'s BTF did not load")
+        # A kernel that runs the tail-call build loads only that build;
+        # every other kernel loads both.
+        if rc != 0 and (obj.endswith(TAIL_SUFFIX) or not tail_walk):
+            out.append(f"{row['kernel']}: the object {obj} (built against that BTF) did not load")
     if row["record_rc"] != 0:
         out.append(f"{row['kernel']}: ehprof record exited {row['record_rc']}")
         return out
@@ -110,16 +126,26 @@ def problems(row, min_complete):
                    f"(< {min_complete}%)")
     if job.get("callsite") is not None and job["callsite"] < 95:
         out.append(f"{row['kernel']}: fio's job thread call sites {job['callsite']}% (< 95%)")
+    off = row.get("offcpu") or {}
+    ratio = off.get("b_to_a")
+    if row.get("offcpu_rc") != 0 or ratio is None or abs(ratio - OFFCPU_RATIO) > OFFCPU_TOLERANCE \
+            or off.get("incomplete_ns"):
+        out.append(f"{row['kernel']}: off-CPU of offcpu_sleep: rc {row.get('offcpu_rc')}, b:a "
+                   f"{ratio} (want {OFFCPU_RATIO} +- {OFFCPU_TOLERANCE}), "
+                   f"{off.get('incomplete_ns')} ns in stacks short of _start (want 0)")
     return out
 
 
 def table(rows):
-    lines = ["| kernel | who runs it | loads | sampler insns (verifier) | objects built on other "
-             "BTFs load | fio job thread complete %: steady / all (samples) | whole run complete % | agent intervals | wall s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| kernel | who runs it | loads | user walk | sampler insns (verifier) | objects built on other "
+             "BTFs load | fio job thread complete %: steady / all (samples) | whole run complete % | agent intervals | off-CPU b:a | wall s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         loads = "yes" if r["check_rc"] == 0 else f"no: {r['check'].get('error') or '?'}"
         insns = r["check"]["programs"].get("ehprof_sample", "-")
+        walk = r["check"].get("walk", "-")
+        if walk == "tail calls":
+            insns = f"{insns} + {r['check']['programs'].get('ehprof_sample_walk', '-')} (walk)"
         objs = ", ".join(f"{k} {'yes' if v == 0 else 'NO'}" for k, v in sorted(r["objects"].items()))
         if r["check_rc"] != 0:
             objs = "refused before loading" if r["objects"] else ""
@@ -128,8 +154,10 @@ def table(rows):
         jc = (f"{job['complete']:.1f} / {job['complete_all']:.1f} ({job['samples']})"
               if job.get("complete") is not None else "-")
         wc = f"{rec['complete']:.1f}" if rec.get("complete") is not None else "-"
-        lines.append(f"| {r['uname'] or r['kernel']} | {r['who']} | {loads} | {insns} | "
-                     f"{objs or '-'} | {jc} | {wc} | {r.get('agent_files') or '-'} | {r['seconds']} |")
+        off = (r.get("offcpu") or {}).get("b_to_a")
+        lines.append(f"| {r['uname'] or r['kernel']} | {r['who']} | {loads} | {walk} | {insns} | "
+                     f"{objs or '-'} | {jc} | {wc} | {r.get('agent_files') or '-'} | "
+                     f"{off if off is not None else '-'} | {r['seconds']} |")
     return "\n".join(lines)
 
 
@@ -171,8 +199,8 @@ def main():
     # package version; taking it costs one short boot).
     guests = []
     for line in [k for k in a.kernels.split(",") if k]:
-        suites, who, expect = KERNELS[line]
-        pkg, ver = apt.resolve(line, suites)
+        version_line, suites, who, expect = KERNELS[line]
+        pkg, ver = apt.resolve(version_line, suites)
         tree = apt.fetch(pkg, ver)
         kver, vmlinuz = kernels.kernel_files(tree)
         res = os.path.join(out, line)
