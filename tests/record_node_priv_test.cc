@@ -30,6 +30,9 @@ TEST_F(RecordNode, JsStacksRunThroughTheBuiltinsToStart) {
   const std::string out = dir_ + "/node.folded";
   auto r = RunEhprof({"record", "-F", "499", "-q", "-o", out, "--", "/usr/bin/node",
                       "--perf-basic-prof", "--interpreted-frames-native-stack",
+                      // V8 logs beside the perf map: into the test's directory,
+                      // not the working directory.
+                      "--logfile=" + dir_ + "/v8.log",
                       testing::SourcePath("testdata/nodework.js"), "3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream in(out);
