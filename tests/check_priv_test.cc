@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
@@ -27,6 +29,22 @@ CheckRun RunCheck(const std::string& args, const std::string& env = "") {
   return r;
 }
 
+// Each program's line of `ehprof check`: its name and the instructions
+// the verifier processed.
+std::vector<std::pair<std::string, unsigned long long>> ProgramInsns(const std::string& out) {
+  std::vector<std::pair<std::string, unsigned long long>> programs;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    std::string name;
+    unsigned long long insns = 0;
+    f >> name >> insns;
+    if (name.rfind("ehprof_", 0) == 0) programs.emplace_back(name, insns);
+  }
+  return programs;
+}
+
 TEST(Check, ProgramsLoadWithAMarginUnderTheVerifierLimit) {
   if (!testing::RequireRootForBpf()) GTEST_SKIP();
   CheckRun run = RunCheck("");
@@ -35,20 +53,13 @@ TEST(Check, ProgramsLoadWithAMarginUnderTheVerifierLimit) {
   // Every feature probed is present on the kernels ehprof runs on.
   EXPECT_NE(out.find("bpf_loop                     5.17  yes"), std::string::npos) << out;
   EXPECT_EQ(out.find("  NO"), std::string::npos) << out;
-  std::istringstream lines(out);
-  std::string line;
   bool saw_sampler = false;
-  while (std::getline(lines, line)) {
-    std::istringstream f(line);
-    std::string name;
-    unsigned long long insns = 0;
-    f >> name >> insns;
-    if (name.rfind("ehprof_", 0) != 0) continue;
+  for (const auto& [name, insns] : ProgramInsns(out)) {
     // The verifier's budget is 1,000,000 processed instructions; keep most
     // of it free so kernel and compiler changes do not tip it over (Parca's
     // unwinder broke on 6.4 and 6.8 that way).
-    EXPECT_LT(insns, 250000u) << line;
-    EXPECT_GT(insns, 0u) << line;
+    EXPECT_LT(insns, 250000u) << name;
+    EXPECT_GT(insns, 0u) << name;
     saw_sampler = saw_sampler || name == "ehprof_sample";
   }
   EXPECT_TRUE(saw_sampler) << out;
@@ -83,17 +94,10 @@ TEST(Check, TailCallBuildLoadsWhereTheLoopBuildsHelpersAreMissing) {
                          "bpf_loop missing), up to 1024 frames"),
             std::string::npos)
       << run.out;
-  std::istringstream lines(run.out);
-  std::string line;
   int walks = 0;
-  while (std::getline(lines, line)) {
-    std::istringstream f(line);
-    std::string name;
-    unsigned long long insns = 0;
-    f >> name >> insns;
-    if (name.rfind("ehprof_", 0) != 0) continue;
-    EXPECT_LT(insns, 250000u) << line;
-    EXPECT_GT(insns, 0u) << line;
+  for (const auto& [name, insns] : ProgramInsns(run.out)) {
+    EXPECT_LT(insns, 250000u) << name;
+    EXPECT_GT(insns, 0u) << name;
     if (name.size() > 5 && name.compare(name.size() - 5, 5, "_walk") == 0) ++walks;
   }
   EXPECT_EQ(walks, 4) << run.out;  // perf_event, kprobe, tracepoint, tp_btf
