@@ -76,7 +76,7 @@ UnwindRule Canonical(UnwindRule r) {
   if (r.rbp_kind != EHP_RULE_CFA_OFFSET && r.rbp_kind != EHP_RULE_DEREF) r.rbp_offset = 0;
   if (r.rbp_kind != EHP_RULE_DEREF) r.rbp_reg = 0;
   if (r.ra_kind != EHP_RULE_CFA_OFFSET) r.ra_offset = 0;
-  r.flags &= EHP_RULE_FLAG_SIGNAL;
+  r.flags &= EHP_RULE_FLAG_SIGNAL | EHP_RULE_FLAG_RA_SIGNED;
   return r;
 }
 

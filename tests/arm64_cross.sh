@@ -17,13 +17,23 @@ EHPROF_BUILD_DIR="$out" nice bash "$here/../scripts/build.sh" --arch arm64 "${la
   { tail -30 "$out.log"; exit 1; }
 arm="$out/ehprof"
 file -b "$arm" | grep -q "ARM aarch64" || { echo "not an aarch64 binary: $(file -b "$arm")"; exit 1; }
-bpftool btf dump file "$out/bpf/profiler.bpf.o" | grep -q "STRUCT 'user_pt_regs'" ||
+obj_btf=$(bpftool btf dump file "$out/bpf/profiler.bpf.o")
+grep -q "STRUCT 'user_pt_regs'" <<<"$obj_btf" ||
   { echo "the BPF object was not built against arm64's BTF"; exit 1; }
 # Every CO-RE relocation of the object resolves against the arm64 kernel's
 # BTF (flavoured types, name___suffix, are alternatives meant to miss).
 btf=$(ls /var/cache/ehprof/apt-arm64/bookworm/vmlinux/*/vmlinux.btf | tail -1)
 unresolved=$(bpftool -d gen min_core_btf "$btf" "$out/min_core.btf" "$out/bpf/profiler.bpf.o" 2>&1 |
-  grep -B1 "no matching targets found" | grep -E "relo #[0-9]+: <" | grep -v "___" || true)
+  python3 -c '
+import re, sys
+what = {}
+for line in sys.stdin:
+    m = re.search(r"prog .(.*).: relo #(\d+): (<.*)", line)
+    if m:
+        what[m.group(1, 2)] = m.group(3)
+    m = re.search(r"prog .(.*).: relo #(\d+): no matching targets found", line)
+    if m and "___" not in what.get(m.group(1, 2), ""):
+        print(m.group(1), what.get(m.group(1, 2)))')
 if [[ -n "$unresolved" ]]; then
   echo "CO-RE relocations of the arm64 object that arm64's BTF does not resolve:"
   echo "$unresolved" | head
