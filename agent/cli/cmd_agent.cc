@@ -59,6 +59,9 @@ void AddSinkOptions(CLI::App& app, SinkFlags* f) {
   app.add_option("--otlp-protocol", f->otlp.protocol, "http/protobuf (default) or grpc")
       ->type_name("P")
       ->group(g);
+  app.add_option("--otlp-compression", f->otlp.compression, "gzip (default) or none")
+      ->type_name("C")
+      ->group(g);
   app.add_option("--otlp-header", f->otlp.headers, "a header of every OTLP request (repeatable)")
       ->type_name("'NAME: VALUE'")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)

@@ -20,6 +20,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -53,6 +54,10 @@ struct PprofOptions {
 // pid/tid 0 (the idle task) show no pid/tid label there.
 absl::Status WritePprof(const std::vector<ResolvedSample>& samples, std::ostream& out,
                         const PprofOptions& options);
+
+// `data` gzip-compressed (as pprof files are; the OTLP sink's requests
+// too).
+absl::Status WriteGzip(std::string_view data, std::ostream& out);
 
 }  // namespace ehprof
 
