@@ -206,6 +206,9 @@ TEST(OtlpClient, RefusesBadFlags) {
   EXPECT_TRUE(absl::IsInvalidArgument(OtlpClient::Create(Options("ftp://h")).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(OtlpClient::Create(Options("http://h", "thrift")).status()));
   OtlpOptions o = Options("http://h");
+  o.compression = "brotli";
+  EXPECT_TRUE(absl::IsInvalidArgument(OtlpClient::Create(o).status()));
+  o.compression = "gzip";
   o.headers = {"novalue"};
   EXPECT_TRUE(absl::IsInvalidArgument(OtlpClient::Create(o).status()));
   o.headers = {"X-Evil: a\r\nHost: b"};

@@ -59,6 +59,9 @@ void AddSinkOptions(CLI::App& app, SinkFlags* f) {
   app.add_option("--otlp-protocol", f->otlp.protocol, "http/protobuf (default) or grpc")
       ->type_name("P")
       ->group(g);
+  app.add_option("--otlp-compression", f->otlp.compression, "gzip (default) or none")
+      ->type_name("C")
+      ->group(g);
   app.add_option("--otlp-header", f->otlp.headers, "a header of every OTLP request (repeatable)")
       ->type_name("'NAME: VALUE'")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
@@ -76,7 +79,7 @@ void AddSinkOptions(CLI::App& app, SinkFlags* f) {
       ->check(InRange<size_t>(1, size_t{1} << 30))
       ->group(g);
   const std::string p = "Pyroscope";
-  app.add_option("--label", f->labels, "a label of every series (repeatable)")
+  app.add_option("--label", f->labels, "a label of every series (repeatable); with --otlp, of every resource")
       ->type_name("K=V")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->group(p);
@@ -94,7 +97,7 @@ void AddSinkOptions(CLI::App& app, SinkFlags* f) {
                  "system's)")
       ->type_name("FILE")
       ->group(p);
-  app.add_option("--queue", f->queue_size, "pushes kept while the server is unreachable (default 60)")
+  app.add_option("--queue", f->queue_size, "pushes kept while the server is unreachable (default 60; --otlp has a queue of its own)")
       ->type_name("N")
       ->check(InRange<size_t>(1, 1000000))
       ->group(p);

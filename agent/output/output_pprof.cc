@@ -326,6 +326,8 @@ class ProfileBuilder {
       sample_index_;
 };
 
+}  // namespace
+
 // windowBits 15 + 16 asks zlib for a gzip header and trailer instead of its
 // own zlib wrapper: pprof (Go's compress/gzip) sniffs the gzip magic.
 absl::Status WriteGzip(std::string_view data, std::ostream& out) {
@@ -357,6 +359,8 @@ absl::Status WriteGzip(std::string_view data, std::ostream& out) {
   if (!out) return absl::DataLossError("pprof: writing the output failed");
   return absl::OkStatus();
 }
+
+namespace {
 
 template <typename Samples, typename Deref>
 absl::Status WriteAll(const Samples& samples, Deref deref, std::ostream& out,

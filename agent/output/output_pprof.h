@@ -20,6 +20,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -57,6 +58,10 @@ absl::Status WritePprof(const std::vector<ResolvedSample>& samples, std::ostream
 // split by kind without copying them).
 absl::Status WritePprof(const std::vector<const ResolvedSample*>& samples, std::ostream& out,
                         const PprofOptions& options);
+
+// `data` gzip-compressed (as pprof files are; the OTLP sink's requests
+// too).
+absl::Status WriteGzip(std::string_view data, std::ostream& out);
 
 }  // namespace ehprof
 

@@ -1,6 +1,7 @@
 #include "agent/sink/otlp_client.h"
 
 #include <cstdlib>
+#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "agent/output/output_pprof.h"
 
 namespace ehprof {
 namespace {
@@ -28,6 +30,10 @@ absl::StatusOr<std::unique_ptr<OtlpClient>> OtlpClient::Create(OtlpOptions o) {
   if (o.protocol != "http/protobuf" && o.protocol != "grpc") {
     return absl::InvalidArgumentError(
         absl::StrCat("--otlp-protocol ", o.protocol, ": give http/protobuf or grpc"));
+  }
+  if (o.compression != "gzip" && o.compression != "none") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--otlp-compression ", o.compression, ": give gzip or none"));
   }
   if (absl::Status s = CheckHttpUrl(o.url, "--otlp", o.ca_file, "--otlp-ca"); !s.ok()) return s;
   for (const std::string& h : o.headers) {
@@ -56,17 +62,26 @@ absl::Status OtlpClient::Push(const std::string& body) {
   o.timeout_ms = options_.timeout_ms;
   std::vector<std::string> headers = options_.headers;
   headers.push_back("OTLP-Profiles-Development-Version: 1");
+  const bool gzip = options_.compression == "gzip";
+  std::ostringstream zipped;
+  if (gzip) {
+    if (absl::Status s = WriteGzip(body, zipped); !s.ok()) return s;
+  }
+  const std::string& payload = gzip ? zipped.str() : body;
   if (options_.protocol != "grpc") {
     headers.push_back("Content-Type: application/x-protobuf");
-    return HttpPost(curl_.get(), endpoint_, headers, body, o);
+    if (gzip) headers.push_back("Content-Encoding: gzip");
+    return HttpPost(curl_.get(), endpoint_, headers, payload, o);
   }
   headers.push_back("Content-Type: application/grpc");
   headers.push_back("TE: trailers");
+  if (gzip) headers.push_back("grpc-encoding: gzip");
   o.http2 = true;
-  // The length-prefixed message: flag 0 (uncompressed), size big-endian.
+  // The length-prefixed message: compressed flag, size big-endian.
   std::string framed(5, '\0');
-  for (int i = 0; i < 4; ++i) framed[1 + i] = static_cast<char>(body.size() >> (8 * (3 - i)));
-  framed += body;
+  framed[0] = gzip ? 1 : 0;
+  for (int i = 0; i < 4; ++i) framed[1 + i] = static_cast<char>(payload.size() >> (8 * (3 - i)));
+  framed += payload;
   std::string answer;
   if (absl::Status s = HttpPost(curl_.get(), endpoint_, headers, framed, o, &answer); !s.ok()) return s;
   return GrpcOutcome(endpoint_, answer);

@@ -6,7 +6,9 @@
 //     .ProfilesService/Export over HTTP/2 (prior knowledge on http://, ALPN
 //     on https://), the body in one uncompressed gRPC message frame, the
 //     outcome from the grpc-status trailer.
-// Both say the Profiles development version ("1", the schema of
+// Bodies are gzip-compressed unless compression is "none" (HTTP:
+// Content-Encoding; gRPC: grpc-encoding and the frame's compressed flag),
+// as OTLP exporters do by default. Both say the Profiles development version ("1", the schema of
 // otlp_fields.h) in OTLP-Profiles-Development-Version. Outcomes as
 // http_post.h says; gRPC codes the OTLP spec calls retryable (UNAVAILABLE,
 // RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ABORTED, CANCELLED, OUT_OF_RANGE,
@@ -26,6 +28,7 @@ namespace ehprof {
 struct OtlpOptions {
   std::string url;                   // http(s)://host[:port][/path]
   std::string protocol = "http/protobuf";  // or "grpc"
+  std::string compression = "gzip";  // or "none"
   std::string ca_file;               // --otlp-ca
   std::vector<std::string> headers;  // "Name: value", each request
   long connect_timeout_ms = 5000;
