@@ -72,7 +72,6 @@ absl::Status ElfFile::Init() {
     return absl::InvalidArgumentError(absl::StrCat(
         path_, ": machine ", ehdr.e_machine, " is not x86-64"));
   }
-  elf_type_ = ehdr.e_type;
   entry_ = ehdr.e_entry;
   // libelf reports zero headers when their table runs past the end of the
   // file; that is a truncated file, not one without CFI.

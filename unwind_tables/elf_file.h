@@ -54,7 +54,6 @@ class ElfFile {
   ElfFile& operator=(ElfFile&&) = default;
 
   const std::string& path() const { return path_; }
-  uint16_t elf_type() const { return elf_type_; }  // ET_EXEC, ET_DYN, ...
   uint64_t entry() const { return entry_; }         // e_entry
 
   // The named section; nullopt when absent. Compressed (SHF_COMPRESSED)
@@ -80,7 +79,6 @@ class ElfFile {
   std::span<const uint8_t> image_;    // the whole file
   UniqueFd fd_;
   ElfPtr elf_;
-  uint16_t elf_type_ = 0;
   uint64_t entry_ = 0;
   size_t shstrndx_ = 0;
   std::vector<ElfSegment> segments_;

@@ -4,6 +4,7 @@
 #ifndef EHPROF_AGENT_CLI_AGENT_SINKS_H_
 #define EHPROF_AGENT_CLI_AGENT_SINKS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -48,11 +49,13 @@ class AgentSinks {
   std::unique_ptr<PyroscopeClient> client_;
   std::unique_ptr<PushQueue> queue_;
   Labels labels_;  // of every series, hostname included
+  std::atomic<uint64_t> series_dropped_{0};  // left out of pushes (PushBody's dropped)
 };
 
 // One push request for an interval: a series per service, its profile the
-// service's samples as a gzipped pprof.
-std::string PushBody(const IntervalOutput& out, const Labels& common);
+// service's samples as a gzipped pprof. A series whose profile cannot be
+// encoded is left out, and *dropped gets why, naming the service.
+std::string PushBody(const IntervalOutput& out, const Labels& common, std::vector<std::string>* dropped);
 
 }  // namespace ehprof
 

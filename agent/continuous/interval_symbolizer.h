@@ -37,7 +37,6 @@ class IntervalSymbolizer {
   // service name -> its samples (count = occurrences in the interval).
   std::map<std::string, std::vector<ResolvedSample>> Resolve(const IntervalProfile& p);
   std::vector<std::string> TakeWarnings();
-  size_t cached_addresses() const { return current_.size() + previous_.size(); }
   // Drops every cache and symbol reader (the agent's memory budget).
   void Reset();
 

@@ -12,13 +12,6 @@
 namespace ehprof {
 namespace {
 
-struct SlistDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-struct UrlDeleter {
-  void operator()(CURLU* u) const { curl_url_cleanup(u); }
-};
-
 size_t Collect(char* data, size_t size, size_t n, void* out) {
   auto* s = static_cast<std::string*>(out);
   if (s->size() < 4096) s->append(data, std::min(size * n, 4096 - s->size()));
@@ -38,13 +31,13 @@ void GlobalInit() {
 
 }  // namespace
 
-void PyroscopeClient::CurlDeleter::operator()(CURL* c) const { curl_easy_cleanup(c); }
+void CloseCurl(CURL* c) { curl_easy_cleanup(c); }
 
 PyroscopeClient::~PyroscopeClient() = default;
 
 absl::StatusOr<std::unique_ptr<PyroscopeClient>> PyroscopeClient::Create(PyroscopeOptions o) {
   GlobalInit();
-  std::unique_ptr<CURLU, UrlDeleter> u(curl_url());
+  ScopedHandle<CURLU, curl_url_cleanup> u(curl_url());
   if (!u || curl_url_set(u.get(), CURLUPART_URL, o.url.c_str(), 0) != CURLUE_OK) {
     return absl::InvalidArgumentError(absl::StrCat("--pyroscope ", o.url, ": not a URL"));
   }
@@ -73,7 +66,7 @@ absl::StatusOr<std::unique_ptr<PyroscopeClient>> PyroscopeClient::Create(Pyrosco
 absl::Status PyroscopeClient::Push(const std::string& body) {
   CURL* c = curl_.get();
   curl_easy_reset(c);
-  std::unique_ptr<curl_slist, SlistDeleter> headers;
+  ScopedHandle<curl_slist, curl_slist_free_all> headers;
   auto add = [&](const std::string& h) { headers.reset(curl_slist_append(headers.release(), h.c_str())); };
   add("Content-Type: application/proto");
   add("Connect-Protocol-Version: 1");

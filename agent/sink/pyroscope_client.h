@@ -14,10 +14,14 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "base/scoped_handle.h"
 
 typedef void CURL;
 
 namespace ehprof {
+
+// curl_easy_cleanup, with curl's header kept out of includers.
+void CloseCurl(CURL* c);
 
 struct PyroscopeOptions {
   std::string url;          // http(s)://host[:port][/prefix]
@@ -40,13 +44,10 @@ class PyroscopeClient {
   const std::string& endpoint() const { return endpoint_; }
 
  private:
-  struct CurlDeleter {
-    void operator()(CURL* c) const;
-  };
   explicit PyroscopeClient(PyroscopeOptions o) : options_(std::move(o)) {}
   PyroscopeOptions options_;
   std::string endpoint_;
-  std::unique_ptr<CURL, CurlDeleter> curl_;  // reused: keeps the connection
+  ScopedHandle<CURL, CloseCurl> curl_;  // reused: keeps the connection
 };
 
 // "secret" from --bearer-token-file and the like: the file's first line.
