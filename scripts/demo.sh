@@ -20,4 +20,5 @@ build/ehprof record -F 999 -q -o ehprof-demo.svg -- fio testdata/workloads/fio-c
 build/ehprof record -F 999 -q -o ehprof-demo.folded -- fio testdata/workloads/fio-cpu.job >/dev/null
 echo "flame graph: $(pwd)/ehprof-demo.svg  (open it in a browser: click to zoom, Ctrl-F to search)"
 echo "hottest stacks:"
-sort -t' ' -k2 -n -r ehprof-demo.folded | head -5 | cut -c1-160
+# sed reads to the end: head would end sort with SIGPIPE, a failure under pipefail.
+sort -t' ' -k2 -n -r ehprof-demo.folded | sed -n 1,5p | cut -c1-160

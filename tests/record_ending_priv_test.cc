@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -135,6 +136,12 @@ TEST(RecordEndingOutput, UnwritableOutputKeepsTheProfileElsewhere) {
   ASSERT_NE(at, std::string::npos) << r.err;
   const std::string fallback = r.err.substr(at + marker.size(), r.err.find(' ', at + marker.size()) - at - marker.size());
   EXPECT_GE(FoldedSamples(fallback), 50u) << fallback;
+  // A name made exclusively (mkstemps: /tmp/ehprof-PID-XXXXXX.folded), not
+  // one another user could plant a link at, and private.
+  EXPECT_TRUE(std::regex_match(fallback, std::regex("/tmp/ehprof-[0-9]+-[A-Za-z0-9]{6}\\.folded"))) << fallback;
+  struct stat st;
+  ASSERT_EQ(stat(fallback.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   std::remove(fallback.c_str());
 }
 

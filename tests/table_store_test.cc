@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "bpf/compact_lookup.h"
 #include "gtest/gtest.h"
 #include "tests/memory_map_writer.h"
@@ -162,7 +163,7 @@ TEST(TableStore, UnloadClearsTheDescriptorAndAFreedIdIsReusedLast) {
   auto store = MakeStore(sizes, &m);
   auto a = store->Load(t, path), b = store->Load(t, path);
   ASSERT_TRUE(a.ok() && b.ok());
-  store->Unload(*a);
+  ASSERT_TRUE(store->Unload(*a).ok());
   const auto cleared = m.tables->Get<ehp_table_info>(*a);
   EXPECT_EQ(cleared.num_pages, 0u);
   EXPECT_EQ(cleared.end, 0u);
@@ -177,11 +178,43 @@ TEST(TableStore, UnloadClearsTheDescriptorAndAFreedIdIsReusedLast) {
   EXPECT_EQ(*d, *a);
   auto e = store->Load(t, path);
   EXPECT_TRUE(absl::IsResourceExhausted(e.status())) << e.status();
-  store->Unload(*b);
-  store->Unload(*c);
-  store->Unload(*d);
+  EXPECT_TRUE(store->Unload(*b).ok());
+  EXPECT_TRUE(store->Unload(*c).ok());
+  EXPECT_TRUE(store->Unload(*d).ok());
   const TableStore::Usage u = store->usage();
   EXPECT_EQ(u.tables + u.pages + u.row_chunks + u.palette_words + u.rules, 0u);
+}
+
+TEST(TableStore, AnUnloadWhoseClearFailsSaysSoAndFreesNothing) {
+  const std::string path = TestdataPath("realign.stripped");
+  CompactTable t = TableOf(path);
+  MapSizes sizes;
+  sizes.tables = 2;
+  Maps m;
+  auto store = MakeStore(sizes, &m);
+  auto a = store->Load(t, path);
+  ASSERT_TRUE(a.ok());
+  const TableStore::Usage before = store->usage();
+  m.tables->FailAfter(0);
+  absl::Status s = store->Unload(*a);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(absl::StrCat("unwind table ", *a)), std::string::npos) << s;
+  // Still published, so its id and parts are still taken: the next table
+  // goes elsewhere and answers as its own.
+  EXPECT_EQ(m.tables->Get<ehp_table_info>(*a).num_pages, before.pages);
+  const TableStore::Usage after = store->usage();
+  EXPECT_EQ(after.tables, before.tables);
+  EXPECT_EQ(after.pages, before.pages);
+  EXPECT_EQ(after.row_chunks, before.row_chunks);
+  m.tables->FailAfter(-1);
+  auto b = store->Load(t, path);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NE(*b, *a);
+  ExpectLookupsAgree(m, *a, t, path);
+  ExpectLookupsAgree(m, *b, t, path);
+  // A later unload that works frees it.
+  EXPECT_TRUE(store->Unload(*a).ok());
+  EXPECT_EQ(store->usage().tables, 1u);
 }
 
 }  // namespace

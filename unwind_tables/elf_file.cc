@@ -74,7 +74,6 @@ absl::Status ElfFile::Init() {
         path_, ": machine ", ehdr.e_machine, " is neither x86-64 nor aarch64"));
   }
   arch_ = *arch;
-  elf_type_ = ehdr.e_type;
   entry_ = ehdr.e_entry;
   // libelf reports zero headers when their table runs past the end of the
   // file; that is a truncated file, not one without CFI.

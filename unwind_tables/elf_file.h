@@ -57,7 +57,6 @@ class ElfFile {
   ElfFile& operator=(ElfFile&&) = default;
 
   const std::string& path() const { return path_; }
-  uint16_t elf_type() const { return elf_type_; }  // ET_EXEC, ET_DYN, ...
   uint64_t entry() const { return entry_; }         // e_entry
   Arch arch() const { return arch_; }
 
@@ -84,7 +83,6 @@ class ElfFile {
   std::span<const uint8_t> image_;    // the whole file
   UniqueFd fd_;
   ElfPtr elf_;
-  uint16_t elf_type_ = 0;
   uint64_t entry_ = 0;
   Arch arch_ = Arch::kX86_64;
   size_t shstrndx_ = 0;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
+#include "base/scoped_handle.h"
 #include "base/unique_fd.h"
 
 namespace ehprof {
@@ -151,9 +152,9 @@ void TableCache::Trim() {
   };
   std::vector<Entry> entries;
   uint64_t total = 0;
-  DIR* d = ::opendir(dir_.c_str());
+  ScopedHandle<DIR, closedir> d(::opendir(dir_.c_str()));
   if (!d) return;
-  while (dirent* e = ::readdir(d)) {
+  while (dirent* e = ::readdir(d.get())) {
     if (!absl::EndsWith(e->d_name, kSuffix)) continue;
     std::string p = absl::StrCat(dir_, "/", e->d_name);
     struct stat st;
@@ -161,7 +162,7 @@ void TableCache::Trim() {
     entries.push_back({std::move(p), static_cast<uint64_t>(st.st_size), st.st_mtim});
     total += static_cast<uint64_t>(st.st_size);
   }
-  ::closedir(d);
+  d.reset();
   if (total <= max_bytes_) return;
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.mtime.tv_sec != b.mtime.tv_sec ? a.mtime.tv_sec < b.mtime.tv_sec

@@ -74,7 +74,7 @@ absl::Status AgentSinks::OpenOtlp(const SinkFlags& flags) {
   return absl::OkStatus();
 }
 
-std::string PushBody(const IntervalOutput& out, const Labels& common) {
+std::string PushBody(const IntervalOutput& out, const Labels& common, std::vector<std::string>* dropped) {
   std::vector<PushSeries> series;
   PprofOptions po;
   po.frequency_hz = out.frequency_hz;
@@ -91,7 +91,11 @@ std::string PushBody(const IntervalOutput& out, const Labels& common) {
       const bool off_cpu = part == &off;
       po.ns_type = off_cpu ? "off_cpu" : "";
       std::ostringstream pprof;
-      if (!WritePprof(*part, pprof, po).ok()) continue;
+      if (absl::Status st = WritePprof(*part, pprof, po); !st.ok()) {
+        dropped->push_back(absl::StrCat("the ", off_cpu ? "off_cpu" : "process_cpu", " series of service ",
+                                        service, ": ", st.message()));
+        continue;
+      }
       PushSeries s;
       s.labels = {{"__name__", off_cpu ? "off_cpu" : "process_cpu"}, {"service_name", service}};
       s.labels.insert(s.labels.end(), common.begin(), common.end());
@@ -140,8 +144,13 @@ void AgentSinks::Write(const IntervalOutput& out) {
   if (dir_) {
     if (absl::Status s = dir_->Write(out); !s.ok()) Say(std::string(s.message()));
   }
-  if (queue_ && !out.by_service.empty()) queue_->Enqueue(PushBody(out, labels_));
   if (otlp_queue_ && !out.by_service.empty()) otlp_queue_->Enqueue(EncodeOtlpProfiles(out, otlp_attributes_));
+  if (!queue_ || out.by_service.empty()) return;
+  std::vector<std::string> dropped;
+  std::string body = PushBody(out, labels_, &dropped);
+  for (const std::string& d : dropped) Say(absl::StrCat("left out of the push: ", d));
+  series_dropped_ += dropped.size();
+  queue_->Enqueue(std::move(body));
 }
 
 std::string AgentSinks::MetricsSuffix() const {
@@ -174,6 +183,9 @@ std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) 
     out += PromMetric("ehprof_pushes_abandoned_total", "counter",
                       "Pushes given up after 12 failed attempts (about 3 minutes).", q.abandoned);
     out += PromMetric("ehprof_push_queue_depth", "gauge", "Pushes waiting.", static_cast<double>(q.queued));
+    out += PromMetric("ehprof_push_series_dropped_total", "counter",
+                      "Series left out of a push because their profile could not be encoded.",
+                      static_cast<double>(series_dropped_.load()));
   }
   if (otlp_queue_) {
     const PushQueue::Counters q = otlp_queue_->counters();
@@ -193,6 +205,9 @@ std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) 
 
 void AgentSinks::Close() {
   // The last interval (and any backlog) gets a little time to arrive.
+  if (queue_ && series_dropped_.load() > 0) {
+    Say(absl::StrCat(series_dropped_.load(), " series left out of pushes"));
+  }
   if (queue_) CloseQueue(queue_, "pushes", "pushed", "profiles", client_->endpoint());
   if (otlp_queue_) CloseQueue(otlp_queue_, "otlp exports", "otlp exported", "intervals", otlp_->endpoint());
 }

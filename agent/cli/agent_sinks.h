@@ -5,6 +5,7 @@
 #ifndef EHPROF_AGENT_CLI_AGENT_SINKS_H_
 #define EHPROF_AGENT_CLI_AGENT_SINKS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -55,11 +56,13 @@ class AgentSinks {
   std::unique_ptr<OtlpClient> otlp_;
   std::unique_ptr<PushQueue> otlp_queue_;
   Labels otlp_attributes_;  // of every resource: host.name and --label
+  std::atomic<uint64_t> series_dropped_{0};  // left out of pushes (PushBody's dropped)
 };
 
 // One push request for an interval: a series per service, its profile the
-// service's samples as a gzipped pprof.
-std::string PushBody(const IntervalOutput& out, const Labels& common);
+// service's samples as a gzipped pprof. A series whose profile cannot be
+// encoded is left out, and *dropped gets why, naming the service.
+std::string PushBody(const IntervalOutput& out, const Labels& common, std::vector<std::string>* dropped);
 
 }  // namespace ehprof
 

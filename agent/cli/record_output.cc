@@ -32,6 +32,7 @@
 #include "agent/resolve/profile_resolver.h"
 #include "agent/verify/verify.h"
 #include "agent/verify/walk_compare.h"
+#include "base/exclusive_file.h"
 #include "symbolizer/dwarf_symbolizer.h"
 #include "symbolizer/symbol_cache.h"
 
@@ -65,38 +66,29 @@ absl::Status WriteFormat(const std::vector<ResolvedSample>& samples, const std::
 }
 
 // Writes via a temporary file in the same directory, renamed at the end, so
-// a failed write never leaves a truncated profile under the final name.
+// a failed write never leaves a truncated profile under the final name. The
+// temporary file is made exclusively under an unpredictable name: root
+// writing into /tmp or a shared directory never follows someone's link.
 absl::Status WriteFile(const std::vector<ResolvedSample>& samples, const std::string& path,
                        const std::string& format, const Writers& w, mode_t mode) {
   // A device or pipe (-o /dev/null, -o /dev/stdout) is written in place:
   // renaming a file over it would replace the device.
   struct stat st;
-  const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
-  const std::string tmp = special ? path : absl::StrCat(path, ".tmp.", getpid());
-  {
-    // A profile holds command lines, paths and symbols of whatever ran:
-    // private to its owner unless --output-mode says otherwise. umask(077)
-    // keeps the file from ever existing with wider permissions.
-    const mode_t old_umask = special ? ::umask(0) : ::umask(077);
-    if (special) ::umask(old_umask);
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!special) ::umask(old_umask);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
     if (absl::Status s = WriteFormat(samples, format, w, out); !s.ok()) return s;
     out.flush();
-    if (!out) {
-      return absl::DataLossError(absl::StrCat("writing ", tmp, " failed (disk full?): ",
-                                              std::strerror(errno), "; partial output kept there"));
-    }
+    if (!out) return absl::DataLossError(absl::StrCat("writing ", path, " failed: ", std::strerror(errno)));
+    return absl::OkStatus();
   }
-  if (!special && mode != 0600 && ::chmod(tmp.c_str(), mode) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot chmod ", tmp, ": ", std::strerror(errno)));
-  }
-  if (!special && std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", tmp, " to ", path, ": ",
-                                                    std::strerror(errno), "; the profile is in ", tmp));
-  }
-  return absl::OkStatus();
+  // A profile holds command lines, paths and symbols of whatever ran:
+  // private to its owner (0600 from its creation) unless --output-mode says
+  // otherwise.
+  absl::StatusOr<ExclusiveFile> tmp = ExclusiveFile::Create(absl::StrCat(path, ".tmp."));
+  if (!tmp.ok()) return tmp.status();
+  if (absl::Status s = WriteFormat(samples, format, w, tmp->stream()); !s.ok()) return s;
+  return tmp->Commit(path, mode);
 }
 
 void PrintWarnings(const std::vector<std::string>& warnings) {
@@ -217,15 +209,25 @@ void MakeWallViews(const RecordOutput& out, std::vector<ResolvedSample>* shared,
 // Writes one -o; a path that cannot be written sends the profile to /tmp.
 // Returns what was written ("PATH (FORMAT)"), empty when nothing was.
 std::string WriteOutputFile(const std::vector<ResolvedSample>& samples, const OutputFile& f,
-                            const Writers& w, mode_t mode, size_t index, bool* ok) {
+                            const Writers& w, mode_t mode, bool* ok) {
   absl::Status st = WriteFile(samples, f.path, f.format, w, mode);
   if (st.ok()) return absl::StrCat(f.path, " (", f.format, ")");
   *ok = false;
   std::fprintf(stderr, "ehprof record: %s\n", std::string(st.message()).c_str());
-  // The index keeps two failed outputs of one format apart.
-  const std::string fallback =
-      absl::StrCat("/tmp/ehprof-", getpid(), index ? absl::StrCat("-", index) : "", ".", f.format);
-  if (!WriteFile(samples, fallback, f.format, w, 0600).ok()) return "";
+  // A name of its own in /tmp, made exclusively (never an existing file or
+  // link); the profile is then written beside it and renamed over it.
+  absl::StatusOr<ExclusiveFile> slot =
+      ExclusiveFile::Create(absl::StrCat("/tmp/ehprof-", getpid(), "-"), absl::StrCat(".", f.format));
+  if (!slot.ok()) {
+    std::fprintf(stderr, "ehprof record: %s\n", std::string(slot.status().message()).c_str());
+    return "";
+  }
+  const std::string fallback = slot->path();
+  if (absl::Status s = WriteFile(samples, fallback, f.format, w, 0600); !s.ok()) {
+    std::fprintf(stderr, "ehprof record: %s\n", std::string(s.message()).c_str());
+    ::unlink(fallback.c_str());
+    return "";
+  }
   std::fprintf(stderr, "ehprof record: the profile was written to %s instead\n", fallback.c_str());
   return absl::StrCat(fallback, " (", f.format, ")");
 }
@@ -253,7 +255,7 @@ int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_o
   for (size_t i = 0; i < out.files.size(); ++i) {
     const OutputFile& f = out.files[i];
     const auto& samples = out.wall && PerThreadWall(f.format) ? per_thread : resolved;
-    std::string what = WriteOutputFile(samples, f, w, out.mode, i, &ok);
+    std::string what = WriteOutputFile(samples, f, w, out.mode, &ok);
     if (!what.empty()) written.push_back(std::move(what));
   }
   PrintSummary(rec, absl::StrJoin(written, ", "));

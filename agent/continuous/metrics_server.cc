@@ -30,7 +30,7 @@ struct MetricsHandler {
   }
 };
 
-void MetricsServer::DaemonDeleter::operator()(MHD_Daemon* d) const { MHD_stop_daemon(d); }
+void StopDaemon(MHD_Daemon* d) { MHD_stop_daemon(d); }
 
 MetricsServer::~MetricsServer() = default;
 

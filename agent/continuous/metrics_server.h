@@ -10,10 +10,14 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "base/scoped_handle.h"
 
 struct MHD_Daemon;
 
 namespace ehprof {
+
+// MHD_stop_daemon, with libmicrohttpd's header kept out of includers.
+void StopDaemon(MHD_Daemon* d);
 
 class MetricsServer {
  public:
@@ -26,11 +30,8 @@ class MetricsServer {
 
  private:
   MetricsServer() = default;
-  struct DaemonDeleter {
-    void operator()(MHD_Daemon* d) const;
-  };
   std::function<std::string()> render_;
-  std::unique_ptr<MHD_Daemon, DaemonDeleter> daemon_;
+  ScopedHandle<MHD_Daemon, StopDaemon> daemon_;
   uint16_t port_ = 0;
   friend struct MetricsHandler;
 };

@@ -7,12 +7,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "agent/output/output_pprof.h"
+#include "base/exclusive_file.h"
+#include "base/scoped_handle.h"
 
 namespace ehprof {
 namespace {
@@ -34,13 +35,12 @@ absl::StatusOr<OutputDir> OutputDir::Open(std::string dir, size_t keep) {
 
 std::vector<std::string> OutputDir::Files() const {
   std::vector<std::string> out;
-  if (DIR* d = ::opendir(dir_.c_str())) {
-    while (dirent* e = ::readdir(d)) {
+  if (ScopedHandle<DIR, closedir> d{::opendir(dir_.c_str())}) {
+    while (dirent* e = ::readdir(d.get())) {
       if (absl::StartsWith(e->d_name, kPrefix) && absl::EndsWith(e->d_name, kSuffix)) {
         out.push_back(absl::StrCat(dir_, "/", e->d_name));
       }
     }
-    ::closedir(d);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -73,19 +73,12 @@ absl::Status OutputDir::Write(const IntervalOutput& interval) {
 
 absl::Status OutputDir::WriteFile(const std::vector<const ResolvedSample*>& all, const std::string& name,
                                   const PprofOptions& po) {
-  const std::string tmp = absl::StrCat(dir_, "/.tmp-", kPrefix, getpid());
-  {
-    const mode_t old = ::umask(077);
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    ::umask(old);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
-    if (absl::Status s = WritePprof(all, out, po); !s.ok()) return s;
-    out.flush();
-    if (!out) return absl::DataLossError(absl::StrCat("writing ", tmp, " failed (disk full?)"));
-  }
-  if (std::rename(tmp.c_str(), name.c_str()) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", tmp, " to ", name, ": ", std::strerror(errno)));
-  }
+  // Made exclusively under an unpredictable name, 0600: nothing another
+  // user put in the directory is followed or written.
+  absl::StatusOr<ExclusiveFile> tmp = ExclusiveFile::Create(absl::StrCat(dir_, "/.tmp-", kPrefix));
+  if (!tmp.ok()) return tmp.status();
+  if (absl::Status s = WritePprof(all, tmp->stream(), po); !s.ok()) return s;
+  if (absl::Status s = tmp->Commit(name); !s.ok()) return s;
   return absl::OkStatus();
 }
 

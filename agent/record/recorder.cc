@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/process/exec_closure.h"
+#include "agent/record/targets_map.h"
 #include "base/scoped_handle.h"
 #include "bpf/ehprof_abi.h"
 
@@ -34,22 +35,20 @@ Recorder::~Recorder() {
 
 absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
   const int targets = session_->maps().targets;
-  auto add_target = [&](uint32_t key, uint8_t value) {
-    bpf_map_update_elem(targets, &key, &value, BPF_ANY);
-  };
   for (uint32_t pid : options_.pids) {
     if (!ProcessExists(pid)) return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
-    add_target(pid, EHP_TARGET_PROCESS);
+    if (absl::Status s = AddTarget(targets, pid, EHP_TARGET_PROCESS); !s.ok()) return s;
     followed_.insert(pid);
   }
   for (uint32_t tid : options_.tids) {
     auto tgid = TgidOf(tid);
     if (!tgid) return absl::NotFoundError(absl::StrCat("no thread with tid ", tid));
-    add_target(tid, EHP_TARGET_THREAD);
+    if (absl::Status s = AddTarget(targets, tid, EHP_TARGET_THREAD); !s.ok()) return s;
     followed_.insert(*tgid);
   }
   if (child_pid_ > 0) {
-    add_target(static_cast<uint32_t>(child_pid_), EHP_TARGET_PROCESS);
+    absl::Status s = AddTarget(targets, static_cast<uint32_t>(child_pid_), EHP_TARGET_PROCESS);
+    if (!s.ok()) return s;
     // Its mappings are read after exec (the EXEC event): until then it is a
     // copy of ehprof.
   }

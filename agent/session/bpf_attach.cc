@@ -83,7 +83,6 @@ void BpfSession::AttachMmapLearning() {
   BpfLinkPtr link(bpf_program__attach(prog));
   if (!link) return;
   links_.push_back(std::move(link));
-  learns_mmap_ = true;
 }
 
 absl::Status BpfSession::AttachOffCpu() {

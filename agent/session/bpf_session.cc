@@ -29,8 +29,8 @@
 
 namespace ehprof {
 
-void BpfLinkDeleter::operator()(bpf_link* l) const { bpf_link__destroy(l); }
-void SkeletonDeleter::operator()(ehprof_bpf* s) const { ehprof_bpf__destroy(s); }
+void DestroyLink(bpf_link* l) { bpf_link__destroy(l); }
+void DestroySkeleton(ehprof_bpf* s) { ehprof_bpf__destroy(s); }
 
 uint64_t MapSizes::table_bytes() const {
   return uint64_t{tables} * sizeof(ehp_table_info) + uint64_t{pages} * sizeof(ehp_page) +
@@ -316,12 +316,17 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
   if (o.verifier_stats) session->ReadVerifierLogs();
   if (absl::Status s = FillTailWalkArrays(session->skel_->obj); !s.ok()) return s;
   const auto& m = session->skel_->maps;
-  session->maps_ = MapFds{bpf_map__fd(m.procs),    bpf_map__fd(m.targets),
-                          bpf_map__fd(m.tables),   bpf_map__fd(m.pages),
-                          bpf_map__fd(m.buckets),  bpf_map__fd(m.rows),
-                          bpf_map__fd(m.palettes), bpf_map__fd(m.rules),
-                          bpf_map__fd(m.events),   bpf_map__fd(m.stats),
-                          bpf_map__fd(m.file_tables)};
+  session->maps_ = MapFds{.procs = bpf_map__fd(m.procs),
+                          .targets = bpf_map__fd(m.targets),
+                          .tables = bpf_map__fd(m.tables),
+                          .pages = bpf_map__fd(m.pages),
+                          .buckets = bpf_map__fd(m.buckets),
+                          .rows = bpf_map__fd(m.rows),
+                          .palettes = bpf_map__fd(m.palettes),
+                          .rules = bpf_map__fd(m.rules),
+                          .events = bpf_map__fd(m.events),
+                          .stats = bpf_map__fd(m.stats),
+                          .file_tables = bpf_map__fd(m.file_tables)};
   session->maps_.py_procs = bpf_map__fd(m.py_procs);
   if (absl::Status s = session->AttachLifecycle(); !s.ok()) return s;
   session->AttachMmapLearning();

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/session/probe_spec.h"
+#include "base/scoped_handle.h"
 #include "bpf/ehprof_abi.h"
 
 struct ehprof_bpf;
@@ -34,7 +35,7 @@ struct MapSizes {
 
 struct SessionOptions {
   ehp_config config{};
-  // Collect the verifier's statistics (log level 4) for VerifierStats().
+  // Collect the verifier's statistics (log level 4) for Programs().
   bool verifier_stats = false;
   MapSizes sizes;
   uint64_t frequency_hz = 99;
@@ -64,14 +65,14 @@ struct SessionOptions {
   std::vector<ProbeSpec> probes;
 };
 
-struct BpfLinkDeleter {
-  void operator()(bpf_link* l) const;
-};
-using BpfLinkPtr = std::unique_ptr<bpf_link, BpfLinkDeleter>;
-struct SkeletonDeleter {
-  void operator()(ehprof_bpf* s) const;
-};
+// bpf_link__destroy and the skeleton's destroy, with libbpf's headers kept
+// out of includers.
+void DestroyLink(bpf_link* l);
+void DestroySkeleton(ehprof_bpf* s);
+using BpfLinkPtr = ScopedHandle<bpf_link, DestroyLink>;
 
+// The loaded maps' fds, filled by name (designated initializers): the
+// skeleton owns them.
 struct MapFds {
   int procs = -1, targets = -1, tables = -1, pages = -1, buckets = -1, rows = -1,
       palettes = -1, rules = -1, events = -1, stats = -1, file_tables = -1;
@@ -101,9 +102,6 @@ class BpfSession {
   };
   ProgStats SampleProgStats() const;
   int num_cpus() const { return num_cpus_; }
-  // Whether the kernel side learns libraries at mmap (syscalls:sys_exit_mmap
-  // attached); without it only exec is learned there, and /proc the rest.
-  bool learns_mmap() const { return learns_mmap_; }
 
   // What the verifier and the JIT made of each program (`ehprof check`).
   struct ProgramInfo {
@@ -125,18 +123,19 @@ class BpfSession {
   void ReadVerifierLogs();  // after
   void PrintVerifierLogTails() const;  // after a failed load
   absl::Status AttachLifecycle();
-  void AttachMmapLearning();  // best effort: sets learns_mmap_
+  // Best effort: without it only exec is learned in the kernel, and /proc
+  // the rest.
+  void AttachMmapLearning();
   absl::Status AttachSampler(const SessionOptions& o);
   absl::Status AttachOffCpu();
   absl::Status AttachProbe(const ProbeSpec& p);
   // The bytes of SessionOptions::bpf_object_path; outlive the skeleton.
   std::string object_bytes_;
-  // Declared first, destroyed last: links (which own and close their perf
-  // event fds) go before the programs they attach.
-  std::unique_ptr<ehprof_bpf, SkeletonDeleter> skel_;
+  // Declared before links_, so destroyed after them: links (which own and
+  // close their perf event fds) go before the programs they attach.
+  ScopedHandle<ehprof_bpf, DestroySkeleton> skel_;
   std::vector<BpfLinkPtr> links_;
   int num_cpus_ = 0;
-  bool learns_mmap_ = false;
   MapFds maps_;
   std::vector<ProgramInfo> verifier_;  // from the load logs
   std::vector<std::unique_ptr<char[]>> log_bufs_;

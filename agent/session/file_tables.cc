@@ -117,7 +117,9 @@ bool FileTables::EvictOne() {
   unused_.pop_back();
   if (it != files_.end()) {
     if (on_unload_) on_unload_(it->first);
-    store_->Unload(it->second.table_id);
+    if (absl::Status s = store_->Unload(it->second.table_id); !s.ok()) {
+      warnings_.push_back(absl::StrCat(it->second.path, ": ", s.message()));
+    }
     files_.erase(it);
   }
   return true;

@@ -139,16 +139,22 @@ absl::StatusOr<uint32_t> TableStore::Load(const CompactTable& t, const std::stri
   return id;
 }
 
-void TableStore::Unload(uint32_t id) {
+absl::Status TableStore::Unload(uint32_t id) {
   auto it = loaded_.find(id);
-  if (it == loaded_.end()) return;
+  if (it == loaded_.end()) return absl::OkStatus();
   ehp_table_info empty{};
   // Cleared first: the BPF side stops using the table before its parts are
-  // handed to the next one.
-  maps_.tables->Write(id, &empty, 1).IgnoreError();
+  // handed to the next one. A descriptor that could not be cleared may
+  // still be read: the table keeps its id and its parts.
+  if (absl::Status s = maps_.tables->Write(id, &empty, 1); !s.ok()) {
+    return absl::InternalError(absl::StrCat("cannot unload unwind table ", id,
+                                            ": clearing its descriptor failed: ", s.message(),
+                                            "; its map space stays in use"));
+  }
   Release(it->second);
   loaded_.erase(it);
   free_ids_.push_back(id);
+  return absl::OkStatus();
 }
 
 TableStore::Usage TableStore::usage() const {

@@ -31,7 +31,10 @@ class TableStore {
 
   // ResourceExhausted when the maps are full (the caller evicts or degrades).
   absl::StatusOr<uint32_t> Load(const CompactTable& table, const std::string& name);
-  void Unload(uint32_t id);
+  // Clears the table's descriptor, then frees its id and parts. When the
+  // clear fails (an error naming the table), nothing is freed: the BPF side
+  // may still read the table.
+  absl::Status Unload(uint32_t id);
 
   struct Usage {
     uint32_t tables = 0, pages = 0, row_chunks = 0, palette_words = 0, rules = 0;

@@ -98,8 +98,8 @@ int CollectFrame(Dwfl_Frame* frame, void* arg) {
 
 }  // namespace
 
-void DwflUnwinder::DwflCloser::operator()(Dwfl* dwfl) const { dwfl_end(dwfl); }
-void DwflUnwinder::ElfCloser::operator()(Elf* elf) const { elf_end(elf); }
+void EndDwfl(Dwfl* dwfl) { dwfl_end(dwfl); }
+void EndElf(Elf* elf) { elf_end(elf); }
 
 DwflUnwinder::DwflUnwinder(std::vector<DwflMapping> mappings) {
   setup_status_ = Setup(mappings);

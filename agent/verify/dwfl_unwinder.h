@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/scoped_handle.h"
 
 // libdwfl.h typedefs these incomplete structs; declaring them here keeps
 // elfutils' headers out of every includer.
@@ -21,6 +22,10 @@ struct Dwfl_Thread;
 struct Elf;
 
 namespace ehprof {
+
+// elf_end and dwfl_end, with elfutils' headers kept out of includers.
+void EndElf(Elf* elf);
+void EndDwfl(Dwfl* dwfl);
 
 // One executable mapping of the process, as /proc/PID/maps had it.
 struct DwflMapping {
@@ -75,12 +80,6 @@ class DwflUnwinder {
   const std::vector<std::string>& reported_paths() const { return reported_paths_; }
 
  private:
-  struct DwflCloser {
-    void operator()(Dwfl* dwfl) const;
-  };
-  struct ElfCloser {
-    void operator()(Elf* elf) const;
-  };
 
   absl::Status Setup(const std::vector<DwflMapping>& mappings);
   bool ReadWord(uint64_t addr, uint64_t* out) const;
@@ -94,8 +93,8 @@ class DwflUnwinder {
   // Declared before dwfl_ so they are destroyed after it: the Dwfl's process
   // state uses the machine Elf until dwfl_end.
   std::vector<char> machine_image_;  // a bare x86-64 ELF header
-  std::unique_ptr<Elf, ElfCloser> machine_elf_;
-  std::unique_ptr<Dwfl, DwflCloser> dwfl_;
+  ScopedHandle<Elf, EndElf> machine_elf_;
+  ScopedHandle<Dwfl, EndDwfl> dwfl_;
   absl::Status setup_status_;
   std::vector<std::string> reported_paths_;
   const StackCapture* capture_ = nullptr;  // only during Unwind

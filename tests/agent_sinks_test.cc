@@ -1,0 +1,53 @@
+// PushBody: a series whose profile cannot be encoded is left out with a
+// reason naming its service, never dropped without a word.
+#include "agent/cli/agent_sinks.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ehprof {
+namespace {
+
+IntervalOutput TwoServices(uint64_t frequency_hz) {
+  IntervalOutput out;
+  out.start_unix_ns = 1'700'000'000'000'000'000;
+  out.duration_ns = 10'000'000'000;
+  out.frequency_hz = frequency_hz;
+  for (const char* service : {"fio", "nginx"}) {
+    ResolvedSample s;
+    s.comm = service;
+    s.pid = 42;
+    s.tid = 42;
+    ResolvedFrame f;
+    f.addr = 0x1150;
+    f.symbol = "main";
+    s.frames.push_back(f);
+    s.count = 3;
+    out.by_service[service].push_back(s);
+  }
+  return out;
+}
+
+TEST(PushBody, EverySeriesOfAGoodInterval) {
+  std::vector<std::string> dropped;
+  const std::string body = PushBody(TwoServices(99), {{"hostname", "h"}}, &dropped);
+  EXPECT_TRUE(dropped.empty());
+  EXPECT_NE(body.find("fio"), std::string::npos);
+  EXPECT_NE(body.find("nginx"), std::string::npos);
+}
+
+TEST(PushBody, ASeriesThatCannotBeEncodedIsNamedWithWhy) {
+  std::vector<std::string> dropped;
+  // WritePprof refuses a zero frequency (no sample period).
+  const std::string body = PushBody(TwoServices(0), {{"hostname", "h"}}, &dropped);
+  ASSERT_EQ(dropped.size(), 2u);
+  EXPECT_NE(dropped[0].find("service fio"), std::string::npos) << dropped[0];
+  EXPECT_NE(dropped[1].find("service nginx"), std::string::npos) << dropped[1];
+  EXPECT_NE(dropped[0].find("process_cpu"), std::string::npos) << dropped[0];
+  EXPECT_EQ(body.find("nginx"), std::string::npos) << "a left-out series was pushed";
+}
+
+}  // namespace
+}  // namespace ehprof
