@@ -1,6 +1,7 @@
 // A read-only mapping of part of a file (MAP_PRIVATE), unmapped when it
-// goes. Its pages become resident only when read, and are file-backed:
-// the kernel can drop them again under memory pressure.
+// goes. Its pages become resident only when read (one at a time:
+// MADV_RANDOM), and are file-backed: the kernel can drop them again under
+// memory pressure.
 #ifndef EHPROF_BASE_MAPPED_RANGE_H_
 #define EHPROF_BASE_MAPPED_RANGE_H_
 
@@ -23,6 +24,9 @@ class MappedRange {
     if (size == 0) return;
     void* p = mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(start));
     if (p == MAP_FAILED) return;
+    // Lookups are scattered: no read-around, no fault-around (the kernel
+    // would map 16 neighbouring pages on each fault, resident for nothing).
+    madvise(p, len, MADV_RANDOM);
     base_ = p;
     len_ = len;
     data_ = static_cast<const char*>(p) + (offset - start);
