@@ -199,10 +199,17 @@ absl::StatusOr<PythonCode> ReadCode(const ProcessMemory& mem, const CodeFields& 
 }
 
 bool SameCode(const ProcessMemory& mem, const CodeFields& f, uint64_t addr, const PythonCode& known) {
+  return CheckCode(mem, f, addr, known) == CodeCheck::kSame;
+}
+
+CodeCheck CheckCode(const ProcessMemory& mem, const CodeFields& f, uint64_t addr, const PythonCode& known) {
+  std::vector<uint8_t> b(f.header_size());
+  if (!mem.Read(addr, b.data(), b.size())) return CodeCheck::kUnreadable;
   Header h;
-  return ReadHeader(mem, f, addr, &h) && h.filename == known.filename_ptr &&
-         h.name == known.name_ptr && h.linetable == known.linetable_ptr &&
-         h.first_line == known.first_line;
+  return ReadHeader(mem, f, addr, &h) && h.filename == known.filename_ptr && h.name == known.name_ptr &&
+                 h.linetable == known.linetable_ptr && h.first_line == known.first_line
+             ? CodeCheck::kSame
+             : CodeCheck::kChanged;
 }
 
 int64_t InstructionIndex(const CodeFields& f, uint32_t offset) {

@@ -59,6 +59,8 @@ absl::StatusOr<PythonCode> ReadCode(const ProcessMemory& mem, const CodeFields& 
 // Only the identifying pointers and first line (one read): unchanged
 // since `known` was read means the same code object.
 bool SameCode(const ProcessMemory& mem, const CodeFields& f, uint64_t addr, const PythonCode& known);
+enum class CodeCheck { kSame, kChanged, kUnreadable };
+CodeCheck CheckCode(const ProcessMemory& mem, const CodeFields& f, uint64_t addr, const PythonCode& known);
 
 // The code unit of a frame's instruction position (EHP_PY_FRAME_OFFSET):
 // 3.10 keeps the index itself, 3.11+ the byte offset from the object.

@@ -194,9 +194,17 @@ uint32_t PythonTracker::CodeIndex(uint32_t pid, Proc& p, uint64_t addr, uint64_t
     if (now_ns - it->second.checked_ns < kRecheckNs) return it->second.index;
     const uint32_t index = it->second.index;
     // PythonCodeTable::Add's entries stay put: compare against the one read.
-    if (index > 1 && SameCode(mem, p.fields, addr, codes_.code(index))) {
-      it->second.checked_ns = now_ns;
-      return index;
+    // A process that is gone (its last samples drain after it exits) cannot
+    // have changed its objects since: the name read stays.
+    if (index > 1) {
+      switch (CheckCode(mem, p.fields, addr, codes_.code(index))) {
+        case CodeCheck::kSame:
+        case CodeCheck::kUnreadable:
+          it->second.checked_ns = now_ns;
+          return index;
+        case CodeCheck::kChanged:
+          break;
+      }
     }
   }
   auto code = ReadCode(mem, p.fields, addr);

@@ -24,6 +24,12 @@ def run_recursion(deadline):
         recurse(100)
 
 
+def run_deep(deadline):
+    # About 50 Python frames: <module>, main, run_deep, 47 recurse, leaf_loop.
+    while time.monotonic() < deadline:
+        recurse(46)
+
+
 def hot_a(deadline):
     x = 0
     while time.monotonic() < deadline:

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""BPF time per sample with ~50 Python frames, against native-only.
+
+Runs testdata/python/shapes.py's `deep` shape (a hot loop under about 50
+Python frames) under
+  ehprof record -F HZ              (Python frames walked in the kernel)
+  ehprof record -F HZ --no-python  (the same workload, native frames only)
+interleaved, REPS times each, per interpreter, and reports the medians of
+ehprof's own per-sample BPF time (the program's clock, median over each
+run's samples). Needs root. A shared, loaded VM: quote the difference.
+"""
+import argparse
+import os
+import platform
+import re
+import statistics
+import subprocess
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SHAPES = os.path.join(ROOT, "testdata", "python", "shapes.py")
+
+
+def run(ehprof, python, seconds, hz, native_only):
+    out = f"/tmp/ehprof_python_cost.{os.getpid()}.folded"
+    cmd = [ehprof, "record", "-F", str(hz), "-o", out]
+    if native_only:
+        cmd.append("--no-python")
+    cmd += ["--", python, SHAPES, "deep", str(seconds)]
+    err = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+    m = re.search(r"BPF time per sample: median ([0-9.]+) us", err)
+    os.remove(out)
+    return float(m.group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ehprof", default=os.path.join(ROOT, "build", "ehprof"))
+    ap.add_argument("--seconds", type=float, default=4)
+    ap.add_argument("--hz", type=int, default=999)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--python", action="append")
+    args = ap.parse_args()
+    pythons = args.python or ["/root/.pyenv/versions/3.10.13/bin/python3.10",
+                              "/root/.pyenv/versions/3.12.1/bin/python3.12", "/usr/bin/python3.11"]
+    print(f"# {platform.node()} {platform.release()} {os.cpu_count()} CPUs, "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; median of {args.reps} interleaved runs")
+    print(f"{'interpreter':46} {'Python us':>9} {'native us':>9} {'extra us':>8}")
+    for python in pythons:
+        with_py, native = [], []
+        for _ in range(args.reps):
+            with_py.append(run(args.ehprof, python, args.seconds, args.hz, False))
+            native.append(run(args.ehprof, python, args.seconds, args.hz, True))
+        a, b = statistics.median(with_py), statistics.median(native)
+        print(f"{python:46} {a:9.2f} {b:9.2f} {a - b:8.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+// agent/python/ against a live interpreter it did not start the sampler
+// for: finds the interpreter and its code fields, names a code object from
+// the process's memory, and meets bad input (a non-code address, a process
+// that exited, a code object that changed) with "unreadable", never a
+// wrong name or a crash. No BPF: the tracker gets no map (fd -1). (A code
+// object freed and reused differs in what CheckCode compares; that case is
+// not forced here.)
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "agent/python/python_tracker.h"
+#include "gtest/gtest.h"
+#include "tests/test_support.h"
+
+namespace ehprof {
+namespace {
+
+constexpr char kPython[] = "/root/.pyenv/versions/3.12.1/bin/python3.12";
+
+// A child python printing one code object's address, then sleeping.
+struct Child {
+  pid_t pid = -1;
+  uint64_t code = 0;
+  ~Child() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+void Start(Child* c) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  c->pid = fork();
+  if (c->pid == 0) {
+    dup2(fds[1], 1);
+    execl(kPython, kPython, "-c",
+          "import sys, time\n"
+          "class Cls:\n"
+          "    def method(self):\n"
+          "        return 1\n"
+          "print(id(Cls.method.__code__), flush=True)\n"
+          "time.sleep(60)\n",
+          nullptr);
+    _exit(127);
+  }
+  close(fds[1]);
+  // Up to the newline: the digits and it may come in two writes.
+  std::string line;
+  char ch;
+  while (read(fds[0], &ch, 1) == 1 && ch != '\n') line.push_back(ch);
+  close(fds[0]);
+  ASSERT_TRUE(absl::SimpleAtoi(line, &c->code)) << line;
+}
+
+class PythonTrackerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " is not installed";
+  }
+};
+
+TEST_F(PythonTrackerTest, NamesACodeObjectOfALiveProcessAndSurvivesItsExit) {
+  Child c;
+  Start(&c);
+  PythonTracker t(-1);
+  auto attached = t.Attach(c.pid);
+  ASSERT_TRUE(attached.ok()) << attached.status();
+  ASSERT_TRUE(*attached);
+  std::vector<uint64_t> frames = {EHP_PY_FRAME(c.code, EHP_PY_OFFSET_UNKNOWN),
+                                  EHP_PY_FRAME(uint64_t{0x1000}, 0),   // unmapped
+                                  EHP_PY_FRAME(c.code + 64, 0),        // inside it, not an object
+                                  EHP_PY_FRAME(uint64_t{0}, EHP_PY_STOP_READ_FAULT)};
+  t.NameFrames(c.pid, 1, &frames);
+  PythonFrameName n = t.codes().Name(frames[0]);
+  EXPECT_EQ(n.qualname, "Cls.method");
+  EXPECT_EQ(n.line, 3) << "a frame not started yet is on its def line";
+  EXPECT_EQ(t.codes().Name(frames[1]).qualname, "[python: unreadable code object]");
+  EXPECT_EQ(t.codes().Name(frames[2]).qualname, "[python: unreadable code object]");
+  EXPECT_EQ(t.codes().Name(frames[3]).qualname, "[python: frame read fault]");
+
+  // The process exits: a code object read before keeps its name, a new
+  // address is unreadable.
+  kill(c.pid, SIGKILL);
+  waitpid(c.pid, nullptr, 0);
+  std::vector<uint64_t> later = {EHP_PY_FRAME(c.code, 0), EHP_PY_FRAME(c.code + 4096, 0)};
+  t.NameFrames(c.pid, 1'000'000'000, &later);
+  c.pid = -1;
+  EXPECT_EQ(t.codes().Name(later[0]).qualname, "Cls.method");
+  EXPECT_EQ(t.codes().Name(later[1]).qualname, "[python: unreadable code object]");
+}
+
+TEST_F(PythonTrackerTest, AnUnchangedCodeObjectKeepsItsEntryAfterTheRecheck) {
+  Child c;
+  Start(&c);
+  ProcessMemory mem(c.pid);
+  PythonTracker t(-1);
+  ASSERT_TRUE(t.Attach(c.pid).ok());
+  std::vector<uint64_t> frames = {EHP_PY_FRAME(c.code, 0)};
+  t.NameFrames(c.pid, 1, &frames);
+  const uint32_t index = frames[0] & EHP_PY_CODE_MASK;
+  ASSERT_GT(index, 1u);
+  // No PyCode_Type at 0: an error, no crash.
+  EXPECT_FALSE(ReadCodeFields(mem, 0, 12, 40).ok());
+  std::vector<uint64_t> again = {EHP_PY_FRAME(c.code, 0)};
+  t.NameFrames(c.pid, 1 + 200'000'000, &again);  // past the recheck interval
+  EXPECT_EQ(again[0] & EHP_PY_CODE_MASK, index) << "unchanged: the same entry";
+  EXPECT_EQ(t.codes().Name(again[0]).qualname, "Cls.method");
+}
+
+}  // namespace
+}  // namespace ehprof
