@@ -342,6 +342,8 @@ class ReadelfChecker:
         t = self.table
         i = bisect.bisect_left(t.addrs, fde.start)
         j = bisect.bisect_left(t.addrs, fde.end)
+        if t.addrs[i:j] == self.fde_locs:
+            return  # the usual case: the same boundaries, all judged above
         for k in range(i, j):
             a = t.addrs[k]
             n = bisect.bisect_right(self.fde_locs, a) - 1
@@ -352,6 +354,10 @@ class ReadelfChecker:
                 fde.unchecked += 1
                 continue
             self._judge(fde, a, cells, a, t.rests[k], ours=True)
+
+    def end_of_input(self):
+        """Closes the last CIE/FDE block (its rows are checked or deferred)."""
+        self._end_block()
 
     def resolve(self, raw):
         """Judges the deferred "exp" rows with the raw dump's expressions."""
@@ -515,16 +521,19 @@ class ReadelfChecker:
                 if len(mism) < max_examples:
                     mism.append((f, mm))
         # Rows of ours where no FDE of either section says anything.
-        any_iv = _merge((f.start, f.end) for f in live)
-        any_starts = [a for a, _ in any_iv]
-        for a, rest in zip(self.table.addrs, self.table.rests):
-            i = bisect.bisect_right(any_starts, a) - 1
-            if rest != "none" and not (i >= 0 and a < any_iv[i][1]):
-                res["rows_outside_fdes"] += 1
-                res["mismatches"] += 1
-                if len(mism) < max_examples:
-                    mism.append((Fde("-", 0, a, a, ""), (a, ("-", "-", "-"), a, rest,
-                                                            "row outside every FDE")))
+        # Only the rows in the gaps between merged FDE ranges are looked at.
+        addrs, rests = self.table.addrs, self.table.rests
+        gap_start = 0
+        for s, e in _merge((f.start, f.end) for f in live) + [[1 << 64, 1 << 64]]:
+            for k in range(bisect.bisect_left(addrs, gap_start), bisect.bisect_left(addrs, s)):
+                if rests[k] != "none":
+                    res["rows_outside_fdes"] += 1
+                    res["mismatches"] += 1
+                    if len(mism) < max_examples:
+                        mism.append((Fde("-", 0, addrs[k], addrs[k], ""),
+                                     (addrs[k], ("-", "-", "-"), addrs[k], rests[k],
+                                      "row outside every FDE")))
+            gap_start = e
         for f, (loc, cells, row_addr, rest, why) in mism:
             res["examples"].append({
                 "loc": "%016x" % loc,
@@ -612,7 +621,9 @@ def check_file(path, ehprof, max_examples=10, timeout=600):
     for line in relf.stdout:
         checker.feed(line)
     relf.wait()
-    checker.resolve(readelf_exprs.raw_frames(path, env) if checker.deferred else None)
+    checker.end_of_input()
+    wanted = {(d[0].section, d[0].offset) for d in checker.deferred}
+    checker.resolve(readelf_exprs.raw_frames(path, env, wanted) if wanted else None)
     relf_errf.seek(0)
     relf_err = relf_errf.read().decode("utf-8", "replace")
     relf_errf.close()
