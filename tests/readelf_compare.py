@@ -220,7 +220,7 @@ def split_row(line):
 
 class Fde:
     __slots__ = ("section", "offset", "start", "end", "aug", "n_checked",
-                 "mismatches", "rows", "unchecked", "ours_checked")
+                 "mismatches", "rows", "unchecked", "ours_checked", "source")
 
     def __init__(self, section, offset, start, end, aug):
         self.section = section
@@ -235,6 +235,7 @@ class Fde:
         self.rows = [] if section.startswith(".debug_frame") else None
         self.unchecked = 0
         self.ours_checked = 0
+        self.source = None
 
 
 def _merge(intervals):
@@ -274,7 +275,10 @@ class ReadelfChecker:
         self.fde_locs = []      # the current FDE's rows in [start, end),
         self.fde_cells = []     # last of any sharing a LOC, for the reverse check
         self.deferred = []      # rows with "exp" cells, judged by resolve()
-        self.raw = None         # readelf_exprs.RawFrames once resolve() ran
+        self.raw = None         # {source: readelf_exprs.RawFrames} once resolve() ran
+        self.source = None      # the file being fed: None (the file itself) or its debug file
+        self.only = None        # the sections to read from it (None: all)
+        self.skipping = False
 
     # -- helpers ----------------------------------------------------------
 
@@ -313,7 +317,8 @@ class ReadelfChecker:
             if self.raw is None:
                 self.deferred.append((fde, loc, cells, row_addr, rest, ours))
                 return
-            cfa, rbp = self.raw.lookup(fde.section, fde.offset, loc)
+            raw = self.raw.get(fde.source)
+            cfa, rbp = raw.lookup(fde.section, fde.offset, loc) if raw else (None, None)
             cells = (("exp:%s" % cfa) if cells[0] == "exp" else cells[0],
                      ("exp:%s" % rbp) if cells[1] == "exp" else cells[1], cells[2])
         bad = compare_row(cells, rest, "S" in fde.aug)
@@ -359,10 +364,22 @@ class ReadelfChecker:
         """Closes the last CIE/FDE block (its rows are checked or deferred)."""
         self._end_block()
 
-    def resolve(self, raw):
-        """Judges the deferred "exp" rows with the raw dump's expressions."""
+    def read_debug_file(self, lines, path):
+        """The separate debug file's .debug_frame, which `ehprof tables`
+        reads where the file has no .debug_frame of its own (its header
+        names it): fed like the file's own .debug_frame."""
         self._end_block()
-        self.raw = raw
+        self.source, self.only = path, {".debug_frame"}
+        for line in lines:
+            self.feed(line)
+        self._end_block()
+        self.source, self.only, self.skipping = None, None, False
+
+    def resolve(self, raws):
+        """Judges the deferred "exp" rows with the raw dumps' expressions,
+        {source: RawFrames} (source None: the file itself)."""
+        self._end_block()
+        self.raw = raws or {}
         deferred, self.deferred = self.deferred, []
         for d in deferred:
             self._judge(*d)
@@ -372,6 +389,8 @@ class ReadelfChecker:
     def feed(self, line):
         c = line[:1]
         if c == "" or line == "\n":
+            return
+        if self.skipping and not line.startswith("Contents of the"):
             return
         if c in "0123456789abcdef":
             # Rows: 16-digit LOC then a space.  CIE/FDE lines could share
@@ -402,6 +421,7 @@ class ReadelfChecker:
             if m:
                 self._end_block()
                 self.section = m.group(1)
+                self.skipping = self.only is not None and self.section not in self.only
                 return
         if len(self.unparsed) < 50:
             self.unparsed.append(line.rstrip("\n"))
@@ -429,6 +449,7 @@ class ReadelfChecker:
         start, end = int(m.group(3), 16), int(m.group(4), 16)
         aug, cie_cells = self.cies.get((self.section, cie_off), ("", None))
         fde = Fde(self.section, off, start, end, aug)
+        fde.source = self.source
         self.fdes.append(fde)
         self.cur_fde = fde
         self.cie_cells = cie_cells
@@ -622,8 +643,20 @@ def check_file(path, ehprof, max_examples=10, timeout=600):
         checker.feed(line)
     relf.wait()
     checker.end_of_input()
-    wanted = {(d[0].section, d[0].offset) for d in checker.deferred}
-    checker.resolve(readelf_exprs.raw_frames(path, env, wanted) if wanted else None)
+    header = re.match(r"# .*? rows from \S+ with (/.+)$", (out or b"").decode("utf-8", "replace")
+                      .split("\n", 1)[0])
+    if table is not None and header and os.path.isfile(header.group(1)):
+        dbg = subprocess.Popen(["readelf", "--wide", "--debug-dump=no-follow-links",
+                                "--debug-dump=frames-interp", header.group(1)],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True,
+                               errors="replace", bufsize=1 << 20)
+        checker.read_debug_file(dbg.stdout, header.group(1))
+        dbg.wait()
+    raws = {}
+    for source in {d[0].source for d in checker.deferred}:
+        wanted = {(d[0].section, d[0].offset) for d in checker.deferred if d[0].source == source}
+        raws[source] = readelf_exprs.raw_frames(source or path, env, wanted)
+    checker.resolve(raws)
     relf_errf.seek(0)
     relf_err = relf_errf.read().decode("utf-8", "replace")
     relf_errf.close()
@@ -883,7 +916,7 @@ def self_test():
         ck = ReadelfChecker(OurTable(ours_text))
         for line in _SAMPLE.splitlines(True):
             ck.feed(line)
-        ck.resolve(raw)
+        ck.resolve({None: raw})
         return ck.finish(100)
 
     r = run(_OURS_GOOD)
