@@ -228,7 +228,7 @@ def split_row(line):
 
 class Fde:
     __slots__ = ("section", "offset", "start", "end", "aug", "n_checked",
-                 "mismatches", "rows", "unchecked", "ours_checked")
+                 "mismatches", "rows", "unchecked", "ours_checked", "source")
 
     def __init__(self, section, offset, start, end, aug):
         self.section = section
@@ -243,6 +243,7 @@ class Fde:
         self.rows = [] if section.startswith(".debug_frame") else None
         self.unchecked = 0
         self.ours_checked = 0
+        self.source = None
 
 
 def _merge(intervals):
@@ -282,7 +283,10 @@ class ReadelfChecker:
         self.fde_locs = []      # the current FDE's rows in [start, end),
         self.fde_cells = []     # last of any sharing a LOC, for the reverse check
         self.deferred = []      # rows with "exp" cells, judged by resolve()
-        self.raw = None         # readelf_exprs.RawFrames once resolve() ran
+        self.raw = None         # {source: readelf_exprs.RawFrames} once resolve() ran
+        self.source = None      # the file being fed: None (the file itself) or its debug file
+        self.only = None        # the sections to read from it (None: all)
+        self.skipping = False
 
     # -- helpers ----------------------------------------------------------
 
@@ -321,7 +325,8 @@ class ReadelfChecker:
             if self.raw is None:
                 self.deferred.append((fde, loc, cells, row_addr, rest, ours))
                 return
-            cfa, rbp = self.raw.lookup(fde.section, fde.offset, loc)
+            raw = self.raw.get(fde.source)
+            cfa, rbp = raw.lookup(fde.section, fde.offset, loc) if raw else (None, None)
             cells = (("exp:%s" % cfa) if cells[0] == "exp" else cells[0],
                      ("exp:%s" % rbp) if cells[1] == "exp" else cells[1], cells[2])
         bad = compare_row(cells, rest, "S" in fde.aug)
@@ -350,6 +355,8 @@ class ReadelfChecker:
         t = self.table
         i = bisect.bisect_left(t.addrs, fde.start)
         j = bisect.bisect_left(t.addrs, fde.end)
+        if t.addrs[i:j] == self.fde_locs:
+            return  # the usual case: the same boundaries, all judged above
         for k in range(i, j):
             a = t.addrs[k]
             n = bisect.bisect_right(self.fde_locs, a) - 1
@@ -361,10 +368,26 @@ class ReadelfChecker:
                 continue
             self._judge(fde, a, cells, a, t.rests[k], ours=True)
 
-    def resolve(self, raw):
-        """Judges the deferred "exp" rows with the raw dump's expressions."""
+    def end_of_input(self):
+        """Closes the last CIE/FDE block (its rows are checked or deferred)."""
         self._end_block()
-        self.raw = raw
+
+    def read_debug_file(self, lines, path):
+        """The separate debug file's .debug_frame, which `ehprof tables`
+        reads where the file has no .debug_frame of its own (its header
+        names it): fed like the file's own .debug_frame."""
+        self._end_block()
+        self.source, self.only = path, {".debug_frame"}
+        for line in lines:
+            self.feed(line)
+        self._end_block()
+        self.source, self.only, self.skipping = None, None, False
+
+    def resolve(self, raws):
+        """Judges the deferred "exp" rows with the raw dumps' expressions,
+        {source: RawFrames} (source None: the file itself)."""
+        self._end_block()
+        self.raw = raws or {}
         deferred, self.deferred = self.deferred, []
         for d in deferred:
             self._judge(*d)
@@ -374,6 +397,8 @@ class ReadelfChecker:
     def feed(self, line):
         c = line[:1]
         if c == "" or line == "\n":
+            return
+        if self.skipping and not line.startswith("Contents of the"):
             return
         if c in "0123456789abcdef":
             # Rows: 16-digit LOC then a space.  CIE/FDE lines could share
@@ -404,6 +429,7 @@ class ReadelfChecker:
             if m:
                 self._end_block()
                 self.section = m.group(1)
+                self.skipping = self.only is not None and self.section not in self.only
                 return
         if len(self.unparsed) < 50:
             self.unparsed.append(line.rstrip("\n"))
@@ -431,6 +457,7 @@ class ReadelfChecker:
         start, end = int(m.group(3), 16), int(m.group(4), 16)
         aug, cie_cells = self.cies.get((self.section, cie_off), ("", None))
         fde = Fde(self.section, off, start, end, aug)
+        fde.source = self.source
         self.fdes.append(fde)
         self.cur_fde = fde
         self.cie_cells = cie_cells
@@ -523,16 +550,19 @@ class ReadelfChecker:
                 if len(mism) < max_examples:
                     mism.append((f, mm))
         # Rows of ours where no FDE of either section says anything.
-        any_iv = _merge((f.start, f.end) for f in live)
-        any_starts = [a for a, _ in any_iv]
-        for a, rest in zip(self.table.addrs, self.table.rests):
-            i = bisect.bisect_right(any_starts, a) - 1
-            if rest != "none" and not (i >= 0 and a < any_iv[i][1]):
-                res["rows_outside_fdes"] += 1
-                res["mismatches"] += 1
-                if len(mism) < max_examples:
-                    mism.append((Fde("-", 0, a, a, ""), (a, ("-", "-", "-"), a, rest,
-                                                            "row outside every FDE")))
+        # Only the rows in the gaps between merged FDE ranges are looked at.
+        addrs, rests = self.table.addrs, self.table.rests
+        gap_start = 0
+        for s, e in _merge((f.start, f.end) for f in live) + [[1 << 64, 1 << 64]]:
+            for k in range(bisect.bisect_left(addrs, gap_start), bisect.bisect_left(addrs, s)):
+                if rests[k] != "none":
+                    res["rows_outside_fdes"] += 1
+                    res["mismatches"] += 1
+                    if len(mism) < max_examples:
+                        mism.append((Fde("-", 0, addrs[k], addrs[k], ""),
+                                     (addrs[k], ("-", "-", "-"), addrs[k], rests[k],
+                                      "row outside every FDE")))
+            gap_start = e
         for f, (loc, cells, row_addr, rest, why) in mism:
             res["examples"].append({
                 "loc": "%016x" % loc,
@@ -620,7 +650,21 @@ def check_file(path, ehprof, max_examples=10, timeout=600):
     for line in relf.stdout:
         checker.feed(line)
     relf.wait()
-    checker.resolve(readelf_exprs.raw_frames(path, env) if checker.deferred else None)
+    checker.end_of_input()
+    header = re.match(r"# .*? rows from \S+ with (/.+)$", (out or b"").decode("utf-8", "replace")
+                      .split("\n", 1)[0])
+    if table is not None and header and os.path.isfile(header.group(1)):
+        dbg = subprocess.Popen(["readelf", "--wide", "--debug-dump=no-follow-links",
+                                "--debug-dump=frames-interp", header.group(1)],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True,
+                               errors="replace", bufsize=1 << 20)
+        checker.read_debug_file(dbg.stdout, header.group(1))
+        dbg.wait()
+    raws = {}
+    for source in {d[0].source for d in checker.deferred}:
+        wanted = {(d[0].section, d[0].offset) for d in checker.deferred if d[0].source == source}
+        raws[source] = readelf_exprs.raw_frames(source or path, env, wanted)
+    checker.resolve(raws)
     relf_errf.seek(0)
     relf_err = relf_errf.read().decode("utf-8", "replace")
     relf_errf.close()
@@ -880,7 +924,7 @@ def self_test():
         ck = ReadelfChecker(OurTable(ours_text))
         for line in _SAMPLE.splitlines(True):
             ck.feed(line)
-        ck.resolve(raw)
+        ck.resolve({None: raw})
         return ck.finish(100)
 
     r = run(_OURS_GOOD)

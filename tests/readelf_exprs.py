@@ -87,10 +87,17 @@ class RawFrames:
         self.cies = {}
         self.section = None
 
-    def feed_all(self, lines):
+    def feed_all(self, lines, wanted=None):
+        """Replays the dump's programs; with `wanted`, a set of (section,
+        FDE offset), only those FDEs (and every CIE)."""
         cur = None      # [state, stack, locs, states, cie_state]
         key = None
         for line in lines:
+            if line.startswith("  "):
+                m = RE_OP.match(line) if cur is not None else None
+                if m:
+                    self._op(cur, m.group(1), m.group(2), key[0] != "CIE")
+                continue
             m = RE_SECTION.match(line)
             if m:
                 self.section, cur = m.group(1), None
@@ -102,16 +109,14 @@ class RawFrames:
                     key = ("CIE", self.section, off)
                     cur = [(None, None), [], [], [], (None, None)]
                     self.cies[(self.section, off)] = cur
+                elif wanted is not None and (self.section, off) not in wanted:
+                    cur = None
                 else:
                     cie = self.cies.get((self.section, int(m.group(3), 16)))
                     init = cie[0] if cie else (None, None)
                     key = (self.section, off)
                     cur = [init, [], [int(m.group(4), 16)], [init], init]
                     self.fdes[key] = cur
-                continue
-            m = RE_OP.match(line)
-            if m and cur is not None:
-                self._op(cur, m.group(1), m.group(2), key[0] != "CIE")
 
     def _op(self, cur, op, rest, in_fde):
         cfa, rbp = cur[0]
@@ -153,11 +158,14 @@ class RawFrames:
         return f[3][i] if i >= 0 else (None, None)
 
 
-def raw_frames(path, env=None):
-    """RawFrames of `path`, from readelf's raw dump (its own section only)."""
-    p = subprocess.run(["readelf", "--wide", "--debug-dump=no-follow-links",
-                        "--debug-dump=frames", path], capture_output=True, text=True,
-                       errors="replace", env=env)
+def raw_frames(path, env=None, wanted=None):
+    """RawFrames of `path` (the `wanted` FDEs), from readelf's raw dump (its
+    own sections only), streamed."""
+    p = subprocess.Popen(["readelf", "--wide", "--debug-dump=no-follow-links",
+                          "--debug-dump=frames", path], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, errors="replace", env=env,
+                         bufsize=1 << 20)
     rf = RawFrames()
-    rf.feed_all(p.stdout.splitlines())
+    rf.feed_all((l.rstrip("\n") for l in p.stdout), wanted)
+    p.wait()
     return rf
