@@ -176,8 +176,9 @@ absl::Status BpfSession::Open(const SessionOptions& o, bool tail_calls) {
           ") needs the tail-call build (profiler.bpf.c compiled with -DEHP_COMPAT)"));
     }
   } else if (tail_calls) {
-    absl::StatusOr<ehprof_bpf*> skel =
-        OpenObjectBytes(TailCallObjectBytes(), "the built-in tail-call build");
+    absl::StatusOr<std::string_view> bytes = TailCallObjectBytes();
+    if (!bytes.ok()) return bytes.status();
+    absl::StatusOr<ehprof_bpf*> skel = OpenObjectBytes(*bytes, "the built-in tail-call build");
     if (!skel.ok()) return skel.status();
     skel_.reset(*skel);
   } else {

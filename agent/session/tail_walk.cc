@@ -10,9 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "bpf/ehprof_abi.h"
 // The skeleton declares libbpf's usdt.bpf.h kconfig extern as C's _Bool.
+#if EHPROF_TAIL_CALL_BUILD
 #define _Bool bool
 #include "profiler_compat.skel.h"
 #undef _Bool
+#endif
 
 namespace ehprof {
 namespace {
@@ -33,10 +35,16 @@ constexpr Chain kChains[] = {
 
 }  // namespace
 
-std::string_view TailCallObjectBytes() {
+absl::StatusOr<std::string_view> TailCallObjectBytes() {
+#if EHPROF_TAIL_CALL_BUILD
   size_t size = 0;
   const void* data = ehprof_compat_bpf__elf_bytes(&size);
   return std::string_view(static_cast<const char*>(data), size);
+#else
+  return absl::FailedPreconditionError(
+      "this kernel has no bpf_loop (5.17), bpf_task_pt_regs (5.15) or bpf_get_current_task_btf "
+      "(5.11), and this build has no tail-call walk for it (x86-64 only so far)");
+#endif
 }
 
 bool IsTailCallBuild(bpf_object* obj) {

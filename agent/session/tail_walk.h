@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 struct bpf_object;
 
@@ -15,7 +16,8 @@ namespace ehprof {
 // The built-in tail-call build (bpf/CMakeLists.txt: profiler_compat.bpf.o),
 // opened with the bpf_loop build's skeleton: the programs and maps of both
 // carry the same names, the tail-call build has its walk programs besides.
-std::string_view TailCallObjectBytes();
+// An error where this architecture has none (arm64 so far).
+absl::StatusOr<std::string_view> TailCallObjectBytes();
 
 // Whether obj is a tail-call build (has the walk programs).
 bool IsTailCallBuild(bpf_object* obj);
