@@ -128,6 +128,11 @@ class RawFrames:
             return
         if op == "DW_CFA_def_cfa_expression":
             cfa = decode_cfa(rest.strip()[1:-1])
+        elif op.startswith("DW_CFA_def_cfa_offset"):
+            # Changes only the offset: over an expression (ill-formed, but
+            # in Debian 13's arm64 libmvec) the CFA stays the expression, as
+            # binutils' interpreter keeps it.
+            pass
         elif op.startswith("DW_CFA_def_cfa"):
             cfa = None
         elif op == "DW_CFA_remember_state":
