@@ -12,13 +12,6 @@
 namespace ehprof {
 namespace {
 
-struct SlistDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-struct UrlDeleter {
-  void operator()(CURLU* u) const { curl_url_cleanup(u); }
-};
-
 size_t Collect(char* data, size_t size, size_t n, void* out) {
   auto* s = static_cast<std::string*>(out);
   if (s->size() < 4096) s->append(data, std::min(size * n, 4096 - s->size()));
@@ -33,7 +26,7 @@ bool CertificateError(CURLcode rc) {
 
 }  // namespace
 
-void CurlDeleter::operator()(CURL* c) const { curl_easy_cleanup(c); }
+void CloseCurl(CURL* c) { curl_easy_cleanup(c); }
 
 CurlHandle NewCurlHandle() {
   static std::once_flag once;
@@ -44,7 +37,7 @@ CurlHandle NewCurlHandle() {
 absl::Status CheckHttpUrl(const std::string& url, const std::string& flag, const std::string& ca_file,
                           const std::string& ca_flag) {
   NewCurlHandle();  // libcurl initialised
-  std::unique_ptr<CURLU, UrlDeleter> u(curl_url());
+  ScopedHandle<CURLU, curl_url_cleanup> u(curl_url());
   if (!u || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) {
     return absl::InvalidArgumentError(absl::StrCat(flag, " ", url, ": not a URL"));
   }
@@ -68,7 +61,7 @@ absl::Status HttpPost(CURL* c, const std::string& endpoint, const std::vector<st
                       const std::string& body, const HttpPostOptions& o, std::string* response_headers,
                       std::string* response_body) {
   curl_easy_reset(c);
-  std::unique_ptr<curl_slist, SlistDeleter> list;
+  ScopedHandle<curl_slist, curl_slist_free_all> list;
   for (const std::string& h : headers) list.reset(curl_slist_append(list.release(), h.c_str()));
   std::string answer, answer_headers;
   char detail[CURL_ERROR_SIZE] = {};

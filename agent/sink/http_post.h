@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/scoped_handle.h"
 
 typedef void CURL;
 
@@ -30,10 +31,9 @@ struct HttpPostOptions {
   bool http2 = false;
 };
 
-struct CurlDeleter {
-  void operator()(CURL* c) const;
-};
-using CurlHandle = std::unique_ptr<CURL, CurlDeleter>;
+// curl_easy_cleanup, with curl's header kept out of includers.
+void CloseCurl(CURL* c);
+using CurlHandle = ScopedHandle<CURL, CloseCurl>;
 // A new handle (libcurl initialised once), reused across posts so the
 // connection is kept.
 CurlHandle NewCurlHandle();
