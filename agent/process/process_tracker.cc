@@ -93,22 +93,33 @@ absl::StatusOr<FileKey> ProcessTracker::OpenMappedFile(uint32_t pid, const MapsE
     if (!in_root.ok()) return in_root.status();
     fd = std::move(*in_root);
   }
+  bool added = false;
+  absl::StatusOr<FileKey> key = KeepAndRegister(std::move(fd), e.path, &added);
+  if (!key.ok()) return absl::NotFoundError(absl::StrCat("pid ", pid, ": ", key.status().message()));
+  if (added) KeepDebugFileInRoot(pid, e.path, *key);
+  return key;
+}
+
+absl::StatusOr<FileKey> ProcessTracker::OpenFileByPath(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  bool added = false;
+  return KeepAndRegister(std::move(fd), path, &added);
+}
+
+absl::StatusOr<FileKey> ProcessTracker::KeepAndRegister(UniqueFd fd, const std::string& path, bool* added) {
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat("pid ", pid, ": ", e.path, ": ", std::strerror(errno)));
-  }
+  if (::fstat(fd.get(), &st) != 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
   // The same four fields FileTables::Register keys a file by: the fd kept
   // for a file already seen serves again, and tables and symbols are read
   // through the kept fd, never by a path opened anew.
   const FileKey probe{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
                       static_cast<uint64_t>(st.st_size),
                       int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
-  auto [kept, added] = kept_.try_emplace(probe);
-  if (added) {
-    kept->second = std::move(fd);
-    KeepDebugFileInRoot(pid, e.path, probe);
-  }
-  return files_->Register(absl::StrCat("/proc/self/fd/", kept->second.get()), e.path);
+  auto [kept, inserted] = kept_.try_emplace(probe);
+  if (inserted) kept->second = std::move(fd);
+  *added = inserted;
+  return files_->Register(absl::StrCat("/proc/self/fd/", kept->second.get()), path);
 }
 
 void ProcessTracker::KeepDebugFileInRoot(uint32_t pid, const std::string& path,

@@ -97,6 +97,12 @@ class ProcessTracker {
   // Processes the full BPF map refused an entry: their samples stop at the
   // leaf ("process not yet known") until there is room.
   uint64_t procs_refused() const { return procs_full_; }
+  // Opens a file by its path before any process maps it (a recorded
+  // command's executable and libraries, prefetched), keeps the fd as for a
+  // mapped file and registers the file through it: a mapping the kernel
+  // reports later is then symbolized from this very file, even once
+  // another file has been renamed over the path.
+  absl::StatusOr<FileKey> OpenFileByPath(const std::string& path);
   size_t history_size() const { return history_.size(); }
   size_t kept_files() const { return kept_.size(); }
   // Build-ids of every file any tracked process mapped: path -> hex.
@@ -127,6 +133,10 @@ class ProcessTracker {
   // it. On a failure from a missing capability sets *topic ("map_files",
   // "proc_root"): every such file fails alike.
   absl::StatusOr<FileKey> OpenMappedFile(uint32_t pid, const MapsEntry& e, std::string* topic);
+  // Keeps fd (a file opened for `path`) in kept_ unless a file with its key
+  // is kept already (*added says which), and registers the file through
+  // the kept fd.
+  absl::StatusOr<FileKey> KeepAndRegister(UniqueFd fd, const std::string& path, bool* added);
   // A warning once per topic: Refresh re-reads the same mappings.
   void WarnOnce(const std::string& topic, std::string warning);
   void WriteEntry(uint32_t pid);

@@ -75,7 +75,9 @@ void Recorder::PrefetchCommandTables() {
   for (const std::string& executable : executables) {
     for (const std::string& path : ExecClosure(executable)) {
       if (!seen.insert(path).second) continue;
-      auto key = files_->Register(path, path);
+      // Through the tracker, which keeps the fd: symbols of a mapping the
+      // kernel reports come from this file, whatever the path holds later.
+      auto key = tracker_->OpenFileByPath(path);
       if (!key.ok()) continue;
       files_->AddRef(*key);
       prefetched_.push_back(*key);
