@@ -14,7 +14,10 @@ if [[ ${EHPROF_MODE:-} == btf ]]; then
   exit
 fi
 now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+# Each step on the console, so a guest that hangs says where.
+step() { echo "ehprof-guest: $*" > /dev/console 2>/dev/null; }
 start=$(now_ms)
+step "ehprof check"
 
 "$E" check > "$R/check.txt" 2>&1
 check_rc=$?
@@ -22,6 +25,7 @@ objects="{"
 for o in "${EHPROF_OBJECTS:-/nonexistent}"/*.bpf.o; do
   [[ -e $o ]] || continue
   name=$(basename "$o" .bpf.o)
+  step "ehprof check --bpf-object $name"
   "$E" check --bpf-object "$o" > "$R/check-$name.txt" 2>&1
   objects+="\"$name\": $?,"
 done
@@ -29,6 +33,7 @@ objects="${objects%,}}"
 
 record_rc=-1
 if [[ $check_rc == 0 ]]; then
+  step "ehprof record of fio"
   rstart=$(now_ms)
   timeout -s INT 600 "$E" record -F "${EHPROF_FREQ:-199}" --no-table-cache -o "$R/fio.perf-script" -- \
     fio --output=/dev/null "$EHPROF_REPO/testdata/workloads/fio-cpu.job" > "$R/record.txt" 2>&1
@@ -37,6 +42,7 @@ if [[ $check_rc == 0 ]]; then
   # ehprof agent on testdata's deep_recursion: 1 s intervals into files,
   # stopped once it has written two (at least 6 s, at most 60 s: its
   # start-up under TCG takes a few intervals, more on a busy host).
+  step "ehprof agent"
   "$(dirname "$E")/testdata/deep_recursion" 70 10 > /dev/null 2>&1 &
   work_pid=$!
   "$E" agent -p "$work_pid" --interval 1 --output-dir "$R/agent" --metrics-every 0 \
@@ -54,6 +60,7 @@ if [[ $check_rc == 0 ]]; then
   agent_files=$(ls "$R/agent" 2>/dev/null | grep -c '\.pb\.gz$')
   # Off-CPU: testdata's offcpu_sleep blocks 100 ms in sleep_a and 300 ms in
   # sleep_b in turn; the host judges the a:b split of the blocked time.
+  step "ehprof record --off-cpu"
   timeout -s INT 120 "$E" record --off-cpu -q -o "$R/offcpu.folded" --no-table-cache -- \
     "$(dirname "$E")/testdata/offcpu_sleep" 2 > "$R/offcpu.txt" 2>&1
   offcpu_rc=$?

@@ -14,8 +14,23 @@ def kvm_usable():
     return os.environ.get("EHPROF_KVM") == "1" and os.access("/dev/kvm", os.R_OK | os.W_OK)
 
 
-def boot(vmlinuz, initramfs, results, env, timeout_s, smp=2, mem_mb=2048):
-    """Runs the guest; returns (exit status of qemu, seconds, timed_out)."""
+# What init.sh prints once the kernel has booted and the shares are mounted.
+INIT_MARKER = "ehprof-init: running"
+
+
+def console_tail(results, lines=6):
+    try:
+        with open(os.path.join(results, "console.log"), errors="replace") as f:
+            return f.read().splitlines()[-lines:]
+    except OSError:
+        return []
+
+
+def boot(vmlinuz, initramfs, results, env, timeout_s, smp=2, mem_mb=2048, boot_deadline_s=240):
+    """Runs the guest; returns (exit status of qemu, seconds, how it ended:
+    None when it powered off, "boot" when init never ran within
+    boot_deadline_s (a stall in the emulated boot, before any of ours runs),
+    "run" when it ran but did not finish within timeout_s)."""
     accel = ["-accel", "kvm", "-cpu", "host"] if kvm_usable() else \
         ["-accel", "tcg,thread=multi", "-cpu", "max"]
     # env: EHPROF_* for init.sh and guest.sh (values without spaces).
@@ -39,11 +54,19 @@ def boot(vmlinuz, initramfs, results, env, timeout_s, smp=2, mem_mb=2048):
     start = time.monotonic()
     with open(os.path.join(results, "qemu.log"), "w") as log:
         p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        try:
-            rc = p.wait(timeout=timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            p.kill()
-            rc = p.wait()
-            timed_out = True
-    return rc, time.monotonic() - start, timed_out
+        hung = None
+        booted = False
+        while p.poll() is None:
+            waited = time.monotonic() - start
+            if not booted:
+                booted = any(INIT_MARKER in line for line in console_tail(results, 50))
+            if not booted and waited > boot_deadline_s:
+                hung = "boot"
+            elif waited > timeout_s:
+                hung = "run"
+            if hung:
+                p.kill()
+                break
+            time.sleep(1)
+        rc = p.wait()
+    return rc, time.monotonic() - start, hung

@@ -61,6 +61,23 @@ def build_object(btf, name, out_dir, build_dir):
     return obj, ""
 
 
+def boot_guest(vmlinuz, initramfs, res, env, timeout_s):
+    """One guest run, booted once more when the emulated kernel never got
+    to our init: multi-threaded TCG now and then breaks the kernel's own
+    code patching at boot ("Oops: int3" in a static key, a panic) or stalls
+    there for good, before anything of ehprof's runs; emulation, not
+    ehprof. A guest that hangs after init ran is not retried: that is ours.
+    Returns (qemu's status, seconds, None/"boot"/"run", retried)."""
+    rc, secs, hung = guest_vm.boot(vmlinuz, initramfs, res, env, timeout_s)
+    panicked = "Kernel panic" in judge.read(os.path.join(res, "console.log"))
+    if (hung == "boot" or panicked) and not os.path.exists(os.path.join(res, "guest.json")):
+        os.rename(os.path.join(res, "console.log"),
+                  os.path.join(res, "console-panic.log" if panicked else "console-stall.log"))
+        rc, secs2, hung = guest_vm.boot(vmlinuz, initramfs, res, env, timeout_s)
+        return rc, secs + secs2, hung, True
+    return rc, secs, hung, False
+
+
 def run_host(out, env):
     res = os.path.join(out, "host")
     shutil.rmtree(res, ignore_errors=True)
@@ -96,7 +113,10 @@ def problems(row, min_complete):
     """What fails the row's expectation, as sentences."""
     out = []
     if row["timed_out"]:
-        return [f"{row['kernel']}: the guest did not finish in time"]
+        where = ("never reached its init (twice)" if row.get("hung") == "boot"
+                 else "ran init but did not finish in time")
+        return [f"{row['kernel']}: the guest {where}; console: {row.get('console_tail')}; "
+                f"guest.log: {row.get('guest_log_tail')}"]
     if row["expect"] == "refused":
         text = row["check"].get("error") or ""
         if row["check_rc"] != 1 or REFUSAL not in text:
@@ -166,7 +186,8 @@ def main():
     ap.add_argument("--out", help="results directory (default: BUILD/kernels)")
     ap.add_argument("--kernels", default=",".join(KERNELS), help="kernel lines, comma-separated")
     ap.add_argument("--freq", type=int, default=199)
-    ap.add_argument("--timeout", type=int, default=900, help="seconds a guest may take")
+    ap.add_argument("--timeout", type=int, default=420,
+                    help="seconds a guest may take (about 50 on an idle 2-vCPU machine)")
     ap.add_argument("--min-complete", type=float, default=95.0,
                     help="--check: least share of complete stacks in fio's job thread, "
                          "all of its samples")
@@ -211,7 +232,10 @@ def main():
         btf = os.path.join(cache, "btf", f"{pkg}_{ver}.btf")
         if not os.path.exists(btf):
             os.makedirs(os.path.dirname(btf), exist_ok=True)
-            guest_vm.boot(vmlinuz, initramfs, res, {"EHPROF_REPO": REPO, "EHPROF_MODE": "btf"}, 300)
+            for _ in range(2):  # one more boot after a stall (see boot_guest)
+                guest_vm.boot(vmlinuz, initramfs, res, {"EHPROF_REPO": REPO, "EHPROF_MODE": "btf"}, 300)
+                if os.path.exists(os.path.join(res, "vmlinux.btf")):
+                    break
             if os.path.exists(os.path.join(res, "vmlinux.btf")):
                 shutil.move(os.path.join(res, "vmlinux.btf"), btf)
         obj_err = "no BTF"
@@ -228,17 +252,13 @@ def main():
     for line, who, expect, vmlinuz, initramfs, res, pkg, ver, obj_err in guests:
         print(f"kernel_matrix: booting {pkg} {ver} (qemu, {'KVM' if guest_vm.kvm_usable() else 'TCG'})",
               file=sys.stderr, flush=True)
-        rc, secs, timed_out = guest_vm.boot(vmlinuz, initramfs, res, env, a.timeout)
-        panicked = "Kernel panic" in judge.read(os.path.join(res, "console.log"))
-        if panicked and not os.path.exists(os.path.join(res, "guest.json")):
-            # Multi-threaded TCG now and then breaks the kernel's own code
-            # patching at boot ("Oops: int3" in a static key, before init
-            # runs): emulation, not ehprof. One more boot.
-            os.rename(os.path.join(res, "console.log"), os.path.join(res, "console-panic.log"))
-            rc, secs2, timed_out = guest_vm.boot(vmlinuz, initramfs, res, env, a.timeout)
-            secs += secs2
-        row = summarize(line, f"{who} ({pkg} {ver})", expect, res, secs, rc, timed_out)
-        row["boot_retried"] = panicked
+        rc, secs, hung, retried = boot_guest(vmlinuz, initramfs, res, env, a.timeout)
+        row = summarize(line, f"{who} ({pkg} {ver})", expect, res, secs, rc, hung is not None)
+        row["boot_retried"] = retried
+        if hung:
+            row["hung"] = hung
+            row["console_tail"] = guest_vm.console_tail(res)
+            row["guest_log_tail"] = judge.read(os.path.join(res, "guest.log")).splitlines()[-6:]
         if obj_err:
             row["object_build_error"] = obj_err
         rows.append(row)
