@@ -1,5 +1,5 @@
-// libFuzzer target: bytes through GoPclntab::Parse, Frames and
-// FunctionStart (symbolizer/go_pclntab.h).
+// libFuzzer target: bytes through GoPclntab::Parse, Frames,
+// FunctionStart and ForEachSpDelta (symbolizer/go_pclntab.h).
 //
 // Input: a pclntab (pcHeader first), taken as mapped at kBase, which is
 // also moduledata.gofunc, so the inline trees' offsets point into the
@@ -42,5 +42,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (auto start = table->FunctionStart(pc); start && *start > pc) __builtin_trap();
     }
   }
+  // The pcsp walk (symbolizer/go_unwind_rows.h): ranges non-empty, within
+  // the bound asked for.
+  size_t ranges = 0;
+  const absl::Status st = table->ForEachSpDelta(
+      [&](uint64_t start, uint64_t end, int32_t, uint8_t) {
+        if (end <= start || ++ranges > 4096) __builtin_trap();
+      },
+      4096);
+  (void)st;
   return 0;
 }

@@ -1,5 +1,7 @@
 #include "symbolizer/go_pclntab.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "base/byte_reader.h"
 
@@ -84,21 +86,32 @@ std::optional<GoPclntab::Func> GoPclntab::FuncAt(uint64_t off) const {
     const uint32_t mid = lo + (hi - lo) / 2;
     (entry_at(mid) <= off ? lo : hi) = mid;
   }
-  ftab.seek(uint64_t{lo} * 8);
+  uint32_t end = 0;
+  std::optional<Func> f = FuncOfSlot(lo, &end);
+  if (!f || f->entry > off) return std::nullopt;
+  return f;
+}
+
+std::optional<GoPclntab::Func> GoPclntab::FuncOfSlot(uint32_t i, uint32_t* end) const {
+  ByteReader ftab(table_.subspan(pcln_));
+  ftab.seek(uint64_t{i} * 8);
   const uint32_t entry = ftab.u32(), func_off = ftab.u32();
-  if (!ftab.ok() || entry > off || func_off >= table_.size() - pcln_) return std::nullopt;
+  *end = ftab.u32();
+  if (!ftab.ok() || func_off >= table_.size() - pcln_) return std::nullopt;
   ByteReader f(table_.subspan(pcln_ + func_off));
   Func out;
   out.entry = f.u32();
   out.name = f.s32();
   f.skip(8);  // args, deferreturn
-  f.u32();    // pcsp
+  out.pcsp = f.u32();
   out.pcfile = f.u32();
   out.pcln = f.u32();
   const uint32_t npcdata = f.u32();
   out.cu = f.u32();
   if (go120_) f.s32();  // startLine
-  f.skip(3);            // funcID, flag, pad
+  f.u8();               // funcID
+  out.flag = f.u8();
+  f.u8();               // pad
   const uint32_t nfuncdata = f.u8();
   if (!f.ok() || out.entry != entry || npcdata > kMaxTableSlots) return std::nullopt;
   ByteReader pcdata = f.sub(uint64_t{npcdata} * 4);
@@ -116,20 +129,65 @@ std::optional<GoPclntab::Func> GoPclntab::FuncAt(uint64_t off) const {
   return out;
 }
 
-int32_t GoPclntab::PcValue(uint32_t table, uint32_t entry, uint64_t target) const {
-  if (table == 0 || pctab_ + table >= table_.size()) return -1;
+bool GoPclntab::WalkPcValues(uint32_t table, uint32_t entry, uint64_t end,
+                             const std::function<bool(uint64_t, uint64_t, int32_t)>& step) const {
+  if (table == 0 || pctab_ + table >= table_.size()) return false;
   ByteReader r(table_.subspan(pctab_ + table));
   int32_t value = -1;
   uint64_t pc = entry;
-  for (bool first = true;; first = false) {
+  for (bool first = true; pc < end; first = false) {
     uint32_t uvdelta = 0, pcdelta = 0;
-    if (!Uvarint(&r, &uvdelta) || (uvdelta == 0 && !first)) return -1;
+    if (!Uvarint(&r, &uvdelta)) return false;
+    if (uvdelta == 0 && !first) return true;  // the table's end
     // Zig-zag: the low bit is the sign.
     value += static_cast<int32_t>((uvdelta & 1) ? ~(uvdelta >> 1) : (uvdelta >> 1));
-    if (!Uvarint(&r, &pcdelta)) return -1;
-    pc += pcdelta;  // times the instruction quantum, 1 on x86
-    if (target < pc) return value;
+    if (!Uvarint(&r, &pcdelta)) return false;
+    const uint64_t next = pc + pcdelta;  // times the instruction quantum, 1 on x86
+    if (!step(pc, std::min(next, end), value)) return true;
+    pc = next;
   }
+  return true;
+}
+
+int32_t GoPclntab::PcValue(uint32_t table, uint32_t entry, uint64_t target) const {
+  int32_t found = -1;
+  WalkPcValues(table, entry, UINT64_MAX, [&](uint64_t, uint64_t next, int32_t value) {
+    if (target >= next) return true;
+    found = value;
+    return false;
+  });
+  return found;
+}
+
+absl::Status GoPclntab::ForEachSpDelta(const SpDeltaFn& fn, size_t max_ranges) const {
+  size_t ranges = 0;
+  for (uint32_t i = 0; i < nfunc_; ++i) {
+    uint32_t end = 0;
+    const std::optional<Func> f = FuncOfSlot(i, &end);
+    if (!f || end < f->entry || uint64_t{end} > UINT64_MAX - text_start_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": .gopclntab: function ", i, " of ", nfunc_, " does not read"));
+    }
+    if (f->pcsp == 0) continue;  // no pcsp table: nothing known there
+    bool too_many = false;
+    const bool ok = WalkPcValues(f->pcsp, f->entry, end, [&](uint64_t pc, uint64_t next, int32_t v) {
+      if (++ranges > max_ranges) {
+        too_many = true;
+        return false;
+      }
+      if (next > pc) fn(text_start_ + pc, text_start_ + next, v, f->flag);
+      return true;
+    });
+    if (too_many) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(name_, ": .gopclntab: more than ", max_ranges, " stack-pointer ranges"));
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": .gopclntab: the pcsp table of ",
+                                                     NameAt(f->name), " does not read"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string GoPclntab::NameAt(int32_t off) const {

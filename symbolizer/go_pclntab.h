@@ -49,6 +49,21 @@ class GoPclntab {
   // The entry address of the function holding `vaddr`.
   std::optional<uint64_t> FunctionStart(uint64_t vaddr) const;
 
+  // Every function's stack-pointer delta by pc (its pcsp table): calls
+  // fn(start, end, delta) for each pc range [start, end) (ELF virtual
+  // addresses, ascending, within the function) where SP is `delta` bytes
+  // below its value at the function's entry, the return address not
+  // counted. An error names the first function whose table does not hold
+  // together; ranges already given stand. At most `max_ranges` ranges.
+  // `flags` is the function's _func.flag (kFuncFlag*).
+  using SpDeltaFn = std::function<void(uint64_t start, uint64_t end, int32_t delta, uint8_t flags)>;
+  // runtime/abi's FuncFlag: the outermost frame of a stack (goexit, mstart,
+  // rt0_go), and a function that writes SP (systemstack, mcall, gogo...),
+  // past which Go's own traceback does not unwind.
+  static constexpr uint8_t kFuncFlagTopFrame = 1 << 0;
+  static constexpr uint8_t kFuncFlagSpWrite = 1 << 1;
+  absl::Status ForEachSpDelta(const SpDeltaFn& fn, size_t max_ranges) const;
+
   uint64_t text_start() const { return text_start_; }
   uint32_t function_count() const { return nfunc_; }
   bool go120() const { return go120_; }
@@ -57,14 +72,23 @@ class GoPclntab {
   struct Func {
     uint32_t entry = 0;  // offset from text_start_
     int32_t name = 0;
+    uint32_t pcsp = 0;
+    uint8_t flag = 0;
     uint32_t pcfile = 0, pcln = 0, cu = 0;
     uint32_t inl_index_table = 0;  // PCDATA_InlTreeIndex's pctab offset; 0 when none
     uint64_t inl_tree = 0;         // FUNCDATA_InlTree's address; 0 when none
   };
   std::optional<Func> FuncAt(uint64_t off) const;
+  // The function of functab slot i, and the next slot's entry (its end).
+  std::optional<Func> FuncOfSlot(uint32_t i, uint32_t* end) const;
   // The pc-value table at pctab offset `table` of a function at `entry`,
   // at text offset `target`; -1 when none or malformed.
   int32_t PcValue(uint32_t table, uint32_t entry, uint64_t target) const;
+  // Walks the pc-value table: step(pc, next_pc, value) for each range
+  // (text offsets) until the table ends, `end` is reached or step returns
+  // false. False when the table is malformed.
+  bool WalkPcValues(uint32_t table, uint32_t entry, uint64_t end,
+                    const std::function<bool(uint64_t, uint64_t, int32_t)>& step) const;
   std::string NameAt(int32_t off) const;
   std::string FileAt(uint32_t cu, int32_t index) const;
 

@@ -1,21 +1,27 @@
 // The .gopclntab reader against the Go toolchain's own `go tool addr2line`
 // on the unstripped twin: a program from testdata/gowork built here with
 // every Go on the machine (Go 1.19's and 1.20+'s layouts), its stripped
-// build read. Also the inline tree (mixA inlined into hotA) and the table
-// found without section headers, by the pcHeader's magic.
+// build read. Also the inline tree (mixA inlined into hotA), the table
+// found without section headers, by the pcHeader's magic, and the unwind
+// rows made from its pcsp tables against the .debug_frame Go's linker
+// writes into the unstripped twin from the same tables.
 #include "symbolizer/go_pclntab.h"
 
 #include <elf.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "gtest/gtest.h"
 #include "symbolizer/go_tables.h"
+#include "symbolizer/go_unwind_rows.h"
 #include "tests/go_programs.h"
 #include "tests/test_support.h"
 #include "unwind_tables/elf_file.h"
+#include "unwind_tables/table_builder.h"
 
 namespace ehprof {
 namespace {
@@ -197,6 +203,61 @@ TEST(GoPclntab, RefusesWhatIsNotAPclntab) {
   t = GoPclntab::Parse("short", {header, 0, 0, nullptr});
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("functions do not fit"), std::string::npos) << t.status();
+}
+
+TEST_F(GoPclntabTest, UnwindRowsFromPcspAreTheGoLinkersOwnDebugFrameRows) {
+  for (const testing::GoBuild& b : builds_) {
+    SCOPED_TRACE(b.version);
+    TableBuildOptions no_debug;
+    no_debug.find_debug_file = false;
+    auto twin = BuildUnwindTableFromPath(b.binary, no_debug);  // .debug_frame only
+    ASSERT_TRUE(twin.ok()) << twin.status();
+    ASSERT_TRUE(twin->from_debug_frame && !twin->from_eh_frame) << twin->source();
+    auto ours = BuildUnwindTableFromPath(b.stripped, WithGoRows(no_debug));
+    ASSERT_TRUE(ours.ok()) << ours.status();
+    ASSERT_EQ(ours->source(), "gopclntab");
+    auto elf = ElfFile::Open(b.stripped);
+    ASSERT_TRUE(elf.ok());
+    auto pclntab = FindGoPclntab(*elf);
+    ASSERT_TRUE(pclntab.ok() && pclntab->has_value());
+    // Every row boundary of either table, compared both ways.
+    std::vector<uint64_t> at;
+    for (const UnwindRow& r : twin->rows) at.push_back(r.addr);
+    for (const UnwindRow& r : ours->rows) at.push_back(r.addr);
+    std::sort(at.begin(), at.end());
+    at.erase(std::unique(at.begin(), at.end()), at.end());
+    size_t same = 0, ends = 0, wrong = 0;
+    std::set<std::string> ending;
+    for (uint64_t addr : at) {
+      const UnwindRule want = LookupPlainRow(twin->rows, addr);
+      const UnwindRule got = LookupPlainRow(ours->rows, addr);
+      if (got == want) {
+        ++same;
+        continue;
+      }
+      // Where Go's traceback ends (the outermost frames, functions that
+      // switch stacks) the rows say so; the CFA is still the linker's.
+      UnwindRule ended = want;
+      ended.ra_kind = EHP_RULE_UNDEFINED;
+      ended.ra_offset = 0;
+      const auto frames = (*pclntab)->Frames(addr);
+      const std::string name = frames.empty() ? "?" : frames.back().function;
+      if (got == ended) {
+        ++ends;
+        ending.insert(name);
+        continue;
+      }
+      ADD_FAILURE() << std::hex << addr << " (" << name << "): " << FormatRule(got) << " vs the linker's "
+                    << FormatRule(want);
+      if (++wrong > 20) break;
+    }
+    EXPECT_GT(same, 5000u);
+    EXPECT_EQ(same + ends, at.size());
+    EXPECT_TRUE(ending.count("runtime.goexit")) << "goexit ends every goroutine's stack";
+    std::printf("%s: %zu row boundaries, %zu equal to the linker's .debug_frame, %zu end the walk "
+                "in %zu functions (%s, ...)\n",
+                b.version.c_str(), at.size(), same, ends, ending.size(), ending.begin()->c_str());
+  }
 }
 
 }  // namespace

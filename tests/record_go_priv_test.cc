@@ -1,6 +1,8 @@
 // Stripped Go (go build -ldflags='-s -w': no .symtab, DWARF, .eh_frame or
-// .debug_frame): the walk goes by frame pointer through a file that has no
-// table, the frames are named from .gopclntab, and the names are judged by
+// .debug_frame): the walk goes by rows made from the pclntab's pcsp tables
+// (symbolizer/go_unwind_rows.h), the frames are named from .gopclntab, and
+// the caller of a frameless leaf is kept (main.spinB under main.hotB, which
+// a frame-pointer walk loses), and the names are judged by
 // `go tool addr2line` on the unstripped twin at the same addresses. The
 // program (testdata/gowork) is built here with every Go on the machine.
 #include <map>
@@ -67,7 +69,7 @@ TEST_F(RecordGo, StrippedGoIsWalkedToGoexitAndNamedAsGoToolAddr2lineNamesItsTwin
     }
     const std::vector<testing::GoAddr2line> want = testing::GoAddr2lineOf(b, addrs);
     ASSERT_EQ(want.size(), addrs.size());
-    size_t in_go = 0, named = 0, to_bottom = 0, hot = 0, k = 0;
+    size_t in_go = 0, named = 0, to_bottom = 0, hot = 0, k = 0, in_spin = 0, spin_caller = 0;
     std::map<std::string, size_t> wrong;
     for (const auto& s : samples) {
       if (s.empty()) continue;
@@ -89,6 +91,12 @@ TEST_F(RecordGo, StrippedGoIsWalkedToGoexitAndNamedAsGoToolAddr2lineNamesItsTwin
                    bottom == "runtime.mstart" || bottom == "runtime.rt0_go" ||
                    bottom == "runtime.systemstack" || bottom == "runtime.mcall";
       hot += s.front().name == "main.hotA" || s.front().name == "main.spinB";
+      // spinB has no frame (Go gives small leaves none): its caller is
+      // found only by its pcsp row, not by the frame-pointer chain.
+      if (s.front().name == "main.spinB") {
+        ++in_spin;
+        spin_caller += s.size() > 1 && s[1].name == "main.hotB";
+      }
     }
     ASSERT_GE(in_go, 200u) << "too few samples to judge:\n"
                            << testing::ReadFile(out).substr(0, 2000);
@@ -98,11 +106,15 @@ TEST_F(RecordGo, StrippedGoIsWalkedToGoexitAndNamedAsGoToolAddr2lineNamesItsTwin
     EXPECT_GE(to_bottom * 100, in_go * 97)
         << to_bottom << " of " << in_go << " reach the bottom of a Go stack";
     EXPECT_GE(hot * 100, in_go * 80) << "the hot leaves";
+    EXPECT_GE(in_spin, 20u);
+    EXPECT_GE(spin_caller * 100, in_spin * 99)
+        << spin_caller << " of " << in_spin << " main.spinB samples under main.hotB";
     std::printf("%s: %zu samples in Go code, %zu (%.1f %%) named as go tool addr2line names "
                 "them, "
-                "%zu (%.1f %%) reaching the bottom of a Go stack\n",
+                "%zu (%.1f %%) reaching the bottom of a Go stack, main.spinB under "
+                "main.hotB in %zu of %zu\n",
                 b.version.c_str(), in_go, named, 100.0 * named / in_go, to_bottom,
-                100.0 * to_bottom / in_go);
+                100.0 * to_bottom / in_go, spin_caller, in_spin);
   }
 }
 

@@ -4,6 +4,7 @@
 #define EHPROF_UNWIND_TABLES_TABLE_BUILDER_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct TableBuildOptions {
   // Build tables of the other architecture too (`ehprof tables`); the agent
   // loads only its own machine's, so for it a foreign ELF is an error.
   bool any_arch = false;
+  // Rows for code the CFI leaves uncovered, from another source the file
+  // holds (Go's pclntab: symbolizer/go_unwind_rows.h); sorted, a none row
+  // after each run. Applied only where no FDE covers an address.
+  std::function<absl::StatusOr<std::vector<UnwindRow>>(const ElfFile&, size_t max_rows)> extra_rows;
+  std::string extra_rows_name;  // for UnwindTable::source()
 };
 
 struct UnwindTable {
@@ -41,6 +47,8 @@ struct UnwindTable {
   bool from_eh_frame = false;
   bool from_debug_frame = false;
   bool plt_rows = false;  // aarch64: rows made for .plt, which has no CFI
+  bool extra_rows = false;  // rows from options.extra_rows are used
+  std::string extra_source;  // options.extra_rows_name
   Arch arch = Arch::kX86_64;
   std::string debug_file;  // the separate debug file used, if any
   // Problems that did not stop the build (overlapping FDEs, a separate debug

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "agent/cli/cli.h"
+#include "symbolizer/go_unwind_rows.h"
 #include "unwind_tables/compact_table.h"
 #include "unwind_tables/table_builder.h"
 
@@ -53,7 +54,7 @@ int RunTablesCommand(const std::vector<std::string>& args) {
   options.any_arch = true;
 
   const auto t0 = std::chrono::steady_clock::now();
-  auto table = BuildUnwindTableFromPath(file, options);
+  auto table = BuildUnwindTableFromPath(file, WithGoRows(options));
   if (!table.ok()) {
     std::fprintf(stderr, "ehprof tables: %s\n", std::string(table.status().message()).c_str());
     return kExitFailure;

@@ -16,6 +16,7 @@
 #include "agent/record/targets_map.h"
 #include "base/scoped_handle.h"
 #include "bpf/ehprof_abi.h"
+#include "symbolizer/go_unwind_rows.h"
 
 namespace ehprof {
 
@@ -278,7 +279,8 @@ absl::Status Recorder::StartSession() {
       warnings_.Add(absl::StrCat(c.status().message(), " (tables are built every run)"));
     }
   }
-  files_ = std::make_unique<FileTables>(store_.get(), std::move(cache));
+  // Go's pclntab gives rows where Go code has no CFI (stripped Go).
+  files_ = std::make_unique<FileTables>(store_.get(), std::move(cache), WithGoRows({}));
   if (options_.kernel_maps) {
     kernel_index_ = std::make_unique<KernelFileIndex>(BpfFileIndexMap(session_->maps().file_tables));
     files_->SetUnloadHook([index = kernel_index_.get()](const FileKey& key) { index->Unpublish(key); });

@@ -12,8 +12,8 @@
 
 namespace ehprof {
 
-FileTables::FileTables(TableStore* store, std::unique_ptr<TableCache> cache)
-    : store_(store), cache_(std::move(cache)) {
+FileTables::FileTables(TableStore* store, std::unique_ptr<TableCache> cache, TableBuildOptions build)
+    : store_(store), build_(std::move(build)), cache_(std::move(cache)) {
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
@@ -180,7 +180,7 @@ FileTables::Done FileTables::Build(Job& job) {
     done.table = elf.status();
     return done;
   }
-  auto table = BuildUnwindTable(*elf);
+  auto table = BuildUnwindTable(*elf, build_);
   if (!table.ok()) {
     done.table = table.status();
     return done;

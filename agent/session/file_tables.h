@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "agent/session/table_store.h"
 #include "unwind_tables/elf_file.h"
+#include "unwind_tables/table_builder.h"
 #include "unwind_tables/table_cache.h"
 
 namespace ehprof {
@@ -63,7 +64,9 @@ class FileTables {
   // cache (may be null): built tables are looked up there before a build
   // and stored after one, so the next run of a binary finds its table at
   // once. Used by the worker thread only.
-  explicit FileTables(TableStore* store, std::unique_ptr<TableCache> cache = nullptr);
+  // build: how tables are built (the recorder adds Go's pclntab rows).
+  explicit FileTables(TableStore* store, std::unique_ptr<TableCache> cache = nullptr,
+                      TableBuildOptions build = {});
   ~FileTables();  // stops the worker
 
   // The clock expiry and retries go by (steady_clock by default); tests
@@ -127,6 +130,7 @@ class FileTables {
   void Queue(const FileKey& key, const FileInfo& info, std::optional<ElfFile> elf = std::nullopt);
 
   TableStore* store_;
+  const TableBuildOptions build_;
   Clock now_ = [] { return std::chrono::steady_clock::now(); };
   std::function<void(const FileKey&)> on_unload_;
   std::unique_ptr<TableCache> cache_;  // the worker's only
