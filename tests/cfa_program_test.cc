@@ -150,7 +150,7 @@ TEST_P(CfaProgramVsLibdw, AgreesAtEveryRowBoundary) {
 INSTANTIATE_TEST_SUITE_P(
     RealBinaries, CfaProgramVsLibdw,
     ::testing::Values("/usr/bin/fio", "/usr/lib/x86_64-linux-gnu/libc.so.6",
-                      "/lib64/ld-linux-x86-64.so.2", "/usr/bin/python3.11",
+                      "/lib64/ld-linux-x86-64.so.2", testing::DebianPython(),
                       // Not libgcrypt: after DW_CFA_def_cfa_expression, libdw
                       // ignores DW_CFA_def_cfa_register (its cfi_assert wants a
                       // reg+offset rule) where libgcc and readelf switch back to

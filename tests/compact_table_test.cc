@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
+#include "tests/test_support.h"
 #include "unwind_tables/table_builder.h"
 
 namespace ehprof {
@@ -69,8 +70,7 @@ TEST_P(CompactRealBinary, LookupsEqualPlainRowsAndFitFourBytesARow) {
 INSTANTIATE_TEST_SUITE_P(Debian, CompactRealBinary,
                          ::testing::Values("/usr/bin/fio",
                                            "/usr/lib/x86_64-linux-gnu/libc.so.6",
-                                           "/usr/bin/python3.11",
-                                           "/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1"));
+                                           testing::DebianPython(), testing::DebianLibLlvm()));
 
 TEST(CompactTable, PageWithManyDistinctRulesShrinksThePageSize) {
   std::vector<UnwindRow> rows;

@@ -267,7 +267,7 @@ INSTANTIATE_TEST_SUITE_P(Interpreters, PythonFrames,
                                            "/root/.pyenv/versions/3.11.7/bin/python3.11",
                                            "/root/.pyenv/versions/3.12.1/bin/python3.12",
                                            "/root/.pyenv/versions/3.13.0/bin/python3.13",
-                                           "/usr/bin/python3.11"),
+                                           testing::DebianPython()),
                          [](const auto& info) {
                            std::string name = info.param.substr(info.param.rfind('/') + 1);
                            if (absl::StartsWith(info.param, "/usr/")) name = "debian_" + name;

@@ -25,6 +25,8 @@ namespace ehprof::testing {
 std::string TestdataPath(const std::string& name) {
   return std::string(EHPROF_TESTDATA_DIR) + "/" + name;
 }
+const char* DebianPython() { return EHPROF_DEBIAN_PYTHON; }
+const char* DebianLibLlvm() { return EHPROF_DEBIAN_LIBLLVM; }
 std::string SourcePath(const std::string& rel) {
   return std::string(EHPROF_SOURCE_DIR) + "/" + rel;
 }

@@ -22,6 +22,10 @@ std::string TestdataPath(const std::string& name);
 std::string SourcePath(const std::string& rel);
 // build/ehprof.
 std::string EhprofBinary();
+// The release's own python3 (Debian 12: /usr/bin/python3.11) and its newest
+// libLLVM (Debian 12: libLLVM-15.so.1), found when the build was configured.
+const char* DebianPython();
+const char* DebianLibLlvm();
 
 struct SymbolRange {
   uint64_t addr = 0;
