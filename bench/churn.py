@@ -55,9 +55,21 @@ def rss_kb(pid):
     return None
 
 
-def bpftool_json(*args):
-    out = subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout or "null")
+def bpftool_json(*args, tries=5):
+    """bpftool's JSON. A dump of a hash map that the recorder changes while
+    bpftool walks it can fail (an entry deleted between getting its key and
+    looking it up: "can't lookup element"); it is tried again, and after the
+    last try its error is raised naming the command."""
+    for attempt in range(tries):
+        out = subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True)
+        if out.returncode == 0:
+            try:
+                return json.loads(out.stdout or "null")
+            except ValueError:
+                pass
+        time.sleep(0.05 * (attempt + 1))
+    raise RuntimeError(f"bpftool {' '.join(args)} failed {tries} times: "
+                       f"{(out.stderr or out.stdout).strip()[-300:]}")
 
 
 def process_count():
