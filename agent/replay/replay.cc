@@ -1,0 +1,142 @@
+#include "agent/replay/replay.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/replay/replay_maps.h"
+#include "agent/replay/walk_replay.h"
+#include "agent/resolve/stop_reasons.h"
+#include "agent/verify/dwfl_unwinder.h"
+#include "base/status_macros.h"
+#include "unwind_tables/elf_file.h"
+
+namespace ehprof {
+namespace {
+
+absl::Status CheckFile(const std::string& file, const CaptureMapping& m) {
+  auto elf = ElfFile::Open(file);
+  if (!elf.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the capture maps ", m.path, ", which this machine cannot read: ", elf.status().message()));
+  }
+  const std::string have = elf->BuildId();
+  if (have != m.build_id) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        file, ": build-id ", have.empty() ? "(none)" : have, " on this machine, ",
+        m.build_id.empty() ? "(none)" : m.build_id,
+        " in the capture: the stack's return addresses belong to the other build (record the "
+        "capture again)"));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t Addr(uint64_t frame) { return frame & EHP_FRAME_ADDR_MASK; }
+
+}  // namespace
+
+bool ReplayResult::AgreesWithLibdwfl() const {
+  return frames.size() == libdwfl.size() && agree == frames.size();
+}
+
+bool ReplayResult::MatchesRecorded(const Capture& c) const {
+  return frames == c.bpf_frames && stop == c.bpf_stop;
+}
+
+std::string ReplayFilePath(const std::string& path, const ReplayOptions& o) {
+  if (absl::StartsWith(path, kTestdataPrefix)) {
+    return absl::StrCat(o.testdata_dir, "/", path.substr(sizeof(kTestdataPrefix) - 1));
+  }
+  if (path.empty() || path[0] != '/' || absl::StartsWith(path, "//")) return "";
+  return path;
+}
+
+absl::StatusOr<ReplayResult> ReplayCapture(const Capture& c, const ReplayOptions& o) {
+  ReplayMaps maps;
+  auto proc = std::make_unique<ehp_proc>();
+  std::vector<CaptureMapping> sorted = c.mappings;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const CaptureMapping& a, const CaptureMapping& b) { return a.start < b.start; });
+  std::map<std::string, uint32_t> table_of;  // file -> table id
+  std::vector<DwflMapping> dwfl_mappings;
+  for (const CaptureMapping& m : sorted) {
+    ehp_mapping& out = proc->mappings[proc->n_mappings];
+    out.begin = m.start;
+    out.end = m.end;
+    out.bias = m.bias;
+    const std::string file = ReplayFilePath(m.path, o);
+    if (!file.empty()) {
+      auto it = table_of.find(file);
+      if (it == table_of.end()) {
+        EHP_RETURN_IF_ERROR(CheckFile(file, m));
+        auto id = maps.LoadTable(file);
+        if (!id.ok()) {
+          return absl::Status(id.status().code(),
+                              absl::StrCat("table of ", file, ": ", id.status().message()));
+        }
+        it = table_of.emplace(file, *id).first;
+      }
+      out.table_id = it->second;
+      out.flags = EHP_MAPPING_HAS_TABLE;
+      dwfl_mappings.push_back({m.start, m.end, m.bias, file});
+    }
+    if (++proc->n_mappings == EHP_MAX_MAPPINGS) break;
+  }
+  maps.SetProc(c.pid, std::move(proc));
+
+  ehp_replay_env env{};
+  env.lookup = &ReplayMaps::Lookup;
+  env.ctx = &maps;
+  env.stack = c.stack.data();
+  env.stack_lo = c.regs[EHP_REG_RSP];
+  env.stack_len = c.stack.size();
+  auto walked = std::make_unique<ehp_replay_result>();
+  if (ehp_replay_walk(&env, c.regs, c.exact, c.pid, walked.get()) != 0) {
+    return absl::ResourceExhaustedError("replay: out of memory for the walk's scratch");
+  }
+  ReplayResult r;
+  r.frames.assign(walked->frames, walked->frames + walked->n);
+  r.stop = walked->stop_reason;
+  r.read_end = env.read_end;
+  if (!o.libdwfl) return r;
+
+  DwflUnwinder dwfl(std::move(dwfl_mappings));
+  StackCapture sc;
+  std::copy(std::begin(c.regs), std::end(c.regs), sc.regs);
+  sc.stack = c.stack;
+  EHP_ASSIGN_OR_RETURN(r.libdwfl, dwfl.Unwind(sc, EHP_MAX_USER_FRAMES));
+  r.libdwfl_stop = dwfl.last_stop();
+  for (size_t i = 0; i < std::min(r.frames.size(), r.libdwfl.size()); ++i) {
+    if (Addr(r.frames[i]) == r.libdwfl[i]) ++r.agree;
+  }
+  return r;
+}
+
+std::string FormatReplay(const Capture& c, const ReplayResult& r) {
+  std::string out = absl::StrFormat("%-4s %-20s %-20s %s\n", "#", "replayed walk", "libdwfl",
+                                    "recorded in the kernel");
+  const size_t n = std::max({r.frames.size(), r.libdwfl.size(), c.bpf_frames.size()});
+  auto cell = [](const std::vector<uint64_t>& v, size_t i) {
+    return i < v.size() ? absl::StrFormat("%#x", Addr(v[i])) : std::string("-");
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const bool same = i < r.frames.size() && i < r.libdwfl.size() && Addr(r.frames[i]) == r.libdwfl[i];
+    absl::StrAppendFormat(&out, "%-4d %-20s %-20s %s%s\n", i, cell(r.frames, i), cell(r.libdwfl, i),
+                          cell(c.bpf_frames, i), same ? "" : "  <- differs");
+  }
+  absl::StrAppendFormat(&out, "replayed walk: %d frames, stop %s\n", r.frames.size(),
+                        StopReasonName(r.stop));
+  absl::StrAppendFormat(&out, "libdwfl: %d frames, stop %s\n", r.libdwfl.size(),
+                        r.libdwfl_stop.empty() ? "end of stack" : r.libdwfl_stop);
+  absl::StrAppendFormat(&out, "agreement with libdwfl: %d of %d frames%s\n", r.agree,
+                        std::max(r.frames.size(), r.libdwfl.size()),
+                        r.AgreesWithLibdwfl() ? " (all)" : "");
+  absl::StrAppendFormat(&out, "replay %s the kernel's recorded walk\n",
+                        r.MatchesRecorded(c) ? "equals" : "DIFFERS FROM");
+  return out;
+}
+
+}  // namespace ehprof
