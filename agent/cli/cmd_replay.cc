@@ -39,10 +39,11 @@ int RunReplayCommand(const std::vector<std::string>& args) {
   app->add_option("CAPTURES", files, "capture files")->type_name("")->required();
   if (auto exit = ParseCommandLine(*app, args)) return *exit;
   Totals t;
+  Replayer replayer(options);
   for (const std::string& path : files) {
     ++t.captures;
     auto c = ReadCaptureFile(path);
-    auto r = c.ok() ? ReplayCapture(*c, options) : absl::StatusOr<ReplayResult>(c.status());
+    auto r = c.ok() ? replayer.Replay(*c) : absl::StatusOr<ReplayResult>(c.status());
     if (!r.ok()) {
       std::fprintf(stderr, "ehprof replay: %s: %s\n", path.c_str(), std::string(r.status().message()).c_str());
       continue;

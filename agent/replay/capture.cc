@@ -117,7 +117,7 @@ absl::Status ParseMapping(Parser& p, absl::string_view rest, Capture* c) {
 // A name or path on one line: a newline in it would end its record.
 std::string OneLine(std::string s) {
   for (char& ch : s) {
-    if (ch == '\n' || ch == '\r') ch = '?';
+    if (ch == '\n') ch = '?';
   }
   return s;
 }
@@ -183,6 +183,9 @@ absl::StatusOr<Capture> ParseCapture(absl::string_view text, absl::string_view n
   }
   EHP_RETURN_IF_ERROR(p.StackBytes(len, &c.stack));
   EHP_RETURN_IF_ERROR(p.Expect("end", &rest));
+  while (p.Next(&key, &rest)) {
+    if (!key.empty() || !rest.empty()) return p.Error("text after 'end'");
+  }
   return c;
 }
 

@@ -17,23 +17,6 @@
 namespace ehprof {
 namespace {
 
-absl::Status CheckFile(const std::string& file, const CaptureMapping& m) {
-  auto elf = ElfFile::Open(file);
-  if (!elf.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the capture maps ", m.path, ", which this machine cannot read: ", elf.status().message()));
-  }
-  const std::string have = elf->BuildId();
-  if (have != m.build_id) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        file, ": build-id ", have.empty() ? "(none)" : have, " on this machine, ",
-        m.build_id.empty() ? "(none)" : m.build_id,
-        " in the capture: the stack's return addresses belong to the other build (record the "
-        "capture again)"));
-  }
-  return absl::OkStatus();
-}
-
 uint64_t Addr(uint64_t frame) { return frame & EHP_FRAME_ADDR_MASK; }
 
 }  // namespace
@@ -54,13 +37,49 @@ std::string ReplayFilePath(const std::string& path, const ReplayOptions& o) {
   return path;
 }
 
+Replayer::Replayer(ReplayOptions o) : options_(std::move(o)), maps_(std::make_unique<ReplayMaps>()) {}
+Replayer::~Replayer() = default;
+
+absl::StatusOr<uint32_t> Replayer::Table(const std::string& file, const CaptureMapping& m) {
+  auto known = build_ids_.find(file);
+  if (known == build_ids_.end()) {
+    auto elf = ElfFile::Open(file);
+    if (!elf.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the capture maps ", m.path, ", which this machine cannot read: ", elf.status().message()));
+    }
+    known = build_ids_.emplace(file, elf->BuildId()).first;
+  }
+  const std::string& have = known->second;
+  if (have != m.build_id) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        file, ": build-id ", have.empty() ? "(none)" : have, " on this machine, ",
+        m.build_id.empty() ? "(none)" : m.build_id,
+        " in the capture: the stack's return addresses belong to the other build (record the "
+        "capture again)"));
+  }
+  auto it = tables_.find(file);
+  if (it != tables_.end()) return it->second;
+  auto id = maps_->LoadTable(file);
+  if (!id.ok()) {
+    return absl::Status(id.status().code(), absl::StrCat("table of ", file, ": ", id.status().message()));
+  }
+  tables_.emplace(file, *id);
+  return *id;
+}
+
 absl::StatusOr<ReplayResult> ReplayCapture(const Capture& c, const ReplayOptions& o) {
-  ReplayMaps maps;
+  Replayer r(o);
+  return r.Replay(c);
+}
+
+absl::StatusOr<ReplayResult> Replayer::Replay(const Capture& c) {
+  const ReplayOptions& o = options_;
+  ReplayMaps& maps = *maps_;
   auto proc = std::make_unique<ehp_proc>();
   std::vector<CaptureMapping> sorted = c.mappings;
   std::sort(sorted.begin(), sorted.end(),
             [](const CaptureMapping& a, const CaptureMapping& b) { return a.start < b.start; });
-  std::map<std::string, uint32_t> table_of;  // file -> table id
   std::vector<DwflMapping> dwfl_mappings;
   for (const CaptureMapping& m : sorted) {
     ehp_mapping& out = proc->mappings[proc->n_mappings];
@@ -69,17 +88,7 @@ absl::StatusOr<ReplayResult> ReplayCapture(const Capture& c, const ReplayOptions
     out.bias = m.bias;
     const std::string file = ReplayFilePath(m.path, o);
     if (!file.empty()) {
-      auto it = table_of.find(file);
-      if (it == table_of.end()) {
-        EHP_RETURN_IF_ERROR(CheckFile(file, m));
-        auto id = maps.LoadTable(file);
-        if (!id.ok()) {
-          return absl::Status(id.status().code(),
-                              absl::StrCat("table of ", file, ": ", id.status().message()));
-        }
-        it = table_of.emplace(file, *id).first;
-      }
-      out.table_id = it->second;
+      EHP_ASSIGN_OR_RETURN(out.table_id, Table(file, m));
       out.flags = EHP_MAPPING_HAS_TABLE;
       dwfl_mappings.push_back({m.start, m.end, m.bias, file});
     }

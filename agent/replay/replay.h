@@ -6,6 +6,8 @@
 #define EHPROF_AGENT_REPLAY_REPLAY_H_
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,8 @@
 #include "agent/replay/capture.h"
 
 namespace ehprof {
+
+class ReplayMaps;
 
 // A capture's path "@testdata/NAME" is testdata's program NAME (built in
 // each checkout's build tree, so the path differs between machines).
@@ -40,9 +44,28 @@ struct ReplayResult {
 // code and other pseudo-paths: no table, the walk uses frame pointers).
 std::string ReplayFilePath(const std::string& path, const ReplayOptions& o);
 
-// FailedPrecondition, naming the file, when a file the capture maps is not
-// on this machine or its build-id differs from the capture's: the stack's
-// return addresses belong to that other build.
+// Replays captures, keeping each file's table (and build-id check) for the
+// next capture that maps it: libLLVM's million rows are built once.
+class Replayer {
+ public:
+  explicit Replayer(ReplayOptions o);
+  ~Replayer();
+  // FailedPrecondition, naming the file, when a file the capture maps is not
+  // on this machine or its build-id differs from the capture's: the stack's
+  // return addresses belong to that other build.
+  absl::StatusOr<ReplayResult> Replay(const Capture& c);
+
+ private:
+  // The table id of file, checked against m's build-id.
+  absl::StatusOr<uint32_t> Table(const std::string& file, const CaptureMapping& m);
+
+  ReplayOptions options_;
+  std::unique_ptr<ReplayMaps> maps_;
+  std::map<std::string, uint32_t> tables_;         // file -> table id
+  std::map<std::string, std::string> build_ids_;  // file -> its build-id here
+};
+
+// One capture with a Replayer of its own.
 absl::StatusOr<ReplayResult> ReplayCapture(const Capture& c, const ReplayOptions& o = {});
 
 // The replay and libdwfl side by side, one frame a line, and the verdicts.

@@ -43,14 +43,14 @@ absl::StatusOr<Capture> MakeCapture(const RawSample& sample, const VerifyCapture
   return c;
 }
 
-Capture TrimCapture(Capture c) {
-  auto full = ReplayCapture(c);
+Capture TrimCapture(Replayer& replayer, Capture c) {
+  auto full = replayer.Replay(c);
   if (!full.ok() || full->read_end <= c.regs[EHP_REG_RSP]) return c;
   const uint64_t keep = full->read_end - c.regs[EHP_REG_RSP] + kTrimSlack;
   if (keep >= c.stack.size()) return c;
   Capture cut = c;
   cut.stack.resize(keep);
-  auto trimmed = ReplayCapture(cut);
+  auto trimmed = replayer.Replay(cut);
   if (!trimmed.ok() || trimmed->frames != full->frames || trimmed->stop != full->stop ||
       trimmed->libdwfl != full->libdwfl) {
     return c;
@@ -65,13 +65,14 @@ absl::StatusOr<size_t> SaveCaptures(const std::vector<RawSample>& samples,
     return absl::InternalError(absl::StrCat("cannot make ", dir, ": ", std::strerror(errno)));
   }
   size_t written = 0;
+  Replayer replayer({});
   for (size_t i = 0; i < captures.size(); ++i) {
     const VerifyCapture& vc = captures[i];
     if (vc.sample >= samples.size()) continue;
     auto c = MakeCapture(samples[vc.sample], vc, tracker);
     if (!c.ok()) continue;
     const std::string path = absl::StrCat(dir, "/", FileSafe(c->comm), "-", c->pid, "-", i, ".capture");
-    EHP_RETURN_IF_ERROR(WriteCaptureFile(TrimCapture(*std::move(c)), path));
+    EHP_RETURN_IF_ERROR(WriteCaptureFile(TrimCapture(replayer, *std::move(c)), path));
     ++written;
   }
   return written;

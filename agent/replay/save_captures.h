@@ -13,6 +13,7 @@
 #include "agent/process/process_tracker.h"
 #include "agent/record/raw_sample.h"
 #include "agent/replay/capture.h"
+#include "agent/replay/replay.h"
 
 namespace ehprof {
 
@@ -23,7 +24,7 @@ absl::StatusOr<Capture> MakeCapture(const RawSample& sample, const VerifyCapture
 
 // Cuts the stack to what the walks need (see above); returns c unchanged
 // when a walk cannot be replayed here or the cut would change a walk.
-Capture TrimCapture(Capture c);
+Capture TrimCapture(Replayer& replayer, Capture c);
 
 // Writes DIR/COMM-PID-N.capture for each capture; the number written.
 absl::StatusOr<size_t> SaveCaptures(const std::vector<RawSample>& samples,
