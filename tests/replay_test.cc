@@ -78,6 +78,7 @@ TEST(Replay, EveryCaptureAgreesWithLibdwflAndTheKernel) {
     EXPECT_TRUE(r->result.AgreesWithLibdwfl()) << name << "\n" << FormatReplay(r->capture, r->result);
     EXPECT_TRUE(r->result.MatchesRecorded(r->capture)) << name << "\n" << FormatReplay(r->capture, r->result);
     agree += r->result.AgreesWithLibdwfl();
+    for (const std::string& note : r->result.notes) std::printf("%s: note: %s\n", name.c_str(), note.c_str());
     frames_agree += r->result.agree;
     frames += std::max(r->result.frames.size(), r->result.libdwfl.size());
   }
@@ -138,6 +139,23 @@ TEST(Replay, ABuildIdThatDiffersIsAnErrorNamingTheFile) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(absl::StrContains(r.status().message(), "libc.so.6: build-id ")) << r.status();
   EXPECT_TRUE(absl::StrContains(r.status().message(), "00112233 in the capture")) << r.status();
+}
+
+// A file that differs but holds none of the capture's frames (ld.so here)
+// is left out and said so; the walk is the same.
+TEST(Replay, AFileWithoutFramesThatDiffersIsANote) {
+  auto c = ReadCaptureFile(CapturePath("signal_frame"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (CaptureMapping& m : c->mappings) {
+    if (absl::EndsWith(m.path, "ld-linux-x86-64.so.2")) m.build_id = "00112233";
+  }
+  auto r = ReplayCapture(*c, Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->notes.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(r->notes[0], "ld-linux-x86-64.so.2: build-id ")) << r->notes[0];
+  EXPECT_TRUE(absl::StrContains(r->notes[0], "no frame of the capture is in it")) << r->notes[0];
+  EXPECT_TRUE(r->MatchesRecorded(*c));
+  EXPECT_TRUE(r->AgreesWithLibdwfl());
 }
 
 // A stack cut short ends both walks with a read fault where the bytes end:

@@ -53,7 +53,11 @@ int RunReplayCommand(const std::vector<std::string>& args) {
     t.match_kernel += r->MatchesRecorded(*c);
     t.frames_agree += r->agree;
     t.frames += std::max(r->frames.size(), r->libdwfl.size());
-    if (!summary) std::cout << path << " (" << c->comm << ")\n" << FormatReplay(*c, *r) << "\n";
+    if (!summary) {
+      std::cout << path << " (" << c->comm << ")\n" << FormatReplay(*c, *r) << "\n";
+    } else {
+      for (const std::string& note : r->notes) std::fprintf(stderr, "ehprof replay: %s: %s\n", path.c_str(), note.c_str());
+    }
   }
   std::cout << absl::StrFormat(
       "ehprof replay: %d captures, %d replayed; %d agree with libdwfl on every frame, frames "

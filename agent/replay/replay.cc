@@ -19,6 +19,18 @@ namespace {
 
 uint64_t Addr(uint64_t frame) { return frame & EHP_FRAME_ADDR_MASK; }
 
+// Whether the kernel's walk of c looked m up: a frame's pc (or a return
+// address - 1, where the walk looks it up) lies in it.
+bool HoldsAFrame(const Capture& c, const CaptureMapping& m) {
+  auto in = [&](uint64_t a) { return a >= m.start && a < m.end; };
+  if (in(c.regs[EHP_REG_RIP])) return true;
+  for (uint64_t f : c.bpf_frames) {
+    const uint64_t a = Addr(f);
+    if (in(a) || (a > 0 && in(a - 1))) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool ReplayResult::AgreesWithLibdwfl() const {
@@ -81,6 +93,7 @@ absl::StatusOr<ReplayResult> Replayer::Replay(const Capture& c) {
   std::sort(sorted.begin(), sorted.end(),
             [](const CaptureMapping& a, const CaptureMapping& b) { return a.start < b.start; });
   std::vector<DwflMapping> dwfl_mappings;
+  std::vector<std::string> notes;
   for (const CaptureMapping& m : sorted) {
     ehp_mapping& out = proc->mappings[proc->n_mappings];
     out.begin = m.start;
@@ -88,9 +101,20 @@ absl::StatusOr<ReplayResult> Replayer::Replay(const Capture& c) {
     out.bias = m.bias;
     const std::string file = ReplayFilePath(m.path, o);
     if (!file.empty()) {
-      EHP_ASSIGN_OR_RETURN(out.table_id, Table(file, m));
-      out.flags = EHP_MAPPING_HAS_TABLE;
-      dwfl_mappings.push_back({m.start, m.end, m.bias, file});
+      auto id = Table(file, m);
+      if (!id.ok() && (!absl::IsFailedPrecondition(id.status()) || HoldsAFrame(c, m))) {
+        return id.status();
+      }
+      if (id.ok()) {
+        out.table_id = *id;
+        out.flags = EHP_MAPPING_HAS_TABLE;
+        dwfl_mappings.push_back({m.start, m.end, m.bias, file});
+      } else {
+        // No frame the kernel found is in it, so its walk never looked at
+        // its table: the replay goes without (a walk that strays there now
+        // differs from the kernel's, which the comparison shows).
+        notes.push_back(absl::StrCat(id.status().message(), "; no frame of the capture is in it: replayed without it"));
+      }
     }
     if (++proc->n_mappings == EHP_MAX_MAPPINGS) break;
   }
@@ -107,6 +131,7 @@ absl::StatusOr<ReplayResult> Replayer::Replay(const Capture& c) {
     return absl::ResourceExhaustedError("replay: out of memory for the walk's scratch");
   }
   ReplayResult r;
+  r.notes = std::move(notes);
   r.frames.assign(walked->frames, walked->frames + walked->n);
   r.stop = walked->stop_reason;
   r.read_end = env.read_end;
@@ -145,6 +170,7 @@ std::string FormatReplay(const Capture& c, const ReplayResult& r) {
                         r.AgreesWithLibdwfl() ? " (all)" : "");
   absl::StrAppendFormat(&out, "replay %s the kernel's recorded walk\n",
                         r.MatchesRecorded(c) ? "equals" : "DIFFERS FROM");
+  for (const std::string& note : r.notes) out += "note: " + note + "\n";
   return out;
 }
 

@@ -34,6 +34,9 @@ struct ReplayResult {
   std::vector<uint64_t> libdwfl;  // libdwfl's pcs, leaf first
   std::string libdwfl_stop;       // DwflUnwinder::last_stop
   size_t agree = 0;               // positions where both have the same address
+  // Mapped files this machine has in another build (or not at all) that
+  // hold none of the capture's frames: replayed without their tables.
+  std::vector<std::string> notes;
   // Both walks give the same addresses, the same number of them.
   bool AgreesWithLibdwfl() const;
   // The replay found what the BPF walk recorded in the capture.
@@ -50,9 +53,10 @@ class Replayer {
  public:
   explicit Replayer(ReplayOptions o);
   ~Replayer();
-  // FailedPrecondition, naming the file, when a file the capture maps is not
-  // on this machine or its build-id differs from the capture's: the stack's
-  // return addresses belong to that other build.
+  // FailedPrecondition, naming the file, when a file holding one of the
+  // capture's frames is not on this machine or its build-id differs from
+  // the capture's: the stack's return addresses belong to that other build.
+  // Such a file that holds no frame is replayed without, in notes.
   absl::StatusOr<ReplayResult> Replay(const Capture& c);
 
  private:
