@@ -16,8 +16,10 @@ constexpr char kDescription[] = R"(Replays captures saved by `ehprof record --ve
 BPF walk's own C source, compiled for user space, walks the captured stack
 with tables built from this machine's copies of the captured files, and
 libdwfl unwinds the same bytes. Prints both walks and the kernel's recorded
-one frame by frame, then the agreement. No privileges needed. A file whose
-build-id differs from the capture's is an error naming it.
+one frame by frame, then the agreement. No privileges needed. A file that
+holds one of the capture's frames and whose build-id differs from the
+capture's is an error naming it; such a file holding none is left out, with
+a note.
 )";
 
 struct Totals {
