@@ -389,7 +389,7 @@ enum ehp_event_kind {
 struct ehp_verify {
 	ehp_u64 regs[EHP_REG_RIP + 1]; /* DWARF numbering */
 	ehp_u32 stack_len;
-	ehp_u32 pad;
+	ehp_u32 leaf_exact; /* the leaf pc was interrupted, not a syscall's return */
 };
 EHP_ASSERT(sizeof(struct ehp_verify) == 8 * (EHP_REG_RIP + 1) + 8, "ehp_verify: regs, len, pad");
 

@@ -127,7 +127,7 @@ struct scratch {
 	/* Read-ahead window over the user stack: [win_lo, win_lo + win_len). */
 	__u64 win_lo;
 	__u32 win_len;
-	__u32 pad;
+	__u32 leaf_exact; /* --verify: exact at the leaf */
 	__u64 leaf_regs[EHP_REG_RIP + 1];
 	ehp_sigcontext sig; /* a signal frame's saved registers */
 	__u8 win[STACK_WINDOW];

@@ -92,8 +92,10 @@ EHP_INLINE __u64 collect_stacks(void *ctx, struct scratch *s, int user_mode)
 		} else {
 			struct leaf leaf = {s->regs[EHP_REG_RSP], s->regs[EHP_REG_RBP], s->pc};
 			/* --verify needs the leaf registers; the walk overwrites them. */
-			if (cfg.verify_every)
+			if (cfg.verify_every) {
 				__builtin_memcpy(s->leaf_regs, s->regs, sizeof(s->leaf_regs));
+				s->leaf_exact = s->exact;
+			}
 			push_frame(&w, s->pc | EHP_FRAME_EXACT);
 			if (cfg.unwinder != EHP_UNWINDER_FP) {
 				w.proc = bpf_map_lookup_elem(&procs, &pid);

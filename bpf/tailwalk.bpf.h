@@ -82,8 +82,10 @@ EHP_INLINE void begin_user_walk(struct walk *w, struct leaf *leaf, __u32 pid, __
 	leaf->rbp = s->regs[EHP_REG_RBP];
 	leaf->pc = s->pc;
 	/* --verify needs the leaf registers; the walk overwrites them. */
-	if (cfg.verify_every)
+	if (cfg.verify_every) {
 		__builtin_memcpy(s->leaf_regs, s->regs, sizeof(s->leaf_regs));
+		s->leaf_exact = s->exact;
+	}
 	push_frame(w, s->pc | EHP_FRAME_EXACT);
 	if (cfg.unwinder != EHP_UNWINDER_FP) {
 		w->proc = bpf_map_lookup_elem(&procs, &pid);

@@ -48,6 +48,7 @@ EHP_INLINE void capture_for_verify(struct scratch *s, __u64 rsp)
 	vs->ev.kind = EHP_EVENT_VERIFY;
 	__builtin_memcpy(vs->v.regs, s->regs, sizeof(vs->v.regs));
 	vs->v.regs[EHP_REG_RSP] = rsp;
+	vs->v.leaf_exact = s->leaf_exact;
 	struct copy_ctx c = {.vs = vs, .sp = rsp};
 #ifdef EHP_COMPAT
 	for (__u32 i = 0; i < EHP_VERIFY_PAGES; i++)

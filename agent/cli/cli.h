@@ -76,6 +76,7 @@ bool IsClockEvent(const std::string& event);
 int RunTablesCommand(const std::vector<std::string>& args);
 int RunRecordCommand(const std::vector<std::string>& args);
 int RunCompareCommand(const std::vector<std::string>& args);
+int RunReplayCommand(const std::vector<std::string>& args);
 int RunCheckCommand(const std::vector<std::string>& args);
 int RunAgentCommand(const std::vector<std::string>& args);
 

@@ -97,6 +97,10 @@ void AddWalkOptions(CLI::App& app, RecordOptions* o, RecordFlags* f, RecordOutpu
       ->check(Positive());
   app.add_option("--verify-report", out->verify_path, "write that report to FILE (default: stderr)")
       ->type_name("FILE");
+  app.add_option("--save-captures", out->captures_dir,
+                 "with --verify: keep each capture (registers, stack, mappings with build-ids, the "
+                 "kernel's walk) as a file in DIR, for `ehprof replay`")
+      ->type_name("DIR");
 }
 
 void AddOutputOptions(CLI::App& app, RecordFlags* f, RecordOutput* out) {
@@ -161,6 +165,7 @@ std::string CheckCombination(const RecordOptions& o, const RecordFlags& f, const
   if ((f.off_cpu.off_cpu || f.wall) && (o.verify_every != 0 || f.unwinder == "both")) {
     return "--off-cpu takes neither --verify nor --unwinder both";
   }
+  if (!out.captures_dir.empty() && o.verify_every == 0) return "--save-captures needs --verify";
   if ((out.fp_walk || !out.compare_path.empty() || !out.diff_path.empty()) && f.unwinder != "both") {
     return "--fp-walk, --compare and --diff-folded need --unwinder both";
   }

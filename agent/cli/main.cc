@@ -14,6 +14,7 @@ commands:
   agent          profile continuously, one profile per interval (--output-dir)
   check          can ehprof run here; verifier headroom of its BPF programs
   compare        frame-pointer against CFI stacks of the same samples
+  replay FILE    the BPF walk of a saved --verify capture, run again beside libdwfl
   tables FILE    print the unwind rows built from an ELF file's CFI
 
 'ehprof COMMAND --help' describes each command; 'ehprof --version' says which build.
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   if (cmd == "tables") return ehprof::RunTablesCommand(args);
   if (cmd == "record") return ehprof::RunRecordCommand(args);
   if (cmd == "compare") return ehprof::RunCompareCommand(args);
+  if (cmd == "replay") return ehprof::RunReplayCommand(args);
   if (cmd == "check") return ehprof::RunCheckCommand(args);
   if (cmd == "agent") return ehprof::RunAgentCommand(args);
   std::fprintf(stderr, "ehprof: unknown command '%s' (see 'ehprof --help')\n", cmd.c_str());

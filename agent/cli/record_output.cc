@@ -30,6 +30,7 @@
 #include "agent/output/wall_view.h"
 #include "agent/process/vdso_file.h"
 #include "agent/resolve/profile_resolver.h"
+#include "agent/replay/save_captures.h"
 #include "agent/verify/verify.h"
 #include "agent/verify/walk_compare.h"
 #include "base/exclusive_file.h"
@@ -132,6 +133,15 @@ void WriteVerification(const Recorder& rec, const std::string& path) {
   if (!f) std::fprintf(stderr, "ehprof record: cannot write %s\n", path.c_str());
 }
 
+void SaveRecordedCaptures(const Recorder& rec, const std::string& dir) {
+  auto n = SaveCaptures(rec.samples(), rec.captures(), *rec.tracker(), dir);
+  if (!n.ok()) {
+    std::fprintf(stderr, "ehprof record: --save-captures: %s\n", std::string(n.status().message()).c_str());
+  } else {
+    std::fprintf(stderr, "ehprof record: %zu captures saved in %s\n", *n, dir.c_str());
+  }
+}
+
 std::vector<ResolvedSample> Resolve(const Recorder& rec, const RecordOutput& out) {
   const VdsoFile vdso_file(ReadOwnVdso());
   std::vector<std::string> resolve_warnings;
@@ -155,6 +165,7 @@ std::vector<ResolvedSample> Resolve(const Recorder& rec, const RecordOutput& out
     WriteWalkComparison(rec, out, symbols, ksyms, ro, resolved);
   }
   if (!rec.captures().empty()) WriteVerification(rec, out.verify_path);
+  if (!out.captures_dir.empty()) SaveRecordedCaptures(rec, out.captures_dir);
   PrintWarnings(resolve_warnings);
   PrintWarnings(symbols.TakeWarnings());
   return resolved;

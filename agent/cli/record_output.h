@@ -30,6 +30,7 @@ struct RecordOutput {
   std::string compare_path;  // FP-vs-CFI report
   std::string diff_path;     // "stack FP CFI" lines
   std::string verify_path;   // --verify report; empty: stderr
+  std::string captures_dir;  // --save-captures: the --verify captures as files
   std::string event;         // as -e named it
   bool clock_event = true;   // the event counts nanoseconds
   uint64_t frequency_hz = 99;

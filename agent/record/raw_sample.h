@@ -31,6 +31,7 @@ struct RawSample {
 struct VerifyCapture {
   size_t sample = 0;  // index into samples()
   uint64_t regs[EHP_REG_RIP + 1] = {};
+  bool exact = true;  // the leaf pc was interrupted, not a syscall's return
   std::vector<uint8_t> stack;
 };
 

@@ -1,0 +1,81 @@
+#include "agent/replay/save_captures.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "agent/replay/replay.h"
+#include "base/status_macros.h"
+
+namespace ehprof {
+namespace {
+
+// Bytes kept past the highest word the replayed walk read.
+constexpr uint64_t kTrimSlack = 64;
+
+std::string FileSafe(const std::string& comm) {
+  std::string out;
+  for (char ch : comm) out += (isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_') ? ch : '_';
+  return out.empty() ? "task" : out;
+}
+
+}  // namespace
+
+absl::StatusOr<Capture> MakeCapture(const RawSample& sample, const VerifyCapture& vc,
+                                    const ProcessTracker& tracker) {
+  const std::vector<TrackedMapping>* mappings = tracker.MappingsAt(sample.pid, sample.time_ns);
+  if (!mappings) {
+    return absl::NotFoundError(absl::StrCat("no mappings of pid ", sample.pid, " at the capture's time"));
+  }
+  Capture c;
+  c.comm = sample.comm;
+  c.pid = sample.pid;
+  c.exact = vc.exact;
+  std::copy(std::begin(vc.regs), std::end(vc.regs), c.regs);
+  for (const TrackedMapping& m : *mappings) {
+    c.mappings.push_back({m.start, m.end, m.bias, m.build_id, m.path});
+  }
+  c.bpf_stop = sample.stop_reason;
+  c.bpf_frames = sample.user;
+  c.stack = vc.stack;
+  return c;
+}
+
+Capture TrimCapture(Replayer& replayer, Capture c) {
+  auto full = replayer.Replay(c);
+  if (!full.ok() || full->read_end <= c.regs[EHP_REG_RSP]) return c;
+  const uint64_t keep = full->read_end - c.regs[EHP_REG_RSP] + kTrimSlack;
+  if (keep >= c.stack.size()) return c;
+  Capture cut = c;
+  cut.stack.resize(keep);
+  auto trimmed = replayer.Replay(cut);
+  if (!trimmed.ok() || trimmed->frames != full->frames || trimmed->stop != full->stop ||
+      trimmed->libdwfl != full->libdwfl) {
+    return c;
+  }
+  return cut;
+}
+
+absl::StatusOr<size_t> SaveCaptures(const std::vector<RawSample>& samples,
+                                    const std::vector<VerifyCapture>& captures,
+                                    const ProcessTracker& tracker, const std::string& dir) {
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InternalError(absl::StrCat("cannot make ", dir, ": ", std::strerror(errno)));
+  }
+  size_t written = 0;
+  Replayer replayer({});
+  for (size_t i = 0; i < captures.size(); ++i) {
+    const VerifyCapture& vc = captures[i];
+    if (vc.sample >= samples.size()) continue;
+    auto c = MakeCapture(samples[vc.sample], vc, tracker);
+    if (!c.ok()) continue;
+    const std::string path = absl::StrCat(dir, "/", FileSafe(c->comm), "-", c->pid, "-", i, ".capture");
+    EHP_RETURN_IF_ERROR(WriteCaptureFile(TrimCapture(replayer, *std::move(c)), path));
+    ++written;
+  }
+  return written;
+}
+
+}  // namespace ehprof

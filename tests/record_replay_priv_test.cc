@@ -1,0 +1,83 @@
+// `ehprof record --verify --save-captures`: the saved captures replay in user
+// space (agent/replay/) to exactly the walk the kernel recorded, and agree
+// with libdwfl. Records testdata programs, so it needs root.
+#include <dirent.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "agent/replay/replay.h"
+#include "gtest/gtest.h"
+#include "tests/test_support.h"
+
+namespace ehprof {
+namespace {
+
+using testing::RunEhprof;
+using testing::TestdataPath;
+
+class RecordReplay : public testing::RecordingTest {
+ protected:
+  void RecordAndReplay(const std::string& program);
+};
+
+std::vector<std::string> CaptureFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (absl::EndsWith(e->d_name, ".capture")) out.push_back(dir + "/" + e->d_name);
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+void RecordReplay::RecordAndReplay(const std::string& program) {
+  const std::string dir = dir_ + "/captures";
+  auto r = RunEhprof({"record", "-F", "199", "--verify=2", "--save-captures", dir, "-o",
+                      dir_ + "/out.folded", "--", TestdataPath(program), "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> files = CaptureFiles(dir);
+  ASSERT_GE(files.size(), 10u) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "captures saved in " + dir)) << r.err;
+  Replayer replayer({});
+  size_t equal = 0, agree = 0, unmapped = 0;
+  for (const std::string& f : files) {
+    auto c = ReadCaptureFile(f);
+    ASSERT_TRUE(c.ok()) << c.status();
+    auto rr = replayer.Replay(*c);
+    ASSERT_TRUE(rr.ok()) << f << ": " << rr.status();
+    EXPECT_TRUE(rr->MatchesRecorded(*c)) << f << "\n" << FormatReplay(*c, *rr);
+    equal += rr->MatchesRecorded(*c);
+    // A sample before the kernel knew a new mapping (jit_sim's code, just
+    // mmapped) stops there, as recorded; libdwfl goes on by rbp.
+    if (rr->stop == EHP_STOP_NO_MAPPING) {
+      ++unmapped;
+      continue;
+    }
+    EXPECT_TRUE(rr->AgreesWithLibdwfl()) << f << "\n" << FormatReplay(*c, *rr);
+    agree += rr->AgreesWithLibdwfl();
+  }
+  // The replay is the kernel's code on the kernel's bytes: every one equal.
+  EXPECT_EQ(equal, files.size());
+  // libdwfl, the outside reference, agrees on every frame of the others.
+  EXPECT_LE(unmapped, 2u);
+  EXPECT_EQ(agree + unmapped, files.size());
+  std::printf("%s: %zu captures, %zu replays equal the kernel's walk, %zu agree with libdwfl, "
+              "%zu stopped at a mapping not yet known\n",
+              program.c_str(), files.size(), equal, agree, unmapped);
+}
+
+TEST_F(RecordReplay, SignalHandlerCapturesReplayAsRecorded) { RecordAndReplay("sig_handler"); }
+TEST_F(RecordReplay, PltCapturesReplayAsRecorded) { RecordAndReplay("plt_spin"); }
+TEST_F(RecordReplay, JitCapturesReplayAsRecorded) { RecordAndReplay("jit_sim"); }
+
+TEST_F(RecordReplay, SaveCapturesNeedsVerify) {
+  auto r = RunEhprof({"record", "--save-captures", dir_ + "/c", "--", TestdataPath("sig_handler"), "0.1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(r.err, "--save-captures needs --verify")) << r.err;
+}
+
+}  // namespace
+}  // namespace ehprof
