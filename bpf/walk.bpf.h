@@ -37,6 +37,18 @@ EHP_INLINE int push_frame(struct walk *w, __u64 value)
 	return 1;
 }
 
+/* v = min(v, max) in one register the verifier bounds. A clamp in C can
+ * be compiled to a spill of v before the compare and a reload after it,
+ * and a 6.1 verifier does not carry the compare's bound to the spilled
+ * copy: it then sees the unclamped range (the arm64 object on Debian 12's
+ * arm64 kernel: a 4096-byte read into the 2048-byte window, refused). */
+#ifdef __bpf__
+#define EHP_CLAMP_UMAX(v, max)                                                                    \
+	asm volatile("if %0 <= %[m] goto +1\n%0 = %[m]\n" : "+r"(v) : [m] "i"(max))
+#else
+#define EHP_CLAMP_UMAX(v, max) ((v) = (v) > (max) ? (max) : (v))
+#endif
+
 /* A user-stack word: from the window when it holds it, else by reading a
  * new window from addr up to STACK_WINDOW bytes but never past addr's page
  * end (a page that is mapped for the word is mapped for the rest of it). */
@@ -47,9 +59,8 @@ EHP_INLINE int read_stack_u64(struct scratch *s, __u64 addr, __u64 *out)
 		__builtin_memcpy(out, &s->win[off], 8);
 		return 1;
 	}
-	__u32 len = PAGE_SIZE_BYTES - (addr & (PAGE_SIZE_BYTES - 1));
-	if (len > STACK_WINDOW)
-		len = STACK_WINDOW;
+	__u64 len = PAGE_SIZE_BYTES - (addr & (PAGE_SIZE_BYTES - 1));
+	EHP_CLAMP_UMAX(len, STACK_WINDOW);
 	if (len >= 8 && bpf_probe_read_user(s->win, len, (void *)addr) == 0) {
 		s->win_lo = addr;
 		s->win_len = len;
