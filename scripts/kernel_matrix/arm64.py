@@ -160,7 +160,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=1200, help="seconds the guest may take")
     ap.add_argument("--min-complete", type=float, default=99.0,
                     help="--check: least share of complete stacks in fio's job thread after start-up")
-    ap.add_argument("--min-agree", type=float, default=80.0,
+    ap.add_argument("--min-agree", type=float, default=75.0,
                     help="--check: least share of the job thread's stacks found in perf's "
                          "(where perf's DWARF stacks are complete)")
     ap.add_argument("--min-agree-fp", type=float, default=60.0,
