@@ -136,13 +136,23 @@ EHP_INLINE int signal_step(struct walk *w)
 	return push_frame(w, s->pc | EHP_FRAME_EXACT);
 }
 
+/* The walker's register slot (EHP_REG_RSP, EHP_REG_RBP, ...), when known. */
+EHP_INLINE int slot_value(struct scratch *s, __u32 slot, __u64 *out)
+{
+	if (slot > EHP_REG_RIP || !(s->valid & REG_BIT(slot)))
+		return 0;
+	*out = s->regs[slot];
+	return 1;
+}
+
+/* A rule's DWARF register (arm64: x29 is 29, sp 31), when known. Slots
+ * are not DWARF numbers on arm64: the walker's own reads of sp and the
+ * frame register go through slot_value (through ehp_reg_slot, x86's rbp
+ * number 6 is no arm64 register: after a frameless leaf's x29=same the
+ * frame register was lost and the caller's x29-based CFA unsupported). */
 EHP_INLINE int reg_value(struct scratch *s, __u32 reg, __u64 *out)
 {
-	reg = ehp_reg_slot(reg);
-	if (reg > EHP_REG_RIP || !(s->valid & REG_BIT(reg)))
-		return 0;
-	*out = s->regs[reg];
-	return 1;
+	return slot_value(s, ehp_reg_slot(reg), out);
 }
 
 /* The CFA of the frame at pc under rule: REG+N, *(REG+N)+M, or the PLT
@@ -163,7 +173,7 @@ EHP_INLINE __u32 frame_cfa(struct scratch *s, struct ehp_rule *rule, __u64 pc, _
 		return 0;
 	}
 	if (kind == EHP_CFA_PLT_LIT11 || kind == EHP_CFA_PLT_LIT10) {
-		if (!reg_value(s, EHP_REG_RSP, &base))
+		if (!slot_value(s, EHP_REG_RSP, &base))
 			return EHP_STOP_UNSUPPORTED_RULE;
 		__u64 threshold = kind == EHP_CFA_PLT_LIT11 ? 11 : 10;
 		*cfa = base + 8 + ((pc & 15) >= threshold ? 8 : 0);
@@ -186,7 +196,7 @@ EHP_INLINE int caller_rbp(struct scratch *s, struct ehp_rule *rule, __u64 cfa, _
 	__u64 base;
 	switch (rule->rbp_kind) {
 	case EHP_RULE_SAME:
-		return reg_value(s, EHP_REG_RBP, bp);
+		return slot_value(s, EHP_REG_RBP, bp);
 	case EHP_RULE_CFA_OFFSET:
 		return read_stack_u64(s, cfa + (__s64)rule->rbp_offset, bp);
 	case EHP_RULE_DEREF:
@@ -251,7 +261,7 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 	__u64 sp = 0;
 	/* The stack grows with every frame, except where a frameless arm64
 	 * leaf's return address is still in x30 (cfa == sp). */
-	if (reg_value(s, EHP_REG_RSP, &sp) && (cfa < sp || (cfa == sp && !ra_in_reg))) {
+	if (slot_value(s, EHP_REG_RSP, &sp) && (cfa < sp || (cfa == sp && !ra_in_reg))) {
 		w->stop = EHP_STOP_BAD_FRAME;
 		return 0;
 	}

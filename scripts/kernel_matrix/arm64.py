@@ -163,7 +163,7 @@ def main():
     ap.add_argument("--min-agree", type=float, default=75.0,
                     help="--check: least share of the job thread's stacks found in perf's "
                          "(where perf's DWARF stacks are complete)")
-    ap.add_argument("--min-agree-fp", type=float, default=60.0,
+    ap.add_argument("--min-agree-fp", type=float, default=50.0,
                     help="--check: the same against perf -g's frame records (Debian 13's fio)")
     ap.add_argument("--check", action="store_true", help="exit 1 unless every expectation holds")
     a = ap.parse_args()
