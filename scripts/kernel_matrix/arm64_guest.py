@@ -5,12 +5,13 @@ authentication on) over a root file system made of Debian's arm64 packages.
 The root (made once per package set by mmdebstrap, cached under
 /var/cache/ehprof/roots/arm64-KEY): Debian 12's arm64 packages of what the
 guest runs (bash, coreutils, fio, linux-perf, busybox-static, ehprof's
-shared libraries), and Debian 13's fio with its own libraries under
+shared libraries), and Debian 13's fio and perf with their libraries under
 /opt/trixie, run through Debian 13's loader (guest_arm64.sh says why).
 mmdebstrap's `extract` variant unpacks the packages and their dependencies
 without running maintainer scripts, so no arm64 code runs on the host.
 The guest mounts it read-only over 9p, the cross-built ehprof's directory
 at /ehprof/bin and a writable results share at /ehprof/results."""
+import fcntl
 import hashlib
 import json
 import os
@@ -59,8 +60,15 @@ def root(cache=CACHE):
     """The arm64 root directory, made once per package set."""
     key = hashlib.sha256(json.dumps([PACKAGES, TRIXIE_DIR, LAYOUT]).encode()).hexdigest()[:12]
     path = os.path.join(cache, "roots", f"arm64-{key}")
-    if os.path.exists(os.path.join(path, ".done")):
-        return path
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one maker at a time; the others wait and reuse it
+        if not os.path.exists(os.path.join(path, ".done")):
+            _make_root(path)
+    return path
+
+
+def _make_root(path):
     part = path + ".part"
     shutil.rmtree(part, ignore_errors=True)
     print(f"kernel_matrix: making the arm64 root {path} (once, mmdebstrap)", file=sys.stderr, flush=True)
@@ -72,7 +80,6 @@ def root(cache=CACHE):
     open(os.path.join(part, ".done"), "w").close()
     shutil.rmtree(path, ignore_errors=True)
     os.rename(part, path)
-    return path
 
 
 def kernel(cache=CACHE):
