@@ -2,7 +2,10 @@
  * is shared. The walker keeps registers in x86-64's DWARF slots: sp in
  * EHP_REG_RSP, the frame register (rbp, x29) in EHP_REG_RBP, pc in
  * EHP_REG_RIP, and on arm64 the link register x30 in EHP_SLOT_LR; a rule's
- * DWARF register goes through ehp_reg_slot. Built with -D__TARGET_ARCH_x86
+ * DWARF register goes through ehp_reg_slot. Also the user ABI's register
+ * layout (struct ehp_user_regs: a perf_event's context, the head of the
+ * kernel's pt_regs), its user-mode test and where a syscall's mmap
+ * arguments are (bpf/proc_learn.bpf.h). Built with -D__TARGET_ARCH_x86
  * or -D__TARGET_ARCH_arm64 (bpf/CMakeLists.txt). Included before
  * bpf/maps.bpf.h. */
 #ifndef EHPROF_BPF_ARCH_BPF_H_
@@ -13,6 +16,26 @@
 /* A macro, not a typedef: CO-RE relocates by the kernel's type names. */
 #define ehp_sigcontext struct sigcontext
 #define EHP_SLOT_LR EHP_REG_RAX /* x30; no other arm64 register uses slot 0 */
+
+/* The registers at the start of a perf_event program's context
+ * (bpf_user_pt_regs_t) and of the kernel's struct pt_regs: arm64's user
+ * ABI struct user_pt_regs (arch/arm64/include/uapi/asm/ptrace.h). Read
+ * without CO-RE, as on x86-64. */
+struct ehp_user_regs {
+	__u64 regs[31];
+	__u64 sp, pc, pstate;
+};
+_Static_assert(sizeof(struct ehp_user_regs) == 34 * 8, "arm64 user_pt_regs is 34 words");
+/* User mode: pstate's mode bits say EL0t (PSR_MODE_EL0t, 0). */
+#define EHP_MODE_FIELD pstate
+#define EHP_USER_MODE(pstate) (((pstate) & 0xf) == 0)
+/* mmap's arguments, as the task entered the syscall: x0..x5 (x0, addr,
+ * holds the return value by sys_exit; the rest are kept). */
+#define EHP_MMAP_LEN(r) ((r)->regs[1])
+#define EHP_MMAP_PROT(r) ((r)->regs[2])
+#define EHP_MMAP_FLAGS(r) ((r)->regs[3])
+#define EHP_MMAP_FD(r) ((r)->regs[4])
+#define EHP_MMAP_OFF(r) ((r)->regs[5])
 
 /* From a struct pt_regs (its user_pt_regs part) or a struct sigcontext:
  * both have regs[31], sp, pc. */
@@ -70,6 +93,33 @@ EHP_INLINE __u64 ehp_strip_pac(__u64 ra)
 #else /* x86-64 */
 
 #define ehp_sigcontext struct sigcontext_64
+
+/* The registers at the start of a perf_event program's context
+ * (bpf_user_pt_regs_t) and of the kernel's struct pt_regs: x86-64's user
+ * ABI struct pt_regs (arch/x86/include/uapi/asm/ptrace.h), the same layout
+ * on every kernel. Declared here, outside vmlinux.h, so reads through it
+ * are plain loads at fixed offsets and never CO-RE relocations: the
+ * kernel's own struct pt_regs is what vmlinux.h describes, and its fields
+ * change type across kernels (since 6.9 `cs` is a u16 inside the FRED
+ * union; on 6.1 an unsigned long, so an 8-byte read relocated against
+ * 6.9+ BTF fails to load there). */
+struct ehp_user_regs {
+	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	__u64 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+_Static_assert(sizeof(struct ehp_user_regs) == 21 * 8, "x86-64 user pt_regs is 21 words");
+_Static_assert(__builtin_offsetof(struct ehp_user_regs, cs) == 136,
+	       "cs sits at 136 in the user ABI");
+/* User mode: cs's privilege level is 3. */
+#define EHP_MODE_FIELD cs
+#define EHP_USER_MODE(cs) (((cs) & 3) == 3)
+/* mmap's arguments, as the task entered the syscall (the syscall ABI:
+ * rdi, rsi, rdx, r10, r8, r9). */
+#define EHP_MMAP_LEN(r) ((r)->si)
+#define EHP_MMAP_PROT(r) ((r)->dx)
+#define EHP_MMAP_FLAGS(r) ((r)->r10)
+#define EHP_MMAP_FD(r) ((r)->r8)
+#define EHP_MMAP_OFF(r) ((r)->r9)
 
 /* The general registers into regs (DWARF numbering) from a struct pt_regs
  * or a struct sigcontext_64: the kernel names their fields alike. */

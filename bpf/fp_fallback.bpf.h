@@ -20,7 +20,7 @@ EHP_INLINE int fp_fallback_step(struct walk *w)
 {
 	struct scratch *s = w->s;
 	__u64 bp, sp, ra;
-	if (!reg_value(s, EHP_REG_RBP, &bp) || !reg_value(s, EHP_REG_RSP, &sp) || (bp & 7) ||
+	if (!slot_value(s, EHP_REG_RBP, &bp) || !slot_value(s, EHP_REG_RSP, &sp) || (bp & 7) ||
 	    bp < sp || bp - sp > EHP_FP_FALLBACK_MAX_FRAME) {
 		w->stop = EHP_STOP_NO_CFI_BAD_FP;
 		return 0;

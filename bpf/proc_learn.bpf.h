@@ -156,12 +156,13 @@ EHP_INLINE void learn_mmap(__s64 ret)
 		return; /* user space reads the maps of processes it learns of */
 	struct task_struct *task = EHP_CURRENT_TASK();
 	struct ehp_user_regs regs;
-	/* The syscall's arguments, as the task entered it. */
+	/* The syscall's arguments, as the task entered it (bpf/arch.bpf.h:
+	 * which registers hold them). */
 	if (bpf_probe_read_kernel(&regs, sizeof(regs), (const void *)EHP_TASK_PT_REGS(task)))
 		return;
-	if (!(regs.dx & EHP_PROT_EXEC) || (regs.r10 & EHP_MAP_ANONYMOUS))
+	if (!(EHP_MMAP_PROT(&regs) & EHP_PROT_EXEC) || (EHP_MMAP_FLAGS(&regs) & EHP_MAP_ANONYMOUS))
 		return;
-	struct file *f = fd_file(task, regs.r8);
+	struct file *f = fd_file(task, EHP_MMAP_FD(&regs));
 	if (!f)
 		return;
 	struct ehp_file_key key;
@@ -169,11 +170,11 @@ EHP_INLINE void learn_mmap(__s64 ret)
 	if (!found)
 		return;
 	struct ehp_file_info info = *found;
-	if (regs.r9 != info.x_offset)
+	if (EHP_MMAP_OFF(&regs) != info.x_offset)
 		return; /* not where the loader maps the text */
 	__u64 begin = (__u64)ret;
 	__u64 bias = begin - info.x_begin;
-	__u64 end = begin + ((regs.si + EHP_PAGE_MASK) & ~EHP_PAGE_MASK);
+	__u64 end = begin + ((EHP_MMAP_LEN(&regs) + EHP_PAGE_MASK) & ~EHP_PAGE_MASK);
 	if (end > bias + info.x_end)
 		end = bias + info.x_end;
 	add_kernel_mapping(proc, pid, begin, end, bias, &info, &key);

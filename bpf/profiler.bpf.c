@@ -34,34 +34,16 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* The registers at the start of a perf_event program's context
- * (bpf_user_pt_regs_t): x86-64's user ABI struct pt_regs
- * (arch/x86/include/uapi/asm/ptrace.h), the same layout on every kernel.
- * Declared here, outside vmlinux.h, so reads through it are plain loads at
- * fixed offsets and never CO-RE relocations: the kernel's own struct
- * pt_regs is what vmlinux.h describes, and its fields change type across
- * kernels (since 6.9 `cs` is a u16 inside the FRED union; on 6.1 an
- * unsigned long, so an 8-byte read relocated against 6.9+ BTF fails to
- * load there). */
-struct ehp_user_regs {
-	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
-	__u64 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
-};
-_Static_assert(sizeof(struct ehp_user_regs) == 21 * 8, "x86-64 user pt_regs is 21 words");
-_Static_assert(__builtin_offsetof(struct ehp_user_regs, cs) == 136,
-	       "cs sits at 136 in the user ABI");
-
 #include "bpf/proc_learn.bpf.h"
 
 /* Whether the perf event interrupted user mode. The context is the fixed
- * user ABI, read without CO-RE (struct ehp_user_regs); context loads must
- * be full width, and volatile keeps clang from narrowing this one to the
- * bits it tests. */
+ * user ABI, read without CO-RE (struct ehp_user_regs, bpf/arch.bpf.h);
+ * context loads must be full width, and volatile keeps clang from
+ * narrowing this one to the bits it tests. */
 EHP_INLINE int perf_hit_user_mode(struct bpf_perf_event_data *ctx)
 {
 	const struct ehp_user_regs *uregs = (const struct ehp_user_regs *)ctx;
-	__u64 cs = *(volatile const __u64 *)&uregs->cs;
-	return (cs & 3) == 3;
+	return EHP_USER_MODE(*(volatile const __u64 *)&uregs->EHP_MODE_FIELD);
 }
 
 /* Sends s (size bytes, flags added to its own), walked since started.

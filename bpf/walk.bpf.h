@@ -37,6 +37,18 @@ EHP_INLINE int push_frame(struct walk *w, __u64 value)
 	return 1;
 }
 
+/* v = min(v, max) in one register the verifier bounds. A clamp in C can
+ * be compiled to a spill of v before the compare and a reload after it,
+ * and a 6.1 verifier does not carry the compare's bound to the spilled
+ * copy: it then sees the unclamped range (the arm64 object on Debian 12's
+ * arm64 kernel: a 4096-byte read into the 2048-byte window, refused). */
+#ifdef __bpf__
+#define EHP_CLAMP_UMAX(v, max)                                                                    \
+	asm volatile("if %0 <= %[m] goto +1\n%0 = %[m]\n" : "+r"(v) : [m] "i"(max))
+#else
+#define EHP_CLAMP_UMAX(v, max) ((v) = (v) > (max) ? (max) : (v))
+#endif
+
 /* A user-stack word: from the window when it holds it, else by reading a
  * new window from addr up to STACK_WINDOW bytes but never past addr's page
  * end (a page that is mapped for the word is mapped for the rest of it). */
@@ -47,9 +59,8 @@ EHP_INLINE int read_stack_u64(struct scratch *s, __u64 addr, __u64 *out)
 		__builtin_memcpy(out, &s->win[off], 8);
 		return 1;
 	}
-	__u32 len = PAGE_SIZE_BYTES - (addr & (PAGE_SIZE_BYTES - 1));
-	if (len > STACK_WINDOW)
-		len = STACK_WINDOW;
+	__u64 len = PAGE_SIZE_BYTES - (addr & (PAGE_SIZE_BYTES - 1));
+	EHP_CLAMP_UMAX(len, STACK_WINDOW);
 	if (len >= 8 && bpf_probe_read_user(s->win, len, (void *)addr) == 0) {
 		s->win_lo = addr;
 		s->win_len = len;
@@ -125,13 +136,23 @@ EHP_INLINE int signal_step(struct walk *w)
 	return push_frame(w, s->pc | EHP_FRAME_EXACT);
 }
 
+/* The walker's register slot (EHP_REG_RSP, EHP_REG_RBP, ...), when known. */
+EHP_INLINE int slot_value(struct scratch *s, __u32 slot, __u64 *out)
+{
+	if (slot > EHP_REG_RIP || !(s->valid & REG_BIT(slot)))
+		return 0;
+	*out = s->regs[slot];
+	return 1;
+}
+
+/* A rule's DWARF register (arm64: x29 is 29, sp 31), when known. Slots
+ * are not DWARF numbers on arm64: the walker's own reads of sp and the
+ * frame register go through slot_value (through ehp_reg_slot, x86's rbp
+ * number 6 is no arm64 register: after a frameless leaf's x29=same the
+ * frame register was lost and the caller's x29-based CFA unsupported). */
 EHP_INLINE int reg_value(struct scratch *s, __u32 reg, __u64 *out)
 {
-	reg = ehp_reg_slot(reg);
-	if (reg > EHP_REG_RIP || !(s->valid & REG_BIT(reg)))
-		return 0;
-	*out = s->regs[reg];
-	return 1;
+	return slot_value(s, ehp_reg_slot(reg), out);
 }
 
 /* The CFA of the frame at pc under rule: REG+N, *(REG+N)+M, or the PLT
@@ -152,7 +173,7 @@ EHP_INLINE __u32 frame_cfa(struct scratch *s, struct ehp_rule *rule, __u64 pc, _
 		return 0;
 	}
 	if (kind == EHP_CFA_PLT_LIT11 || kind == EHP_CFA_PLT_LIT10) {
-		if (!reg_value(s, EHP_REG_RSP, &base))
+		if (!slot_value(s, EHP_REG_RSP, &base))
 			return EHP_STOP_UNSUPPORTED_RULE;
 		__u64 threshold = kind == EHP_CFA_PLT_LIT11 ? 11 : 10;
 		*cfa = base + 8 + ((pc & 15) >= threshold ? 8 : 0);
@@ -175,7 +196,7 @@ EHP_INLINE int caller_rbp(struct scratch *s, struct ehp_rule *rule, __u64 cfa, _
 	__u64 base;
 	switch (rule->rbp_kind) {
 	case EHP_RULE_SAME:
-		return reg_value(s, EHP_REG_RBP, bp);
+		return slot_value(s, EHP_REG_RBP, bp);
 	case EHP_RULE_CFA_OFFSET:
 		return read_stack_u64(s, cfa + (__s64)rule->rbp_offset, bp);
 	case EHP_RULE_DEREF:
@@ -240,7 +261,7 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 	__u64 sp = 0;
 	/* The stack grows with every frame, except where a frameless arm64
 	 * leaf's return address is still in x30 (cfa == sp). */
-	if (reg_value(s, EHP_REG_RSP, &sp) && (cfa < sp || (cfa == sp && !ra_in_reg))) {
+	if (slot_value(s, EHP_REG_RSP, &sp) && (cfa < sp || (cfa == sp && !ra_in_reg))) {
 		w->stop = EHP_STOP_BAD_FRAME;
 		return 0;
 	}

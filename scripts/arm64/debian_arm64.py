@@ -100,6 +100,13 @@ class Apt:
         return tree
 
 
+def image_package(apt):
+    """The versioned kernel image package linux-image-arm64 depends on."""
+    show = apt.run("apt-cache", "show", "linux-image-arm64")
+    dep = next(l for l in show.splitlines() if l.startswith("Depends:"))
+    return dep.split(":", 1)[1].split(",")[0].split("(")[0].strip()
+
+
 def elf_files(tree):
     out = []
     for d, _, files in os.walk(tree):

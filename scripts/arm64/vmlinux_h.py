@@ -43,9 +43,7 @@ def main():
     a = ap.parse_args()
     apt = debian_arm64.Apt(a.suite, a.cache)
     apt.update()
-    show = apt.run("apt-cache", "show", "linux-image-arm64")
-    dep = next(l for l in show.splitlines() if l.startswith("Depends:"))
-    pkg = dep.split(":", 1)[1].split(",")[0].split("(")[0].strip()
+    pkg = debian_arm64.image_package(apt)
     cached = os.path.join(apt.root, "vmlinux", pkg, "vmlinux.h")
     if not os.path.exists(cached):
         tree = apt.fetch(pkg)

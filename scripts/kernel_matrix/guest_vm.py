@@ -49,6 +49,12 @@ def boot(vmlinuz, initramfs, results, env, timeout_s, smp=2, mem_mb=2048, boot_d
         "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
         "-virtfs", f"local,path={results},mount_tag=results,security_model=none,multidevs=remap",
     ]
+    return run_qemu(cmd, results, timeout_s, boot_deadline_s)
+
+
+def run_qemu(cmd, results, timeout_s, boot_deadline_s=240):
+    """Runs a qemu command line whose guest prints INIT_MARKER on its
+    console (results/console.log) once our init runs; returns as boot()."""
     with open(os.path.join(results, "qemu.cmd"), "w") as f:
         f.write(" ".join(cmd) + "\n")
     start = time.monotonic()
@@ -70,3 +76,25 @@ def boot(vmlinuz, initramfs, results, env, timeout_s, smp=2, mem_mb=2048, boot_d
             time.sleep(1)
         rc = p.wait()
     return rc, time.monotonic() - start, hung
+
+
+def boot_with_retry(run, results):
+    """run() (a boot, returning as boot()), once more when the emulated
+    kernel never got to our init: multi-threaded TCG now and then breaks
+    the kernel's own code patching at boot ("Oops: int3" in a static key,
+    a panic) or stalls there for good, before anything of ehprof's runs;
+    emulation, not ehprof. A guest that hangs after init ran is not
+    retried: that is ours. Returns (qemu's status, seconds,
+    None/"boot"/"run", retried)."""
+    rc, secs, hung = run()
+    console = os.path.join(results, "console.log")
+    try:
+        with open(console, errors="replace") as f:
+            panicked = "Kernel panic" in f.read()
+    except OSError:
+        panicked = False
+    if (hung == "boot" or panicked) and not os.path.exists(os.path.join(results, "guest.json")):
+        os.rename(console, os.path.join(results, "console-panic.log" if panicked else "console-stall.log"))
+        rc, secs2, hung = run()
+        return rc, secs + secs2, hung, True
+    return rc, secs, hung, False

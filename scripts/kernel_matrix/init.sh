@@ -5,30 +5,7 @@
 # the writable results share at its host path, and runs guest.sh there in a
 # chroot. The host passes EHPROF_* on the kernel command line (the kernel
 # hands unknown name=value parameters to init as environment variables).
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-say() { echo "ehprof-init: $*" > /dev/console; }
-for m in $(cat /modules/order); do
-  insmod "/modules/$m" 2> /dev/console || say "insmod $m failed"
-done
-R=/newroot
-# cache=loose: the host does not change these files during a run, and TCG
-# makes every 9p round trip dear.
-if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose hostroot "$R"; then
-  say "cannot mount the host root over 9p"; poweroff -f
-fi
-mount -t proc proc "$R/proc"
-mount -t sysfs sysfs "$R/sys"
-mount -t devtmpfs devtmpfs "$R/dev"
-mkdir -p "$R/dev/shm" "$R/dev/pts" 2>/dev/null
-mount -t tmpfs tmpfs "$R/dev/shm"
-mount -t devpts devpts "$R/dev/pts"
-mount -t bpf bpf "$R/sys/fs/bpf" 2>/dev/null
-mount -t tracefs tracefs "$R/sys/kernel/tracing" 2>/dev/null
-mount -t debugfs debugfs "$R/sys/kernel/debug" 2>/dev/null
+. /init_common.sh
 # The repository, the ehprof binary's directory and the BPF objects (a CI
 # clone may live under /tmp or /root) must stay visible through the tmpfs
 # mounted over their parent: each is bound aside first, then put back

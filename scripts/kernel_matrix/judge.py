@@ -130,10 +130,11 @@ def stackcheck(path, tool):
     return json.loads(r.stdout)
 
 
-def judge_record(dump, workdir):
+def judge_record(dump, workdir, skip_first=False):
     """Completeness of the whole run and of the thread with most samples
     (fio's forked job process: ld.so's start-up, which has no CFI for its
-    _start, belongs to the parent)."""
+    _start, belongs to the parent). skip_first: the job is never the first
+    thread of the dump (the command's own process)."""
     blocks = split_by_thread(dump)
     if not blocks:
         return {"samples": 0}
@@ -141,7 +142,8 @@ def judge_record(dump, workdir):
     # The job process is the thread with most samples past ld.so's start-up
     # (outermost frame not in ld.so): on a guest whose 9p reads are slow
     # (5.10) the parent's library loading can outweigh the 4 s job.
-    (comm, tid), job = max(blocks.items(), key=lambda kv: sum(1 for b in kv[1] if not in_startup(b)))
+    candidates = list(blocks.items())[1:] if skip_first and len(blocks) > 1 else blocks.items()
+    (comm, tid), job = max(candidates, key=lambda kv: sum(1 for b in kv[1] if not in_startup(b)))
     # The job thread's first samples can beat user space's first read of
     # its maps ("process not yet known": slow under TCG, slower on a busy
     # host); its steady state is judged on the samples after the first
@@ -189,6 +191,24 @@ def judge_offcpu(folded):
                 other += ns  # a sleep whose stack did not reach _start
     return {"a_ns": a, "b_ns": b, "incomplete_ns": other,
             "b_to_a": round(b / a, 3) if a else None}
+
+
+def write_results(out, result, md):
+    """matrix.json and matrix.md into out; the table printed."""
+    with open(os.path.join(out, "matrix.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    with open(os.path.join(out, "matrix.md"), "w") as f:
+        f.write(md + "\n")
+    print(md)
+
+
+def exit_on(problems_found, name):
+    """Each problem printed as FAIL, and exit 1 if any."""
+    for p in problems_found:
+        print("FAIL " + p)
+    if problems_found:
+        sys.exit(1)
+    print(f"{name}: every expectation holds")
 
 
 def load_json(path):

@@ -226,6 +226,9 @@ def build_initramfs(tree, kver, init_script, out_path, busybox="/bin/busybox"):
     entries.append(("bin/sh", stat.S_IFLNK | 0o777, b"busybox", 0, 0))
     with open(init_script, "rb") as f:
         entries.append(("init", stat.S_IFREG | 0o755, f.read(), 0, 0))
+    # What every /init sources (init_common.sh, beside init_script).
+    with open(os.path.join(os.path.dirname(init_script), "init_common.sh"), "rb") as f:
+        entries.append(("init_common.sh", stat.S_IFREG | 0o644, f.read(), 0, 0))
     names = []
     for path in module_load_order(tree, kver, GUEST_MODULES):
         name = os.path.basename(path).split(".ko")[0] + ".ko"

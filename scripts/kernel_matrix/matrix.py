@@ -12,7 +12,6 @@ of testdata's offcpu_sleep judged by its 1:3 split. Writes matrix.json and
 matrix.md into --out.
 """
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -62,20 +61,10 @@ def build_object(btf, name, out_dir, build_dir):
 
 
 def boot_guest(vmlinuz, initramfs, res, env, timeout_s):
-    """One guest run, booted once more when the emulated kernel never got
-    to our init: multi-threaded TCG now and then breaks the kernel's own
-    code patching at boot ("Oops: int3" in a static key, a panic) or stalls
-    there for good, before anything of ehprof's runs; emulation, not
-    ehprof. A guest that hangs after init ran is not retried: that is ours.
-    Returns (qemu's status, seconds, None/"boot"/"run", retried)."""
-    rc, secs, hung = guest_vm.boot(vmlinuz, initramfs, res, env, timeout_s)
-    panicked = "Kernel panic" in judge.read(os.path.join(res, "console.log"))
-    if (hung == "boot" or panicked) and not os.path.exists(os.path.join(res, "guest.json")):
-        os.rename(os.path.join(res, "console.log"),
-                  os.path.join(res, "console-panic.log" if panicked else "console-stall.log"))
-        rc, secs2, hung = guest_vm.boot(vmlinuz, initramfs, res, env, timeout_s)
-        return rc, secs + secs2, hung, True
-    return rc, secs, hung, False
+    """One guest run, booted once more when it never got to our init
+    (guest_vm.boot_with_retry)."""
+    return guest_vm.boot_with_retry(
+        lambda: guest_vm.boot(vmlinuz, initramfs, res, env, timeout_s), res)
 
 
 def run_host(out, env):
@@ -267,19 +256,10 @@ def main():
     wall = time.monotonic() - started
     result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "wall_seconds": round(wall),
               "accel": "kvm" if guest_vm.kvm_usable() else "tcg", "freq": a.freq, "rows": rows}
-    with open(os.path.join(out, "matrix.json"), "w") as f:
-        json.dump(result, f, indent=1)
-    with open(os.path.join(out, "matrix.md"), "w") as f:
-        f.write(md + "\n")
-    print(md)
+    judge.write_results(out, result, md)
     print(f"kernel_matrix: {wall:.0f} s in all; results in {out}")
     if a.check:
-        bad = [p for r in rows for p in problems(r, a.min_complete)]
-        for p in bad:
-            print("FAIL " + p)
-        if bad:
-            sys.exit(1)
-        print("kernel_matrix: every expectation holds")
+        judge.exit_on([p for r in rows for p in problems(r, a.min_complete)], "kernel_matrix")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""The kernel matrix's arm64 guest: the cross-built ehprof (scripts/build.sh
+--arch arm64) on Debian 12's arm64 kernel under qemu-system-aarch64 (TCG,
+`-machine virt -cpu max`: PAC and BTI on), over a root made of Debian's
+arm64 packages (arm64_guest.py). In the guest: `ehprof check`, then for
+Debian 12's fio and Debian 13's PAC-signed fio a short run under `ehprof
+record` and the same run under `perf record --call-graph dwarf,65528`,
+both dumped as perf-script. Judged on the host: fio's job thread by
+stackcheck (complete after its start-up, and over all its samples), call
+sites (a64_judge.py), and agreement of ehprof's stacks with perf's
+(stackcheck --ref). Writes matrix.json and matrix.md into --out.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import a64_judge  # noqa: E402
+import arm64_guest  # noqa: E402
+import guest_vm  # noqa: E402
+import judge  # noqa: E402
+
+RELEASES = {"12": "Debian 12's fio", "13": "Debian 13's fio (PAC, BTI)"}
+
+
+def judge_dump(dump, rootdir, work):
+    """One perf-script dump written in the guest: its job thread judged."""
+    os.makedirs(work, exist_ok=True)
+    host = arm64_guest.host_view(dump, rootdir, os.path.join(work, "host.perf-script"))
+    exiting = a64_judge.drop_exit_samples(host)
+    # The job is fio's forked process, not fio's own: under TCG the start-up
+    # of Debian 13's fio (ld.so relocating libceph-common, librbd, ... and
+    # their constructors) outweighs the job in samples.
+    out = judge.judge_record(host, work, skip_first=True)
+    job = out.get("job", {})
+    if job.get("tid"):
+        job["path"] = os.path.join(work, f"job-{job['tid']}.perf-script")
+        job["callsite"] = a64_judge.callsite_pct(job["path"])  # stackcheck's is x86's
+    out["exit_samples"] = exiting
+    return out
+
+
+def agreement(dump, ref):
+    """stackcheck --ref: the share of dump's samples whose chain of call
+    sites also occurs in ref's."""
+    tool = judge.find_stackcheck()
+    if not tool:
+        return a64_judge.agree_pct(dump, ref)
+    r = subprocess.run([sys.executable, tool, "--json", "--ref", ref, dump],
+                       capture_output=True, text=True)
+    return json.loads(r.stdout).get("agree_pct") if r.returncode == 0 else None
+
+
+def summarize(res, rootdir, seconds, hung):
+    g = judge.load_json(os.path.join(res, "guest.json")) or {}
+    row = {"uname": g.get("uname"), "arch": g.get("arch"), "seconds": round(seconds, 1),
+           "timed_out": hung is not None, "hung": hung, "guest": g,
+           "pac": "paca" in judge.read(os.path.join(res, "cpu_features.txt")).split(),
+           "check_rc": g.get("check_rc"),
+           "check": judge.parse_check(judge.read(os.path.join(res, "check.txt"))), "fio": {}}
+    for rel in RELEASES:
+        fio = {}
+        for who in ("ehprof", "perf"):
+            dump = os.path.join(res, f"fio{rel}.{who}.perf-script")
+            rc = g.get(f"record{rel}" if who == "ehprof" else f"perf{rel}")
+            fio[who] = {"rc": rc}
+            if rc == 0 and os.path.exists(dump) and os.path.getsize(dump):
+                fio[who].update(judge_dump(dump, rootdir, os.path.join(res, f"judge{rel}-{who}")))
+        ej, pj = (fio[w].get("job", {}).get("path") for w in ("ehprof", "perf"))
+        if ej and pj:
+            fio["agree"] = agreement(ej, pj)
+            fio["perf_agree"] = agreement(pj, ej)
+        fp = os.path.join(res, f"fio{rel}.perf-fp.perf-script")
+        if g.get(f"perf{rel}fp") == 0 and os.path.exists(fp) and ej:
+            fio["perf_fp"] = judge_dump(fp, rootdir, os.path.join(res, f"judge{rel}-perf-fp"))
+            fj = fio["perf_fp"].get("job", {}).get("path")
+            fio["agree_fp"] = a64_judge.agree_pct(ej, fj, frame_records=True) if fj else None
+        fio["summary"] = judge.first_line(judge.read(os.path.join(res, f"record{rel}.txt")),
+                                          "user stacks complete")
+        row["fio"][rel] = fio
+    return row
+
+
+def problems(row, min_complete, min_agree, min_agree_fp):
+    if row["timed_out"]:
+        where = ("never reached its init (twice)" if row["hung"] == "boot"
+                 else "ran init but did not finish in time")
+        return [f"arm64: the guest {where}; console: {row.get('console_tail')}; "
+                f"guest.log: {row.get('guest_log_tail')}"]
+    out = []
+    if not row["pac"]:
+        out.append("arm64: the guest CPU has no pointer authentication (paca), so Debian 13's "
+                   "fio is not run signed")
+    if row["check_rc"] != 0:
+        out.append(f"arm64: ehprof check exited {row['check_rc']}: {row['check'].get('error')}")
+        return out
+    for rel, what in RELEASES.items():
+        fio = row["fio"][rel]
+        for who in ("ehprof", "perf"):
+            if fio[who]["rc"] != 0:
+                out.append(f"arm64: {who} record of {what} exited {fio[who]['rc']}")
+        job = fio["ehprof"].get("job", {})
+        if fio["ehprof"]["rc"] != 0:
+            continue
+        if (job.get("complete") or 0) < min_complete:
+            out.append(f"arm64: {what}: the job thread {job.get('complete')}% complete after "
+                       f"start-up (< {min_complete}%)")
+        if (job.get("callsite") or 0) < 95:
+            out.append(f"arm64: {what}: the job thread's call sites {job.get('callsite')}% (< 95%)")
+        # Agreement is asked where perf's own stacks are complete: perf
+        # (Debian 12's, libdw; Debian 13's, libunwind) does not strip PAC
+        # signatures, so in Debian 13's fio it stops at the first signed
+        # return address (reported in the table, README: arm64).
+        perf_job = fio["perf"].get("job", {})
+        if (perf_job.get("complete") or 0) >= min_complete and (fio.get("agree") or 0) < min_agree:
+            out.append(f"arm64: {what}: {fio.get('agree')}% of the job thread's stacks occur in "
+                       f"perf's (< {min_agree}%; perf's in ehprof's: {fio.get('perf_agree')}%)")
+        if rel == "13" and (fio.get("agree_fp") or 0) < min_agree_fp:
+            out.append(f"arm64: {what}: {fio.get('agree_fp')}% of the job thread's stacks occur in "
+                       f"perf -g's frame records (< {min_agree_fp}%)")
+    return out
+
+
+def table(row):
+    lines = ["| kernel (arm64) | fio | sampler insns (verifier) | ehprof: job thread complete %: "
+             "after start-up / all (samples), call sites % | perf dwarf: the same | "
+             "ehprof's stacks in perf's % / perf's in ehprof's % |", "|---|---|---|---|---|---|"]
+    insns = row["check"]["programs"].get("ehprof_sample", "-")
+
+    def fig(j):
+        if j.get("complete") is None:
+            return "-"
+        return (f"{j['complete']:.1f} / {j['complete_all']:.1f} ({j['samples']}), "
+                f"{j.get('callsite')}")
+    for rel, what in RELEASES.items():
+        fio = row["fio"].get(rel, {})
+        e, p = (fio.get(w, {}).get("job", {}) for w in ("ehprof", "perf"))
+        agree = f"{fio.get('agree', '-')} / {fio.get('perf_agree', '-')}"
+        if fio.get("perf_fp"):
+            f = fio["perf_fp"].get("job", {})
+            agree += (f"; perf -g (frame records): {f.get('complete_all')} % complete "
+                      f"({f.get('samples')}), ehprof's stacks in its {fio.get('agree_fp')} %")
+        lines.append(f"| {row['uname']} | {what} | {insns} | {fig(e)} | {fig(p)} | {agree} |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ehprof", required=True, help="the arm64 ehprof (scripts/build.sh --arch arm64)")
+    ap.add_argument("--out", required=True, help="results directory")
+    ap.add_argument("--freq", type=int, default=99)
+    ap.add_argument("--runtime", type=int, default=3, help="seconds of each fio job")
+    ap.add_argument("--startdelay", type=int, default=6,
+                    help="seconds before fio's job starts (ehprof's tables build meanwhile)")
+    ap.add_argument("--timeout", type=int, default=1200, help="seconds the guest may take")
+    ap.add_argument("--min-complete", type=float, default=99.0,
+                    help="--check: least share of complete stacks in fio's job thread after start-up")
+    ap.add_argument("--min-agree", type=float, default=75.0,
+                    help="--check: least share of the job thread's stacks found in perf's "
+                         "(where perf's DWARF stacks are complete)")
+    ap.add_argument("--min-agree-fp", type=float, default=50.0,
+                    help="--check: the same against perf -g's frame records (Debian 13's fio)")
+    ap.add_argument("--check", action="store_true", help="exit 1 unless every expectation holds")
+    a = ap.parse_args()
+    started = time.monotonic()
+    rootdir = arm64_guest.root()
+    pkg, ver, kver, image, tree = arm64_guest.kernel()
+    out = os.path.abspath(a.out)
+    res = os.path.join(out, "arm64")
+    shutil.rmtree(res, ignore_errors=True)
+    os.makedirs(res)
+    initrd = arm64_guest.initramfs(tree, kver, rootdir, os.path.join(out, "initramfs-arm64.gz"))
+    shutil.copy(os.path.join(HERE, "guest_arm64.sh"), res)
+    env = {"EHPROF_FREQ": str(a.freq), "EHPROF_RUNTIME": str(a.runtime),
+           "EHPROF_STARTDELAY": str(a.startdelay)}
+    print(f"kernel_matrix: booting {pkg} {ver} (qemu-system-aarch64, TCG)", file=sys.stderr, flush=True)
+    bindir = os.path.dirname(os.path.abspath(a.ehprof))
+
+    def run():
+        return arm64_guest.boot(image, initrd, rootdir, bindir, res, env, a.timeout)
+    rc, secs, hung, retried = guest_vm.boot_with_retry(run, res)
+    row = summarize(res, rootdir, secs, hung)
+    row.update({"kernel_package": f"{pkg} {ver}", "boot_rc": rc, "boot_retried": retried})
+    if hung:
+        row["console_tail"] = guest_vm.console_tail(res)
+        row["guest_log_tail"] = judge.read(os.path.join(res, "guest.log")).splitlines()[-6:]
+    md = table(row)
+    wall = time.monotonic() - started
+    result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "wall_seconds": round(wall),
+              "accel": "tcg", "freq": a.freq, "runtime": a.runtime,
+              "startdelay": a.startdelay, "rows": [row]}
+    judge.write_results(out, result, md)
+    print(f"kernel_matrix arm64: {wall:.0f} s in all ({row['seconds']} s in the guest); results in {out}")
+    if a.check:
+        judge.exit_on(problems(row, a.min_complete, a.min_agree, a.min_agree_fp), "kernel_matrix arm64")
+
+
+if __name__ == "__main__":
+    main()
