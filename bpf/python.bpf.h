@@ -23,15 +23,37 @@ struct {
 	__type(value, __u64);
 } py_threads SEC(".maps");
 
-struct py_frame_buf {
-	__u8 b[EHP_PY_FRAME_READ_MAX];
+/* Python frames are read through a window: one bpf_probe_read_user of
+ * up to a page, from which the frames it holds are taken without another
+ * read. The window is the frame's page up to the frame's end: on 3.11+ an
+ * eval call's frames sit in the thread's data stack, each caller below its
+ * callee; on 3.10 frame objects come from the allocator's 4 KiB pools,
+ * mostly handed out upwards as calls nest (about 4 frames a read in
+ * bench/python_cost.py's 50-deep recursion, against about 20 on 3.12). */
+#define PY_WIN 4096
+/* A cached thread state's thread_id and frame field are read at once when
+ * no farther apart than this. */
+#define PY_TSTATE_SPAN 512
+
+/* The window's bounds live in the map value, not in struct walk: the
+ * verifier does not track them there, so they multiply no states. */
+struct py_win_buf {
+	__u64 lo;  /* the address of b[0] */
+	__u32 len; /* bytes b holds */
+	__u32 pad;
+	__u8 b[PY_WIN];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct py_frame_buf);
+	__type(value, struct py_win_buf);
 } py_buf SEC(".maps");
+
+enum py_view_mode {
+	PY_VIEW_EXACT = 0, /* only the bytes asked for */
+	PY_VIEW_BELOW = 1, /* from the page start up to the bytes asked for */
+};
 
 /* Starts the Python side of a walk of process w->pid. */
 EHP_INLINE void python_begin(struct walk *w)
@@ -46,6 +68,7 @@ EHP_INLINE void python_begin(struct walk *w)
 	w->py.buf = bpf_map_lookup_elem(&py_buf, &zero);
 	if (!w->py.buf)
 		return;
+	w->py.buf->len = 0; /* it holds another sample's bytes */
 #ifdef __TARGET_ARCH_x86
 	w->py.fsbase = bpf_get_current_task_btf()->thread.fsbase;
 	w->py.state = PY_IDLE;
@@ -57,12 +80,42 @@ EHP_INLINE int py_read_u64(__u64 addr, __u64 *out)
 	return bpf_probe_read_user(out, sizeof(*out), (void *)addr) == 0;
 }
 
-/* A u64 at off in the frame buffer. */
+/* The len bytes at addr (len <= PY_TSTATE_SPAN) in the window: their
+ * offset in it in *at. When the window held does not cover them, reads a
+ * new one: only them (PY_VIEW_EXACT), or their page up to their end
+ * (PY_VIEW_BELOW); only them again if that read fails. */
+EHP_INLINE int py_view(struct walk *w, __u64 addr, __u32 len, __u32 mode, __u32 *at)
+{
+	struct py_win_buf *buf = w->py.buf;
+	__u64 off = addr - buf->lo;
+	if (len > PY_TSTATE_SPAN)
+		return 0;
+	if (addr >= buf->lo && off <= PY_WIN && off + len <= buf->len) {
+		*at = (__u32)off;
+		return 1;
+	}
+	__u64 lo = mode == PY_VIEW_BELOW ? addr & ~(__u64)(PAGE_SIZE_BYTES - 1) : addr;
+	__u64 size = addr + len - lo;
+	if (size > PY_WIN || bpf_probe_read_user(buf->b, size, (void *)lo)) {
+		lo = addr;
+		size = len;
+		if (bpf_probe_read_user(buf->b, size, (void *)lo)) {
+			buf->len = 0;
+			return 0;
+		}
+	}
+	buf->lo = lo;
+	buf->len = (__u32)size;
+	*at = (__u32)(addr - lo);
+	return 1;
+}
+
+/* A u64 at off in the window. */
 EHP_INLINE __u64 py_buf_u64(struct walk *w, __u32 off)
 {
 	__u64 v = 0;
-	if (off <= EHP_PY_FRAME_READ_MAX - 8)
-		__builtin_memcpy(&v, w->py.buf + off, 8);
+	if (off <= PY_WIN - 8)
+		__builtin_memcpy(&v, w->py.buf->b + off, 8);
 	return v;
 }
 
@@ -82,6 +135,32 @@ EHP_INLINE int py_stop(struct walk *w, __u32 why)
 	if (!push_frame(w, EHP_PY_FRAME(0ull, why)))
 		return 0;
 	return py_end_eval(w, PY_OFF);
+}
+
+/* The thread state cached for this thread, if it is still this thread's
+ * (its thread_id is the task's fs base): thread_id and the frame field in
+ * one read, the cache left as it is, and the frame becomes the cursor.
+ * 0 when the cache is stale (the caller searches), else 1. */
+EHP_INLINE int py_cached_thread(struct walk *w, struct ehp_py_proc *p, __u64 tstate)
+{
+	__u32 id_off = p->tstate_thread_id, frame_off = p->tstate_frame;
+	__u32 lo = id_off < frame_off ? id_off : frame_off;
+	__u32 hi = (id_off < frame_off ? frame_off : id_off) + 8;
+	__u32 at;
+	if (!tstate || hi - lo > PY_TSTATE_SPAN || !py_view(w, tstate + lo, hi - lo, PY_VIEW_EXACT, &at))
+		return 0;
+	if (py_buf_u64(w, at + id_off - lo) != w->py.fsbase)
+		return 0;
+	__u64 frame = py_buf_u64(w, at + frame_off - lo);
+	w->py.searched = 1; /* found: later eval calls go on from w->py.frame */
+	if (p->cframe_frame != EHP_PY_NO_CFRAME && frame &&
+	    !py_read_u64(frame + p->cframe_frame, &frame)) {
+		py_stop(w, EHP_PY_STOP_READ_FAULT);
+		return 1;
+	}
+	w->py.frame = frame;
+	w->py.state = PY_FRAMES;
+	return 1;
 }
 
 /* At the start of a step: whether the pc is in the eval loop, which then
@@ -108,25 +187,26 @@ EHP_INLINE int python_at_eval(struct walk *w)
 		return 1;
 	}
 	/* The first eval loop of the sample: this thread's thread state, from
-	 * the cache when it still belongs to this thread. */
+	 * the cache when it still belongs to this thread, else searched. */
 	__u32 tid = s->ev.tid;
 	__u64 *cached = bpf_map_lookup_elem(&py_threads, &tid);
+	if (cached && py_cached_thread(w, p, *cached))
+		return 1;
 	w->py.state = PY_SEARCH;
-	w->py.interp = 0;
-	w->py.tstate = cached ? *cached : 0;
-	if (!w->py.tstate && !py_read_u64(p->interp_head, &w->py.interp))
+	w->py.tstate = 0;
+	if (!py_read_u64(p->interp_head, &w->py.interp))
 		w->py.interp = 0;
 	return 1;
 }
 
-/* The thread state found: its current frame becomes the cursor. */
-EHP_INLINE int py_found_thread(struct walk *w, struct ehp_py_proc *p, __u64 tstate)
+/* A search step reached the thread state of this thread (whose frame
+ * field holds tframe): remembered for the thread, and its current frame
+ * becomes the cursor. */
+EHP_INLINE int py_found_thread(struct walk *w, struct ehp_py_proc *p, __u64 tstate, __u64 tframe)
 {
 	__u32 tid = w->s->ev.tid;
-	__u64 frame;
+	__u64 frame = tframe;
 	bpf_map_update_elem(&py_threads, &tid, &tstate, BPF_ANY);
-	if (!py_read_u64(tstate + p->tstate_frame, &frame))
-		return py_stop(w, EHP_PY_STOP_READ_FAULT);
 	if (p->cframe_frame != EHP_PY_NO_CFRAME && frame &&
 	    !py_read_u64(frame + p->cframe_frame, &frame))
 		return py_stop(w, EHP_PY_STOP_READ_FAULT);
@@ -138,12 +218,12 @@ EHP_INLINE int py_found_thread(struct walk *w, struct ehp_py_proc *p, __u64 tsta
 /* One thread state of the interpreters' lists: this thread's? */
 EHP_INLINE int py_search_step(struct walk *w, struct ehp_py_proc *p)
 {
-	__u64 id = 0, next = 0;
+	__u64 id = 0, next = 0, tframe = 0;
 	if (++w->py.searched > EHP_PY_THREAD_SEARCH)
 		return py_stop(w, EHP_PY_STOP_NO_THREAD);
 	if (!w->py.tstate) {
 		/* The next interpreter's threads (the first: interp was read at
-		 * the start of the search; a stale cache entry starts over). */
+		 * the start of the search). */
 		if (!w->py.interp)
 			return py_stop(w, EHP_PY_STOP_NO_THREAD);
 		if (!py_read_u64(w->py.interp + p->interp_threads, &w->py.tstate) ||
@@ -151,14 +231,10 @@ EHP_INLINE int py_search_step(struct walk *w, struct ehp_py_proc *p)
 			return py_stop(w, EHP_PY_STOP_READ_FAULT);
 		return 1;
 	}
-	if (py_read_u64(w->py.tstate + p->tstate_thread_id, &id) && id == w->py.fsbase)
-		return py_found_thread(w, p, w->py.tstate);
-	if (w->py.searched == 1 && !w->py.interp) {
-		/* The cached thread state is another thread's now. */
-		w->py.tstate = 0;
-		if (!py_read_u64(p->interp_head, &w->py.interp))
+	if (py_read_u64(w->py.tstate + p->tstate_thread_id, &id) && id == w->py.fsbase) {
+		if (!py_read_u64(w->py.tstate + p->tstate_frame, &tframe))
 			return py_stop(w, EHP_PY_STOP_READ_FAULT);
-		return 1;
+		return py_found_thread(w, p, w->py.tstate, tframe);
 	}
 	if (!py_read_u64(w->py.tstate + p->tstate_next, &next))
 		return py_stop(w, EHP_PY_STOP_READ_FAULT);
@@ -170,17 +246,17 @@ EHP_INLINE int py_search_step(struct walk *w, struct ehp_py_proc *p)
 EHP_INLINE int py_frame_step(struct walk *w, struct ehp_py_proc *p)
 {
 	__u64 frame = w->py.frame;
-	__u32 len = p->frame_read;
+	__u32 len = p->frame_read, at;
 	if (!frame)
 		return py_stop(w, EHP_PY_STOP_FRAMES_END);
 	if (len > EHP_PY_FRAME_READ_MAX)
 		len = EHP_PY_FRAME_READ_MAX;
-	if (bpf_probe_read_user(w->py.buf, len, (void *)frame))
+	if (!py_view(w, frame, len, PY_VIEW_BELOW, &at))
 		return py_stop(w, EHP_PY_STOP_READ_FAULT);
-	__u64 code = py_buf_u64(w, p->frame_code);
-	__u64 previous = py_buf_u64(w, p->frame_previous);
-	__u32 entry_at = p->frame_entry;
-	__u8 entry = entry_at < EHP_PY_FRAME_READ_MAX ? w->py.buf[entry_at] : 0;
+	__u64 code = py_buf_u64(w, at + p->frame_code);
+	__u64 previous = py_buf_u64(w, at + p->frame_previous);
+	__u32 entry_at = at + p->frame_entry;
+	__u8 entry = entry_at < PY_WIN ? w->py.buf->b[entry_at] : 0;
 	w->py.frame = previous;
 	if (p->layout == EHP_PY_CSTACK_OWNER && entry == p->owner_cstack)
 		return py_end_eval(w, PY_IDLE); /* the eval call's entry shim */
@@ -188,10 +264,10 @@ EHP_INLINE int py_frame_step(struct walk *w, struct ehp_py_proc *p)
 		return py_stop(w, EHP_PY_STOP_BAD_FRAME);
 	__u64 off;
 	if (p->layout == EHP_PY_FRAME_OBJECTS) {
-		__s32 lasti = (__s32)py_buf_u64(w, p->frame_instr);
+		__s32 lasti = (__s32)py_buf_u64(w, at + p->frame_instr);
 		off = lasti < 0 ? EHP_PY_OFFSET_UNKNOWN : (__u64)lasti;
 	} else {
-		off = py_buf_u64(w, p->frame_instr) - code;
+		off = py_buf_u64(w, at + p->frame_instr) - code;
 	}
 	if (off > EHP_PY_OFFSET_UNKNOWN)
 		off = EHP_PY_OFFSET_UNKNOWN;

@@ -16,6 +16,8 @@ namespace {
 constexpr uint64_t kRecheckNs = 100'000'000;
 // A process that is not (yet) Python is looked at again after this.
 constexpr uint64_t kNotPythonRetryNs = 1'000'000'000;
+// Frame checks before an interpreter whose frames hold no code object is refused.
+constexpr int kFrameCheckTries = 3;
 
 const char* StopName(uint32_t why) {
   switch (why) {
@@ -162,7 +164,12 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
     }
     auto fields = ReadCodeFields(mem, b.code_type + *bias, b.minor, b.ascii_header);
     if (!fields.ok()) return refuse(absl::StrCat(e.path, ": ", fields.status().message()));
-    if (FramesHoldCode(mem, p, interp, fields->code_type) == false) {
+    if (FramesHoldCode(mem, p, interp, fields->code_type) == false &&
+        ++proc.frame_check_failures < kFrameCheckTries) {
+      proc.state = Proc::kUnknown;  // read mid-push, maybe: look again at the next sample
+      return false;
+    }
+    if (proc.frame_check_failures >= kFrameCheckTries) {
       return refuse(absl::StrCat(e.path, ": Python ", b.major, ".", b.minor,
                                  " frames do not hold code objects at the offsets ehprof knows"));
     }
