@@ -1,8 +1,9 @@
 /* Python frames inside the native walk: when the walk reaches a CPython
  * eval loop (_PyEval_EvalFrameDefault, or its .cold part) of a process in
  * py_procs, the Python frames that eval call runs are emitted in front of
- * it, innermost first, then the native walk goes on. One frame, or one
- * thread state looked at, per bpf_loop iteration. The offsets come per
+ * it, innermost first, then the native walk goes on. One thread state
+ * looked at, or an eval call's frames (bpf/python_frames.bpf.h), per
+ * bpf_loop iteration. The offsets come per
  * interpreter binary from user space (agent/python/). Included after
  * bpf/walk.bpf.h. */
 #ifndef EHPROF_BPF_PYTHON_BPF_H_
@@ -23,37 +24,7 @@ struct {
 	__type(value, __u64);
 } py_threads SEC(".maps");
 
-/* Python frames are read through a window: one bpf_probe_read_user of
- * up to a page, from which the frames it holds are taken without another
- * read. The window is the frame's page up to the frame's end: on 3.11+ an
- * eval call's frames sit in the thread's data stack, each caller below its
- * callee; on 3.10 frame objects come from the allocator's 4 KiB pools,
- * mostly handed out upwards as calls nest (about 4 frames a read in
- * bench/python_cost.py's 50-deep recursion, against about 20 on 3.12). */
-#define PY_WIN 4096
-/* A cached thread state's thread_id and frame field are read at once when
- * no farther apart than this. */
-#define PY_TSTATE_SPAN 512
-
-/* The window's bounds live in the map value, not in struct walk: the
- * verifier does not track them there, so they multiply no states. */
-struct py_win_buf {
-	__u64 lo;  /* the address of b[0] */
-	__u32 len; /* bytes b holds */
-	__u32 pad;
-	__u8 b[PY_WIN];
-};
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct py_win_buf);
-} py_buf SEC(".maps");
-
-enum py_view_mode {
-	PY_VIEW_EXACT = 0, /* only the bytes asked for */
-	PY_VIEW_BELOW = 1, /* from the page start up to the bytes asked for */
-};
+#include "bpf/python_frames.bpf.h"
 
 /* Starts the Python side of a walk of process w->pid. */
 EHP_INLINE void python_begin(struct walk *w)
@@ -69,6 +40,7 @@ EHP_INLINE void python_begin(struct walk *w)
 	if (!w->py.buf)
 		return;
 	w->py.buf->len = 0; /* it holds another sample's bytes */
+	w->py.buf->proc = *w->py.proc;
 #ifdef __TARGET_ARCH_x86
 	w->py.fsbase = bpf_get_current_task_btf()->thread.fsbase;
 	w->py.state = PY_IDLE;
@@ -78,45 +50,6 @@ EHP_INLINE void python_begin(struct walk *w)
 EHP_INLINE int py_read_u64(__u64 addr, __u64 *out)
 {
 	return bpf_probe_read_user(out, sizeof(*out), (void *)addr) == 0;
-}
-
-/* The len bytes at addr (len <= PY_TSTATE_SPAN) in the window: their
- * offset in it in *at. When the window held does not cover them, reads a
- * new one: only them (PY_VIEW_EXACT), or their page up to their end
- * (PY_VIEW_BELOW); only them again if that read fails. */
-EHP_INLINE int py_view(struct walk *w, __u64 addr, __u32 len, __u32 mode, __u32 *at)
-{
-	struct py_win_buf *buf = w->py.buf;
-	__u64 off = addr - buf->lo;
-	if (len > PY_TSTATE_SPAN)
-		return 0;
-	if (addr >= buf->lo && off <= PY_WIN && off + len <= buf->len) {
-		*at = (__u32)off;
-		return 1;
-	}
-	__u64 lo = mode == PY_VIEW_BELOW ? addr & ~(__u64)(PAGE_SIZE_BYTES - 1) : addr;
-	__u64 size = addr + len - lo;
-	if (size > PY_WIN || bpf_probe_read_user(buf->b, size, (void *)lo)) {
-		lo = addr;
-		size = len;
-		if (bpf_probe_read_user(buf->b, size, (void *)lo)) {
-			buf->len = 0;
-			return 0;
-		}
-	}
-	buf->lo = lo;
-	buf->len = (__u32)size;
-	*at = (__u32)(addr - lo);
-	return 1;
-}
-
-/* A u64 at off in the window. */
-EHP_INLINE __u64 py_buf_u64(struct walk *w, __u32 off)
-{
-	__u64 v = 0;
-	if (off <= PY_WIN - 8)
-		__builtin_memcpy(&v, w->py.buf->b + off, 8);
-	return v;
 }
 
 /* The eval call's Python frames are done (or given up): its native frame
@@ -138,27 +71,19 @@ EHP_INLINE int py_stop(struct walk *w, __u32 why)
 }
 
 /* The thread state cached for this thread, if it is still this thread's
- * (its thread_id is the task's fs base): thread_id and the frame field in
- * one read, the cache left as it is, and the frame becomes the cursor.
- * 0 when the cache is stale (the caller searches), else 1. */
-EHP_INLINE int py_cached_thread(struct walk *w, struct ehp_py_proc *p, __u64 tstate)
+ * (py_thread_frame): its current frame becomes the cursor, the cache left
+ * as it is. 0 when the cache is stale (the caller searches), else 1. */
+EHP_INLINE int py_cached_thread(struct walk *w, __u64 tstate)
 {
-	__u32 id_off = p->tstate_thread_id, frame_off = p->tstate_frame;
-	__u32 lo = id_off < frame_off ? id_off : frame_off;
-	__u32 hi = (id_off < frame_off ? frame_off : id_off) + 8;
-	__u32 at;
-	if (!tstate || hi - lo > PY_TSTATE_SPAN || !py_view(w, tstate + lo, hi - lo, PY_VIEW_EXACT, &at))
+	int r = py_thread_frame(tstate, w->py.fsbase);
+	if (r == 0)
 		return 0;
-	if (py_buf_u64(w, at + id_off - lo) != w->py.fsbase)
-		return 0;
-	__u64 frame = py_buf_u64(w, at + frame_off - lo);
 	w->py.searched = 1; /* found: later eval calls go on from w->py.frame */
-	if (p->cframe_frame != EHP_PY_NO_CFRAME && frame &&
-	    !py_read_u64(frame + p->cframe_frame, &frame)) {
+	if (r < 0) {
 		py_stop(w, EHP_PY_STOP_READ_FAULT);
 		return 1;
 	}
-	w->py.frame = frame;
+	w->py.frame = w->py.buf->next;
 	w->py.state = PY_FRAMES;
 	return 1;
 }
@@ -190,7 +115,7 @@ EHP_INLINE int python_at_eval(struct walk *w)
 	 * the cache when it still belongs to this thread, else searched. */
 	__u32 tid = s->ev.tid;
 	__u64 *cached = bpf_map_lookup_elem(&py_threads, &tid);
-	if (cached && py_cached_thread(w, p, *cached))
+	if (cached && py_cached_thread(w, *cached))
 		return 1;
 	w->py.state = PY_SEARCH;
 	w->py.tstate = 0;
@@ -242,40 +167,28 @@ EHP_INLINE int py_search_step(struct walk *w, struct ehp_py_proc *p)
 	return 1;
 }
 
-/* One interpreter frame of the current eval call. */
-EHP_INLINE int py_frame_step(struct walk *w, struct ehp_py_proc *p)
+/* The current eval call's frames (up to PY_EVAL_FRAMES_MAX a step). */
+EHP_INLINE int py_frame_step(struct walk *w)
 {
-	__u64 frame = w->py.frame;
-	__u32 len = p->frame_read, at;
-	if (!frame)
-		return py_stop(w, EHP_PY_STOP_FRAMES_END);
-	if (len > EHP_PY_FRAME_READ_MAX)
-		len = EHP_PY_FRAME_READ_MAX;
-	if (!py_view(w, frame, len, PY_VIEW_BELOW, &at))
+	__u32 limit = cfg.max_frames < EHP_MAX_USER_FRAMES ? cfg.max_frames : EHP_MAX_USER_FRAMES;
+	__u32 room = w->n < limit ? limit - w->n : 0;
+	int r = py_eval_frames(w->py.frame, w->base + w->n, room);
+	if (r < 0)
 		return py_stop(w, EHP_PY_STOP_READ_FAULT);
-	__u64 code = py_buf_u64(w, at + p->frame_code);
-	__u64 previous = py_buf_u64(w, at + p->frame_previous);
-	__u32 entry_at = at + p->frame_entry;
-	__u8 entry = entry_at < PY_WIN ? w->py.buf->b[entry_at] : 0;
-	w->py.frame = previous;
-	if (p->layout == EHP_PY_CSTACK_OWNER && entry == p->owner_cstack)
-		return py_end_eval(w, PY_IDLE); /* the eval call's entry shim */
-	if (!code || (code & 7))
-		return py_stop(w, EHP_PY_STOP_BAD_FRAME);
-	__u64 off;
-	if (p->layout == EHP_PY_FRAME_OBJECTS) {
-		__s32 lasti = (__s32)py_buf_u64(w, at + p->frame_instr);
-		off = lasti < 0 ? EHP_PY_OFFSET_UNKNOWN : (__u64)lasti;
-	} else {
-		off = py_buf_u64(w, at + p->frame_instr) - code;
-	}
-	if (off > EHP_PY_OFFSET_UNKNOWN)
-		off = EHP_PY_OFFSET_UNKNOWN;
-	if (!push_frame(w, EHP_PY_FRAME(code, off)))
-		return 0;
-	if (p->layout == EHP_PY_FRAME_OBJECTS || (p->layout == EHP_PY_IS_ENTRY && entry))
+	__u32 n = (__u32)r & 0xffff, status = (__u32)r >> 16;
+	if (n > room)
+		n = room;
+	w->n += n;
+	w->py.frame = w->py.buf->next;
+	if (status == PY_EVAL_DONE)
 		return py_end_eval(w, PY_IDLE);
-	return 1;
+	if (status == PY_EVAL_MORE)
+		return 1;
+	if (status == PY_EVAL_FULL) {
+		w->stop = EHP_STOP_DEPTH_LIMIT;
+		return 0;
+	}
+	return py_stop(w, status);
 }
 
 /* A step of the user walk that knows Python: Python frames while inside
@@ -289,7 +202,7 @@ static long py_dwarf_step(__u32 i, void *data)
 	if (p && w->py.state == PY_SEARCH)
 		return py_search_step(w, p) ? 0 : 1;
 	if (p && w->py.state == PY_FRAMES)
-		return py_frame_step(w, p) ? 0 : 1;
+		return py_frame_step(w) ? 0 : 1;
 	return dwarf_step_state(w) ? 0 : 1;
 }
 
