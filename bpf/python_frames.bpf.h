@@ -126,6 +126,10 @@ __noinline int py_eval_frames(__u64 frame, __u32 at, __u32 room)
 	__u32 len = p->frame_read;
 	if (len > EHP_PY_FRAME_READ_MAX)
 		len = EHP_PY_FRAME_READ_MAX;
+	/* Read once: a read into buf->b could alias them for the compiler. */
+	const __u32 f_code = p->frame_code, f_previous = p->frame_previous;
+	const __u32 f_instr = p->frame_instr, f_entry = p->frame_entry;
+	const __u8 layout = p->layout, owner_cstack = p->owner_cstack;
 #pragma clang loop unroll(disable)
 	for (int k = 0; k < PY_EVAL_FRAMES_MAX; k++) {
 		if (!frame) {
@@ -138,12 +142,12 @@ __noinline int py_eval_frames(__u64 frame, __u32 at, __u32 room)
 			break;
 		}
 		__u32 base = (__u32)off;
-		__u64 code = py_win_u64(buf, base + p->frame_code);
-		__u64 previous = py_win_u64(buf, base + p->frame_previous);
-		__u64 instr = py_win_u64(buf, base + p->frame_instr);
-		__u32 entry_at = base + p->frame_entry;
+		__u64 code = py_win_u64(buf, base + f_code);
+		__u64 previous = py_win_u64(buf, base + f_previous);
+		__u64 instr = py_win_u64(buf, base + f_instr);
+		__u32 entry_at = base + f_entry;
 		__u8 entry = entry_at < PY_WIN ? buf->b[entry_at] : 0;
-		if (p->layout == EHP_PY_CSTACK_OWNER && entry == p->owner_cstack) {
+		if (layout == EHP_PY_CSTACK_OWNER && entry == owner_cstack) {
 			frame = previous; /* the eval call's entry shim */
 			status = PY_EVAL_DONE;
 			break;
@@ -157,7 +161,7 @@ __noinline int py_eval_frames(__u64 frame, __u32 at, __u32 room)
 			break;
 		}
 		__u64 pos;
-		if (p->layout == EHP_PY_FRAME_OBJECTS) {
+		if (layout == EHP_PY_FRAME_OBJECTS) {
 			__s32 lasti = (__s32)instr;
 			pos = lasti < 0 ? EHP_PY_OFFSET_UNKNOWN : (__u64)lasti;
 		} else {
@@ -168,7 +172,7 @@ __noinline int py_eval_frames(__u64 frame, __u32 at, __u32 room)
 		s->frames[at + n] = EHP_PY_FRAME(code, pos);
 		n++;
 		frame = previous;
-		if (p->layout == EHP_PY_FRAME_OBJECTS || (p->layout == EHP_PY_IS_ENTRY && entry)) {
+		if (layout == EHP_PY_FRAME_OBJECTS || (layout == EHP_PY_IS_ENTRY && entry)) {
 			status = PY_EVAL_DONE;
 			break;
 		}

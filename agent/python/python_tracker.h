@@ -83,6 +83,7 @@ class PythonTracker {
     // Frame checks that found no code object: refused at kFrameCheckTries
     // (a frame read while the process pushes it can fail once).
     int frame_check_failures = 0;
+    int not_python_checks = 0;  // looks while kNotPython: the next comes later
     CodeFields fields;
     // code address -> index in codes_, and when it was last checked.
     struct Cached {
