@@ -22,25 +22,6 @@ uint64_t Clock(clockid_t id) {
 
 }  // namespace
 
-namespace {
-
-// What an interval's resolved samples hold on the heap (an estimate: the
-// vectors and the strings past the inline buffer).
-uint64_t ResolvedBytes(const IntervalOutput& out) {
-  const auto str = [](const std::string& s) -> uint64_t { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
-  uint64_t n = 0;
-  for (const auto& [service, samples] : out.by_service) {
-    n += samples.capacity() * sizeof(ResolvedSample);
-    for (const ResolvedSample& s : samples) {
-      n += s.frames.capacity() * sizeof(ResolvedFrame) + str(s.comm);
-      for (const ResolvedFrame& f : s.frames) n += str(f.symbol) + str(f.dso) + str(f.src_file);
-    }
-  }
-  return n;
-}
-
-}  // namespace
-
 uint64_t ResidentBytes() {
   std::ifstream f("/proc/self/statm");
   uint64_t size = 0, resident = 0;
@@ -196,14 +177,14 @@ void AgentLoop::Worker() {
     out.duration_ns = p.end_ns > start ? p.end_ns - start : 0;
     out.frequency_hz = options_.record.frequency_hz;
     out.samples = p.samples;
-    out.by_service = symbolizer.Resolve(p);
+    symbolizer.Resolve(p, &out);
     for (const LocatedMapping& m : p.mappings) {
       if (!m.build_id.empty()) out.build_ids.emplace(m.path, m.build_id);
     }
     for (const std::string& w : symbolizer.TakeWarnings()) {
       std::fprintf(stderr, "ehprof agent: warning: %s\n", w.c_str());
     }
-    const uint64_t output_bytes = ResolvedBytes(out);
+    const uint64_t output_bytes = out.profile.Bytes();
     if (options_.sink) options_.sink(out);
     out = IntervalOutput();
     const uint64_t interval_bytes = p.Bytes();

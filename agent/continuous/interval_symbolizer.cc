@@ -188,8 +188,7 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
   AppendSourceFrames(r, s.frames, s.start, out);
 }
 
-std::map<std::string, std::vector<ResolvedSample>> IntervalSymbolizer::Resolve(
-    const IntervalProfile& p) {
+void IntervalSymbolizer::Resolve(const IntervalProfile& p, IntervalOutput* out) {
   ++resolve_calls_;
   // Retired between intervals only, so that what Prefetch found stays.
   if (current_bytes_ >= options_.address_cache_bytes) {
@@ -199,14 +198,14 @@ std::map<std::string, std::vector<ResolvedSample>> IntervalSymbolizer::Resolve(
     current_bytes_ = 0;
   }
   Prefetch(p);
-  std::map<std::string, std::vector<ResolvedSample>> out;
+  ServiceProfileBuilder builder;
+  ResolvedSample s;  // one stack at a time: the profile keeps its ids
   for (const auto& [key, value] : p.counts) {
-    ResolvedSample s;
     s.comm = p.strings[key.comm];
     s.count = value.count;
     s.off_cpu = key.off_cpu;
     s.weight_ns = value.weight_ns;
-    s.labels.emplace_back("service_name", p.strings[key.service]);
+    s.frames.clear();
     for (uint32_t id : key.frames) {
       const LocatedFrame& f = p.frames[id];
       if (f.mapping == LocatedFrame::kKernel) {
@@ -216,12 +215,12 @@ std::map<std::string, std::vector<ResolvedSample>> IntervalSymbolizer::Resolve(
       }
     }
     if (s.off_cpu) DropTracingFrames(&s.frames);
-    out[p.strings[key.service]].push_back(std::move(s));
+    builder.Add(p.strings[key.service], s);
   }
+  builder.Finish(out);
   if (options_.close_dwarf_sessions) {
     for (auto& [id, f] : files_) CloseSession(f);
   }
-  return out;
 }
 
 std::vector<std::string> IntervalSymbolizer::TakeWarnings() {
