@@ -79,12 +79,7 @@ std::vector<Sample> ParsePerfScript(const std::string& text) {
 
 // The line of shapes.py holding `marker`.
 int MarkerLine(const std::string& marker) {
-  std::ifstream in(testing::SourcePath("testdata/python/shapes.py"));
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.find(marker) != std::string::npos) return n;
-  }
-  return -1;
+  return testing::SourceLineWith("testdata/python/shapes.py", marker);
 }
 
 class PythonFrames : public ::testing::TestWithParam<std::string> {
@@ -268,12 +263,7 @@ INSTANTIATE_TEST_SUITE_P(Interpreters, PythonFrames,
                                            "/root/.pyenv/versions/3.12.1/bin/python3.12",
                                            "/root/.pyenv/versions/3.13.0/bin/python3.13",
                                            "/usr/bin/python3.11"),
-                         [](const auto& info) {
-                           std::string name = info.param.substr(info.param.rfind('/') + 1);
-                           if (absl::StartsWith(info.param, "/usr/")) name = "debian_" + name;
-                           for (char& c : name) c = isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return name;
-                         });
+                         [](const auto& info) { return testing::InterpreterTestName(info.param); });
 
 }  // namespace
 }  // namespace ehprof

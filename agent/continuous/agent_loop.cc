@@ -98,7 +98,7 @@ AgentCounters AgentLoop::counters() const {
 void AgentLoop::OnSample(RawSample&& s, const ProcessTracker& tracker) {
   const std::string& service =
       options_.service_name.empty() ? services_.Of(s.pid, s.comm) : options_.service_name;
-  aggregator_.Add(s, tracker, service);
+  aggregator_.Add(s, tracker, service, recorder_ ? recorder_->python_codes() : nullptr);
 }
 
 void AgentLoop::OnTick(uint64_t now_ns) {
@@ -125,6 +125,8 @@ void AgentLoop::OnTick(uint64_t now_ns) {
 
 void AgentLoop::HandOver(uint64_t now_ns) {
   IntervalProfile p = aggregator_.Take(now_ns);
+  // Its Python frames are named: the code objects go with the interval.
+  if (recorder_) recorder_->ForgetPythonCodes();
   services_.Prune();
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "agent/resolve/profile_resolver.h"
 #include "symbolizer/demangle.h"
 
@@ -153,6 +154,12 @@ void IntervalSymbolizer::Prefetch(const IntervalProfile& p) {
   }
 }
 
+ResolvedFrame IntervalSymbolizer::PythonFrameOf(const IntervalProfile& p, const LocatedFrame& f) {
+  PythonFrameName n{p.strings[f.addr >> 32], p.strings[f.addr & UINT32_MAX],
+                    static_cast<int32_t>(f.runtime & 0xfffff)};
+  return PythonFrame(std::move(n), f.runtime >> 20);
+}
+
 void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f,
                                  std::vector<ResolvedFrame>* out) {
   ResolvedFrame r;
@@ -206,15 +213,17 @@ void IntervalSymbolizer::Resolve(const IntervalProfile& p, IntervalOutput* out) 
     s.off_cpu = key.off_cpu;
     s.weight_ns = value.weight_ns;
     s.frames.clear();
-    for (uint32_t id : key.frames) {
-      const LocatedFrame& f = p.frames[id];
-      if (f.mapping == LocatedFrame::kKernel) {
-        s.frames.push_back(KernelFrame(f.addr, kallsyms_ ? &*kallsyms_ : nullptr));
-      } else {
-        AddUser(p, f, &s.frames);
-      }
+    size_t kernel = 0;
+    for (; kernel < key.frames.size() && p.frames[key.frames[kernel]].mapping == LocatedFrame::kKernel; ++kernel) {
+      s.frames.push_back(KernelFrame(p.frames[key.frames[kernel]].addr, kallsyms_ ? &*kallsyms_ : nullptr));
     }
     if (s.off_cpu) DropTracingFrames(&s.frames);
+    // As ResolveSamples orders them.
+    AppendUserFrames(
+        absl::MakeConstSpan(key.frames).subspan(kernel),
+        [&](uint32_t id) { return p.frames[id].mapping == LocatedFrame::kPython; },
+        [&](uint32_t id) { return PythonFrameOf(p, p.frames[id]); },
+        [&](uint32_t id, std::vector<ResolvedFrame>* out) { AddUser(p, p.frames[id], out); }, &s.frames);
     builder.Add(p.strings[key.service], s);
   }
   builder.Finish(out);

@@ -84,6 +84,7 @@ class IntervalSymbolizer {
   void CloseSession(const File& f);
   void Evict(uint32_t id);
   void AddUser(const IntervalProfile& p, const LocatedFrame& f, std::vector<ResolvedFrame>* out);
+  static ResolvedFrame PythonFrameOf(const IntervalProfile& p, const LocatedFrame& f);
 
   Options options_;
   std::optional<Kallsyms> kallsyms_;

@@ -133,6 +133,10 @@ class Recorder {
   const ProcessTracker* tracker() const { return tracker_.get(); }
   // The Python code objects the samples' Python frames name (null: --no-python).
   const PythonCodeTable* python_codes() const { return python_ ? &python_->codes() : nullptr; }
+  // PythonTracker::ForgetCodes (the agent, between intervals).
+  void ForgetPythonCodes() {
+    if (python_) python_->ForgetCodes();
+  }
   const RecordSummary& summary() const { return summary_; }
   // The BPF counters (enum ehp_stat) now, while recording.
   std::vector<uint64_t> LiveBpfStats() const {
