@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "agent/process/process_tracker.h"
 #include "agent/python/python_tracker.h"
+#include "agent/record/event_source.h"
 #include "agent/record/raw_sample.h"
 #include "agent/record/run_control.h"
 #include "agent/session/bpf_session.h"
@@ -28,8 +29,6 @@
 #include "agent/session/table_store.h"
 #include "base/unique_fd.h"
 #include "base/warnings.h"
-
-struct ring_buffer;
 
 namespace ehprof {
 
@@ -145,17 +144,17 @@ class Recorder {
   std::vector<std::string> TakeWarnings();
 
  private:
-  static int OnEvent(void* ctx, void* data, size_t size);
+  // One record of the event source, decoded (agent/record/event_decoder.h).
   void HandleEvent(const void* data, size_t size);
   // The steps of Run.
   absl::Status StartSession();  // BPF session, table store and cache, tracker
   absl::Status ReleaseCommand();
-  void Loop(ring_buffer* rb, uint64_t start, uint64_t deadline);  // until an end
+  void Loop(EventSource& events, uint64_t start, uint64_t deadline);  // until an end
   void FinishSummary();
   // A sample: counted into the summary, aggregated or handed to on_sample.
-  void HandleSample(const ehp_event& ev, const void* data, size_t size);
+  void HandleSample(RawSample&& s, size_t size);
   // --verify's capture, matched to the sample sent just before it.
-  void HandleVerify(const ehp_event& ev, const void* data, size_t size);
+  void HandleVerify(const ehp_event& ev, VerifyCapture&& c);
   void ProcessPending(uint64_t now_ns);
   absl::Status LaunchCommand();
   absl::Status AddInitialTargets(uint64_t now_ns);
