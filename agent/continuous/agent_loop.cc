@@ -95,7 +95,7 @@ AgentCounters AgentLoop::counters() const {
   return c;
 }
 
-void AgentLoop::OnSample(RawSample&& s, const ProcessTracker& tracker) {
+void AgentLoop::Add(RawSample&& s, const ProcessTracker& tracker) {
   const std::string& service =
       options_.service_name.empty() ? services_.Of(s.pid, s.comm) : options_.service_name;
   aggregator_.Add(s, tracker, service, recorder_ ? recorder_->python_codes() : nullptr);
@@ -219,7 +219,7 @@ void AgentLoop::Worker() {
 absl::Status AgentLoop::Run() {
   RecordOptions ro = options_.record;
   ro.duration_s = 0;
-  ro.on_sample = [this](RawSample&& s, const ProcessTracker& t) { OnSample(std::move(s), t); };
+  ro.sink = this;
   ro.on_tick = [this](uint64_t now) { OnTick(now); };
   started_cpu_ns_ = CpuTimeNs();
   Recorder rec(std::move(ro));

@@ -73,7 +73,7 @@ std::string MemoryLine(const AgentCounters& c, const MemoryBreakdown& m);
 // ehprof_memory_bytes{part="..."} for each part.
 std::string MemoryMetrics(const AgentCounters& c);
 
-class AgentLoop {
+class AgentLoop : private SampleSink {
  public:
   static constexpr size_t kMaxQueued = 4;
   explicit AgentLoop(AgentOptions options);
@@ -85,7 +85,8 @@ class AgentLoop {
   AgentCounters counters() const;
 
  private:
-  void OnSample(RawSample&& s, const ProcessTracker& tracker);
+  // The recorder's sink: each sample into the interval.
+  void Add(RawSample&& s, const ProcessTracker& tracker) override;
   void OnTick(uint64_t now_ns);
   void HandOver(uint64_t now_ns);
   void Worker();

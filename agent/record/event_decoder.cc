@@ -1,6 +1,7 @@
 #include "agent/record/event_decoder.h"
 
 #include <cstring>
+#include <utility>
 
 namespace ehprof {
 namespace {
@@ -60,29 +61,26 @@ DecodedEvent DecodeEvent(const void* data, size_t size) {
       out.kind = Kind::kVerify;
       ok = DecodeVerify(bytes, size, &out);
       break;
-    case EHP_EVENT_EXEC:
-      out.kind = Kind::kExec;
-      break;
-    case EHP_EVENT_EXIT:
-      out.kind = Kind::kExit;
-      break;
-    case EHP_EVENT_FORK:
-      out.kind = Kind::kFork;
-      break;
-    case EHP_EVENT_UNKNOWN_PID:
-      out.kind = Kind::kUnknownPid;
-      break;
-    case EHP_EVENT_UNKNOWN_PC:
-      out.kind = Kind::kUnknownPc;
-      break;
     case EHP_EVENT_MAPPING:
       out.kind = Kind::kMapping;
       ok = size >= sizeof(ehp_mapping_event);
       if (ok) std::memcpy(&out.mapping, bytes, sizeof(out.mapping));
       break;
-    default:
+    default: {
+      // The kinds whose header is all they carry.
+      constexpr std::pair<uint32_t, Kind> kHeaderOnly[] = {
+          {EHP_EVENT_EXEC, Kind::kExec},
+          {EHP_EVENT_EXIT, Kind::kExit},
+          {EHP_EVENT_FORK, Kind::kFork},
+          {EHP_EVENT_UNKNOWN_PID, Kind::kUnknownPid},
+          {EHP_EVENT_UNKNOWN_PC, Kind::kUnknownPc},
+      };
       out.kind = Kind::kOther;
+      for (const auto& [raw, kind] : kHeaderOnly) {
+        if (out.header.kind == raw) out.kind = kind;
+      }
       break;
+    }
   }
   if (!ok) out.kind = Kind::kMalformed;
   return out;

@@ -85,33 +85,8 @@ void Recorder::HandleSample(RawSample&& s, size_t size) {
   }
   if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
   ++sample_count_;
-  if (options_.on_sample) {
-    options_.on_sample(std::move(s), *tracker_);
-    return;
-  }
-  sampled_.insert(s.pid);
-  if (options_.aggregate) {
-    SampleKey key{s.pid, s.tid, exec_gen_[s.pid], s.flags, s.stop_reason, s.fp_stop_reason,
-                  s.comm, s.kernel, s.user, s.user_fp};
-    auto [it, inserted] = sample_index_.try_emplace(std::move(key), samples_.size());
-    if (!inserted) {
-      ++samples_[it->second].count;
-      samples_[it->second].off_cpu_ns += s.off_cpu_ns;
-      return;
-    }
-  }
-  last_sample_on_cpu_[s.cpu] = samples_.size();
-  samples_.push_back(std::move(s));
-}
-
-void Recorder::HandleVerify(const ehp_event& ev, VerifyCapture&& c) {
-  // Sent right after its sample, on the same CPU.
-  auto it = last_sample_on_cpu_.find(ev.cpu);
-  if (it == last_sample_on_cpu_.end()) return;
-  const RawSample& s = samples_[it->second];
-  if (s.time_ns != ev.time_ns || s.tid != ev.tid) return;
-  c.sample = it->second;
-  captures_.push_back(std::move(c));
+  if (sink_->ResolvesLater()) sampled_.insert(s.pid);
+  sink_->Add(std::move(s), *tracker_);
 }
 
 void Recorder::HandleEvent(const void* data, size_t size) {
@@ -122,11 +97,11 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       HandleSample(std::move(d.sample), size);
       break;
     case DecodedEvent::Kind::kVerify:
-      HandleVerify(ev, std::move(d.verify));
+      sink_->AddCapture(ev, std::move(d.verify));
       break;
     case DecodedEvent::Kind::kExec:
       if (static_cast<int>(ev.pid) == child_pid_) command_execd_ = true;
-      ++exec_gen_[ev.pid];
+      sink_->NewImage(ev.pid);
       tracker_->ImageEnded(ev.pid, ev.time_ns);
       if (python_) python_->Exec(ev.pid);
       NoteExec(ev.pid);
@@ -152,7 +127,7 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       to_refresh_.insert(static_cast<uint32_t>(ev.addr));
       break;
     case DecodedEvent::Kind::kExit:
-      ++exec_gen_[ev.pid];  // a reused pid is another image too
+      sink_->NewImage(ev.pid);  // a reused pid is another image too
       to_exit_.emplace(ev.pid, ev.time_ns);
       break;
     default:
