@@ -263,7 +263,12 @@ INSTANTIATE_TEST_SUITE_P(Interpreters, PythonFrames,
                                            "/root/.pyenv/versions/3.12.1/bin/python3.12",
                                            "/root/.pyenv/versions/3.13.0/bin/python3.13",
                                            "/usr/bin/python3.11"),
-                         [](const auto& info) { return testing::InterpreterTestName(info.param); });
+                         [](const auto& info) {
+                           std::string name = info.param.substr(info.param.rfind('/') + 1);
+                           if (absl::StartsWith(info.param, "/usr/")) name = "debian_" + name;
+                           for (char& c : name) c = isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace ehprof
