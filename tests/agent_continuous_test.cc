@@ -132,7 +132,9 @@ TEST(OutputDir, KeepsTheNewestFilesPrivate) {
     ResolvedSample s;
     s.comm = "x";
     s.frames.push_back({});
-    iv.by_service["svc"].push_back(s);
+    ServiceProfileBuilder b;
+    b.Add("svc", s);
+    b.Finish(&iv);
     ASSERT_TRUE(out->Write(iv).ok());
   }
   std::vector<std::string> files = out->Files();

@@ -71,14 +71,21 @@ IntervalProfile ProfileAt(const std::vector<std::string>& files, const std::stri
   return p;
 }
 
-std::vector<std::string> Symbols(const std::map<std::string, std::vector<ResolvedSample>>& out) {
+std::vector<std::string> Symbols(const IntervalOutput& out) {
   std::vector<std::string> names;
-  for (const auto& [service, samples] : out) {
-    for (const ResolvedSample& s : samples) {
-      if (!s.frames.empty()) names.push_back(s.frames.back().symbol);
+  for (const auto& [service, samples] : out.by_service) {
+    for (uint32_t i : samples) {
+      const std::vector<std::string_view> stack = FunctionNames(out.profile, out.profile.samples[i]);
+      if (!stack.empty()) names.emplace_back(stack.back());
     }
   }
   return names;
+}
+
+IntervalOutput Resolve(IntervalSymbolizer& symbolizer, const IntervalProfile& p) {
+  IntervalOutput out;
+  symbolizer.Resolve(p, &out);
+  return out;
 }
 
 TEST(IntervalSymbolizer, EvictsTheLeastRecentlyUsedFilesFirst) {
@@ -88,8 +95,8 @@ TEST(IntervalSymbolizer, EvictsTheLeastRecentlyUsedFilesFirst) {
   o.max_files = 2;
   IntervalSymbolizer symbolizer(o);
   // Three files over two intervals with room for two: the oldest goes.
-  symbolizer.Resolve(ProfileAt({files[0]}, "main"));
-  auto out = symbolizer.Resolve(ProfileAt({files[1], files[2]}, "main"));
+  Resolve(symbolizer, ProfileAt({files[0]}, "main"));
+  auto out = Resolve(symbolizer, ProfileAt({files[1], files[2]}, "main"));
   EXPECT_EQ(Symbols(out), std::vector<std::string>({"main", "main"}));
   IntervalSymbolizer::Usage u = symbolizer.usage();
   EXPECT_EQ(u.files, 2u);
@@ -100,7 +107,7 @@ TEST(IntervalSymbolizer, EvictsTheLeastRecentlyUsedFilesFirst) {
 
   // A budget asking for everything takes only what the last interval did
   // not use.
-  symbolizer.Resolve(ProfileAt({files[2]}, "main"));
+  Resolve(symbolizer, ProfileAt({files[2]}, "main"));
   const auto [n, bytes] = symbolizer.EvictFor(UINT64_MAX);
   EXPECT_EQ(n, 1u);  // files[1]; files[2] stays
   u = symbolizer.usage();
@@ -108,7 +115,7 @@ TEST(IntervalSymbolizer, EvictsTheLeastRecentlyUsedFilesFirst) {
   EXPECT_EQ(u.files_evicted, 2u);
   EXPECT_EQ(symbolizer.EvictFor(UINT64_MAX).first, 0u);
   // An evicted file is read again when it comes back, with the same names.
-  out = symbolizer.Resolve(ProfileAt({files[0], files[1]}, "main"));
+  out = Resolve(symbolizer, ProfileAt({files[0], files[1]}, "main"));
   EXPECT_EQ(Symbols(out), std::vector<std::string>({"main", "main"}));
   EXPECT_EQ(symbolizer.usage().files, 2u);
 }

@@ -15,6 +15,7 @@ IntervalOutput TwoServices(uint64_t frequency_hz) {
   out.start_unix_ns = 1'700'000'000'000'000'000;
   out.duration_ns = 10'000'000'000;
   out.frequency_hz = frequency_hz;
+  ServiceProfileBuilder b;
   for (const char* service : {"fio", "nginx"}) {
     ResolvedSample s;
     s.comm = service;
@@ -25,8 +26,9 @@ IntervalOutput TwoServices(uint64_t frequency_hz) {
     f.symbol = "main";
     s.frames.push_back(f);
     s.count = 3;
-    out.by_service[service].push_back(s);
+    b.Add(service, s);
   }
+  b.Finish(&out);
   return out;
 }
 

@@ -88,12 +88,17 @@ IntervalOutput TwoServices() {
   // leaf first: inlined_fn expands into outer_fn; main calls it.
   std::vector<ResolvedFrame> stack = {Frame("inlined_fn", "/bin/app", 0x1010, true),
                                       Frame("outer_fn", "/bin/app", 0x1010), Frame("main", "/bin/app", 0x1200)};
-  out.by_service["app"] = {Sample("app", stack, 3), Sample("app", stack, 4), Sample("app", {stack[2]}, 1)};
+  ServiceProfileBuilder b;
+  for (const ResolvedSample& s : {Sample("app", stack, 3), Sample("app", stack, 4), Sample("app", {stack[2]}, 1)}) {
+    b.Add("app", s);
+  }
   ResolvedSample off = Sample("app", {stack[2]}, 2);
   off.off_cpu = true;
   off.weight_ns = 5'000'000;
-  out.by_service["app"].push_back(off);
-  out.by_service["container/0123456789ab"] = {Sample("worker", {stack[2]}, 1), Sample("helper", {stack[2]}, 1)};
+  b.Add("app", off);
+  b.Add("container/0123456789ab", Sample("worker", {stack[2]}, 1));
+  b.Add("container/0123456789ab", Sample("helper", {stack[2]}, 1));
+  b.Finish(&out);
   out.build_ids["/bin/app"] = "abcdef0123";
   return out;
 }

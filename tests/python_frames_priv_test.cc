@@ -79,12 +79,7 @@ std::vector<Sample> ParsePerfScript(const std::string& text) {
 
 // The line of shapes.py holding `marker`.
 int MarkerLine(const std::string& marker) {
-  std::ifstream in(testing::SourcePath("testdata/python/shapes.py"));
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.find(marker) != std::string::npos) return n;
-  }
-  return -1;
+  return testing::SourceLineWith("testdata/python/shapes.py", marker);
 }
 
 class PythonFrames : public ::testing::TestWithParam<std::string> {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,20 @@ std::string SourcePath(const std::string& rel) {
   return std::string(EHPROF_SOURCE_DIR) + "/" + rel;
 }
 std::string EhprofBinary() { return EHPROF_BINARY; }
+std::string InterpreterTestName(const std::string& path) {
+  std::string name = path.substr(path.rfind('/') + 1);
+  if (path.rfind("/usr/", 0) == 0) name = "debian_" + name;
+  for (char& c : name) c = isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name;
+}
+int SourceLineWith(const std::string& rel, const std::string& marker) {
+  std::ifstream in(SourcePath(rel));
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find(marker) != std::string::npos) return n;
+  }
+  return -1;
+}
 
 std::optional<SymbolRange> FindSymbol(const std::string& path, const std::string& name) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

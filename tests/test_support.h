@@ -20,6 +20,11 @@ namespace ehprof::testing {
 std::string TestdataPath(const std::string& name);
 // A file in the source tree (e.g. "testdata/seeds/...").
 std::string SourcePath(const std::string& rel);
+// The number of the first line of source file `rel` holding `marker` (-1: none).
+int SourceLineWith(const std::string& rel, const std::string& marker);
+// A test name for an interpreter's path: "python3_12", "debian_python3_11"
+// for one under /usr/.
+std::string InterpreterTestName(const std::string& path);
 // build/ehprof.
 std::string EhprofBinary();
 // The release's own python3 (Debian 12: /usr/bin/python3.11) and its newest

@@ -84,14 +84,14 @@ std::string PushBody(const IntervalOutput& out, const Labels& common, std::vecto
   for (const auto& [service, samples] : out.by_service) {
     // Timer samples as process_cpu; --off-cpu time as off_cpu (the name and
     // sample type Pyroscope's own eBPF agent uses).
-    std::vector<const ResolvedSample*> cpu, off;  // not copies
-    for (const ResolvedSample& r : samples) (r.off_cpu ? off : cpu).push_back(&r);
+    std::vector<uint32_t> cpu, off;
+    for (uint32_t i : samples) (out.profile.samples[i].off_cpu ? off : cpu).push_back(i);
     for (auto* part : {&cpu, &off}) {
       if (part->empty()) continue;
       const bool off_cpu = part == &off;
       po.ns_type = off_cpu ? "off_cpu" : "";
       std::ostringstream pprof;
-      if (absl::Status st = WritePprof(*part, pprof, po); !st.ok()) {
+      if (absl::Status st = WritePprof(out.profile, *part, pprof, po); !st.ok()) {
         dropped->push_back(absl::StrCat("the ", off_cpu ? "off_cpu" : "process_cpu", " series of service ",
                                         service, ": ", st.message()));
         continue;

@@ -203,9 +203,6 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   }
   ApplySamplingFlags(f.sampling, *app, &o.record);
   ApplyOffCpuFlags(f.off_cpu, &o.record);  // beside the CPU samples
-  // The agent's interval profiles do not name Python frames yet: native
-  // frames only, rather than unnamed ones.
-  o.record.python = false;
   o.record.all = o.record.pids.empty();
   o.record.live_status = false;
   o.memory_limit_bytes = f.memory_limit_mb << 20;

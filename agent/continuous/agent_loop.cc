@@ -22,25 +22,6 @@ uint64_t Clock(clockid_t id) {
 
 }  // namespace
 
-namespace {
-
-// What an interval's resolved samples hold on the heap (an estimate: the
-// vectors and the strings past the inline buffer).
-uint64_t ResolvedBytes(const IntervalOutput& out) {
-  const auto str = [](const std::string& s) -> uint64_t { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
-  uint64_t n = 0;
-  for (const auto& [service, samples] : out.by_service) {
-    n += samples.capacity() * sizeof(ResolvedSample);
-    for (const ResolvedSample& s : samples) {
-      n += s.frames.capacity() * sizeof(ResolvedFrame) + str(s.comm);
-      for (const ResolvedFrame& f : s.frames) n += str(f.symbol) + str(f.dso) + str(f.src_file);
-    }
-  }
-  return n;
-}
-
-}  // namespace
-
 uint64_t ResidentBytes() {
   std::ifstream f("/proc/self/statm");
   uint64_t size = 0, resident = 0;
@@ -114,10 +95,10 @@ AgentCounters AgentLoop::counters() const {
   return c;
 }
 
-void AgentLoop::OnSample(RawSample&& s, const ProcessTracker& tracker) {
+void AgentLoop::Add(RawSample&& s, const ProcessTracker& tracker) {
   const std::string& service =
       options_.service_name.empty() ? services_.Of(s.pid, s.comm) : options_.service_name;
-  aggregator_.Add(s, tracker, service);
+  aggregator_.Add(s, tracker, service, recorder_ ? recorder_->python_codes() : nullptr);
 }
 
 void AgentLoop::OnTick(uint64_t now_ns) {
@@ -144,6 +125,8 @@ void AgentLoop::OnTick(uint64_t now_ns) {
 
 void AgentLoop::HandOver(uint64_t now_ns) {
   IntervalProfile p = aggregator_.Take(now_ns);
+  // Its Python frames are named: the code objects go with the interval.
+  if (recorder_) recorder_->ForgetPythonCodes();
   services_.Prune();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -196,14 +179,14 @@ void AgentLoop::Worker() {
     out.duration_ns = p.end_ns > start ? p.end_ns - start : 0;
     out.frequency_hz = options_.record.frequency_hz;
     out.samples = p.samples;
-    out.by_service = symbolizer.Resolve(p);
+    symbolizer.Resolve(p, &out);
     for (const LocatedMapping& m : p.mappings) {
       if (!m.build_id.empty()) out.build_ids.emplace(m.path, m.build_id);
     }
     for (const std::string& w : symbolizer.TakeWarnings()) {
       std::fprintf(stderr, "ehprof agent: warning: %s\n", w.c_str());
     }
-    const uint64_t output_bytes = ResolvedBytes(out);
+    const uint64_t output_bytes = out.profile.Bytes();
     if (options_.sink) options_.sink(out);
     out = IntervalOutput();
     const uint64_t interval_bytes = p.Bytes();
@@ -236,7 +219,7 @@ void AgentLoop::Worker() {
 absl::Status AgentLoop::Run() {
   RecordOptions ro = options_.record;
   ro.duration_s = 0;
-  ro.on_sample = [this](RawSample&& s, const ProcessTracker& t) { OnSample(std::move(s), t); };
+  ro.sink = this;
   ro.on_tick = [this](uint64_t now) { OnTick(now); };
   started_cpu_ns_ = CpuTimeNs();
   Recorder rec(std::move(ro));

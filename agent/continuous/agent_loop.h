@@ -21,24 +21,13 @@
 
 #include "absl/status/status.h"
 #include "agent/continuous/agent_memory.h"
+#include "agent/continuous/interval_output.h"
 #include "agent/continuous/interval_profile.h"
 #include "agent/continuous/interval_symbolizer.h"
 #include "agent/continuous/service_name.h"
 #include "agent/record/recorder.h"
-#include "agent/resolve/resolved_sample.h"
 
 namespace ehprof {
-
-// One interval's profiles, by service, for the sinks.
-struct IntervalOutput {
-  uint64_t start_unix_ns = 0;
-  uint64_t duration_ns = 0;
-  uint64_t frequency_hz = 0;
-  uint64_t samples = 0;
-  std::map<std::string, std::vector<ResolvedSample>> by_service;
-  // Mapping path -> GNU build-id (hex), for the profiles' mappings.
-  std::map<std::string, std::string> build_ids;
-};
 
 struct AgentOptions {
   RecordOptions record;          // targets, event, frequency, map sizes
@@ -73,7 +62,7 @@ struct AgentCounters {
   // own size.
   IntervalSymbolizer::Usage symbols;
   uint64_t interval_bytes = 0;    // the aggregated interval (ids, counts)
-  uint64_t output_bytes = 0;      // its resolved samples, handed to the sinks
+  uint64_t output_bytes = 0;      // its resolved profile, handed to the sinks
 };
 
 // This process's resident memory.
@@ -84,7 +73,7 @@ std::string MemoryLine(const AgentCounters& c, const MemoryBreakdown& m);
 // ehprof_memory_bytes{part="..."} for each part.
 std::string MemoryMetrics(const AgentCounters& c);
 
-class AgentLoop {
+class AgentLoop : private SampleSink {
  public:
   static constexpr size_t kMaxQueued = 4;
   explicit AgentLoop(AgentOptions options);
@@ -96,7 +85,8 @@ class AgentLoop {
   AgentCounters counters() const;
 
  private:
-  void OnSample(RawSample&& s, const ProcessTracker& tracker);
+  // The recorder's sink: each sample into the interval.
+  void Add(RawSample&& s, const ProcessTracker& tracker) override;
   void OnTick(uint64_t now_ns);
   void HandOver(uint64_t now_ns);
   void Worker();

@@ -31,8 +31,8 @@ uint32_t StackAggregator::Mapping(const TrackedMapping& m) {
   return it->second;
 }
 
-void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker,
-                          const std::string& service) {
+void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service,
+                          const PythonCodeTable* python) {
   ++cur_.samples;
   if (cur_.start_ns == 0) cur_.start_ns = s.time_ns;
   IntervalProfile::Key key;
@@ -44,6 +44,13 @@ void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker,
     key.frames.push_back(Frame({LocatedFrame::kKernel, addr, addr}));
   }
   for (uint64_t value : s.user) {
+    if (IsPythonFrame(value)) {
+      // Named now: the code table is emptied between intervals.
+      const ResolvedFrame f = PythonFrame(value, python);
+      const uint64_t names = uint64_t{String(f.symbol)} << 32 | String(f.src_file);
+      key.frames.push_back(Frame({LocatedFrame::kPython, names, f.addr}));
+      continue;
+    }
     const uint64_t addr = value & EHP_FRAME_ADDR_MASK;
     // Return addresses are symbolized at the call site.
     const uint64_t site = (value & EHP_FRAME_EXACT) ? addr : addr - 1;

@@ -30,6 +30,9 @@ struct LocatedMapping {
 struct LocatedFrame {
   static constexpr uint32_t kKernel = UINT32_MAX;
   static constexpr uint32_t kUnmapped = UINT32_MAX - 1;
+  // A Python frame, named when it arrived: addr is its qualname's string id
+  // << 32 | its file's, runtime its code's index << 20 | its line.
+  static constexpr uint32_t kPython = UINT32_MAX - 2;
   uint32_t mapping = kUnmapped;  // index into IntervalProfile::mappings, or the above
   uint64_t addr = 0;      // kernel address, or ELF address (the call site above the leaf)
   uint64_t runtime = 0;   // the address in the process (user frames)
@@ -73,7 +76,10 @@ class StackAggregator {
   // At most max_stacks distinct stacks an interval; later new ones are
   // counted as dropped (a bound on memory whatever the workload).
   explicit StackAggregator(size_t max_stacks = 200000) : max_stacks_(max_stacks) {}
-  void Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service);
+  // `python`: the code table the sample's Python frames index (the
+  // recorder's, current as the sample arrives), or null.
+  void Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service,
+           const PythonCodeTable* python = nullptr);
   // The interval so far, ended at now_ns; the next one starts empty.
   IntervalProfile Take(uint64_t now_ns);
   // Samples added since the last Take (those over the stack cap too).

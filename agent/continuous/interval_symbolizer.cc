@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "agent/resolve/profile_resolver.h"
 #include "symbolizer/demangle.h"
 
@@ -153,6 +154,12 @@ void IntervalSymbolizer::Prefetch(const IntervalProfile& p) {
   }
 }
 
+ResolvedFrame IntervalSymbolizer::PythonFrameOf(const IntervalProfile& p, const LocatedFrame& f) {
+  PythonFrameName n{p.strings[f.addr >> 32], p.strings[f.addr & UINT32_MAX],
+                    static_cast<int32_t>(f.runtime & 0xfffff)};
+  return PythonFrame(std::move(n), f.runtime >> 20);
+}
+
 void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f,
                                  std::vector<ResolvedFrame>* out) {
   ResolvedFrame r;
@@ -188,8 +195,7 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
   AppendSourceFrames(r, s.frames, s.start, out);
 }
 
-std::map<std::string, std::vector<ResolvedSample>> IntervalSymbolizer::Resolve(
-    const IntervalProfile& p) {
+void IntervalSymbolizer::Resolve(const IntervalProfile& p, IntervalOutput* out) {
   ++resolve_calls_;
   // Retired between intervals only, so that what Prefetch found stays.
   if (current_bytes_ >= options_.address_cache_bytes) {
@@ -199,29 +205,31 @@ std::map<std::string, std::vector<ResolvedSample>> IntervalSymbolizer::Resolve(
     current_bytes_ = 0;
   }
   Prefetch(p);
-  std::map<std::string, std::vector<ResolvedSample>> out;
+  ServiceProfileBuilder builder;
+  ResolvedSample s;  // one stack at a time: the profile keeps its ids
   for (const auto& [key, value] : p.counts) {
-    ResolvedSample s;
     s.comm = p.strings[key.comm];
     s.count = value.count;
     s.off_cpu = key.off_cpu;
     s.weight_ns = value.weight_ns;
-    s.labels.emplace_back("service_name", p.strings[key.service]);
-    for (uint32_t id : key.frames) {
-      const LocatedFrame& f = p.frames[id];
-      if (f.mapping == LocatedFrame::kKernel) {
-        s.frames.push_back(KernelFrame(f.addr, kallsyms_ ? &*kallsyms_ : nullptr));
-      } else {
-        AddUser(p, f, &s.frames);
-      }
+    s.frames.clear();
+    size_t kernel = 0;
+    for (; kernel < key.frames.size() && p.frames[key.frames[kernel]].mapping == LocatedFrame::kKernel; ++kernel) {
+      s.frames.push_back(KernelFrame(p.frames[key.frames[kernel]].addr, kallsyms_ ? &*kallsyms_ : nullptr));
     }
     if (s.off_cpu) DropTracingFrames(&s.frames);
-    out[p.strings[key.service]].push_back(std::move(s));
+    // As ResolveSamples orders them.
+    AppendUserFrames(
+        absl::MakeConstSpan(key.frames).subspan(kernel),
+        [&](uint32_t id) { return p.frames[id].mapping == LocatedFrame::kPython; },
+        [&](uint32_t id) { return PythonFrameOf(p, p.frames[id]); },
+        [&](uint32_t id, std::vector<ResolvedFrame>* out) { AddUser(p, p.frames[id], out); }, &s.frames);
+    builder.Add(p.strings[key.service], s);
   }
+  builder.Finish(out);
   if (options_.close_dwarf_sessions) {
     for (auto& [id, f] : files_) CloseSession(f);
   }
-  return out;
 }
 
 std::vector<std::string> IntervalSymbolizer::TakeWarnings() {

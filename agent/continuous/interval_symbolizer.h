@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "agent/continuous/interval_output.h"
 #include "agent/continuous/interval_profile.h"
 #include "agent/resolve/resolved_sample.h"
 #include "symbolizer/dwarf_symbolizer.h"
@@ -43,8 +44,9 @@ class IntervalSymbolizer {
   };
   explicit IntervalSymbolizer(Options options);
 
-  // service name -> its samples (count = occurrences in the interval).
-  std::map<std::string, std::vector<ResolvedSample>> Resolve(const IntervalProfile& p);
+  // The interval's stacks (count = occurrences in the interval) into
+  // out->profile, by service.
+  void Resolve(const IntervalProfile& p, IntervalOutput* out);
   std::vector<std::string> TakeWarnings();
 
   struct Usage {
@@ -82,6 +84,7 @@ class IntervalSymbolizer {
   void CloseSession(const File& f);
   void Evict(uint32_t id);
   void AddUser(const IntervalProfile& p, const LocatedFrame& f, std::vector<ResolvedFrame>* out);
+  static ResolvedFrame PythonFrameOf(const IntervalProfile& p, const LocatedFrame& f);
 
   Options options_;
   std::optional<Kallsyms> kallsyms_;

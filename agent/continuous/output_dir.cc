@@ -49,9 +49,9 @@ std::vector<std::string> OutputDir::Files() const {
 absl::Status OutputDir::Write(const IntervalOutput& interval) {
   // Timer samples in one file, --off-cpu time (another sample type) in a
   // second one beside it, named ...off_cpu.pb.gz.
-  std::vector<const ResolvedSample*> cpu, off;  // not copies: an interval can be tens of MB
+  std::vector<uint32_t> cpu, off;
   for (const auto& [service, samples] : interval.by_service) {
-    for (const ResolvedSample& r : samples) (r.off_cpu ? off : cpu).push_back(&r);
+    for (uint32_t i : samples) (interval.profile.samples[i].off_cpu ? off : cpu).push_back(i);
   }
   const absl::Time start = absl::FromUnixNanos(static_cast<int64_t>(interval.start_unix_ns));
   const std::string base = absl::StrCat(
@@ -61,23 +61,24 @@ absl::Status OutputDir::Write(const IntervalOutput& interval) {
   po.time_nanos = static_cast<int64_t>(interval.start_unix_ns);
   po.duration_nanos = static_cast<int64_t>(interval.duration_ns);
   po.build_ids = interval.build_ids;
-  if (absl::Status s = WriteFile(cpu, absl::StrCat(base, kSuffix), po); !s.ok()) return s;
+  if (absl::Status s = WriteFile(interval.profile, cpu, absl::StrCat(base, kSuffix), po); !s.ok()) return s;
   if (!off.empty()) {
     po.ns_type = "off_cpu";
-    if (absl::Status s = WriteFile(off, absl::StrCat(base, ".off_cpu", kSuffix), po); !s.ok()) return s;
+    if (absl::Status s = WriteFile(interval.profile, off, absl::StrCat(base, ".off_cpu", kSuffix), po); !s.ok()) return s;
   }
   std::vector<std::string> files = Files();
   for (size_t i = 0; i + keep_ < files.size(); ++i) ::unlink(files[i].c_str());
   return absl::OkStatus();
 }
 
-absl::Status OutputDir::WriteFile(const std::vector<const ResolvedSample*>& all, const std::string& name,
+absl::Status OutputDir::WriteFile(const InternedProfile& profile, const std::vector<uint32_t>& samples,
+                                  const std::string& name,
                                   const PprofOptions& po) {
   // Made exclusively under an unpredictable name, 0600: nothing another
   // user put in the directory is followed or written.
   absl::StatusOr<ExclusiveFile> tmp = ExclusiveFile::Create(absl::StrCat(dir_, "/.tmp-", kPrefix));
   if (!tmp.ok()) return tmp.status();
-  if (absl::Status s = WritePprof(all, tmp->stream(), po); !s.ok()) return s;
+  if (absl::Status s = WritePprof(profile, samples, tmp->stream(), po); !s.ok()) return s;
   if (absl::Status s = tmp->Commit(name); !s.ok()) return s;
   return absl::OkStatus();
 }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/continuous/agent_loop.h"
+#include "agent/continuous/interval_output.h"
 #include "agent/output/output_pprof.h"
 
 namespace ehprof {
@@ -26,7 +26,8 @@ class OutputDir {
  private:
   OutputDir(std::string dir, size_t keep) : dir_(std::move(dir)), keep_(keep) {}
   // One pprof file, through a temporary renamed into place.
-  absl::Status WriteFile(const std::vector<const ResolvedSample*>& samples, const std::string& name,
+  absl::Status WriteFile(const InternedProfile& profile, const std::vector<uint32_t>& samples,
+                         const std::string& name,
                          const PprofOptions& po);
   std::string dir_;
   size_t keep_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <string_view>
 #include <tuple>
@@ -13,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "agent/output/interned_profile.h"
 #include "agent/output/pprof_fields.h"
 #include "agent/output/protobuf_writer.h"
 
@@ -21,116 +23,78 @@ namespace {
 
 using namespace pprof_fields;  // NOLINT: the field names read as the schema's
 
-std::string OrUnknown(const std::string& s) { return s.empty() ? "[unknown]" : s; }
-
 // Every string in the profile is an index into one table whose entry 0
-// must be "" (the proto3 default of an unset index).
+// must be "" (the proto3 default of an unset index). The model's strings
+// are unique already; the table holds those a file uses, and the names of
+// its sample types and labels, each once.
 class StringTable {
  public:
-  StringTable() { Index(""); }
-  int64_t Index(const std::string& s) {
-    auto [it, inserted] = index_.try_emplace(s, static_cast<int64_t>(strings_.size()));
-    if (inserted) strings_.push_back(s);
-    return it->second;
+  explicit StringTable(const InternedProfile& p) : p_(p), remap_(p.strings.size(), -1) { Index(""); }
+  // A string of the writer's own (a copy is kept).
+  int64_t Index(std::string_view s) {
+    auto it = index_.find(s);
+    if (it != index_.end()) return it->second;
+    return Intern(own_.emplace_back(s));
   }
-  const std::vector<std::string>& strings() const { return strings_; }
+  // A string of the model.
+  int64_t Of(uint32_t id) {
+    if (id == 0) return 0;
+    if (remap_[id] < 0) {
+      auto it = index_.find(p_.strings[id]);
+      remap_[id] = it != index_.end() ? it->second : Intern(p_.strings[id]);
+    }
+    return remap_[id];
+  }
+  const std::vector<std::string_view>& strings() const { return strings_; }
 
  private:
-  absl::flat_hash_map<std::string, int64_t> index_;
-  std::vector<std::string> strings_;
-};
-
-struct Mapping {
-  int64_t filename = 0;
-  int64_t build_id = 0;
-  uint64_t start = 0, limit = 0, offset = 0;
-  bool kernel = false;
-  bool has_lines = false;
-  bool has_inline = false;
-  // Samples whose outermost user frame is in this mapping: the most common
-  // one holds the profiled program's _start, and pprof takes the first
-  // mapping for the main binary (it titles the profile "File: ...").
-  uint64_t bottoms = 0;
-};
-struct Function {
-  int64_t name = 0;
-  int64_t filename = 0;
-};
-struct Line {
-  uint64_t function_id = 0;
-  int64_t line = 0;
-  bool operator==(const Line&) const = default;
-  template <typename H>
-  friend H AbslHashValue(H h, const Line& l) {
-    return H::combine(std::move(h), l.function_id, l.line);
+  // `s` outlives the table.
+  int64_t Intern(std::string_view s) {
+    index_.emplace(s, static_cast<int64_t>(strings_.size()));
+    strings_.push_back(s);
+    return static_cast<int64_t>(strings_.size() - 1);
   }
-};
-struct Location {
-  uint64_t mapping_id = 0;
-  uint64_t address = 0;
-  std::vector<Line> lines;  // innermost inline first
-};
-struct Sample {
-  std::vector<uint64_t> location_ids;  // leaf first
-  uint32_t pid = 0;
-  uint32_t tid = 0;
-  int64_t comm = 0;
-  std::vector<std::pair<int64_t, int64_t>> labels;  // key, value string ids
-  uint64_t count = 0;
-  uint64_t weight_ns = 0;
+
+  const InternedProfile& p_;
+  std::deque<std::string> own_;
+  std::vector<int64_t> remap_;
+  absl::flat_hash_map<std::string_view, int64_t> index_;
+  std::vector<std::string_view> strings_;
 };
 
-// Ids are positions + 1 (0 is reserved for "unset"), handed out in first
-// seen order so the same input always gives the same bytes.
-class ProfileBuilder {
+// A model id -> the file's id (position + 1; 0 is reserved for "unset"),
+// handed out in first seen order so the same input always gives the same
+// bytes.
+class IdMap {
  public:
-  explicit ProfileBuilder(const PprofOptions& options) : options_(options) {}
-
-  absl::Status Add(const ResolvedSample& sample) {
-    if (sample.count == 0) return absl::OkStatus();
-    std::vector<uint64_t> location_ids;
-    uint64_t bottom_mapping = 0;  // of the outermost user frame
-    const auto& frames = sample.frames;
-    for (size_t i = 0; i < frames.size();) {
-      // frames[i..end) is one Location: a run of inline expansions and the
-      // frame they expand (the first one not marked inlined).
-      size_t end = i;
-      while (end + 1 < frames.size() && frames[end].inlined) ++end;
-      ++end;
-      const ResolvedFrame& base = frames[end - 1];
-      const uint64_t mapping_id = MappingId(base);
-      std::vector<Line> lines;
-      for (size_t j = i; j < end; ++j) {
-        const ResolvedFrame& f = frames[j];
-        lines.push_back({FunctionId(OrUnknown(f.symbol), OrUnknown(f.dso), f.src_file), f.line});
-        Mapping& m = mappings_[mapping_id - 1];
-        m.has_lines = m.has_lines || f.line != 0;
-        m.has_inline = m.has_inline || f.inlined;
-      }
-      const uint64_t address = base.runtime_addr != 0 ? base.runtime_addr : base.addr;
-      location_ids.push_back(LocationId(mapping_id, address, std::move(lines)));
-      if (!base.kernel) bottom_mapping = mapping_id;
-      i = end;
+  explicit IdMap(size_t n) : local_(n, 0) {}
+  // Whether it was new.
+  bool Map(uint32_t id, uint64_t* local) {
+    const bool fresh = local_[id] == 0;
+    if (fresh) {
+      order_.push_back(id);
+      local_[id] = order_.size();
     }
-    if (bottom_mapping != 0) mappings_[bottom_mapping - 1].bottoms += sample.count;
-    const int64_t comm = strings_.Index(sample.comm);
-    std::vector<std::pair<int64_t, int64_t>> labels;
-    for (const auto& [k, v] : sample.labels) labels.emplace_back(strings_.Index(k), strings_.Index(v));
-    auto key = std::make_tuple(location_ids, sample.pid, sample.tid, comm, labels);
-    auto [it, inserted] = sample_index_.try_emplace(std::move(key), samples_.size());
-    if (inserted) {
-      samples_.push_back({std::move(location_ids), sample.pid, sample.tid, comm, std::move(labels), 0});
-    }
-    uint64_t& count = samples_[it->second].count;
-    uint64_t& weight_ns = samples_[it->second].weight_ns;
-    if (__builtin_add_overflow(count, sample.count, &count) ||
-        __builtin_add_overflow(weight_ns, sample.weight_ns, &weight_ns)) {
-      return absl::OutOfRangeError("pprof: sample count overflows");
-    }
-    return absl::OkStatus();
+    *local = local_[id];
+    return fresh;
   }
+  const std::vector<uint32_t>& order() const { return order_; }
 
-  absl::StatusOr<std::string> Encode() {
+ private:
+  std::vector<uint64_t> local_;
+  std::vector<uint32_t> order_;
+};
+
+// The pprof file of some of a model's samples: only the mappings,
+// locations, functions and strings they use.
+class PprofEncoder {
+ public:
+  PprofEncoder(const InternedProfile& p, const PprofOptions& options)
+      : p_(p), options_(options), strings_(p), mappings_(p.mappings.size()), functions_(p.functions.size()),
+        locations_(p.locations.size()), bottoms_(p.mappings.size(), 0), has_lines_(p.mappings.size(), false),
+        has_inline_(p.mappings.size(), false) {}
+
+  absl::StatusOr<std::string> Encode(const std::vector<uint32_t>& samples) {
     const int64_t period = static_cast<int64_t>(1'000'000'000 / options_.frequency_hz);
     ProtobufWriter profile;
     ProtobufWriter msg;
@@ -165,7 +129,10 @@ class ProfileBuilder {
     const int64_t tid_key = strings_.Index("tid");
     const int64_t comm_key = strings_.Index("comm");
     constexpr auto kMaxValue = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-    for (const Sample& s : samples_) {
+    std::vector<uint64_t> location_ids;
+    for (uint32_t index : samples) {
+      const InternedProfile::Sample& s = p_.samples[index];
+      if (s.count == 0) continue;
       uint64_t nanos = s.weight_ns;
       const bool overflow =
           s.count > kMaxValue ||
@@ -176,8 +143,15 @@ class ProfileBuilder {
       if (overflow) {
         return absl::OutOfRangeError(absl::StrCat("pprof: sample count ", s.count, " too large"));
       }
+      location_ids.clear();
+      uint32_t bottom = UINT32_MAX;  // the mapping of the outermost user frame
+      for (uint32_t loc : s.locations) {
+        location_ids.push_back(Location(loc));
+        if (p_.locations[loc].kind != InternedProfile::Kind::kKernel) bottom = p_.locations[loc].mapping;
+      }
+      if (bottom != UINT32_MAX) bottoms_[bottom] += s.count;
       msg.Clear();
-      msg.PackedVarints(kSampleLocationId, s.location_ids);
+      msg.PackedVarints(kSampleLocationId, location_ids);
       const uint64_t values[] = {s.count, nanos};
       msg.PackedVarints(kSampleValue, values);
       // pid 0 is never sampled: aggregated samples (ehprof agent) have none.
@@ -193,30 +167,30 @@ class ProfileBuilder {
       }
       inner.Clear();
       inner.Int64(kLabelKey, comm_key);
-      inner.Int64(kLabelStr, s.comm);
+      inner.Int64(kLabelStr, strings_.Of(s.comm));
       msg.Message(kSampleLabel, inner);
       for (const auto& [k, v] : s.labels) {
         inner.Clear();
-        inner.Int64(kLabelKey, k);
-        inner.Int64(kLabelStr, v);
+        inner.Int64(kLabelKey, strings_.Of(k));
+        inner.Int64(kLabelStr, strings_.Of(v));
         msg.Message(kSampleLabel, inner);
       }
       profile.Message(kProfileSample, msg);
     }
 
     // Mapping ids in the order pprof should see them: the main binary
-    // first, the kernel last.
-    std::vector<uint64_t> order(mappings_.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
-      const Mapping &x = mappings_[a], &y = mappings_[b];
+    // first (pprof takes the first mapping for it and titles the profile
+    // "File: ..."; it holds the _start of most samples), the kernel last.
+    std::vector<uint32_t> order = mappings_.order();
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      const InternedProfile::Mapping &x = p_.mappings[a], &y = p_.mappings[b];
       if (x.kernel != y.kernel) return y.kernel;
-      return x.bottoms > y.bottoms;
+      return bottoms_[a] > bottoms_[b];
     });
-    std::vector<uint64_t> new_id(mappings_.size() + 1, 0);
-    for (size_t i = 0; i < order.size(); ++i) new_id[order[i] + 1] = i + 1;
+    std::vector<uint64_t> new_id(p_.mappings.size(), 0);
+    for (size_t i = 0; i < order.size(); ++i) new_id[order[i]] = i + 1;
     for (size_t i = 0; i < order.size(); ++i) {
-      const Mapping& m = mappings_[order[i]];
+      const InternedProfile::Mapping& m = p_.mappings[order[i]];
       msg.Clear();
       msg.Varint(kMappingId, i + 1);
       if (m.limit > m.start) {
@@ -224,106 +198,78 @@ class ProfileBuilder {
         msg.Varint(kMappingMemoryLimit, m.limit);
         msg.Varint(kMappingFileOffset, m.offset);
       }
-      msg.Int64(kMappingFilename, m.filename);
-      if (m.build_id != 0) msg.Int64(kMappingBuildId, m.build_id);
+      msg.Int64(kMappingFilename, strings_.Of(m.dso));
+      const auto b = options_.build_ids.find(p_.strings[m.dso]);
+      if (b != options_.build_ids.end() && !b->second.empty()) {
+        msg.Int64(kMappingBuildId, strings_.Index(b->second));
+      }
       msg.Bool(kMappingHasFunctions, true);
-      if (m.has_lines) {
+      if (has_lines_[order[i]]) {
         msg.Bool(kMappingHasFilenames, true);
         msg.Bool(kMappingHasLineNumbers, true);
       }
-      if (m.has_inline) msg.Bool(kMappingHasInlineFrames, true);
+      if (has_inline_[order[i]]) msg.Bool(kMappingHasInlineFrames, true);
       profile.Message(kProfileMapping, msg);
     }
 
-    for (size_t i = 0; i < locations_.size(); ++i) {
-      const Location& loc = locations_[i];
+    const std::vector<uint32_t>& locations = locations_.order();
+    for (size_t i = 0; i < locations.size(); ++i) {
+      const InternedProfile::Location& loc = p_.locations[locations[i]];
       msg.Clear();
       msg.Varint(kLocationId, i + 1);
-      msg.Varint(kLocationMappingId, new_id[loc.mapping_id]);
+      msg.Varint(kLocationMappingId, new_id[loc.mapping]);
       msg.Varint(kLocationAddress, loc.address);
-      for (const Line& line : loc.lines) {
+      for (uint32_t l = loc.first_line; l < loc.first_line + loc.num_lines; ++l) {
+        const InternedProfile::Line& line = p_.lines[l];
+        uint64_t function_id;
+        functions_.Map(line.function, &function_id);
         inner.Clear();
-        inner.Varint(kLineFunctionId, line.function_id);
+        inner.Varint(kLineFunctionId, function_id);
         if (line.line != 0) inner.Int64(kLineLine, line.line);
         msg.Message(kLocationLine, inner);
       }
       profile.Message(kProfileLocation, msg);
     }
 
-    for (size_t i = 0; i < functions_.size(); ++i) {
+    const std::vector<uint32_t>& functions = functions_.order();
+    for (size_t i = 0; i < functions.size(); ++i) {
+      const InternedProfile::Function& fn = p_.functions[functions[i]];
+      const int64_t name = strings_.Of(fn.name);
       msg.Clear();
       msg.Varint(kFunctionId, i + 1);
-      msg.Int64(kFunctionName, functions_[i].name);
+      msg.Int64(kFunctionName, name);
       // No separate mangled name: the symbolizer hands over one name.
-      msg.Int64(kFunctionSystemName, functions_[i].name);
-      if (functions_[i].filename != 0) msg.Int64(kFunctionFilename, functions_[i].filename);
+      msg.Int64(kFunctionSystemName, name);
+      if (fn.file != 0) msg.Int64(kFunctionFilename, strings_.Of(fn.file));
       profile.Message(kProfileFunction, msg);
     }
 
     // Last: every string above has been interned by now.
-    for (const std::string& s : strings_.strings()) profile.Bytes(kProfileStringTable, s);
+    for (std::string_view s : strings_.strings()) profile.Bytes(kProfileStringTable, s);
     return profile.data();
   }
 
  private:
-  // One per file and place it was mapped at: a file mapped by several
-  // processes at different addresses is several mappings.
-  uint64_t MappingId(const ResolvedFrame& f) {
-    const std::string dso = OrUnknown(f.dso);
-    auto key = std::make_tuple(dso, f.map_start, f.map_limit, f.map_offset);
-    auto [it, inserted] = mapping_index_.try_emplace(std::move(key), mappings_.size() + 1);
-    if (inserted) {
-      Mapping m;
-      m.filename = strings_.Index(dso);
-      m.start = f.map_start;
-      m.limit = f.map_limit;
-      m.offset = f.map_offset;
-      m.kernel = f.kernel;
-      const auto b = options_.build_ids.find(dso);
-      if (b != options_.build_ids.end() && !b->second.empty()) {
-        m.build_id = strings_.Index(b->second);
+  uint64_t Location(uint32_t id) {
+    uint64_t local;
+    if (locations_.Map(id, &local)) {
+      const InternedProfile::Location& loc = p_.locations[id];
+      uint64_t unused;
+      mappings_.Map(loc.mapping, &unused);
+      for (uint32_t l = loc.first_line; l < loc.first_line + loc.num_lines; ++l) {
+        has_lines_[loc.mapping] = has_lines_[loc.mapping] || p_.lines[l].line != 0;
       }
-      mappings_.push_back(m);
+      if (loc.num_lines > 1) has_inline_[loc.mapping] = true;
     }
-    return it->second;
+    return local;
   }
 
-  // Keyed by dso too: the same name in two files (static functions, two
-  // copies of an inline function) is two functions.
-  uint64_t FunctionId(const std::string& name, const std::string& dso, const std::string& file) {
-    auto [it, inserted] =
-        function_index_.try_emplace(std::make_pair(name, dso), functions_.size() + 1);
-    if (inserted) functions_.push_back({strings_.Index(name), 0});
-    Function& fn = functions_[it->second - 1];
-    if (fn.filename == 0 && !file.empty()) fn.filename = strings_.Index(file);
-    return it->second;
-  }
-
-  // Keyed by the inline chain as well as the address: one address always
-  // resolves to one chain in practice, but if it did not, merging would
-  // silently attribute samples to the wrong function.
-  uint64_t LocationId(uint64_t mapping_id, uint64_t address, std::vector<Line> lines) {
-    auto key = std::make_tuple(mapping_id, address, lines);
-    auto [it, inserted] = location_index_.try_emplace(std::move(key), locations_.size() + 1);
-    if (inserted) locations_.push_back({mapping_id, address, std::move(lines)});
-    return it->second;
-  }
-
+  const InternedProfile& p_;
   const PprofOptions& options_;
   StringTable strings_;
-  std::vector<Mapping> mappings_;
-  std::vector<Function> functions_;
-  std::vector<Location> locations_;
-  std::vector<Sample> samples_;
-  absl::flat_hash_map<std::tuple<std::string, uint64_t, uint64_t, uint64_t>, uint64_t>
-      mapping_index_;
-  absl::flat_hash_map<std::pair<std::string, std::string>, uint64_t> function_index_;
-  absl::flat_hash_map<std::tuple<uint64_t, uint64_t, std::vector<Line>>, uint64_t>
-      location_index_;
-  absl::flat_hash_map<std::tuple<std::vector<uint64_t>, uint32_t, uint32_t, int64_t,
-                                 std::vector<std::pair<int64_t, int64_t>>>,
-                      size_t>
-      sample_index_;
+  IdMap mappings_, functions_, locations_;
+  std::vector<uint64_t> bottoms_;
+  std::vector<bool> has_lines_, has_inline_;
 };
 
 }  // namespace
@@ -360,36 +306,25 @@ absl::Status WriteGzip(std::string_view data, std::ostream& out) {
   return absl::OkStatus();
 }
 
-namespace {
-
-template <typename Samples, typename Deref>
-absl::Status WriteAll(const Samples& samples, Deref deref, std::ostream& out,
-                      const PprofOptions& options) {
+absl::Status WritePprof(const InternedProfile& profile, const std::vector<uint32_t>& samples,
+                        std::ostream& out, const PprofOptions& options) {
   if (options.frequency_hz == 0 || options.frequency_hz > 1'000'000'000) {
     return absl::InvalidArgumentError(
         absl::StrCat("pprof: frequency_hz must be in [1, 1e9], got ", options.frequency_hz));
   }
-  ProfileBuilder builder(options);
-  for (const auto& sample : samples) {
-    if (absl::Status s = builder.Add(deref(sample)); !s.ok()) return s;
-  }
-  absl::StatusOr<std::string> encoded = builder.Encode();
+  absl::StatusOr<std::string> encoded = PprofEncoder(profile, options).Encode(samples);
   if (!encoded.ok()) return encoded.status();
   return WriteGzip(*encoded, out);
 }
 
-}  // namespace
-
 absl::Status WritePprof(const std::vector<ResolvedSample>& samples, std::ostream& out,
                         const PprofOptions& options) {
-  return WriteAll(samples, [](const ResolvedSample& s) -> const ResolvedSample& { return s; }, out,
-                  options);
-}
-
-absl::Status WritePprof(const std::vector<const ResolvedSample*>& samples, std::ostream& out,
-                        const PprofOptions& options) {
-  return WriteAll(samples, [](const ResolvedSample* s) -> const ResolvedSample& { return *s; }, out,
-                  options);
+  ProfileBuilder builder;
+  std::vector<uint32_t> order;  // the samples in first seen order, each once
+  for (const ResolvedSample& s : samples) {
+    if (auto [index, fresh] = builder.Add(s); fresh) order.push_back(index);
+  }
+  return WritePprof(builder.Take(), order, out, options);
 }
 
 }  // namespace ehprof

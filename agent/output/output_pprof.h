@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "agent/output/interned_profile.h"
 #include "agent/resolve/resolved_sample.h"
 
 namespace ehprof {
@@ -54,10 +55,10 @@ struct PprofOptions {
 // pid/tid 0 (the idle task) show no pid/tid label there.
 absl::Status WritePprof(const std::vector<ResolvedSample>& samples, std::ostream& out,
                         const PprofOptions& options);
-// The same from samples held elsewhere (the agent's interval: its samples
-// split by kind without copying them).
-absl::Status WritePprof(const std::vector<const ResolvedSample*>& samples, std::ostream& out,
-                        const PprofOptions& options);
+// Some samples of an interned profile (the agent's interval: one file per
+// service and kind), in their order.
+absl::Status WritePprof(const InternedProfile& profile, const std::vector<uint32_t>& samples,
+                        std::ostream& out, const PprofOptions& options);
 
 // `data` gzip-compressed (as pprof files are; the OTLP sink's requests
 // too).

@@ -193,6 +193,11 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
 
 void PythonTracker::Exec(uint32_t pid) { Exit(pid); }
 
+void PythonTracker::ForgetCodes() {
+  codes_ = PythonCodeTable();
+  for (auto& [pid, p] : procs_) p.code_index = {};
+}
+
 void PythonTracker::Exit(uint32_t pid) {
   auto it = procs_.find(pid);
   if (it == procs_.end()) return;

@@ -72,6 +72,10 @@ class PythonTracker {
   void Exec(uint32_t pid);
   void Exit(uint32_t pid);
   const PythonCodeTable& codes() const { return codes_; }
+  // Empties the code table and every process's index into it (the agent,
+  // between intervals, once each sample's frames are named): the table then
+  // holds what one interval named, not every code object ever seen.
+  void ForgetCodes();
   // Interpreter binaries seen so far (by path).
   std::vector<PythonFound> Found() const;
   std::vector<std::string> TakeWarnings() { return warnings_.Take(); }

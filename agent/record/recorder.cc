@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/process/exec_closure.h"
+#include "agent/record/event_decoder.h"
 #include "agent/record/targets_map.h"
 #include "base/scoped_handle.h"
 #include "bpf/ehprof_abi.h"
@@ -66,38 +67,11 @@ absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
   return absl::OkStatus();
 }
 
-int Recorder::OnEvent(void* ctx, void* data, size_t size) {
-  static_cast<Recorder*>(ctx)->HandleEvent(data, size);
-  return 0;
-}
-
-void Recorder::HandleSample(const ehp_event& ev, const void* data, size_t size) {
-  const size_t n = size_t{ev.n_kernel} + ev.n_user + ev.n_user_fp;
-  if (sizeof(ev) + n * sizeof(uint64_t) > size) return;
-  if (ev.time_ns < record_from_ns_) return;  // -D
+void Recorder::HandleSample(RawSample&& s, size_t size) {
+  if (s.time_ns < record_from_ns_) return;  // -D
   // The name too, in case the EXEC event was lost to a full ring buffer.
-  if (static_cast<int>(ev.pid) == child_pid_ && !command_execd_ &&
-      own_comm_ == std::string_view(ev.comm, strnlen(ev.comm, sizeof(ev.comm)))) {
-    return;
-  }
-  const auto* frames = reinterpret_cast<const uint64_t*>(static_cast<const uint8_t*>(data) + sizeof(ev));
-  RawSample s;
-  s.pid = ev.pid;
-  s.tid = ev.tid;
-  s.cpu = ev.cpu;
-  s.time_ns = ev.time_ns;
-  s.comm.assign(ev.comm, strnlen(ev.comm, sizeof(ev.comm)));
-  s.stop_reason = ev.stop_reason;
-  s.fp_stop_reason = ev.fp_stop_reason;
-  s.flags = ev.flags;
-  s.bpf_ns = ev.bpf_ns;
-  if (ev.flags & EHP_SAMPLE_OFF_CPU) {
-    s.off_cpu_ns = ev.addr;
-    summary_.off_cpu_ns += ev.addr;
-  }
-  s.kernel.assign(frames, frames + ev.n_kernel);
-  s.user.assign(frames + ev.n_kernel, frames + ev.n_kernel + ev.n_user);
-  s.user_fp.assign(frames + ev.n_kernel + ev.n_user, frames + n);
+  if (static_cast<int>(s.pid) == child_pid_ && !command_execd_ && own_comm_ == s.comm) return;
+  summary_.off_cpu_ns += s.off_cpu_ns;
   if (python_) python_->NameFrames(s.pid, s.time_ns, &s.user);
   if (s.stop_reason == EHP_STOP_END_OF_STACK) ++complete_;
   if (s.stop_reason != EHP_STOP_NOT_WALKED && s.stop_reason != EHP_STOP_NO_USER_STACK) {
@@ -112,57 +86,23 @@ void Recorder::HandleSample(const ehp_event& ev, const void* data, size_t size) 
   }
   if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
   ++sample_count_;
-  if (options_.on_sample) {
-    options_.on_sample(std::move(s), *tracker_);
-    return;
-  }
-  sampled_.insert(s.pid);
-  if (options_.aggregate) {
-    SampleKey key{s.pid, s.tid, exec_gen_[s.pid], s.flags, s.stop_reason, s.fp_stop_reason,
-                  s.comm, s.kernel, s.user, s.user_fp};
-    auto [it, inserted] = sample_index_.try_emplace(std::move(key), samples_.size());
-    if (!inserted) {
-      ++samples_[it->second].count;
-      samples_[it->second].off_cpu_ns += s.off_cpu_ns;
-      return;
-    }
-  }
-  last_sample_on_cpu_[s.cpu] = samples_.size();
-  samples_.push_back(std::move(s));
-}
-
-void Recorder::HandleVerify(const ehp_event& ev, const void* data, size_t size) {
-  ehp_verify v;
-  if (size < sizeof(ev) + sizeof(v)) return;
-  std::memcpy(&v, static_cast<const uint8_t*>(data) + sizeof(ev), sizeof(v));
-  if (sizeof(ev) + sizeof(v) + v.stack_len > size) return;
-  // Sent right after its sample, on the same CPU.
-  auto it = last_sample_on_cpu_.find(ev.cpu);
-  if (it == last_sample_on_cpu_.end()) return;
-  const RawSample& s = samples_[it->second];
-  if (s.time_ns != ev.time_ns || s.tid != ev.tid) return;
-  VerifyCapture c;
-  c.sample = it->second;
-  std::memcpy(c.regs, v.regs, sizeof(c.regs));
-  const auto* stack = static_cast<const uint8_t*>(data) + sizeof(ev) + sizeof(v);
-  c.stack.assign(stack, stack + v.stack_len);
-  captures_.push_back(std::move(c));
+  if (sink_->ResolvesLater()) sampled_.insert(s.pid);
+  sink_->Add(std::move(s), *tracker_);
 }
 
 void Recorder::HandleEvent(const void* data, size_t size) {
-  if (size < sizeof(ehp_event)) return;
-  ehp_event ev;
-  std::memcpy(&ev, data, sizeof(ev));
-  switch (ev.kind) {
-    case EHP_EVENT_SAMPLE:
-      HandleSample(ev, data, size);
+  DecodedEvent d = DecodeEvent(data, size);
+  const ehp_event& ev = d.header;
+  switch (d.kind) {
+    case DecodedEvent::Kind::kSample:
+      HandleSample(std::move(d.sample), size);
       break;
-    case EHP_EVENT_VERIFY:
-      HandleVerify(ev, data, size);
+    case DecodedEvent::Kind::kVerify:
+      sink_->AddCapture(ev, std::move(d.verify));
       break;
-    case EHP_EVENT_EXEC:
+    case DecodedEvent::Kind::kExec:
       if (static_cast<int>(ev.pid) == child_pid_) command_execd_ = true;
-      ++exec_gen_[ev.pid];
+      sink_->NewImage(ev.pid);
       tracker_->ImageEnded(ev.pid, ev.time_ns);
       if (python_) python_->Exec(ev.pid);
       NoteExec(ev.pid);
@@ -171,28 +111,24 @@ void Recorder::HandleEvent(const void* data, size_t size) {
       }
       to_refresh_.insert(ev.pid);
       break;
-    case EHP_EVENT_MAPPING:
-      if (size >= sizeof(ehp_mapping_event)) {
-        ehp_mapping_event me;
-        std::memcpy(&me, data, sizeof(me));
-        tracker_->AddKernelMapping(ev.pid, ev.time_ns, me.m, {me.file.dev, me.file.ino}, ev.addr);
-      }
+    case DecodedEvent::Kind::kMapping:
+      tracker_->AddKernelMapping(ev.pid, ev.time_ns, d.mapping.m, {d.mapping.file.dev, d.mapping.file.ino}, ev.addr);
       break;
-    case EHP_EVENT_UNKNOWN_PC:
+    case DecodedEvent::Kind::kUnknownPc:
       // A pc in a mapping the process entry had no room for: the maps are
       // known, re-reading them would not help.
       if (tracker_->Covers(ev.pid, ev.addr)) break;
       to_refresh_.insert(ev.pid);
       break;
-    case EHP_EVENT_UNKNOWN_PID:
+    case DecodedEvent::Kind::kUnknownPid:
       to_refresh_.insert(ev.pid);
       break;
-    case EHP_EVENT_FORK:
+    case DecodedEvent::Kind::kFork:
       tracker_->Forked(ev.pid, static_cast<uint32_t>(ev.addr), ev.time_ns);
       to_refresh_.insert(static_cast<uint32_t>(ev.addr));
       break;
-    case EHP_EVENT_EXIT:
-      ++exec_gen_[ev.pid];  // a reused pid is another image too
+    case DecodedEvent::Kind::kExit:
+      sink_->NewImage(ev.pid);  // a reused pid is another image too
       to_exit_.emplace(ev.pid, ev.time_ns);
       break;
     default:
@@ -240,9 +176,9 @@ absl::Status Recorder::Run() {
   if (child_pid_ > 0) PrefetchCommandTables();
   const uint64_t start = NowNs();
   if (absl::Status st = AddInitialTargets(start); !st.ok()) return st;
-  ScopedHandle<ring_buffer, ring_buffer__free> rb(
-      ring_buffer__new(session_->maps().events, &Recorder::OnEvent, this, nullptr));
-  if (!rb) return absl::InternalError(absl::StrCat("ring buffer: ", std::strerror(errno)));
+  auto events = RingBufferSource::Open(session_->maps().events,
+                                       [this](const void* data, size_t size) { HandleEvent(data, size); });
+  if (!events.ok()) return events.status();
   if (absl::Status st = ReleaseCommand(); !st.ok()) return st;
   // -D only: a sample stamped before now is still the recording's (an
   // off-CPU block is stamped when it began, maybe before the release
@@ -253,9 +189,9 @@ absl::Status Recorder::Run() {
   const uint64_t deadline = options_.duration_s > 0
                                 ? start + static_cast<uint64_t>(options_.duration_s * 1e9)
                                 : UINT64_MAX;
-  Loop(rb.get(), start, deadline);
+  Loop(**events, start, deadline);
   // Samples still in the ring buffer belong to the recording.
-  ring_buffer__consume(rb.get());
+  (*events)->Drain();
   ProcessPending(NowNs());
   PrintStatus(NowNs(), true);
   FinishSummary();
@@ -311,17 +247,14 @@ absl::Status Recorder::ReleaseCommand() {
   return absl::OkStatus();
 }
 
-void Recorder::Loop(ring_buffer* rb, uint64_t start, uint64_t deadline) {
+void Recorder::Loop(EventSource& events, uint64_t start, uint64_t deadline) {
   for (;;) {
     int timeout_ms = 100;
     if (!followups_.empty()) {
       const uint64_t now = NowNs(), due = followups_.begin()->first;
       timeout_ms = due <= now ? 0 : static_cast<int>(std::min<uint64_t>(100, (due - now) / 1000000 + 1));
     }
-    int n = ring_buffer__poll(rb, timeout_ms);
-    // Samples do not wake us (bpf/stacks.bpf.h: sample_wakeup) until the
-    // ring is a quarter full: take what arrived since, every round.
-    if (n >= 0 || n == -EINTR) ring_buffer__consume(rb);
+    const int n = events.Poll(timeout_ms);
     const uint64_t now = NowNs();
     summary_.seconds = (now - start) / 1e9;
     if (n < 0 && n != -EINTR) {

@@ -15,12 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "agent/process/process_tracker.h"
 #include "agent/python/python_tracker.h"
+#include "agent/record/event_source.h"
 #include "agent/record/raw_sample.h"
 #include "agent/record/run_control.h"
+#include "agent/record/sample_sink.h"
 #include "agent/session/bpf_session.h"
 #include "agent/session/file_tables.h"
 #include "agent/session/kernel_file_index.h"
@@ -28,8 +29,6 @@
 #include "agent/session/table_store.h"
 #include "base/unique_fd.h"
 #include "base/warnings.h"
-
-struct ring_buffer;
 
 namespace ehprof {
 
@@ -83,11 +82,12 @@ struct RecordOptions {
   // with capabilities but not root cannot create it).
   bool table_cache_explicit = false;
   uint64_t table_cache_bytes = uint64_t{1} << 30;
-  // Continuous mode (ehprof agent): each sample goes to on_sample instead
-  // of being kept, while the tracker is current (exited processes then keep
-  // no history), and on_tick runs after every poll of the ring buffer (at
-  // least every 100 ms). Both on the recording thread: keep them short.
-  std::function<void(RawSample&&, const ProcessTracker&)> on_sample;
+  // Where samples go (null: the recorder's own SampleList, aggregated as
+  // `aggregate` says, read back with samples()); on_tick runs after every
+  // poll of the ring buffer (at least every 100 ms). Both on the recording
+  // thread: keep them short. ehprof agent's sink aggregates each sample
+  // into its interval while the tracker is current.
+  SampleSink* sink = nullptr;
   std::function<void(uint64_t now_ns)> on_tick;
 };
 
@@ -124,15 +124,23 @@ absl::StatusOr<SessionOptions> SessionOptionsFor(const RecordOptions& o);
 
 class Recorder {
  public:
-  explicit Recorder(RecordOptions options) : options_(std::move(options)) {}
+  explicit Recorder(RecordOptions options)
+      : options_(std::move(options)),
+        list_(options_.aggregate),
+        sink_(options_.sink != nullptr ? options_.sink : &list_) {}
   ~Recorder();
   // Records; the samples collected so far are kept whatever the result.
   absl::Status Run();
-  const std::vector<RawSample>& samples() const { return samples_; }
-  const std::vector<VerifyCapture>& captures() const { return captures_; }
+  // The samples and --verify captures (options.sink null: else none).
+  const std::vector<RawSample>& samples() const { return list_.samples(); }
+  const std::vector<VerifyCapture>& captures() const { return list_.captures(); }
   const ProcessTracker* tracker() const { return tracker_.get(); }
   // The Python code objects the samples' Python frames name (null: --no-python).
   const PythonCodeTable* python_codes() const { return python_ ? &python_->codes() : nullptr; }
+  // PythonTracker::ForgetCodes (the agent, between intervals).
+  void ForgetPythonCodes() {
+    if (python_) python_->ForgetCodes();
+  }
   const RecordSummary& summary() const { return summary_; }
   // The BPF counters (enum ehp_stat) now, while recording.
   std::vector<uint64_t> LiveBpfStats() const {
@@ -141,17 +149,15 @@ class Recorder {
   std::vector<std::string> TakeWarnings();
 
  private:
-  static int OnEvent(void* ctx, void* data, size_t size);
+  // One record of the event source, decoded (agent/record/event_decoder.h).
   void HandleEvent(const void* data, size_t size);
   // The steps of Run.
   absl::Status StartSession();  // BPF session, table store and cache, tracker
   absl::Status ReleaseCommand();
-  void Loop(ring_buffer* rb, uint64_t start, uint64_t deadline);  // until an end
+  void Loop(EventSource& events, uint64_t start, uint64_t deadline);  // until an end
   void FinishSummary();
-  // A sample: counted into the summary, aggregated or handed to on_sample.
-  void HandleSample(const ehp_event& ev, const void* data, size_t size);
-  // --verify's capture, matched to the sample sent just before it.
-  void HandleVerify(const ehp_event& ev, const void* data, size_t size);
+  // A sample: counted into the summary, handed to the sink.
+  void HandleSample(RawSample&& s, size_t size);
   void ProcessPending(uint64_t now_ns);
   absl::Status LaunchCommand();
   absl::Status AddInitialTargets(uint64_t now_ns);
@@ -168,26 +174,8 @@ class Recorder {
   std::unique_ptr<FileTables> files_;
   std::unique_ptr<ProcessTracker> tracker_;
   std::unique_ptr<PythonTracker> python_;
-  std::vector<RawSample> samples_;
-  std::vector<VerifyCapture> captures_;
-  // The sample index of each CPU's latest sample: its VERIFY event follows.
-  std::map<uint32_t, size_t> last_sample_on_cpu_;
-  // aggregate: the index in samples_ of each distinct sample; execs per pid
-  // (a sample after an exec never merges with one before it).
-  struct SampleKey {
-    uint32_t pid, tid, exec_gen, flags;
-    uint8_t stop, fp_stop;
-    std::string comm;
-    std::vector<uint64_t> kernel, user, user_fp;
-    bool operator==(const SampleKey&) const = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const SampleKey& k) {
-      return H::combine(std::move(h), k.pid, k.tid, k.exec_gen, k.flags, k.stop, k.fp_stop, k.comm,
-                        k.kernel, k.user, k.user_fp);
-    }
-  };
-  absl::flat_hash_map<SampleKey, size_t> sample_index_;
-  absl::flat_hash_map<uint32_t, uint32_t> exec_gen_;
+  SampleList list_;
+  SampleSink* sink_;
   void ReportWarnings();
   std::vector<std::string> NewWarnings();
 

@@ -78,23 +78,11 @@ class Resolver {
     out.time_ns = raw.time_ns;
     for (uint64_t addr : raw.kernel) out.frames.push_back(KernelFrame(addr, kernel_));
     if (out.off_cpu) DropTracingFrames(&out.frames);
-    const std::vector<uint64_t>& user = options_.use_fp_walk ? raw.user_fp : raw.user;
-    // A Python frame (bpf/python.bpf.h puts an eval call's frames leaf-side
-    // of the eval loop's native frame) runs inside that function, beneath
-    // the calls inlined into it: function, Python frames, inline callees.
-    std::vector<ResolvedFrame> python;
-    for (uint64_t value : user) {
-      if ((value & (EHP_FRAME_PYTHON | EHP_FRAME_EXACT | EHP_FRAME_FP)) == EHP_FRAME_PYTHON) {
-        python.push_back(PythonFrame(value, options_.python));
-        continue;
-      }
-      AddUserFrames(raw, value, &out.frames);
-      if (!python.empty()) {
-        out.frames.insert(out.frames.end() - 1, python.begin(), python.end());
-        python.clear();
-      }
-    }
-    out.frames.insert(out.frames.end(), python.begin(), python.end());
+    AppendUserFrames(
+        options_.use_fp_walk ? raw.user_fp : raw.user, IsPythonFrame,
+        [&](uint64_t value) { return PythonFrame(value, options_.python); },
+        [&](uint64_t value, std::vector<ResolvedFrame>* frames) { AddUserFrames(raw, value, frames); },
+        &out.frames);
     return out;
   }
 
@@ -210,15 +198,18 @@ const std::string& SymbolFileOf(const TrackedMapping& m) {
 }
 
 ResolvedFrame PythonFrame(uint64_t value, const PythonCodeTable* codes) {
+  return PythonFrame(codes ? codes->Name(value) : PythonFrameName{"[python]", "", -1}, value & EHP_PY_CODE_MASK);
+}
+
+ResolvedFrame PythonFrame(PythonFrameName n, uint64_t code) {
   ResolvedFrame f;
   f.python = true;
-  PythonFrameName n = codes ? codes->Name(value) : PythonFrameName{"[python]", "", -1};
   f.symbol = std::move(n.qualname);
   f.dso = n.file.empty() ? "[python]" : n.file;
   f.src_file = std::move(n.file);
   f.line = n.line > 0 ? static_cast<uint32_t>(n.line) : 0;
   // A stable address per (code, line) for formats that key on one.
-  f.addr = (value & EHP_PY_CODE_MASK) << 20 | (f.line & 0xfffff);
+  f.addr = (code & EHP_PY_CODE_MASK) << 20 | (f.line & 0xfffff);
   return f;
 }
 

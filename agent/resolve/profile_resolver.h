@@ -40,6 +40,39 @@ struct ResolveOptions {
 // A Python frame (EHP_FRAME_PYTHON, rewritten by PythonTracker) as a frame
 // named qualname, its dso and source the .py file.
 ResolvedFrame PythonFrame(uint64_t value, const PythonCodeTable* codes);
+// The same from its name, read before (the agent names frames as they
+// arrive): `code` is its index in the code table it was named from.
+ResolvedFrame PythonFrame(PythonFrameName name, uint64_t code);
+
+// A user frame value that is a Python frame, not an address.
+inline bool IsPythonFrame(uint64_t value) {
+  return (value & (EHP_FRAME_PYTHON | EHP_FRAME_EXACT | EHP_FRAME_FP)) == EHP_FRAME_PYTHON;
+}
+
+// A walk's user frames in the order the outputs show them, each value
+// resolved by `native` (which appends an address's frames: its inline
+// expansions, then the function holding it) or `python` (one frame). A
+// Python frame (bpf/python.bpf.h puts an eval call's frames leaf-side of
+// the eval loop's native frame) runs inside that function, beneath the
+// calls inlined into it: function, Python frames, inline callees.
+template <typename Values, typename IsPython, typename Python, typename Native>
+void AppendUserFrames(const Values& user, IsPython is_python, Python python, Native native,
+                      std::vector<ResolvedFrame>* out) {
+  std::vector<ResolvedFrame> pending;
+  for (const auto& value : user) {
+    if (is_python(value)) {
+      pending.push_back(python(value));
+      continue;
+    }
+    const size_t before = out->size();
+    native(value, out);
+    if (!pending.empty() && out->size() > before) {
+      out->insert(out->end() - 1, pending.begin(), pending.end());
+      pending.clear();
+    }
+  }
+  out->insert(out->end(), pending.begin(), pending.end());
+}
 
 // Where to read a mapping's symbols: its path while that still holds the
 // file that was mapped (same device, inode and mtime: a separate debug

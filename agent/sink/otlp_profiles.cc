@@ -55,19 +55,12 @@ class Dictionary {
     out->Varint(kValueTypeType, String(type));
     out->Varint(kValueTypeUnit, String(unit));
   }
-  // The stack of a sample's frames (leaf first): frames marked inlined
-  // fold into the location of the frame they expand, as lines innermost
-  // first.
-  int32_t Stack(const ResolvedSample& s, const std::map<std::string, std::string>& build_ids) {
+  // The stack of a sample (its locations leaf first); the model's
+  // entries are encoded once each.
+  int32_t Stack(const IntervalOutput& out, const InternedProfile::Sample& s) {
     std::vector<uint64_t> locations;
-    const auto& frames = s.frames;
-    for (size_t i = 0; i < frames.size();) {
-      size_t end = i;
-      while (end + 1 < frames.size() && frames[end].inlined) ++end;
-      ++end;
-      locations.push_back(static_cast<uint64_t>(Location(frames, i, end, build_ids)));
-      i = end;
-    }
+    locations.reserve(s.locations.size());
+    for (uint32_t loc : s.locations) locations.push_back(static_cast<uint64_t>(Location(out, loc)));
     ProtobufWriter st;
     st.PackedVarints(kStackLocationIndices, locations);
     return stacks_.Add(st.data());
@@ -83,42 +76,61 @@ class Dictionary {
   }
 
  private:
-  int32_t Mapping(const ResolvedFrame& f, const std::map<std::string, std::string>& build_ids) {
+  // An index cached per model id (-1: not encoded yet).
+  static int32_t& Cached(std::vector<int32_t>& cache, size_t size, uint32_t id) {
+    if (cache.size() < size) cache.resize(size, -1);
+    return cache[id];
+  }
+  int32_t Mapping(const IntervalOutput& out, uint32_t id) {
+    int32_t& cached = Cached(mapping_of_, out.profile.mappings.size(), id);
+    if (cached >= 0) return cached;
+    const InternedProfile::Mapping& mp = out.profile.mappings[id];
+    const std::string& dso = out.profile.strings[mp.dso];
     ProtobufWriter m;
-    if (f.map_limit != 0) {
-      m.Varint(kMappingMemoryStart, f.map_start);
-      m.Varint(kMappingMemoryLimit, f.map_limit);
-      m.Varint(kMappingFileOffset, f.map_offset);
+    if (mp.limit != 0) {
+      m.Varint(kMappingMemoryStart, mp.start);
+      m.Varint(kMappingMemoryLimit, mp.limit);
+      m.Varint(kMappingFileOffset, mp.offset);
     }
-    m.Varint(kMappingFilename, String(f.dso.empty() ? "[unknown]" : f.dso));
-    if (auto it = build_ids.find(f.dso); it != build_ids.end() && !it->second.empty()) {
+    m.Varint(kMappingFilename, String(dso.empty() ? "[unknown]" : dso));
+    if (auto it = out.build_ids.find(dso); it != out.build_ids.end() && !it->second.empty()) {
       const uint64_t attr[] = {static_cast<uint64_t>(Attribute("process.executable.build_id.gnu", it->second))};
       m.PackedVarints(kMappingAttributeIndices, attr);
     }
-    return mappings_.Add(m.data());
+    return cached = mappings_.Add(m.data());
   }
-  int32_t Location(const std::vector<ResolvedFrame>& frames, size_t begin, size_t end,
-                   const std::map<std::string, std::string>& build_ids) {
-    const ResolvedFrame& base = frames[end - 1];
-    ProtobufWriter loc, line, fn;
-    loc.Varint(kLocationMappingIndex, Mapping(base, build_ids));
-    loc.Varint(kLocationAddress, base.runtime_addr != 0 ? base.runtime_addr : base.addr);
-    for (size_t j = begin; j < end; ++j) {
-      const ResolvedFrame& f = frames[j];
-      fn.Clear();
-      fn.Varint(kFunctionName, String(f.symbol.empty() ? "[unknown]" : f.symbol));
-      if (!f.src_file.empty()) fn.Varint(kFunctionFilename, String(f.src_file));
+  int32_t Function(const IntervalOutput& out, uint32_t id) {
+    int32_t& cached = Cached(function_of_, out.profile.functions.size(), id);
+    if (cached >= 0) return cached;
+    const InternedProfile::Function& f = out.profile.functions[id];
+    ProtobufWriter fn;
+    fn.Varint(kFunctionName, String(out.profile.strings[f.name]));
+    if (f.file != 0) fn.Varint(kFunctionFilename, String(out.profile.strings[f.file]));
+    return cached = functions_.Add(fn.data());
+  }
+  int32_t Location(const IntervalOutput& out, uint32_t id) {
+    int32_t& cached = Cached(location_of_, out.profile.locations.size(), id);
+    if (cached >= 0) return cached;
+    const InternedProfile::Location& l = out.profile.locations[id];
+    ProtobufWriter loc, line;
+    loc.Varint(kLocationMappingIndex, Mapping(out, l.mapping));
+    loc.Varint(kLocationAddress, l.address);
+    for (uint32_t i = l.first_line; i < l.first_line + l.num_lines; ++i) {
       line.Clear();
-      line.Varint(kLineFunctionIndex, functions_.Add(fn.data()));
-      if (f.line != 0) line.Varint(kLineLine, f.line);
+      line.Varint(kLineFunctionIndex, Function(out, out.profile.lines[i].function));
+      if (out.profile.lines[i].line != 0) line.Varint(kLineLine, out.profile.lines[i].line);
       loc.Message(kLocationLines, line);
     }
-    const uint64_t attr[] = {static_cast<uint64_t>(
-        Attribute("profile.frame.type", base.kernel ? "kernel" : "native"))};
+    const char* type = l.kind == InternedProfile::Kind::kKernel   ? "kernel"
+                       : l.kind == InternedProfile::Kind::kPython ? "cpython"
+                                                                  : "native";
+    const uint64_t attr[] = {static_cast<uint64_t>(Attribute("profile.frame.type", type))};
     loc.PackedVarints(kLocationAttributeIndices, attr);
-    return locations_.Add(loc.data());
+    return cached = locations_.Add(loc.data());
   }
 
+  // The dictionary's index of each model mapping, function, location.
+  std::vector<int32_t> mapping_of_, function_of_, location_of_;
   std::vector<std::string> strings_{""};
   absl::flat_hash_map<std::string, int32_t> string_index_{{"", 0}};
   Table attributes_, mappings_, locations_, functions_, stacks_;
@@ -143,7 +155,7 @@ std::string ProfileId() {
 }
 
 // One profile of a service's samples (all CPU or all off-CPU).
-void Profile(const IntervalOutput& out, const std::vector<const ResolvedSample*>& samples, bool off_cpu,
+void Profile(const IntervalOutput& out, const std::vector<uint32_t>& samples, bool off_cpu,
              Dictionary* dict, ProtobufWriter* scope) {
   ProtobufWriter p, vt, msg;
   dict->ValueType(off_cpu ? "off_cpu" : "samples", off_cpu ? "nanoseconds" : "count", &vt);
@@ -158,10 +170,11 @@ void Profile(const IntervalOutput& out, const std::vector<const ResolvedSample*>
   // Equal (stack, thread name) pairs are one sample.
   absl::flat_hash_map<std::pair<int32_t, int32_t>, uint64_t> merged;
   std::vector<std::pair<int32_t, int32_t>> order;
-  for (const ResolvedSample* s : samples) {
-    const uint64_t value = off_cpu ? s->weight_ns : s->count;
+  for (uint32_t index : samples) {
+    const InternedProfile::Sample& s = out.profile.samples[index];
+    const uint64_t value = off_cpu ? s.weight_ns : s.count;
     if (value == 0) continue;
-    auto key = std::make_pair(dict->Stack(*s, out.build_ids), dict->Attribute("thread.name", s->comm));
+    auto key = std::make_pair(dict->Stack(out, s), dict->Attribute("thread.name", out.profile.strings[s.comm]));
     auto [it, inserted] = merged.try_emplace(key, 0);
     if (inserted) order.push_back(key);
     it->second += value;
@@ -184,11 +197,12 @@ std::string EncodeOtlpProfiles(const IntervalOutput& out, const OtlpAttributes& 
   Dictionary dict;
   ProtobufWriter request;
   for (const auto& [service, samples] : out.by_service) {
-    std::vector<const ResolvedSample*> cpu, off;
+    std::vector<uint32_t> cpu, off;
     std::set<std::string_view> comms;
-    for (const ResolvedSample& s : samples) {
-      (s.off_cpu ? off : cpu).push_back(&s);
-      comms.insert(s.comm);
+    for (uint32_t i : samples) {
+      const InternedProfile::Sample& s = out.profile.samples[i];
+      (s.off_cpu ? off : cpu).push_back(i);
+      comms.insert(out.profile.strings[s.comm]);
     }
     ProtobufWriter resource, scope, scope_id, rp;
     KeyValue("service.name", service, kResourceAttributes, &resource);

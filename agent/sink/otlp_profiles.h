@@ -12,8 +12,8 @@
 //   one dictionary for the request: strings, functions (name, source file),
 //   mappings (the process's range and file offset, the file's path,
 //   process.executable.build_id.gnu), locations (the address in the
-//   process, lines innermost inline first, profile.frame.type kernel or
-//   native), stacks (locations leaf first); entry 0 of each table is the
+//   process, lines innermost inline first, profile.frame.type kernel,
+//   native or cpython), stacks (locations leaf first); entry 0 of each table is the
 //   zero value, as the schema asks.
 #ifndef EHPROF_AGENT_SINK_OTLP_PROFILES_H_
 #define EHPROF_AGENT_SINK_OTLP_PROFILES_H_
@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/continuous/agent_loop.h"
+#include "agent/continuous/interval_output.h"
 
 namespace ehprof {
 

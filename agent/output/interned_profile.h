@@ -1,0 +1,113 @@
+// One profile model behind the writers that share a dictionary (pprof,
+// OTLP, Pyroscope's pprof pushes) and the agent's resolved intervals: every
+// string once, functions, mappings and locations once each, samples as
+// lists of location ids. A resolved frame's strings are kept once however
+// many stacks hold it.
+//
+//   Mapping   a file where a process had it mapped (dso, start, limit,
+//             offset); one per (dso, start, limit, offset)
+//   Function  a name in a dso (and the source file debug info gives it)
+//   Location  an address in a mapping, with its lines: the function at the
+//             address and, innermost first, the inline expansions in it
+//   Sample    leaf-first location ids, thread, labels, count, nanoseconds
+#ifndef EHPROF_AGENT_OUTPUT_INTERNED_PROFILE_H_
+#define EHPROF_AGENT_OUTPUT_INTERNED_PROFILE_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "agent/resolve/resolved_sample.h"
+
+namespace ehprof {
+
+struct InternedProfile {
+  enum class Kind : uint8_t { kNative, kKernel, kPython, kJit };
+  struct Mapping {
+    uint32_t dso = 0;  // string id
+    uint64_t start = 0, limit = 0, offset = 0;
+    bool kernel = false;
+  };
+  struct Function {
+    uint32_t name = 0, dso = 0;
+    uint32_t file = 0;  // the source file, 0: unknown
+  };
+  struct Line {
+    uint32_t function = 0;
+    uint32_t line = 0;  // 0: unknown
+    bool operator==(const Line&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const Line& l) {
+      return H::combine(std::move(h), l.function, l.line);
+    }
+  };
+  struct Location {
+    uint32_t mapping = 0;
+    uint64_t address = 0;  // in the process when known, else the ELF address
+    uint32_t first_line = 0, num_lines = 0;  // into lines, innermost first
+    Kind kind = Kind::kNative;
+  };
+  struct Sample {
+    std::vector<uint32_t> locations;  // leaf first
+    uint32_t comm = 0;
+    uint32_t pid = 0, tid = 0;
+    std::vector<std::pair<uint32_t, uint32_t>> labels;  // key, value string ids
+    uint64_t count = 0;
+    uint64_t weight_ns = 0;
+    bool off_cpu = false;
+  };
+  std::vector<std::string> strings{""};  // strings[0] is ""
+  std::vector<Mapping> mappings;
+  std::vector<Function> functions;
+  std::vector<Line> lines;
+  std::vector<Location> locations;
+  std::vector<Sample> samples;
+
+  // Its heap, estimated from its contents (--metrics).
+  uint64_t Bytes() const;
+};
+
+// A sample's function names, leaf first, inline expansions included.
+std::vector<std::string_view> FunctionNames(const InternedProfile& p, const InternedProfile::Sample& s);
+
+// Builds an InternedProfile from resolved samples, merging equal ones.
+class ProfileBuilder {
+ public:
+  ProfileBuilder() = default;
+  ProfileBuilder(const ProfileBuilder&) = delete;
+  ProfileBuilder& operator=(const ProfileBuilder&) = delete;
+
+  uint32_t String(std::string_view s);
+  // Adds a sample (count 0: dropped, returns UINT32_MAX); `extra_labels`
+  // are appended to its own. Returns the index of the sample it was
+  // merged into, and whether that sample is new.
+  std::pair<uint32_t, bool> Add(const ResolvedSample& s,
+                                const std::vector<std::pair<uint32_t, uint32_t>>& extra_labels = {});
+  // The profile; the builder is empty again.
+  InternedProfile Take();
+
+ private:
+  uint32_t MappingId(const ResolvedFrame& f);
+  uint32_t FunctionId(const ResolvedFrame& f);
+  uint32_t LocationId(const ResolvedFrame& base, std::vector<InternedProfile::Line> lines);
+
+  InternedProfile p_;  // its strings (but "") only in string_store_ until Take
+  std::deque<std::string> string_store_;  // stable addresses for the index's keys
+  absl::flat_hash_map<std::string_view, uint32_t> string_index_;
+  absl::flat_hash_map<std::tuple<uint32_t, uint64_t, uint64_t, uint64_t>, uint32_t> mapping_index_;
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> function_index_;
+  absl::flat_hash_map<std::tuple<uint32_t, uint64_t, std::vector<InternedProfile::Line>>, uint32_t>
+      location_index_;
+  using SampleKey = std::tuple<std::vector<uint32_t>, uint32_t, uint32_t, uint32_t,
+                               std::vector<std::pair<uint32_t, uint32_t>>, bool>;
+  absl::flat_hash_map<SampleKey, uint32_t> sample_index_;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_OUTPUT_INTERNED_PROFILE_H_
