@@ -21,7 +21,7 @@ uint64_t Addr(uint64_t frame) { return frame & EHP_FRAME_ADDR_MASK; }
 
 // Whether the kernel's walk of c looked m up: a frame's pc (or a return
 // address - 1, where the walk looks it up) lies in it.
-bool HoldsAFrame(const Capture& c, const CaptureMapping& m) {
+[[maybe_unused]] bool HoldsAFrame(const Capture& c, const CaptureMapping& m) {
   auto in = [&](uint64_t a) { return a >= m.start && a < m.end; };
   if (in(c.regs[EHP_REG_RIP])) return true;
   for (uint64_t f : c.bpf_frames) {
@@ -86,6 +86,10 @@ absl::StatusOr<ReplayResult> ReplayCapture(const Capture& c, const ReplayOptions
 }
 
 absl::StatusOr<ReplayResult> Replayer::Replay(const Capture& c) {
+#if !EHPROF_WALK_REPLAY
+  return absl::UnimplementedError(
+      "replay: the walk's C build covers x86-64 only; this ehprof is built for another architecture");
+#else
   const ReplayOptions& o = options_;
   ReplayMaps& maps = *maps_;
   auto proc = std::make_unique<ehp_proc>();
@@ -147,6 +151,7 @@ absl::StatusOr<ReplayResult> Replayer::Replay(const Capture& c) {
     if (Addr(r.frames[i]) == r.libdwfl[i]) ++r.agree;
   }
   return r;
+#endif  // EHPROF_WALK_REPLAY
 }
 
 std::string FormatReplay(const Capture& c, const ReplayResult& r) {
