@@ -3,8 +3,6 @@
 #ifndef EHPROF_BPF_PYTHON_STATE_BPF_H_
 #define EHPROF_BPF_PYTHON_STATE_BPF_H_
 
-struct py_win_buf;
-
 enum py_walk_state {
 	PY_OFF = 0,    /* not a Python process, or the Python walk stopped */
 	PY_IDLE = 1,   /* native frames; look for the eval loop */
@@ -14,13 +12,13 @@ enum py_walk_state {
 
 struct py_walk {
 	struct ehp_py_proc *proc;
-	struct py_win_buf *buf; /* per-CPU window of process memory (py_view) */
+	__u8 *buf;	  /* per-CPU frame read buffer */
 	__u64 frame;	  /* the next interpreter frame */
 	__u64 interp;	  /* PY_SEARCH: the interpreter being searched */
 	__u64 tstate;	  /* PY_SEARCH: the thread state to look at next */
 	__u64 eval_value; /* the eval loop's native frame, pushed after its Python frames */
 	__u64 fsbase;	  /* this thread's pthread_self() */
-	__u32 searched;	  /* thread states looked at; 1 once found from the cache */
+	__u32 searched;
 	__u8 state;	  /* enum py_walk_state */
 	__u8 native_next; /* the next step is the eval loop's own native step */
 	__u8 pad[2];
