@@ -2,9 +2,9 @@
 // for: finds the interpreter and its code fields, names a code object from
 // the process's memory, and meets bad input (a non-code address, a process
 // that exited, a code object that changed) with "unreadable", never a
-// wrong name or a crash. No BPF: the tracker gets no map (fd -1). (A code
-// object freed and reused differs in what CheckCode compares; that case is
-// not forced here.)
+// wrong name or a crash. No BPF: the tracker gets no map (fd -1). A code
+// object freed and another allocated at its address is forced: named anew
+// at the next check.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -113,6 +113,68 @@ TEST_F(PythonTrackerTest, AnUnchangedCodeObjectKeepsItsEntryAfterTheRecheck) {
   t.NameFrames(c.pid, 1 + 200'000'000, &again);  // past the recheck interval
   EXPECT_EQ(again[0] & EHP_PY_CODE_MASK, index) << "unchanged: the same entry";
   EXPECT_EQ(t.codes().Name(again[0]).qualname, "Cls.method");
+}
+
+// Reads one line of the child's output.
+std::string ReadLine(int fd) {
+  std::string line;
+  char ch;
+  while (read(fd, &ch, 1) == 1 && ch != '\n') line.push_back(ch);
+  return line;
+}
+
+TEST_F(PythonTrackerTest, ACodeObjectFreedAndItsAddressReusedIsNamedAnewAtTheCheck) {
+  int out[2], in[2];
+  ASSERT_EQ(pipe(out), 0);
+  ASSERT_EQ(pipe(in), 0);
+  Child c;
+  c.pid = fork();
+  if (c.pid == 0) {
+    dup2(out[1], 1);
+    dup2(in[0], 0);
+    // Code objects of the same size: the allocator hands the freed one's
+    // block to a later one (tried until it does; the misses are kept).
+    execl(kPython, kPython, "-c",
+          "import sys, time\n"
+          "def make(name):\n"
+          "    ns = {}\n"
+          "    exec(f'def {name}(x):\\n    return x + 1\\n', ns)\n"
+          "    return ns[name].__code__\n"
+          "a = make('first')\n"
+          "print(id(a), flush=True)\n"
+          "sys.stdin.readline()\n"
+          "addr = id(a)\n"
+          "del a\n"
+          "keep = []\n"
+          "for i in range(100000):\n"
+          "    b = make('again')\n"
+          "    if id(b) == addr:\n"
+          "        break\n"
+          "    keep.append(b)\n"
+          "print(id(b), flush=True)\n"
+          "time.sleep(60)\n",
+          nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  close(in[0]);
+  uint64_t first = 0, second = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(ReadLine(out[0]), &first));
+  PythonTracker t(-1);
+  ASSERT_TRUE(t.Attach(c.pid).ok());
+  std::vector<uint64_t> before = {EHP_PY_FRAME(first, 0)};
+  t.NameFrames(c.pid, 1, &before);
+  EXPECT_EQ(t.codes().Name(before[0]).qualname, "first");
+
+  ASSERT_EQ(write(in[1], "\n", 1), 1);
+  ASSERT_TRUE(absl::SimpleAtoi(ReadLine(out[0]), &second));
+  close(out[0]);
+  close(in[1]);
+  if (second != first) GTEST_SKIP() << "the allocator gave no code object the freed one's address";
+  std::vector<uint64_t> after = {EHP_PY_FRAME(second, 0)};
+  t.NameFrames(c.pid, 1 + 200'000'000, &after);  // past the recheck interval
+  EXPECT_EQ(t.codes().Name(after[0]).qualname, "again") << "the freed object's name for its successor";
+  EXPECT_NE(after[0] & EHP_PY_CODE_MASK, before[0] & EHP_PY_CODE_MASK) << "a new entry";
 }
 
 }  // namespace
