@@ -84,6 +84,10 @@ class PythonTracker {
   struct Proc {
     enum State { kUnknown, kNotPython, kPython, kRefused } state = kUnknown;
     uint64_t checked_ns = 0;
+    // Frame checks that found no code object: refused at kFrameCheckTries
+    // (a frame read while the process pushes it can fail once).
+    int frame_check_failures = 0;
+    int not_python_checks = 0;  // looks while kNotPython: the next comes later
     CodeFields fields;
     // code address -> index in codes_, and when it was last checked.
     struct Cached {
