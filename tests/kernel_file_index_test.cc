@@ -68,6 +68,28 @@ class KernelFileIndexTest : public ::testing::Test {
     EXPECT_EQ(files_->Find(*key)->state, FileInfo::State::kReady);
     return *key;
   }
+  // /bin/main's text, as a read of the maps shows it.
+  static MapsEntry MainExec() {
+    MapsEntry e;
+    e.start = 0x1000;
+    e.end = 0x2000;
+    e.read = e.exec = e.priv = true;
+    e.path = "/bin/main";
+    return e;
+  }
+  // A tracker writing an in-memory procs map (*map), the kernel index
+  // knowing deep_recursion.stripped as kExe, and kPid's entry written from
+  // a read of the maps at 100 showing MainExec().
+  std::unique_ptr<ProcessTracker> TrackerWithEntry(MemoryMapWriter** map) {
+    auto procs = std::make_unique<MemoryMapWriter>(sizeof(ehp_proc), 16, MemoryMapWriter::Kind::kHash);
+    *map = procs.get();
+    auto tracker = std::make_unique<ProcessTracker>(files_.get(), std::move(procs));
+    tracker->SetKernelIndex(index_.get());
+    const FileKey exe = Ready("deep_recursion.stripped");
+    index_->Publish(kExe, exe, *files_->Find(exe));
+    tracker->Apply(kPid, {MainExec()}, 100);
+    return tracker;
+  }
   const ehp_file_info* InMap(const KernelFileKey& k) {
     auto it = bpf_.find({k.dev, k.ino});
     return it == bpf_.end() ? nullptr : &it->second;
@@ -189,6 +211,85 @@ TEST_F(KernelFileIndexTest, ReadingAForkedChildsMapsRewritesTheKernelsEntry) {
   ASSERT_NE(map->Bytes(child), nullptr);
   EXPECT_EQ(map->Get<ehp_proc>(child).n_mappings, 1u);
   EXPECT_EQ(map->Get<ehp_proc>(child).n_kernel, 0u);
+}
+
+// A library the kernel mapped after our last read of /proc/PID/maps (its
+// event not read yet) survives the entry written from that read; one whose
+// event was read, and which a later read of the maps no longer shows, does
+// not (the maps are the truth for what user space has seen).
+TEST_F(KernelFileIndexTest, AnEntryWrittenFromAnOlderReadKeepsWhatTheKernelAddedSince) {
+  MemoryMapWriter* map = nullptr;
+  const std::unique_ptr<ProcessTracker> owned = TrackerWithEntry(&map);
+  ProcessTracker& tracker = *owned;
+  const MapsEntry e = MainExec();
+  // The kernel adds two libraries to the entry (bpf/proc_learn.bpf.h).
+  auto entry = std::make_unique<ehp_proc>(map->Get<ehp_proc>(kPid));
+  const ehp_mapping libc{0x7000000, 0x7100000, 0x6ff0000, 7, EHP_MAPPING_HAS_TABLE};
+  const ehp_mapping overlap{0x1800, 0x1900, 0x1000, 8, EHP_MAPPING_HAS_TABLE};
+  entry->kernel[0] = libc;
+  entry->kernel[1] = overlap;
+  entry->n_kernel = 2;
+  ASSERT_TRUE(map->Write(kPid, entry.get(), 1).ok());
+  // A read of the maps taken before the mmap is written.
+  MapsEntry other = e;
+  other.start = 0x3000;
+  other.end = 0x4000;
+  other.path = "/lib/other";
+  tracker.Apply(kPid, {e, other}, 150);
+  ehp_proc written = map->Get<ehp_proc>(kPid);
+  EXPECT_EQ(written.n_mappings, 2u);
+  ASSERT_EQ(written.n_kernel, 1u) << "the library kept; the slot a written mapping covers dropped";
+  EXPECT_EQ(written.kernel[0].begin, libc.begin);
+  EXPECT_EQ(written.kernel[0].table_id, libc.table_id);
+  // Once the library's event is read (it is then in the snapshot), and a
+  // later read shows it gone, its slot goes too.
+  const ehp_file_info info = *InMap(kExe);
+  const uint64_t bias = 0x555555554000;
+  const ehp_mapping seen{bias + info.x_begin, bias + info.x_end, bias, info.table_id,
+                         EHP_MAPPING_HAS_TABLE};
+  entry = std::make_unique<ehp_proc>(map->Get<ehp_proc>(kPid));
+  entry->kernel[1] = seen;
+  entry->n_kernel = 2;
+  ASSERT_TRUE(map->Write(kPid, entry.get(), 1).ok());
+  tracker.AddKernelMapping(kPid, 160, seen, kExe, info.x_offset);
+  tracker.Apply(kPid, {e}, 170);
+  written = map->Get<ehp_proc>(kPid);
+  EXPECT_EQ(written.n_mappings, 1u);
+  ASSERT_EQ(written.n_kernel, 1u) << "the slot whose event was read is not carried";
+  EXPECT_EQ(written.kernel[0].begin, libc.begin);
+}
+
+// The kernel's slot can be lost when our write replaces the entry between
+// the kernel's lookup and its store: its event then finds the entry
+// without it and writes the entry anew, with the mapping in it; an entry
+// that holds it is left alone.
+TEST_F(KernelFileIndexTest, AKernelMappingOurWriteReplacedIsWrittenAgain) {
+  MemoryMapWriter* map = nullptr;
+  const std::unique_ptr<ProcessTracker> owned = TrackerWithEntry(&map);
+  ProcessTracker& tracker = *owned;
+  const MapsEntry e = MainExec();
+  const ehp_file_info info = *InMap(kExe);
+  const uint64_t bias = 0x555555554000;
+  const ehp_mapping lib{bias + info.x_begin, bias + info.x_end, bias, info.table_id,
+                        EHP_MAPPING_HAS_TABLE};
+  // Held in a kernel slot: nothing written.
+  auto entry = std::make_unique<ehp_proc>(map->Get<ehp_proc>(kPid));
+  entry->kernel[0] = lib;
+  entry->n_kernel = 1;
+  ASSERT_TRUE(map->Write(kPid, entry.get(), 1).ok());
+  uint64_t writes = map->writes();
+  tracker.AddKernelMapping(kPid, 110, lib, kExe, info.x_offset);
+  EXPECT_EQ(map->writes(), writes);
+  // Lost: written anew, the mapping among the sorted ones.
+  entry->n_kernel = 0;
+  ASSERT_TRUE(map->Write(kPid, entry.get(), 1).ok());
+  writes = map->writes();
+  tracker.AddKernelMapping(kPid, 120, lib, kExe, info.x_offset);
+  EXPECT_EQ(map->writes(), writes + 1);
+  const ehp_proc written = map->Get<ehp_proc>(kPid);
+  ASSERT_EQ(written.n_mappings, 2u);
+  EXPECT_EQ(written.mappings[1].begin, lib.begin);
+  EXPECT_EQ(written.mappings[1].table_id, lib.table_id);
 }
 
 }  // namespace

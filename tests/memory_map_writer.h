@@ -44,6 +44,12 @@ class MemoryMapWriter : public MapWriter {
     return absl::OkStatus();
   }
   void Delete(uint32_t key) override { values_.erase(key); }
+  bool Read(uint32_t key, void* value) const override {
+    auto it = values_.find(key);
+    if (it == values_.end()) return false;
+    std::memcpy(value, it->second.data(), value_size_);
+    return true;
+  }
   size_t value_size() const override { return value_size_; }
 
   // The value at key as T (zeroes when never written, as in an array map).

@@ -1,6 +1,7 @@
 // The BPF process entry built from a tracker's snapshot: which mappings
 // fit (ChooseEntryMappings) and the write itself, with its refusals.
 #include <elf.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstring>
@@ -43,6 +44,34 @@ std::vector<const TrackedMapping*> ChooseEntryMappings(
   return chosen;
 }
 
+void ProcessTracker::CarryKernelSlots(uint32_t pid, const std::vector<const TrackedMapping*>& chosen,
+                                      ehp_proc* proc) {
+  // The snapshot written may be older than a mapping the kernel added
+  // since (a library mapped between our read of /proc/PID/maps and this
+  // write; its event not read yet): replacing the entry would lose it, and
+  // a 1 ms process would stop unwinding at that library for the rest of its
+  // life. Slots user space has not been told of, and that no mapping
+  // written covers, are kept. The kernel may add one between this read and
+  // the write; its event then finds it in a snapshot and rewrites.
+  History& hist = history_[pid];
+  auto current = std::make_unique<ehp_proc>();
+  if (procs_->Read(pid, current.get())) {
+    const uint32_t slots = std::min<uint32_t>(current->n_kernel, EHP_KERNEL_MAPPINGS);
+    for (uint32_t i = 0; i < slots && proc->n_kernel < EHP_KERNEL_MAPPINGS; ++i) {
+      const ehp_mapping& k = current->kernel[i];
+      if (std::find(hist.kernel_seen.begin(), hist.kernel_seen.end(), k.begin) !=
+          hist.kernel_seen.end()) {
+        continue;
+      }
+      const bool covered = std::any_of(chosen.begin(), chosen.end(), [&](const TrackedMapping* m) {
+        return m->start < k.end && k.begin < m->end;
+      });
+      if (!covered) proc->kernel[proc->n_kernel++] = k;
+    }
+  }
+  hist.kernel_seen.clear();
+}
+
 void ProcessTracker::WriteEntry(uint32_t pid) {
   const std::vector<TrackedMapping>& all = history_[pid].snaps.back().mappings;
   auto loader_like = [&](const TrackedMapping& m) {
@@ -80,8 +109,12 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
     }
   }
   proc->n_mappings = static_cast<uint32_t>(n);
+  CarryKernelSlots(pid, chosen, proc.get());
   const absl::Status st = procs_->Write(pid, proc.get(), 1);
   if (st.ok()) {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    history_[pid].written_ns = uint64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
     refused_.erase(pid);
   } else {
     const bool full = absl::IsResourceExhausted(st);

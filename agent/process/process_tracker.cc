@@ -245,6 +245,9 @@ void ProcessTracker::ReleaseFiles(const std::vector<TrackedMapping>& mappings) {
 }
 
 void ProcessTracker::ImageEnded(uint32_t pid, uint64_t time_ns) {
+  // The kernel's slots from here on are the new image's (the exec program
+  // made the entry anew): none of them has been seen.
+  history_[pid].kernel_seen.clear();
   auto& ends = history_[pid].ends;
   ends.insert(std::upper_bound(ends.begin(), ends.end(), time_ns), time_ns);
 }

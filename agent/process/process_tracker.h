@@ -120,6 +120,14 @@ class ProcessTracker {
     std::vector<Snapshot> snaps;  // by from_ns
     std::vector<uint64_t> ends;   // image ends (exec, exit), ascending
     uint64_t last_exit_ns = 0;    // the latest exit among them
+    // Where the kernel-added mappings user space has been told of since
+    // the BPF entry was last written begin: those are in a snapshot (or a
+    // later read of the maps dropped them); the entry's other kernel slots
+    // are newer than anything user space knows and survive its next write.
+    std::vector<uint64_t> kernel_seen;
+    // CLOCK_MONOTONIC (bpf_ktime_get_ns's clock) when user space last
+    // replaced the BPF entry.
+    uint64_t written_ns = 0;
     // The image a time belongs to: the number of ends at or before it.
     size_t ImageAt(uint64_t time_ns) const;
   };
@@ -140,6 +148,14 @@ class ProcessTracker {
   // A warning once per topic: Refresh re-reads the same mappings.
   void WarnOnce(const std::string& topic, std::string warning);
   void WriteEntry(uint32_t pid);
+  // Into proc (about to replace pid's BPF entry): the entry's kernel-added
+  // slots user space has not been told of and `chosen` does not cover.
+  void CarryKernelSlots(uint32_t pid, const std::vector<const TrackedMapping*>& chosen,
+                        ehp_proc* proc);
+  // After the kernel added m to pid's entry at time_ns: writes the entry
+  // anew if one of our writes may have replaced it under the kernel (the
+  // slot went into the element our write swapped out).
+  void RewriteIfLost(uint32_t pid, uint64_t time_ns, const ehp_mapping& m);
   // Tells the kernel index which interpreter pid's executable runs with
   // (from /proc/PID/auxv's AT_ENTRY and AT_BASE).
   void LearnInterpreter(uint32_t pid, const std::vector<MapsEntry>& maps);

@@ -51,10 +51,11 @@ void ProcessTracker::LearnInterpreter(uint32_t pid, const std::vector<MapsEntry>
 void ProcessTracker::AddKernelMapping(uint32_t pid, uint64_t time_ns, const ehp_mapping& km,
                                       const KernelFileKey& kfile, uint64_t offset) {
   if (!kernel_index_) return;
+  History& hist = history_[pid];
+  hist.kernel_seen.push_back(km.begin);
   const std::optional<FileKey> key = kernel_index_->Find(kfile);
   const FileInfo* f = key ? files_->Find(*key) : nullptr;
   if (!f) return;
-  History& hist = history_[pid];
   // A read of the maps after the mapping was made holds it already.
   if (!hist.snaps.empty() && hist.snaps.back().from_ns > time_ns) return;
   TrackedMapping m;
@@ -92,6 +93,7 @@ void ProcessTracker::AddKernelMapping(uint32_t pid, uint64_t time_ns, const ehp_
     files_->AddRef(*key);
     ReleaseFiles(insert(hist.snaps.back().mappings));
     hist.snaps.back().from_kernel = true;
+    RewriteIfLost(pid, time_ns, km);
     return;
   }
   Snapshot snap;
@@ -99,6 +101,32 @@ void ProcessTracker::AddKernelMapping(uint32_t pid, uint64_t time_ns, const ehp_
   snap.from_kernel = true;
   insert(snap.mappings);
   PushSnapshot(pid, std::move(snap));
+  RewriteIfLost(pid, time_ns, km);
+}
+
+void ProcessTracker::RewriteIfLost(uint32_t pid, uint64_t time_ns, const ehp_mapping& km) {
+  // The kernel writes its slot into the entry it looked up; a write of ours
+  // landing between that lookup and the slot's store replaces the element,
+  // and the slot is gone with the old one: a process that maps libc while we
+  // write its entry (we do so right after its exec) would stop at libc for
+  // the rest of its life. Only a write ending around or after time_ns can
+  // have done that; the margin covers the kernel's lookup-to-timestamp time.
+  constexpr uint64_t kMarginNs = 1000000;
+  const History& hist = history_[pid];
+  if (!procs_ || hist.written_ns == 0 || hist.written_ns + kMarginNs < time_ns) return;
+  auto current = std::make_unique<ehp_proc>();
+  if (!procs_->Read(pid, current.get())) return;  // gone, or never written
+  auto holds = [&](const ehp_mapping* ms, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+      if (ms[i].begin <= km.begin && km.end <= ms[i].end) return true;
+    }
+    return false;
+  };
+  if (holds(current->mappings, std::min<uint32_t>(current->n_mappings, EHP_MAX_MAPPINGS)) ||
+      holds(current->kernel, std::min<uint32_t>(current->n_kernel, EHP_KERNEL_MAPPINGS))) {
+    return;
+  }
+  WriteEntry(pid);  // the snapshot holds km now
 }
 
 void ProcessTracker::Forked(uint32_t parent, uint32_t child, uint64_t time_ns) {

@@ -40,6 +40,10 @@ absl::Status BpfMapWriter::Write(uint32_t start, const void* values, uint32_t n)
 
 void BpfMapWriter::Delete(uint32_t key) { bpf_map_delete_elem(fd_, &key); }
 
+bool BpfMapWriter::Read(uint32_t key, void* value) const {
+  return bpf_map_lookup_elem(fd_, &key, value) == 0;
+}
+
 TableMaps BpfTableMaps(const MapFds& fds) {
   TableMaps m;
   m.tables = std::make_unique<BpfMapWriter>(fds.tables, sizeof(ehp_table_info), "tables");

@@ -25,6 +25,9 @@ class MapWriter {
   virtual absl::Status Write(uint32_t start, const void* values, uint32_t n) = 0;
   // Removes key; a key that is not there is not an error.
   virtual void Delete(uint32_t key) = 0;
+  // Copies key's value (value_size() bytes) into value; false when the key
+  // is not there or the map cannot be read back.
+  virtual bool Read(uint32_t key, void* value) const { return false; }
   virtual size_t value_size() const = 0;
 };
 
@@ -36,6 +39,7 @@ class BpfMapWriter : public MapWriter {
       : fd_(fd), value_size_(value_size), name_(std::move(name)) {}
   absl::Status Write(uint32_t start, const void* values, uint32_t n) override;
   void Delete(uint32_t key) override;
+  bool Read(uint32_t key, void* value) const override;
   size_t value_size() const override { return value_size_; }
 
  private:
