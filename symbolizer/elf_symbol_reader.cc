@@ -58,8 +58,11 @@ absl::StatusOr<absl::flat_hash_map<uint64_t, std::string>> GotSlotNames(
     for (size_t i = 0; i < n; ++i) {
       GElf_Rela r;
       if (!gelf_getrela(rd, static_cast<int>(i), &r)) break;
-      uint64_t type = GELF_R_TYPE(r.r_info);
-      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+      const uint64_t type = GELF_R_TYPE(r.r_info);
+      const bool slot = img.machine() == EM_AARCH64
+                            ? type == R_AARCH64_JUMP_SLOT || type == R_AARCH64_GLOB_DAT
+                            : type == R_X86_64_JUMP_SLOT || type == R_X86_64_GLOB_DAT;
+      if (!slot) continue;
       GElf_Sym sym;
       size_t symi = GELF_R_SYM(r.r_info);
       if (symi == 0 || !gelf_getsym(sd, static_cast<int>(symi), &sym)) continue;
@@ -82,6 +85,47 @@ std::optional<uint64_t> JumpSlot(const uint8_t* p, size_t n, uint64_t addr) {
   int32_t disp;
   std::memcpy(&disp, p + at + 2, sizeof disp);
   return addr + at + 6 + static_cast<int64_t>(disp);
+}
+
+// AArch64 PLT entries (binutils' small entries, with or without BTI and
+// PAC): [bti c;] adrp x16, PAGE; ldr x17, [x16, #OFF]; add x16, x16, #OFF;
+// [autia1716;] br x17 [; nop]. The GOT slot is PAGE + OFF. Each entry found
+// as (start, size, slot); the PLT header's pair loads the resolver's slot,
+// which no relocation names.
+struct A64PltEntry {
+  uint64_t start, size, slot;
+};
+std::vector<A64PltEntry> A64PltEntries(const uint8_t* p, size_t n, uint64_t addr) {
+  constexpr uint32_t kBtiC = 0xd503245f, kNop = 0xd503201f, kBrX17 = 0xd61f0220;
+  auto insn = [&](size_t off) {
+    uint32_t v;
+    std::memcpy(&v, p + off, 4);
+    return v;
+  };
+  std::vector<A64PltEntry> out;
+  for (size_t off = 0; off + 8 <= n; off += 4) {
+    const uint32_t adrp = insn(off), ldr = insn(off + 4);
+    // adrp x16 / ldr x17, [x16, #imm12 * 8] (64-bit unsigned offset form).
+    if ((adrp & 0x9f00001f) != 0x90000010 || (ldr & 0xffc003ff) != 0xf9400211) continue;
+    const uint64_t immlo = (adrp >> 29) & 3, immhi = (adrp >> 5) & 0x7ffff;
+    int64_t page_delta = static_cast<int64_t>(((immhi << 2) | immlo) << 12);
+    if (page_delta & (int64_t{1} << 32)) page_delta -= int64_t{1} << 33;  // 33-bit signed
+    const uint64_t pc = addr + off;
+    const uint64_t slot = (pc & ~uint64_t{0xfff}) + page_delta + ((ldr >> 10) & 0xfff) * 8;
+    const size_t start = off >= 4 && insn(off - 4) == kBtiC ? off - 4 : off;
+    size_t end = 0;
+    for (size_t at = off + 8; at + 4 <= n && at <= off + 16; at += 4) {
+      if (insn(at) == kBrX17) {
+        end = at + 4;
+        break;
+      }
+    }
+    if (end == 0) continue;
+    if (end + 4 <= n && insn(end) == kNop) end += 4;
+    out.push_back({addr + start, end - start, slot});
+    off = end - 4;
+  }
+  return out;
 }
 
 }  // namespace
@@ -132,7 +176,7 @@ absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type
 
 absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out,
                               std::deque<std::string>* names) {
-  if (img.machine() != EM_X86_64) return absl::OkStatus();
+  if (img.machine() != EM_X86_64 && img.machine() != EM_AARCH64) return absl::OkStatus();
   const ImageSection* plts[] = {img.FindSection(".plt"), img.FindSection(".plt.sec"),
                                 img.FindSection(".plt.got")};
   bool any = false;
@@ -147,6 +191,15 @@ absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out,
     EHP_ASSIGN_OR_RETURN(Elf_Data * d, img.Data(*s));
     if (!d->d_buf) continue;
     const auto* bytes = static_cast<const uint8_t*>(d->d_buf);
+    if (img.machine() == EM_AARCH64) {
+      for (const A64PltEntry& e : A64PltEntries(bytes, d->d_size, s->header.sh_addr)) {
+        auto it = slots.find(e.slot);
+        if (it == slots.end()) continue;
+        names->push_back(absl::StrCat(it->second, "@plt"));
+        out->push_back({names->back(), e.start, e.size, s->end_addr(), /*rank=*/0});
+      }
+      continue;
+    }
     uint64_t entsize = s->header.sh_entsize;
     if (entsize != 8 && entsize != 16) entsize = 16;
     for (uint64_t off = 0; off + entsize <= d->d_size; off += entsize) {

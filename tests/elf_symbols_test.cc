@@ -69,8 +69,9 @@ std::string RunAndRead(const std::string& cmd) {
 }
 
 // objdump's "<name@plt>" labels: binutils is the reference for PLT names.
-std::map<uint64_t, std::string> ObjdumpPltNames(const std::string& path) {
-  std::string out = RunAndRead("objdump -d '" + path + "' 2>/dev/null");
+std::map<uint64_t, std::string> ObjdumpPltNames(const std::string& path,
+                                                const std::string& objdump = "objdump") {
+  std::string out = RunAndRead(objdump + " -d '" + path + "' 2>/dev/null");
   std::map<uint64_t, std::string> names;
   std::regex label(R"(^([0-9a-f]+) <([^>+-]+@plt)>:$)");
   std::istringstream lines(out);
@@ -157,6 +158,38 @@ TEST(ElfSymbolsTest, PltStubsNamedAsObjdumpDoes) {
       ASSERT_TRUE(s) << plt_name;
       EXPECT_EQ(s->name, plt_name);
       EXPECT_EQ(s->start, addr);
+    }
+  }
+}
+
+// AArch64 PLTs: plain 16-byte entries (a64_cfi.so), BTI landing pads
+// before the adrp (an executable's 24-byte entries) and PAC's autia1716
+// before the branch, named and placed as binutils' aarch64 objdump labels
+// them, every byte of an entry inside its stub.
+TEST(ElfSymbolsTest, Aarch64PltStubsNamedAsObjdumpDoes) {
+#ifndef EHPROF_HAVE_A64_TESTDATA
+  GTEST_SKIP() << "no aarch64-linux-gnu-ld at configure time: no AArch64 testdata "
+                  "(scripts/install_deps.sh installs binutils-aarch64-linux-gnu)";
+#endif
+  const std::string objdump = "aarch64-linux-gnu-objdump";
+  for (const char* name : {"a64_cfi.so", "a64_plt_bti", "a64_plt_pac.so"}) {
+    SCOPED_TRACE(name);
+    const std::string path = TestdataPath(name);
+    const auto expected = ObjdumpPltNames(path, objdump);
+    ASSERT_FALSE(expected.empty()) << objdump << " shows no @plt labels in " << path;
+    auto syms = MustLoad(path);
+    ASSERT_TRUE(syms);
+    for (auto it = expected.begin(); it != expected.end(); ++it) {
+      const auto next = std::next(it);
+      // The last entry ends where objdump's next label (or the section) does;
+      // entries are 16 or 24 bytes.
+      const uint64_t size = next != expected.end() ? next->first - it->first : 16;
+      for (uint64_t at = it->first; at < it->first + size; at += 4) {
+        auto s = syms->Find(at);
+        ASSERT_TRUE(s) << it->second << " at 0x" << std::hex << at;
+        EXPECT_EQ(s->name, it->second) << "at 0x" << std::hex << at;
+        EXPECT_EQ(s->start, it->first);
+      }
     }
   }
 }
