@@ -10,12 +10,13 @@ dpkg-deb -x under the cache.
   debian_arm64.py fetch SUITE PKG... [--cache DIR]   # unpack PKGs, print their trees
 """
 import argparse
-import glob
 import os
-import re
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import debian_archive  # noqa: E402  (scripts/debian_archive.py: the machine's own archive)
 
 CACHE = os.environ.get("EHPROF_CACHE", "/var/cache/ehprof")
 SUITES = {"bookworm": "12", "trixie": "13"}
@@ -27,30 +28,6 @@ CORPUS = {
 }
 
 
-def machine_archive_uri():
-    """The Debian archive URI this machine's apt uses (deb822 or one-line)."""
-    paths = glob.glob("/etc/apt/sources.list.d/*.sources") + \
-        glob.glob("/etc/apt/sources.list.d/*.list") + ["/etc/apt/sources.list"]
-    for path in paths:
-        try:
-            text = open(path).read()
-        except OSError:
-            continue
-        for stanza in re.split(r"\n\s*\n", text):
-            if re.search(r"^Enabled:\s*no", stanza, re.M | re.I):
-                continue
-            uris = re.search(r"^URIs:\s*(\S+)", stanza, re.M)
-            suites = re.search(r"^Suites:\s*(.+)$", stanza, re.M)
-            if uris and suites and not any(s.endswith("-security") for s in suites.group(1).split()) \
-                    and "/debian" in uris.group(1) and "security" not in uris.group(1):
-                return uris.group(1).rstrip("/")
-        for line in text.splitlines():
-            m = re.match(r"^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+(\S+)", line)
-            if m and "/debian" in m.group(1) and "security" not in m.group(1):
-                return m.group(1).rstrip("/")
-    raise SystemExit("no Debian archive in this machine's apt sources")
-
-
 class Apt:
     def __init__(self, suite, cache=CACHE, arch="arm64"):
         self.suite = suite
@@ -59,7 +36,7 @@ class Apt:
             os.makedirs(os.path.join(self.root, d), exist_ok=True)
         sources = os.path.join(self.root, "sources.list")
         with open(sources, "w") as f:
-            f.write(f"deb [arch={arch}] {machine_archive_uri()} {suite} main\n")
+            f.write(f"deb [arch={arch}] {debian_archive.archive_uri()} {suite} main\n")
         self.opts = [
             "-o", f"APT::Architecture={arch}", "-o", f"APT::Architectures::={arch}",
             "-o", f"Dir::State={self.root}", "-o", f"Dir::State::Lists={self.root}/lists",
