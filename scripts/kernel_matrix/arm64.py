@@ -25,6 +25,9 @@ import arm64_guest  # noqa: E402
 import guest_vm  # noqa: E402
 import judge  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "bench"))
+import result_file  # noqa: E402  (bench/result_file.py: the README's figures)
+
 RELEASES = {"12": "Debian 12's fio", "13": "Debian 13's fio (PAC, BTI)"}
 
 
@@ -149,6 +152,26 @@ def table(row):
     return "\n".join(lines)
 
 
+def figures(row, wall):
+    """The guest's run as README figures: d12_* and d13_* per Debian fio."""
+    out = {"wall_seconds": round(wall), "guest_seconds": row["seconds"]}
+    if "ehprof_sample" in row["check"]["programs"]:
+        out["sampler_insns"] = row["check"]["programs"]["ehprof_sample"]
+    for rel in RELEASES:
+        fio = row["fio"].get(rel, {})
+        for who in ("ehprof", "perf", "perf_fp"):
+            job = (fio.get(who) or {}).get("job", {})
+            if job.get("complete") is None:
+                continue
+            for key in ("complete", "complete_all", "samples", "callsite"):
+                if job.get(key) is not None:
+                    out[f"d{rel}_{who}_{key}"] = job[key]
+        for key in ("agree", "perf_agree", "agree_fp"):
+            if isinstance(fio.get(key), (int, float)):
+                out[f"d{rel}_{key}"] = fio[key]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ehprof", required=True, help="the arm64 ehprof (scripts/build.sh --arch arm64)")
@@ -166,6 +189,11 @@ def main():
     ap.add_argument("--min-agree-fp", type=float, default=50.0,
                     help="--check: the same against perf -g's frame records (Debian 13's fio)")
     ap.add_argument("--check", action="store_true", help="exit 1 unless every expectation holds")
+    ap.add_argument("--result", nargs="?",
+                    const=os.path.join(result_file.RESULTS, "kernel_matrix_arm64.json"),
+                    help="also write the README's figures (default path with no value: %(const)s); "
+                         "not written unless asked, so a CI run leaves the committed file alone")
+    ap.add_argument("--note", default="", help="said in the result file (e.g. the machine was loaded)")
     a = ap.parse_args()
     started = time.monotonic()
     rootdir = arm64_guest.root()
@@ -195,6 +223,8 @@ def main():
               "accel": "tcg", "freq": a.freq, "runtime": a.runtime,
               "startdelay": a.startdelay, "rows": [row]}
     judge.write_results(out, result, md)
+    if a.result:
+        result_file.write("kernel_matrix_arm64", figures(row, wall), a.note, a.result)
     print(f"kernel_matrix arm64: {wall:.0f} s in all ({row['seconds']} s in the guest); results in {out}")
     if a.check:
         judge.exit_on(problems(row, a.min_complete, a.min_agree, a.min_agree_fp), "kernel_matrix arm64")

@@ -25,6 +25,8 @@ import judge  # noqa: E402
 import kernels  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import result_file  # noqa: E402  (bench/result_file.py: the README's figures)
 # name -> (kernel line, None for the newest; suites its linux-image-amd64
 # comes from; who runs it; expectation). Kernels without bpf_loop (5.10)
 # run the tail-call build.
@@ -170,6 +172,30 @@ def table(rows):
     return "\n".join(lines)
 
 
+def figures(rows, wall):
+    """The matrix as README figures: ROW_KEY per kernel line (5_10, 6_1,
+    6_12, newest, host)."""
+    out = {"wall_seconds": round(wall)}
+    for r in rows:
+        k = r["kernel"].replace(".", "_")
+        programs = r["check"]["programs"]
+        if "ehprof_sample" in programs:
+            out[f"{k}_sampler_insns"] = programs["ehprof_sample"]
+        if "ehprof_sample_walk" in programs:
+            out[f"{k}_walk_insns"] = programs["ehprof_sample_walk"]
+        job = r.get("record", {}).get("job", {})
+        if job.get("complete") is not None:
+            out[f"{k}_job_complete_pct"] = job["complete"]
+            out[f"{k}_job_complete_all_pct"] = job["complete_all"]
+            out[f"{k}_job_samples"] = job["samples"]
+        if r.get("agent_files") is not None:
+            out[f"{k}_agent_intervals"] = r["agent_files"]
+        off = (r.get("offcpu") or {}).get("b_to_a")
+        if off is not None:
+            out[f"{k}_offcpu_b_to_a"] = off
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", help="results directory (default: BUILD/kernels)")
@@ -184,6 +210,10 @@ def main():
     ap.add_argument("--check", action="store_true", help="exit 1 unless every expectation holds")
     ap.add_argument("--ehprof", help="the ehprof binary (default: BUILD/ehprof; BUILD is "
                     "$EHPROF_BUILD_DIR or build)")
+    ap.add_argument("--result", nargs="?", const=os.path.join(result_file.RESULTS, "kernel_matrix.json"),
+                    help="also write the README's figures (default path with no value: %(const)s); "
+                         "not written unless asked, so a CI run leaves the committed file alone")
+    ap.add_argument("--note", default="", help="said in the result file (e.g. the machine was loaded)")
     a = ap.parse_args()
 
     if os.geteuid() != 0:
@@ -257,6 +287,8 @@ def main():
     result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "wall_seconds": round(wall),
               "accel": "kvm" if guest_vm.kvm_usable() else "tcg", "freq": a.freq, "rows": rows}
     judge.write_results(out, result, md)
+    if a.result:
+        result_file.write("kernel_matrix", figures(rows, wall), a.note, a.result)
     print(f"kernel_matrix: {wall:.0f} s in all; results in {out}")
     if a.check:
         judge.exit_on([p for r in rows for p in problems(r, a.min_complete)], "kernel_matrix")
