@@ -21,6 +21,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import a64_judge  # noqa: E402
+import a64_programs  # noqa: E402
 import arm64_guest  # noqa: E402
 import guest_vm  # noqa: E402
 import judge  # noqa: E402
@@ -59,7 +60,7 @@ def agreement(dump, ref):
     return json.loads(r.stdout).get("agree_pct") if r.returncode == 0 else None
 
 
-def summarize(res, rootdir, seconds, hung):
+def summarize(res, rootdir, bindir, seconds, hung):
     g = judge.load_json(os.path.join(res, "guest.json")) or {}
     row = {"uname": g.get("uname"), "arch": g.get("arch"), "seconds": round(seconds, 1),
            "timed_out": hung is not None, "hung": hung, "guest": g,
@@ -86,6 +87,17 @@ def summarize(res, rootdir, seconds, hung):
         fio["summary"] = judge.first_line(judge.read(os.path.join(res, f"record{rel}.txt")),
                                           "user stacks complete")
         row["fio"][rel] = fio
+    row["programs"] = {}
+    for name in a64_programs.CHAINS:
+        dump = os.path.join(res, f"{name}.perf-script")
+        got = {"rc": g.get(name)}
+        if got["rc"] == 0 and os.path.exists(dump):
+            got.update(a64_programs.judge_program(dump, name, rootdir, bindir))
+        row["programs"][name] = got
+    folded = os.path.join(res, "offcpu.folded")
+    row["offcpu_rc"] = g.get("offcpu")
+    row["offcpu"] = judge.judge_offcpu(folded) if g.get("offcpu") == 0 and os.path.exists(folded) else None
+    row["agent_rc"], row["agent_files"] = g.get("agent"), g.get("agent_files")
     return row
 
 
@@ -126,6 +138,26 @@ def problems(row, min_complete, min_agree, min_agree_fp):
         if rel == "13" and (fio.get("agree_fp") or 0) < min_agree_fp:
             out.append(f"arm64: {what}: {fio.get('agree_fp')}% of the job thread's stacks occur in "
                        f"perf -g's frame records (< {min_agree_fp}%)")
+    # testdata's programs: 2 s each at 499 Hz; the chains as the x86-64
+    # tests ask them (tests/record_priv_test.cc, record_jit_priv_test.cc).
+    for name, got in row.get("programs", {}).items():
+        if got.get("rc") != 0:
+            out.append(f"arm64: ehprof record of {name} exited {got.get('rc')}")
+        elif (got.get("leaf_samples") or 0) < 30:
+            out.append(f"arm64: {name}: {got.get('leaf_samples')} samples at its leaf (< 30) "
+                       f"of {got.get('samples')}")
+        elif (got.get("chain_pct") or 0) < 90:
+            out.append(f"arm64: {name}: {got.get('chain_pct')}% of its leaf's samples show the "
+                       f"expected chain down to readelf's bottom frame (< 90%; "
+                       f"{got.get('complete_pct')}% reach the bottom)")
+    off = row.get("offcpu") or {}
+    if row.get("offcpu_rc") != 0:
+        out.append(f"arm64: ehprof record --off-cpu exited {row.get('offcpu_rc')}")
+    elif off.get("b_to_a") is None or abs(off["b_to_a"] - 3.0) > 0.15:
+        out.append(f"arm64: off-CPU split b:a {off.get('b_to_a')} (want 3 +- 0.15): {off}")
+    if row.get("agent_rc") != 0 or (row.get("agent_files") or 0) < 2:
+        out.append(f"arm64: ehprof agent exited {row.get('agent_rc')} with "
+                   f"{row.get('agent_files')} interval files (want 0 and >= 2)")
     return out
 
 
@@ -149,6 +181,13 @@ def table(row):
             agree += (f"; perf -g (frame records): {f.get('complete_all')} % complete "
                       f"({f.get('samples')}), ehprof's stacks in its {fio.get('agree_fp')} %")
         lines.append(f"| {row['uname']} | {what} | {insns} | {fig(e)} | {fig(p)} | {agree} |")
+    lines += ["", "| testdata program (arm64, stripped) | samples at its leaf / all | reach the bottom % | "
+              "expected chain % |", "|---|---|---|---|"]
+    for name, got in row.get("programs", {}).items():
+        lines.append(f"| {name} | {got.get('leaf_samples')} / {got.get('samples')} | "
+                     f"{got.get('complete_pct')} | {got.get('chain_pct')} |")
+    off = row.get("offcpu") or {}
+    lines.append(f"\noff-CPU b:a {off.get('b_to_a')}; agent interval files {row.get('agent_files')}")
     return "\n".join(lines)
 
 
@@ -169,6 +208,14 @@ def figures(row, wall):
         for key in ("agree", "perf_agree", "agree_fp"):
             if isinstance(fio.get(key), (int, float)):
                 out[f"d{rel}_{key}"] = fio[key]
+    for name, got in row.get("programs", {}).items():
+        for key in ("samples", "leaf_samples", "complete_pct", "chain_pct"):
+            if isinstance(got.get(key), (int, float)):
+                out[f"{name}_{key}"] = got[key]
+    if (row.get("offcpu") or {}).get("b_to_a") is not None:
+        out["offcpu_b_to_a"] = row["offcpu"]["b_to_a"]
+    if row.get("agent_files") is not None:
+        out["agent_intervals"] = row["agent_files"]
     return out
 
 
@@ -203,16 +250,20 @@ def main():
     shutil.rmtree(res, ignore_errors=True)
     os.makedirs(res)
     initrd = arm64_guest.initramfs(tree, kver, rootdir, os.path.join(out, "initramfs-arm64.gz"))
-    shutil.copy(os.path.join(HERE, "guest_arm64.sh"), res)
+    for script in ("guest_arm64.sh", "guest_common.sh"):
+        shutil.copy(os.path.join(HERE, script), res)
     env = {"EHPROF_FREQ": str(a.freq), "EHPROF_RUNTIME": str(a.runtime),
            "EHPROF_STARTDELAY": str(a.startdelay)}
     print(f"kernel_matrix: booting {pkg} {ver} (qemu-system-aarch64, TCG)", file=sys.stderr, flush=True)
     bindir = os.path.dirname(os.path.abspath(a.ehprof))
+    err = a64_programs.build(os.path.join(bindir, "testdata-a64"))
+    if err:
+        sys.exit(f"kernel_matrix arm64: building testdata's programs for arm64: {err}")
 
     def run():
         return arm64_guest.boot(image, initrd, rootdir, bindir, res, env, a.timeout)
     rc, secs, hung, retried = guest_vm.boot_with_retry(run, res)
-    row = summarize(res, rootdir, secs, hung)
+    row = summarize(res, rootdir, bindir, secs, hung)
     row.update({"kernel_package": f"{pkg} {ver}", "boot_rc": rc, "boot_retried": retried})
     if hung:
         row["console_tail"] = guest_vm.console_tail(res)

@@ -13,9 +13,8 @@ if [[ ${EHPROF_MODE:-} == btf ]]; then
   cp /sys/kernel/btf/vmlinux "$R/vmlinux.btf"
   exit
 fi
-now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
-# Each step on the console, so a guest that hangs says where.
-step() { echo "ehprof-guest: $*" > /dev/console 2>/dev/null; }
+# shellcheck source=scripts/kernel_matrix/guest_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/guest_common.sh"
 start=$(now_ms)
 step "ehprof check"
 
@@ -39,25 +38,8 @@ if [[ $check_rc == 0 ]]; then
     fio --output=/dev/null "$EHPROF_REPO/testdata/workloads/fio-cpu.job" > "$R/record.txt" 2>&1
   record_rc=$?
   record_ms=$(($(now_ms) - rstart))
-  # ehprof agent on testdata's deep_recursion: 1 s intervals into files,
-  # stopped once it has written two (at least 6 s, at most 60 s: its
-  # start-up under TCG takes a few intervals, more on a busy host).
-  step "ehprof agent"
-  "$(dirname "$E")/testdata/deep_recursion" 70 10 > /dev/null 2>&1 &
-  work_pid=$!
-  "$E" agent -p "$work_pid" --interval 1 --output-dir "$R/agent" --metrics-every 0 \
-    --no-table-cache > "$R/agent.txt" 2>&1 &
-  agent_pid=$!
-  for waited in $(seq 1 60); do
-    sleep 1
-    ((waited >= 6)) && (($(ls "$R/agent" 2>/dev/null | grep -c '\.pb\.gz$') >= 2)) && break
-  done
-  kill -TERM "$agent_pid"
-  wait "$agent_pid"
-  agent_rc=$?
-  kill "$work_pid" 2>/dev/null
-  wait "$work_pid" 2>/dev/null
-  agent_files=$(ls "$R/agent" 2>/dev/null | grep -c '\.pb\.gz$')
+  # ehprof agent on testdata's deep_recursion (guest_common.sh).
+  run_agent "$(dirname "$E")/testdata/deep_recursion" 70 10
   # Off-CPU: testdata's offcpu_sleep blocks 100 ms in sleep_a and 300 ms in
   # sleep_b in turn; the host judges the a:b split of the blocked time.
   step "ehprof record --off-cpu"

@@ -10,8 +10,8 @@ E=/ehprof/bin/ehprof
 F=${EHPROF_FREQ:-99}
 T=${EHPROF_RUNTIME:-3}
 cd /tmp
-now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
-step() { echo "ehprof-guest: $*" > /dev/console 2>/dev/null; }
+# shellcheck source=scripts/kernel_matrix/guest_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/guest_common.sh"
 start=$(now_ms)
 # Debian 13's fio needs Debian 13's glibc and libraries: it runs through
 # Debian 13's own loader with its own library directories, so both fios run
@@ -76,6 +76,25 @@ if [[ $check_rc == 0 ]]; then
   rcs+="\"perf13fp\": $?, "
   perf script --no-inline -i /tmp/perf13fp.data -F comm,tid,ip,sym,dso \
     > "$R/fio13.perf-fp.perf-script" 2>> "$R/perf13fp.txt"
+  # testdata's programs, cross-built by the host (a64_programs.py): a
+  # signal handler (the vDSO's __kernel_rt_sigreturn), PLT calls into libc
+  # and back, JIT code without CFI (its frame record), each stripped.
+  TD=/ehprof/bin/testdata-a64
+  for p in sig_handler plt_calls jit_sim; do
+    step "ehprof record of $p"
+    timeout -s INT 120 "$E" record -F 499 --no-table-cache -o "$R/$p.perf-script" -- \
+      "$TD/$p.stripped" 2 > "$R/$p.txt" 2>&1
+    rcs+="\"$p\": $?, "
+  done
+  # Off-CPU: offcpu_sleep blocks 100 ms in sleep_a and 300 ms in sleep_b in
+  # turn; the host judges the a:b split of the blocked time.
+  step "ehprof record --off-cpu"
+  timeout -s INT 120 "$E" record --off-cpu -q --no-table-cache -o "$R/offcpu.folded" -- \
+    "$TD/offcpu_sleep" 2 > "$R/offcpu.txt" 2>&1
+  rcs+="\"offcpu\": $?, "
+  # ehprof agent on deep_recursion (guest_common.sh).
+  run_agent "$TD/deep_recursion" 70 10
+  rcs+="\"agent\": $agent_rc, \"agent_files\": $agent_files, "
 fi
 cat > "$R/guest.json" <<JSON
 {
