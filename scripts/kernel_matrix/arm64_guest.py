@@ -82,18 +82,24 @@ def _make_root(path):
     os.rename(part, path)
 
 
-def kernel(cache=CACHE):
-    """Debian 12's arm64 kernel package, unpacked with its modules.dep:
-    (package, version, kernel release, Image path, tree)."""
-    apt = debian_arm64.Apt("bookworm", cache)
+def kernel(cache=CACHE, suite="bookworm"):
+    """A Debian release's arm64 kernel package (linux-image-arm64's), unpacked
+    with its modules.dep: (package, version, kernel release, Image path, tree)."""
+    apt = debian_arm64.Apt(suite, cache)
     apt.update()
     pkg = debian_arm64.image_package(apt)
     tree = apt.fetch(pkg)
-    kver = os.listdir(os.path.join(tree, "lib", "modules"))[0]
+    # Debian 13's package has merged /usr (usr/lib/modules); the initramfs
+    # reads lib/modules.
+    if kernels.modules_dir(tree).startswith(os.path.join(tree, "usr")) and \
+            not os.path.exists(os.path.join(tree, "lib", "modules")):
+        os.makedirs(os.path.join(tree, "lib"), exist_ok=True)
+        os.symlink("../usr/lib/modules", os.path.join(tree, "lib", "modules"))
+    kver, image = kernels.kernel_files(tree)
     if not os.path.exists(os.path.join(tree, "lib", "modules", kver, "modules.dep")):
         subprocess.run(["depmod", "-b", tree, kver], check=True)
     version = os.path.basename(tree).split("_")[1]
-    return pkg, version, kver, os.path.join(tree, "boot", f"vmlinuz-{kver}"), tree
+    return pkg, version, kver, image, tree
 
 
 def initramfs(tree, kver, rootdir, out_path):

@@ -51,6 +51,7 @@ if [[ $check_rc == 0 ]]; then
     timeout -s INT 300 "$E" record -F "$F" --no-table-cache -o "$R/fio$rel.ehprof.perf-script" -- \
       ${FIO[$rel]} "${JOB[@]}" > "$R/record$rel.txt" 2>&1
     rcs+="\"record$rel\": $?, \"record${rel}_ms\": $(($(now_ms) - t0)), "
+    [[ ${EHPROF_PERF:-1} == 1 ]] || continue  # perf's references: the first kernel's guest
     step "perf record of Debian $rel's fio"
     t0=$(now_ms)
     # shellcheck disable=SC2086
@@ -69,13 +70,15 @@ if [[ $check_rc == 0 ]]; then
   # kernel walks the frame records (x29, x30) and strips PAC signatures
   # itself, an outside reference for the signed fio where perf's DWARF
   # unwinding stops (see PERF above).
-  step "perf record -g of Debian 13's fio"
-  # shellcheck disable=SC2086
-  timeout -s INT 300 perf record -q -e cpu-clock -F "$F" -g -o /tmp/perf13fp.data -- \
-    ${FIO[13]} "${JOB[@]}" > "$R/perf13fp.txt" 2>&1
-  rcs+="\"perf13fp\": $?, "
-  perf script --no-inline -i /tmp/perf13fp.data -F comm,tid,ip,sym,dso \
-    > "$R/fio13.perf-fp.perf-script" 2>> "$R/perf13fp.txt"
+  if [[ ${EHPROF_PERF:-1} == 1 ]]; then
+    step "perf record -g of Debian 13's fio"
+    # shellcheck disable=SC2086
+    timeout -s INT 300 perf record -q -e cpu-clock -F "$F" -g -o /tmp/perf13fp.data -- \
+      ${FIO[13]} "${JOB[@]}" > "$R/perf13fp.txt" 2>&1
+    rcs+="\"perf13fp\": $?, "
+    perf script --no-inline -i /tmp/perf13fp.data -F comm,tid,ip,sym,dso \
+      > "$R/fio13.perf-fp.perf-script" 2>> "$R/perf13fp.txt"
+  fi
   # testdata's programs, cross-built by the host (a64_programs.py): a
   # signal handler (the vDSO's __kernel_rt_sigreturn), PLT calls into libc
   # and back, JIT code without CFI (its frame record), each stripped.
@@ -87,10 +90,10 @@ if [[ $check_rc == 0 ]]; then
     rcs+="\"$p\": $?, "
   done
   # Off-CPU: offcpu_sleep blocks 100 ms in sleep_a and 300 ms in sleep_b in
-  # turn; the host judges the a:b split of the blocked time.
+  # turn; the host judges each block (a64_programs.judge_offcpu).
   step "ehprof record --off-cpu"
-  timeout -s INT 120 "$E" record --off-cpu -q --no-table-cache -o "$R/offcpu.folded" -- \
-    "$TD/offcpu_sleep" 2 > "$R/offcpu.txt" 2>&1
+  timeout -s INT 120 "$E" record --off-cpu -q --no-table-cache -o "$R/offcpu.perf-script" -- \
+    "$TD/offcpu_sleep.stripped" 2 > "$R/offcpu.txt" 2>&1
   rcs+="\"offcpu\": $?, "
   # ehprof agent on deep_recursion (guest_common.sh).
   run_agent "$TD/deep_recursion" 70 10

@@ -15,7 +15,7 @@ hostname ehprof-arm64
 say "running guest_arm64.sh"
 chroot "$R" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/root TERM=dumb EHPROF_FREQ="$EHPROF_FREQ" EHPROF_RUNTIME="$EHPROF_RUNTIME" \
-  EHPROF_STARTDELAY="$EHPROF_STARTDELAY" \
+  EHPROF_STARTDELAY="$EHPROF_STARTDELAY" EHPROF_PERF="${EHPROF_PERF:-1}" \
   /bin/bash /ehprof/results/guest_arm64.sh > "$R/ehprof/results/guest.log" 2>&1
 say "guest_arm64.sh exited $?"
 sync
