@@ -257,4 +257,11 @@ std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples
   return out;
 }
 
+void ResolveEach(const std::vector<RawSample>& samples, const ProcessTracker& tracker, Symbolizer& symbols,
+                 const Kallsyms* kernel, const ResolveOptions& options,
+                 absl::FunctionRef<void(ResolvedSample&&)> each) {
+  Resolver r(tracker, symbols, kernel, options);
+  for (const RawSample& s : samples) each(r.Resolve(s));
+}
+
 }  // namespace ehprof

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "agent/process/process_tracker.h"
 #include "agent/python/python_tracker.h"
 #include "agent/record/raw_sample.h"
@@ -94,6 +95,10 @@ void AppendSourceFrames(const ResolvedFrame& base,
 std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples,
                                            const ProcessTracker& tracker, Symbolizer& symbols,
                                            const Kallsyms* kernel, const ResolveOptions& options);
+// The same, each sample handed to `each` as it is resolved (none kept).
+void ResolveEach(const std::vector<RawSample>& samples, const ProcessTracker& tracker, Symbolizer& symbols,
+                 const Kallsyms* kernel, const ResolveOptions& options,
+                 absl::FunctionRef<void(ResolvedSample&&)> each);
 
 // Off-CPU stacks are taken inside the sched_switch tracepoint: drops the
 // leading kernel frames of the BPF program and the tracepoint's glue.
