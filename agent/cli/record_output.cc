@@ -31,8 +31,6 @@
 #include "agent/verify/verify.h"
 #include "agent/verify/walk_compare.h"
 #include "base/exclusive_file.h"
-#include "symbolizer/dwarf_symbolizer.h"
-#include "symbolizer/symbol_cache.h"
 
 namespace ehprof {
 namespace {
@@ -68,7 +66,7 @@ void PrintWarnings(const std::vector<std::string>& warnings) {
 }
 
 // --compare and --diff-folded: the same samples resolved with the other walk.
-void WriteWalkComparison(const Recorder& rec, const RecordOutput& out, DwarfSymbolizer& symbols,
+void WriteWalkComparison(const Recorder& rec, const RecordOutput& out, AddressSymbolizer& symbols,
                          const Kallsyms* kallsyms, const ResolveOptions& ro,
                          const std::vector<ResolvedSample>& resolved) {
   ResolveOptions other = ro;
@@ -121,7 +119,6 @@ void Resolve(const Recorder& rec, const RecordOutput& out, absl::FunctionRef<voi
   std::vector<std::string> resolve_warnings;
   ResolveOptions ro;
   ro.use_fp_walk = out.fp_walk;
-  ro.demangle = out.demangle;
   ro.warnings = &resolve_warnings;
   ro.python = rec.python_codes();
   if (!vdso_file.path().empty()) ro.symbol_file_alias["[vdso]"] = vdso_file.path();
@@ -131,9 +128,8 @@ void Resolve(const Recorder& rec, const RecordOutput& out, absl::FunctionRef<voi
                  std::string(kallsyms.status().message()).c_str());
   }
   const Kallsyms* ksyms = kallsyms.ok() ? &*kallsyms : nullptr;
-  auto elf_names = std::make_shared<SymbolCache>();
-  DwarfSymbolizer symbols(elf_names);
-  ro.symbol_table_names = elf_names.get();
+  // The agent's path, without its budget: one recording, named once.
+  AddressSymbolizer symbols({.demangle = out.demangle});
   if (!out.compare_path.empty() || !out.diff_path.empty()) {
     // Both walks of every sample, side by side.
     std::vector<ResolvedSample> resolved = ResolveSamples(rec.samples(), *rec.tracker(), symbols, ksyms, ro);
