@@ -103,7 +103,7 @@ struct FrameView {
 // holding them), as ResolvedSample::frames had them.
 std::vector<FrameView> Frames(const InternedProfile& p, const InternedProfile::Sample& s);
 // What a sample weighs where samples are summed (folded, SVG): its
-// nanoseconds when it has them, else its count (as SampleValue).
+// nanoseconds when it has them, else its count.
 inline uint64_t SampleValue(const InternedProfile::Sample& s) { return s.weight_ns ? s.weight_ns : s.count; }
 // The profile's events, or when it kept none, one per sample (time 0,
 // CPU 0) in sample order.

@@ -4,10 +4,6 @@
 
 namespace ehprof {
 
-void ToWallView(std::vector<ResolvedSample>* samples, uint64_t period_ns, bool per_thread) {
-  for (ResolvedSample& s : *samples) ToWallView(&s, period_ns, per_thread);
-}
-
 void ToWallView(ResolvedSample* sample, uint64_t period_ns, bool per_thread) {
   ResolvedSample& s = *sample;
   if (s.off_cpu) {
