@@ -3,13 +3,13 @@
 // strings, locations, inline lines, samples and events.
 #include "agent/output/output_formats.h"
 
-#include <zlib.h>
-
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "agent/output/interned_profile.h"
 #include "gtest/gtest.h"
+#include "tests/test_support.h"
 
 namespace ehprof {
 namespace {
@@ -131,32 +131,14 @@ TEST(OutputFormats, SvgTitleCountsSamplesAndDrawsEveryFrame) {
   EXPECT_NE(Write("svg", HandBuilt(), wall).find("ehprof: 0.000 s off-CPU"), std::string::npos);
 }
 
-// The gzip member's contents.
-std::string Gunzip(const std::string& gz) {
-  z_stream z{};
-  EXPECT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  z.avail_in = static_cast<uInt>(gz.size());
-  std::string out;
-  char buf[4096];
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof(buf);
-    rc = inflate(&z, Z_NO_FLUSH);
-    out.append(buf, sizeof(buf) - z.avail_out);
-  }
-  EXPECT_EQ(rc, Z_STREAM_END);
-  inflateEnd(&z);
-  return out;
-}
-
 TEST(OutputFormats, PprofHoldsTheModelsStringsOnce) {
   const std::string pb = Write("pprof", HandBuilt());
   ASSERT_GE(pb.size(), 2u);
   EXPECT_EQ(static_cast<unsigned char>(pb[0]), 0x1f);
   EXPECT_EQ(static_cast<unsigned char>(pb[1]), 0x8b);
-  const std::string proto = Gunzip(pb);
+  const std::optional<std::string> unzipped = testing::Gunzip(pb);
+  ASSERT_TRUE(unzipped);
+  const std::string& proto = *unzipped;
   // Every name and file once in the string table (tests/output_pprof_test.cc
   // decodes the rest with pprof's own schema).
   for (const char* s : {"schedule", "helper", "work", "/bin/app", "a.c", "a.h"}) {
