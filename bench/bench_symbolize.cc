@@ -25,8 +25,6 @@
 #include "agent/session/table_store.h"
 #include "bpf/ehprof_abi.h"
 #include "symbolizer/debuginfod_client.h"
-#include "symbolizer/dwarf_symbolizer.h"
-#include "symbolizer/symbol_cache.h"
 
 namespace ehprof {
 namespace {
@@ -143,13 +141,10 @@ void Report(benchmark::State& state, const std::vector<ResolvedSample>& out) {
   state.counters["line_pct"] = frames ? 100.0 * with_line / frames : 0;
 }
 
-// As cmd_record.cc sets it up: DWARF first, function names from the ELF
-// symbol tables.
-std::vector<ResolvedSample> Resolve(const Recording& rec, DwarfSymbolizer& symbols,
-                                    SymbolCache* names) {
-  ResolveOptions options;
-  options.symbol_table_names = names;
-  return ResolveSamples(rec.samples, rec.tracker, symbols, nullptr, options);
+// As record_output.cc sets it up: DWARF first, function names from the
+// ELF symbol tables (AddressSymbolizer).
+std::vector<ResolvedSample> Resolve(const Recording& rec, AddressSymbolizer& symbols) {
+  return ResolveSamples(rec.samples, rec.tracker, symbols, nullptr, ResolveOptions());
 }
 
 void BM_ResolveCold(benchmark::State& state) {
@@ -160,9 +155,8 @@ void BM_ResolveCold(benchmark::State& state) {
     state.PauseTiming();
     out.clear();  // freeing the last output is not symbolizing
     state.ResumeTiming();
-    auto names = std::make_shared<SymbolCache>();
-    DwarfSymbolizer symbols(names);
-    out = Resolve(rec, symbols, names.get());
+    AddressSymbolizer symbols({});
+    out = Resolve(rec, symbols);
     benchmark::DoNotOptimize(out.data());
   }
   Report(state, out);
@@ -172,16 +166,15 @@ BENCHMARK(BM_ResolveCold)->Iterations(3)->Unit(benchmark::kMillisecond);
 void BM_ResolveWarm(benchmark::State& state) {
   const Recording& rec = GetRecording();
   if (!rec.error.empty()) return state.SkipWithError(rec.error.c_str());
-  auto names = std::make_shared<SymbolCache>();
-  DwarfSymbolizer symbols(names);
-  // One untimed pass opens the files and fills libdw's lazily built
-  // per-CU tables.
-  std::vector<ResolvedSample> out = Resolve(rec, symbols, names.get());
+  AddressSymbolizer symbols({});
+  // One untimed pass opens the files, fills libdw's lazily built per-CU
+  // tables and the address cache (as the agent's next interval finds it).
+  std::vector<ResolvedSample> out = Resolve(rec, symbols);
   for (auto _ : state) {
     state.PauseTiming();
     out.clear();
     state.ResumeTiming();
-    out = Resolve(rec, symbols, names.get());
+    out = Resolve(rec, symbols);
     benchmark::DoNotOptimize(out.data());
   }
   Report(state, out);

@@ -4,7 +4,6 @@
 // reference consumer of the format.
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,32 +21,14 @@
 #include "agent/resolve/resolved_sample.h"
 #include "gtest/gtest.h"
 #include "profile.pb.h"
+#include "tests/test_support.h"
 
 namespace ehprof {
 namespace {
 
 // --- decoding -------------------------------------------------------------
 
-std::optional<std::string> Gunzip(const std::string& gz) {
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 16) != Z_OK) return std::nullopt;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  z.avail_in = static_cast<uInt>(gz.size());
-  std::string out;
-  char buf[4096];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof(buf);
-    rc = inflate(&z, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) break;
-    out.append(buf, sizeof(buf) - z.avail_out);
-  }
-  const bool trailing = z.avail_in != 0;
-  inflateEnd(&z);
-  if (rc != Z_STREAM_END || trailing) return std::nullopt;
-  return out;
-}
+using testing::Gunzip;
 
 struct Label {
   std::string key;

@@ -195,9 +195,9 @@ TEST(FlameGraphSvgTest, SelfContainedWithScript) {
 
 TEST(FlameGraphSvgTest, RejectsBadOptions) {
   std::ostringstream out;
-  EXPECT_EQ(WriteFlameGraphSvg({}, out, {.width = 0}).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(WriteFlameGraphSvg({}, out, {.width = NAN}).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(WriteFlameGraphSvg({}, out, {.min_frame_width = -1}).code(),
+  EXPECT_EQ(WriteFlameGraphSvg(std::vector<ResolvedSample>{}, out, {.width = 0}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteFlameGraphSvg(std::vector<ResolvedSample>{}, out, {.width = NAN}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteFlameGraphSvg(std::vector<ResolvedSample>{}, out, {.min_frame_width = -1}).code(),
             absl::StatusCode::kInvalidArgument);
 }
 

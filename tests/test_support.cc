@@ -1,6 +1,7 @@
 #include "tests/test_support.h"
 
 #include <fcntl.h>
+#include <zlib.h>
 #include <gelf.h>
 #include <signal.h>
 #include <spawn.h>
@@ -95,6 +96,27 @@ void RecordingTest::SetUp() {
 
 void RecordingTest::TearDown() {
   if (!dir_.empty()) std::filesystem::remove_all(dir_);
+}
+
+std::optional<std::string> Gunzip(const std::string& gz) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return std::nullopt;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  z.avail_in = static_cast<uInt>(gz.size());
+  std::string out;
+  char buf[4096];
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof(buf);
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) break;
+    out.append(buf, sizeof(buf) - z.avail_out);
+  }
+  const bool trailing = z.avail_in != 0;
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END || trailing) return std::nullopt;
+  return out;
 }
 
 std::string ReadFile(const std::string& path) {

@@ -45,6 +45,8 @@ std::optional<SymbolRange> FindSymbol(const std::string& path, const std::string
 bool RequireRootForBpf();
 
 std::string ReadFile(const std::string& path);
+// A gzip file's contents; nullopt when it is not one whole gzip member.
+std::optional<std::string> Gunzip(const std::string& gz);
 
 // A fixture for tests that record: RequireRootForBpf() first (skipping
 // without root), then dir_, a fresh directory removed afterwards.

@@ -29,7 +29,7 @@ ResolvedSample Sample(uint32_t tid, const std::string& leaf, uint64_t count, boo
 
 TEST(WallView, WeighsAndMarksPerThread) {
   std::vector<ResolvedSample> v = {Sample(10, "spin", 3, false, 0), Sample(11, "wait", 2, true, 5000000)};
-  ToWallView(&v, 1000000, /*per_thread=*/true);
+  for (ResolvedSample& s : v) ToWallView(&s, 1000000, /*per_thread=*/true);
   std::ostringstream out;
   ASSERT_TRUE(WriteFolded(v, out).ok());
   EXPECT_EQ(out.str(), "app-10/10;spin 3000000\napp-10/11;wait;[off-cpu] 5000000\n");
@@ -37,7 +37,7 @@ TEST(WallView, WeighsAndMarksPerThread) {
 
 TEST(WallView, OffCpuFramesHaveTheirOwnColour) {
   std::vector<ResolvedSample> v = {Sample(10, "spin", 3, false, 0), Sample(11, "wait", 2, true, 5000000)};
-  ToWallView(&v, 1000000, true);
+  for (ResolvedSample& s : v) ToWallView(&s, 1000000, true);
   std::ostringstream svg;
   FlameGraphOptions o;
   o.nanoseconds = true;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "agent/cli/cli.h"
 #include "agent/cli/record_output.h"
+#include "agent/output/output_formats.h"
 #include "agent/record/recorder.h"
 #include "agent/record/run_control.h"
 
@@ -113,9 +114,11 @@ void AddOutputOptions(CLI::App& app, RecordFlags* f, RecordOutput* out) {
       ->allow_extra_args(false)  // one file an -o: "-o a.svg CMD" leaves CMD alone
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->check(CLI::Validator([](std::string& s) { return s.empty() ? "takes a file" : ""; }, ""));
-  app.add_option("--format", f->format, "svg | folded | perf-script | pprof | text (default: from -o)")
+  std::vector<std::string> names;
+  for (const OutputFormat& format : OutputFormats()) names.emplace_back(format.name);
+  app.add_option("--format", f->format, absl::StrCat(OutputFormatNames(), " (default: from -o)"))
       ->type_name("F")
-      ->check(CLI::IsMember({"svg", "folded", "perf-script", "pprof", "text"}).description(""));
+      ->check(CLI::IsMember(names).description(""));
   app.add_option("--output-mode", f->output_mode,
                  "permissions of the output file (default 0600: profiles show what ran on the machine)")
       ->type_name("OCTAL")
@@ -192,7 +195,7 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
   out->demangle = !f.no_demangle;
   if (!f.outputs.empty()) out->files.clear();
   for (const std::string& path : f.outputs) {
-    const std::string format = f.format.empty() ? FormatForPath(path) : f.format;
+    const std::string format = f.format.empty() ? std::string(FormatForPath(path).name) : f.format;
     // Standard output is written in place, not renamed over.
     out->files.push_back({path == "-" ? "/dev/stdout" : path, format});
   }

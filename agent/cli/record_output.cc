@@ -22,11 +22,8 @@
 #include "absl/time/time.h"
 #include "agent/cli/cli.h"
 #include "agent/cli/record_summary.h"
-#include "agent/output/output_folded.h"
-#include "agent/output/output_perf_script.h"
-#include "agent/output/output_pprof.h"
+#include "agent/output/output_formats.h"
 #include "agent/output/output_svg.h"
-#include "agent/output/output_text.h"
 #include "agent/output/wall_view.h"
 #include "agent/process/vdso_file.h"
 #include "agent/resolve/profile_resolver.h"
@@ -34,51 +31,23 @@
 #include "agent/verify/verify.h"
 #include "agent/verify/walk_compare.h"
 #include "base/exclusive_file.h"
-#include "symbolizer/dwarf_symbolizer.h"
-#include "symbolizer/symbol_cache.h"
 
 namespace ehprof {
 namespace {
-
-struct Writers {
-  PprofOptions pprof;
-  PerfScriptOptions script;
-  FoldedOptions folded;
-  std::string svg_details;  // FlameGraphOptions::details
-};
-
-absl::Status WriteFormat(const std::vector<ResolvedSample>& samples, const std::string& format,
-                         const Writers& w, std::ostream& out) {
-  if (format == "folded") return WriteFolded(samples, out, w.folded);
-  if (format == "pprof") return WritePprof(samples, out, w.pprof);
-  if (format == "text") return WriteText(samples, out);
-  if (format == "svg") {
-    FlameGraphOptions fg;
-    uint64_t total = 0;
-    for (const ResolvedSample& r : samples) total += SampleValue(r);
-    fg.nanoseconds = !w.pprof.ns_type.empty();
-    fg.details = w.svg_details;
-    fg.title = w.pprof.ns_type == "wall"    ? absl::StrFormat("ehprof: %.3f s wall time (on and off CPU)", total / 1e9)
-               : w.pprof.ns_type == "off_cpu" ? absl::StrFormat("ehprof: %.3f s off-CPU", total / 1e9)
-                                              : absl::StrCat("ehprof: ", total, " samples");
-    return WriteFlameGraphSvg(samples, out, fg);
-  }
-  return WritePerfScript(samples, out, w.script);
-}
 
 // Writes via a temporary file in the same directory, renamed at the end, so
 // a failed write never leaves a truncated profile under the final name. The
 // temporary file is made exclusively under an unpredictable name: root
 // writing into /tmp or a shared directory never follows someone's link.
-absl::Status WriteFile(const std::vector<ResolvedSample>& samples, const std::string& path,
-                       const std::string& format, const Writers& w, mode_t mode) {
+absl::Status WriteFile(const InternedProfile& profile, const std::string& path, const OutputFormat& format,
+                       const OutputSettings& w, mode_t mode) {
   // A device or pipe (-o /dev/null, -o /dev/stdout) is written in place:
   // renaming a file over it would replace the device.
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-    if (absl::Status s = WriteFormat(samples, format, w, out); !s.ok()) return s;
+    if (absl::Status s = format.write(profile, w, out); !s.ok()) return s;
     out.flush();
     if (!out) return absl::DataLossError(absl::StrCat("writing ", path, " failed: ", std::strerror(errno)));
     return absl::OkStatus();
@@ -88,7 +57,7 @@ absl::Status WriteFile(const std::vector<ResolvedSample>& samples, const std::st
   // otherwise.
   absl::StatusOr<ExclusiveFile> tmp = ExclusiveFile::Create(absl::StrCat(path, ".tmp."));
   if (!tmp.ok()) return tmp.status();
-  if (absl::Status s = WriteFormat(samples, format, w, tmp->stream()); !s.ok()) return s;
+  if (absl::Status s = format.write(profile, w, tmp->stream()); !s.ok()) return s;
   return tmp->Commit(path, mode);
 }
 
@@ -97,7 +66,7 @@ void PrintWarnings(const std::vector<std::string>& warnings) {
 }
 
 // --compare and --diff-folded: the same samples resolved with the other walk.
-void WriteWalkComparison(const Recorder& rec, const RecordOutput& out, DwarfSymbolizer& symbols,
+void WriteWalkComparison(const Recorder& rec, const RecordOutput& out, AddressSymbolizer& symbols,
                          const Kallsyms* kallsyms, const ResolveOptions& ro,
                          const std::vector<ResolvedSample>& resolved) {
   ResolveOptions other = ro;
@@ -142,12 +111,14 @@ void SaveRecordedCaptures(const Recorder& rec, const std::string& dir) {
   }
 }
 
-std::vector<ResolvedSample> Resolve(const Recorder& rec, const RecordOutput& out) {
+// Symbolizes the recording once, handing each resolved sample to `each`;
+// writes the reports that need the samples one by one (--compare, --diff,
+// --verify, --save-captures) on the way.
+void Resolve(const Recorder& rec, const RecordOutput& out, absl::FunctionRef<void(ResolvedSample&&)> each) {
   const VdsoFile vdso_file(ReadOwnVdso());
   std::vector<std::string> resolve_warnings;
   ResolveOptions ro;
   ro.use_fp_walk = out.fp_walk;
-  ro.demangle = out.demangle;
   ro.warnings = &resolve_warnings;
   ro.python = rec.python_codes();
   if (!vdso_file.path().empty()) ro.symbol_file_alias["[vdso]"] = vdso_file.path();
@@ -157,22 +128,24 @@ std::vector<ResolvedSample> Resolve(const Recorder& rec, const RecordOutput& out
                  std::string(kallsyms.status().message()).c_str());
   }
   const Kallsyms* ksyms = kallsyms.ok() ? &*kallsyms : nullptr;
-  auto elf_names = std::make_shared<SymbolCache>();
-  DwarfSymbolizer symbols(elf_names);
-  ro.symbol_table_names = elf_names.get();
-  std::vector<ResolvedSample> resolved = ResolveSamples(rec.samples(), *rec.tracker(), symbols, ksyms, ro);
+  // The agent's path, without its budget: one recording, named once.
+  AddressSymbolizer symbols({.demangle = out.demangle});
   if (!out.compare_path.empty() || !out.diff_path.empty()) {
+    // Both walks of every sample, side by side.
+    std::vector<ResolvedSample> resolved = ResolveSamples(rec.samples(), *rec.tracker(), symbols, ksyms, ro);
     WriteWalkComparison(rec, out, symbols, ksyms, ro, resolved);
+    for (ResolvedSample& r : resolved) each(std::move(r));
+  } else {
+    ResolveEach(rec.samples(), *rec.tracker(), symbols, ksyms, ro, each);
   }
   if (!rec.captures().empty()) WriteVerification(rec, out.verify_path);
   if (!out.captures_dir.empty()) SaveRecordedCaptures(rec, out.captures_dir);
   PrintWarnings(resolve_warnings);
   PrintWarnings(symbols.TakeWarnings());
-  return resolved;
 }
 
-Writers MakeWriters(const Recorder& rec, const RecordOutput& out) {
-  Writers w;
+OutputSettings MakeSettings(const Recorder& rec, const RecordOutput& out) {
+  OutputSettings w;
   w.pprof.frequency_hz = out.frequency_hz;
   w.pprof.ns_type = out.wall ? "wall" : out.off_cpu ? "off_cpu" : "";
   w.pprof.count_type = out.probe_type;
@@ -198,30 +171,45 @@ Writers MakeWriters(const Recorder& rec, const RecordOutput& out) {
   return w;
 }
 
-// --wall: per thread where a format sums the threads' time by stack
-// (folded, SVG); pprof and perf-script keep the thread as a label or field.
-bool PerThreadWall(const std::string& format) { return format == "folded" || format == "svg"; }
+// The models the files are written from: one, or under --wall one per
+// thread for the formats that sum by stack and one for the others.
+struct Models {
+  InternedProfile shared, per_thread;
+};
 
-// Turns *shared into --wall's view for pprof and perf-script and fills
-// *per_thread with the one for folded and SVG, each only when an output
-// asks for it (a copy of the samples only when both are asked for).
-void MakeWallViews(const RecordOutput& out, std::vector<ResolvedSample>* shared,
-                   std::vector<ResolvedSample>* per_thread) {
-  bool want_per_thread = false, want_shared = false;
-  for (const OutputFile& f : out.files) (PerThreadWall(f.format) ? want_per_thread : want_shared) = true;
-  const uint64_t period_ns = 1000000000 / out.frequency_hz;
-  if (want_per_thread) {
-    *per_thread = want_shared ? *shared : std::move(*shared);
-    ToWallView(per_thread, period_ns, /*per_thread=*/true);
+Models BuildModels(const Recorder& rec, const RecordOutput& out) {
+  bool per_sample = false, want_per_thread = false, want_shared = !out.wall;
+  for (const OutputFile& f : out.files) {
+    const OutputFormat& format = *FindOutputFormat(f.format);
+    per_sample = per_sample || format.per_sample;
+    (out.wall && format.per_thread_wall ? want_per_thread : want_shared) = true;
   }
-  if (want_shared) ToWallView(shared, period_ns, /*per_thread=*/false);
+  ProfileBuilder shared(per_sample), per_thread;
+  const uint64_t period_ns = 1000000000 / out.frequency_hz;
+  Resolve(rec, out, [&](ResolvedSample&& s) {
+    if (!out.wall) {
+      shared.Add(s);
+      return;
+    }
+    if (want_per_thread) {
+      ResolvedSample t = want_shared ? s : std::move(s);
+      ToWallView(&t, period_ns, /*per_thread=*/true);
+      per_thread.Add(t);
+    }
+    if (want_shared) {
+      ToWallView(&s, period_ns, /*per_thread=*/false);
+      shared.Add(s);
+    }
+  });
+  return {shared.Take(), per_thread.Take()};
 }
 
 // Writes one -o; a path that cannot be written sends the profile to /tmp.
 // Returns what was written ("PATH (FORMAT)"), empty when nothing was.
-std::string WriteOutputFile(const std::vector<ResolvedSample>& samples, const OutputFile& f,
-                            const Writers& w, mode_t mode, bool* ok) {
-  absl::Status st = WriteFile(samples, f.path, f.format, w, mode);
+std::string WriteOutputFile(const InternedProfile& profile, const OutputFile& f, const OutputSettings& w,
+                            mode_t mode, bool* ok) {
+  const OutputFormat& format = *FindOutputFormat(f.format);
+  absl::Status st = WriteFile(profile, f.path, format, w, mode);
   if (st.ok()) return absl::StrCat(f.path, " (", f.format, ")");
   *ok = false;
   std::fprintf(stderr, "ehprof record: %s\n", std::string(st.message()).c_str());
@@ -234,7 +222,7 @@ std::string WriteOutputFile(const std::vector<ResolvedSample>& samples, const Ou
     return "";
   }
   const std::string fallback = slot->path();
-  if (absl::Status s = WriteFile(samples, fallback, f.format, w, 0600); !s.ok()) {
+  if (absl::Status s = WriteFile(profile, fallback, format, w, 0600); !s.ok()) {
     std::fprintf(stderr, "ehprof record: %s\n", std::string(s.message()).c_str());
     ::unlink(fallback.c_str());
     return "";
@@ -245,28 +233,19 @@ std::string WriteOutputFile(const std::vector<ResolvedSample>& samples, const Ou
 
 }  // namespace
 
-std::string FormatForPath(const std::string& path) {
-  if (absl::EndsWith(path, ".folded") || absl::EndsWith(path, ".collapsed")) return "folded";
-  if (absl::EndsWith(path, ".pb.gz") || absl::EndsWith(path, ".pprof")) return "pprof";
-  if (absl::EndsWith(path, ".svg")) return "svg";
-  return "perf-script";
-}
-
 bool SumsSamples(const std::string& format) {
-  return format == "folded" || format == "svg" || format == "pprof";
+  const OutputFormat* f = FindOutputFormat(format);
+  return f != nullptr && !f->per_sample;
 }
 
 int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_ok) {
-  std::vector<ResolvedSample> resolved = Resolve(rec, out);
-  std::vector<ResolvedSample> per_thread;
-  if (out.wall) MakeWallViews(out, &resolved, &per_thread);
-  const Writers w = MakeWriters(rec, out);
+  const Models models = BuildModels(rec, out);
+  const OutputSettings w = MakeSettings(rec, out);
   bool ok = true;
   std::vector<std::string> written;
-  for (size_t i = 0; i < out.files.size(); ++i) {
-    const OutputFile& f = out.files[i];
-    const auto& samples = out.wall && PerThreadWall(f.format) ? per_thread : resolved;
-    std::string what = WriteOutputFile(samples, f, w, out.mode, &ok);
+  for (const OutputFile& f : out.files) {
+    const bool per_thread = out.wall && FindOutputFormat(f.format)->per_thread_wall;
+    std::string what = WriteOutputFile(per_thread ? models.per_thread : models.shared, f, w, out.mode, &ok);
     if (!what.empty()) written.push_back(std::move(what));
   }
   PrintSummary(rec, absl::StrJoin(written, ", "));

@@ -16,7 +16,7 @@ namespace ehprof {
 // One -o: a file and the format written to it.
 struct OutputFile {
   std::string path;
-  std::string format;  // svg, folded, perf-script, pprof, text
+  std::string format;  // an OutputFormats() name: svg, folded, perf-script, pprof, text
 };
 
 struct RecordOutput {
@@ -43,12 +43,9 @@ struct RecordOutput {
   std::string target;  // what was profiled, for the SVG's title: "CMD ARGS", "-p 12", "-a"
 };
 
-// The format an output path implies: .svg -> svg, .folded/.collapsed ->
-// folded, .pb.gz/.pprof -> pprof, anything else perf-script.
-std::string FormatForPath(const std::string& path);
-
-// Whether a format sums samples by stack (folded, svg, pprof), so the
-// recorder can keep them aggregated instead of one by one.
+// Whether a format sums samples by stack (folded, svg, pprof: not
+// OutputFormat::per_sample), so the recorder can keep them aggregated
+// instead of one by one.
 bool SumsSamples(const std::string& format);
 
 // Symbolizes and writes what rec collected to every file of out, whatever

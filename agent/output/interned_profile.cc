@@ -21,7 +21,8 @@ InternedProfile::Kind KindOf(const ResolvedFrame& f) {
 uint64_t InternedProfile::Bytes() const {
   uint64_t n = strings.capacity() * sizeof(std::string) + mappings.capacity() * sizeof(Mapping) +
                functions.capacity() * sizeof(Function) + lines.capacity() * sizeof(Line) +
-               locations.capacity() * sizeof(Location) + samples.capacity() * sizeof(Sample);
+               locations.capacity() * sizeof(Location) + samples.capacity() * sizeof(Sample) +
+               events.capacity() * sizeof(Event);
   for (const std::string& s : strings) n += StringBytes(s);
   for (const Sample& s : samples) {
     n += s.locations.capacity() * sizeof(uint32_t) + s.labels.capacity() * sizeof(s.labels[0]);
@@ -38,6 +39,49 @@ std::vector<std::string_view> FunctionNames(const InternedProfile& p, const Inte
     }
   }
   return out;
+}
+
+FrameView::FrameView(const ResolvedFrame& f)
+    : symbol(f.symbol), dso(f.dso), src_file(f.src_file), addr(f.addr), symbol_start(f.symbol_start),
+      line(f.line), kernel(f.kernel), inlined(f.inlined), jit(f.jit), python(f.python) {}
+
+std::vector<FrameView> Frames(const InternedProfile& p, const InternedProfile::Sample& s) {
+  std::vector<FrameView> out;
+  for (uint32_t id : s.locations) {
+    const InternedProfile::Location& loc = p.locations[id];
+    const InternedProfile::Mapping& m = p.mappings[loc.mapping];
+    for (uint32_t l = loc.first_line; l < loc.first_line + loc.num_lines; ++l) {
+      const InternedProfile::Line& line = p.lines[l];
+      FrameView& f = out.emplace_back();
+      f.symbol = p.strings[p.functions[line.function].name];
+      f.dso = p.strings[m.dso];
+      f.src_file = p.strings[line.file];
+      f.addr = loc.elf_address;
+      f.line = line.line;
+      f.inlined = l + 1 < loc.first_line + loc.num_lines;
+      if (!f.inlined) f.symbol_start = loc.symbol_start;
+      f.kernel = loc.kind == InternedProfile::Kind::kKernel;
+      f.jit = loc.kind == InternedProfile::Kind::kJit;
+      f.python = loc.kind == InternedProfile::Kind::kPython;
+    }
+  }
+  return out;
+}
+
+std::vector<InternedProfile::Event> EventsOf(const InternedProfile& p) {
+  if (!p.events.empty() || p.samples.empty()) return p.events;
+  std::vector<InternedProfile::Event> out;
+  out.reserve(p.samples.size());
+  for (uint32_t i = 0; i < p.samples.size(); ++i) {
+    out.push_back({i, 0, 0, p.samples[i].count, p.samples[i].weight_ns});
+  }
+  return out;
+}
+
+InternedProfile BuildProfile(const std::vector<ResolvedSample>& samples, bool keep_events) {
+  ProfileBuilder builder(keep_events);
+  for (const ResolvedSample& s : samples) builder.Add(s);
+  return builder.Take();
 }
 
 uint32_t ProfileBuilder::String(std::string_view s) {
@@ -83,7 +127,7 @@ uint32_t ProfileBuilder::LocationId(const ResolvedFrame& base, std::vector<Inter
   if (it != location_index_.end()) return it->second;
   const auto id = static_cast<uint32_t>(p_.locations.size());
   const std::vector<InternedProfile::Line>& l = std::get<2>(key);
-  p_.locations.push_back({mapping, address, static_cast<uint32_t>(p_.lines.size()),
+  p_.locations.push_back({mapping, address, base.addr, base.symbol_start, static_cast<uint32_t>(p_.lines.size()),
                           static_cast<uint32_t>(l.size()), KindOf(base)});
   p_.lines.insert(p_.lines.end(), l.begin(), l.end());
   location_index_.emplace(std::move(key), id);
@@ -103,7 +147,9 @@ std::pair<uint32_t, bool> ProfileBuilder::Add(const ResolvedSample& s,
     ++end;
     std::vector<InternedProfile::Line> lines;
     lines.reserve(end - i);
-    for (size_t j = i; j < end; ++j) lines.push_back({FunctionId(frames[j]), frames[j].line});
+    for (size_t j = i; j < end; ++j) {
+      lines.push_back({FunctionId(frames[j]), frames[j].line, String(frames[j].src_file)});
+    }
     locations.push_back(LocationId(frames[end - 1], std::move(lines)));
     i = end;
   }
@@ -121,6 +167,7 @@ std::pair<uint32_t, bool> ProfileBuilder::Add(const ResolvedSample& s,
   // Saturating: the writers say when a value is out of their range.
   if (__builtin_add_overflow(out.count, s.count, &out.count)) out.count = UINT64_MAX;
   if (__builtin_add_overflow(out.weight_ns, s.weight_ns, &out.weight_ns)) out.weight_ns = UINT64_MAX;
+  if (keep_events_) p_.events.push_back({it->second, s.cpu, s.time_ns, s.count, s.weight_ns});
   return {it->second, inserted};
 }
 

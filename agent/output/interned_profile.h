@@ -1,8 +1,8 @@
-// One profile model behind the writers that share a dictionary (pprof,
-// OTLP, Pyroscope's pprof pushes) and the agent's resolved intervals: every
-// string once, functions, mappings and locations once each, samples as
-// lists of location ids. A resolved frame's strings are kept once however
-// many stacks hold it.
+// One profile model behind every writer (output_formats.h: svg, folded,
+// perf script, pprof, text), OTLP, Pyroscope's pprof pushes and the
+// agent's resolved intervals: every string once, functions, mappings and
+// locations once each, samples as lists of location ids. A resolved
+// frame's strings are kept once however many stacks hold it.
 //
 //   Mapping   a file where a process had it mapped (dso, start, limit,
 //             offset); one per (dso, start, limit, offset)
@@ -10,6 +10,9 @@
 //   Location  an address in a mapping, with its lines: the function at the
 //             address and, innermost first, the inline expansions in it
 //   Sample    leaf-first location ids, thread, labels, count, nanoseconds
+//   Event     one sample as it arrived (its time and CPU), kept only when
+//             the builder is asked to: the per-sample formats (perf
+//             script, text) print them in order
 #ifndef EHPROF_AGENT_OUTPUT_INTERNED_PROFILE_H_
 #define EHPROF_AGENT_OUTPUT_INTERNED_PROFILE_H_
 
@@ -40,15 +43,18 @@ struct InternedProfile {
   struct Line {
     uint32_t function = 0;
     uint32_t line = 0;  // 0: unknown
+    uint32_t file = 0;  // the line's source file (string id, 0: unknown)
     bool operator==(const Line&) const = default;
     template <typename H>
     friend H AbslHashValue(H h, const Line& l) {
-      return H::combine(std::move(h), l.function, l.line);
+      return H::combine(std::move(h), l.function, l.line, l.file);
     }
   };
   struct Location {
     uint32_t mapping = 0;
     uint64_t address = 0;  // in the process when known, else the ELF address
+    uint64_t elf_address = 0;   // in its file (kernel: the kernel address)
+    uint64_t symbol_start = 0;  // the function's first address (0: unknown)
     uint32_t first_line = 0, num_lines = 0;  // into lines, innermost first
     Kind kind = Kind::kNative;
   };
@@ -61,12 +67,19 @@ struct InternedProfile {
     uint64_t weight_ns = 0;
     bool off_cpu = false;
   };
+  struct Event {
+    uint32_t sample = 0;  // into samples
+    uint32_t cpu = 0;
+    uint64_t time_ns = 0;
+    uint64_t count = 0, weight_ns = 0;  // this event's share of the sample's
+  };
   std::vector<std::string> strings{""};  // strings[0] is ""
   std::vector<Mapping> mappings;
   std::vector<Function> functions;
   std::vector<Line> lines;
   std::vector<Location> locations;
   std::vector<Sample> samples;
+  std::vector<Event> events;  // in arrival order; empty unless kept
 
   // Its heap, estimated from its contents (--metrics).
   uint64_t Bytes() const;
@@ -75,10 +88,33 @@ struct InternedProfile {
 // A sample's function names, leaf first, inline expansions included.
 std::vector<std::string_view> FunctionNames(const InternedProfile& p, const InternedProfile::Sample& s);
 
+// One frame of a sample as the text writers see it: a line of a location
+// (views into the profile), or a ResolvedFrame (views into it).
+struct FrameView {
+  FrameView() = default;
+  FrameView(const ResolvedFrame& f);  // NOLINT: implicit, a frame is a frame
+  std::string_view symbol, dso, src_file;
+  uint64_t addr = 0;          // ELF address (kernel: kernel address)
+  uint64_t symbol_start = 0;  // the function's, on its own line only
+  uint32_t line = 0;
+  bool kernel = false, inlined = false, jit = false, python = false;
+};
+// A sample's frames, leaf first (inline expansions before the function
+// holding them), as ResolvedSample::frames had them.
+std::vector<FrameView> Frames(const InternedProfile& p, const InternedProfile::Sample& s);
+// What a sample weighs where samples are summed (folded, SVG): its
+// nanoseconds when it has them, else its count.
+inline uint64_t SampleValue(const InternedProfile::Sample& s) { return s.weight_ns ? s.weight_ns : s.count; }
+// The profile's events, or when it kept none, one per sample (time 0,
+// CPU 0) in sample order.
+std::vector<InternedProfile::Event> EventsOf(const InternedProfile& p);
+
 // Builds an InternedProfile from resolved samples, merging equal ones.
 class ProfileBuilder {
  public:
   ProfileBuilder() = default;
+  // keep_events: an Event per Add, for the per-sample formats.
+  explicit ProfileBuilder(bool keep_events) : keep_events_(keep_events) {}
   ProfileBuilder(const ProfileBuilder&) = delete;
   ProfileBuilder& operator=(const ProfileBuilder&) = delete;
 
@@ -96,6 +132,7 @@ class ProfileBuilder {
   uint32_t FunctionId(const ResolvedFrame& f);
   uint32_t LocationId(const ResolvedFrame& base, std::vector<InternedProfile::Line> lines);
 
+  bool keep_events_ = false;
   InternedProfile p_;  // its strings (but "") only in string_store_ until Take
   std::deque<std::string> string_store_;  // stable addresses for the index's keys
   absl::flat_hash_map<std::string_view, uint32_t> string_index_;
@@ -107,6 +144,9 @@ class ProfileBuilder {
                                std::vector<std::pair<uint32_t, uint32_t>>, bool>;
   absl::flat_hash_map<SampleKey, uint32_t> sample_index_;
 };
+
+// The model of resolved samples, merged (with their events when asked).
+InternedProfile BuildProfile(const std::vector<ResolvedSample>& samples, bool keep_events = false);
 
 }  // namespace ehprof
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "agent/output/interned_profile.h"
 #include "agent/resolve/resolved_sample.h"
 
 namespace ehprof {
@@ -34,11 +35,13 @@ struct FoldedOptions {
 // line); spaces in the comm, and trailing spaces of a frame, become '_'
 // (the count is the text after the last space); an empty name is
 // "[unknown]".
+absl::Status WriteFolded(const InternedProfile& profile, std::ostream& out, const FoldedOptions& options = {});
+// The same of resolved samples (through the model).
 absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostream& out,
                          const FoldedOptions& options = {});
 
 // One frame's name as WriteFolded writes it, suffix included.
-std::string FoldedFrameName(const ResolvedFrame& frame, const FoldedOptions& options = {});
+std::string FoldedFrameName(const FrameView& frame, const FoldedOptions& options = {});
 // One sample's line as WriteFolded writes it, without the count:
 // "comm;root;...;leaf".
 std::string FoldedStack(const ResolvedSample& sample, const FoldedOptions& options = {});

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "agent/output/interned_profile.h"
 #include "agent/resolve/resolved_sample.h"
 
 namespace ehprof {
@@ -39,6 +40,9 @@ struct PerfScriptOptions {
 };
 absl::Status WritePerfScript(const std::vector<ResolvedSample>& samples, std::ostream& out,
                              const PerfScriptOptions& options);
+// Per event of the model, in order (a profile without events: per sample,
+// at time 0, CPU 0); the ResolvedSample forms write through this.
+absl::Status WritePerfScript(const InternedProfile& profile, std::ostream& out, const PerfScriptOptions& options);
 
 }  // namespace ehprof
 

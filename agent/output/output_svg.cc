@@ -162,25 +162,25 @@ std::string FitLabel(const std::string& name, double width) {
   return absl::StrCat(name.substr(0, i), "..");
 }
 
-std::string Basename(const std::string& path) {
+std::string_view Basename(std::string_view path) {
   const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
 // Names of printable ASCII, nearly all of them, are used as they are.
-std::string_view CleanName(const std::string& raw, std::string* scratch) {
+std::string_view CleanName(std::string_view raw, std::string* scratch) {
   bool plain = !raw.empty();
   for (char c : raw) plain = plain && c >= 0x20 && c < 0x7f;
   if (plain) return raw;
-  *scratch = raw.empty() ? "[unknown]" : CleanText(raw);
+  *scratch = raw.empty() ? "[unknown]" : CleanText(std::string(raw));
   return *scratch;
 }
 
-KeyView FrameKey(const ResolvedFrame& f, std::string* scratch) {
+KeyView FrameKey(const FrameView& f, std::string* scratch) {
   if (f.symbol.empty() || f.symbol == "[unknown]") {
     // Which file it was in is still worth seeing (and merging on).
     if (f.dso.empty() || f.dso == "[unknown]") return {"[unknown]", FrameKind::kUnknown};
-    *scratch = CleanText(absl::StrCat("[", Basename(f.dso), "]"));
+    *scratch = CleanText(absl::StrCat("[", std::string(Basename(f.dso)), "]"));
     return {*scratch, FrameKind::kUnknown};
   }
   if (f.dso == kOffCpuFrame) return {kOffCpuFrame, FrameKind::kOffCpu};
@@ -198,13 +198,14 @@ Node* Child(Node* parent, KeyView key) {
   return raw;
 }
 
-void AddSample(Node* root, const ResolvedSample& sample) {
+void AddSample(Node* root, const InternedProfile& p, const InternedProfile::Sample& sample) {
   std::string scratch;
   const uint64_t value = SampleValue(sample);
   root->count += value;
-  Node* node = Child(root, {CleanName(sample.comm, &scratch), FrameKind::kComm});
+  Node* node = Child(root, {CleanName(p.strings[sample.comm], &scratch), FrameKind::kComm});
   node->count += value;
-  for (auto it = sample.frames.rbegin(); it != sample.frames.rend(); ++it) {
+  const std::vector<FrameView> frames = Frames(p, sample);
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
     node = Child(node, FrameKey(*it, &scratch));
     node->count += value;
     if (node->kind != FrameKind::kOffCpu) node->origin.Add(*it);
@@ -308,6 +309,11 @@ void WriteFrame(std::ostream& out, const Box& box, double scale, double base_y, 
 
 absl::Status WriteFlameGraphSvg(const std::vector<ResolvedSample>& samples, std::ostream& out,
                                 const FlameGraphOptions& options) {
+  return WriteFlameGraphSvg(BuildProfile(samples), out, options);
+}
+
+absl::Status WriteFlameGraphSvg(const InternedProfile& profile, std::ostream& out,
+                                const FlameGraphOptions& options) {
   if (!std::isfinite(options.width) || options.width < 2 * kPad + 10 || options.width > 1e6) {
     return absl::InvalidArgumentError(
         absl::StrFormat("flame graph width must be 30..1000000 pixels, not %g", options.width));
@@ -317,8 +323,8 @@ absl::Status WriteFlameGraphSvg(const std::vector<ResolvedSample>& samples, std:
   }
   Node root;
   root.name = "all";
-  for (const ResolvedSample& sample : samples) {
-    if (SampleValue(sample) > 0) AddSample(&root, sample);
+  for (const InternedProfile::Sample& sample : profile.samples) {
+    if (SampleValue(sample) > 0) AddSample(&root, profile, sample);
   }
 
   if (root.count == 0) {

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "agent/output/interned_profile.h"
 #include "agent/resolve/resolved_sample.h"
 
 namespace ehprof {
@@ -58,6 +59,9 @@ struct FlameGraphOptions {
 // characters become '?'); an empty name is "[unknown]", and an unresolved
 // frame in a known file is "[FILE]" (the file's base name). Errors:
 // InvalidArgument for a bad width, DataLoss when `out` fails.
+absl::Status WriteFlameGraphSvg(const InternedProfile& profile, std::ostream& out,
+                                const FlameGraphOptions& options = {});
+// The same of resolved samples (through the model).
 absl::Status WriteFlameGraphSvg(const std::vector<ResolvedSample>& samples, std::ostream& out,
                                 const FlameGraphOptions& options = {});
 

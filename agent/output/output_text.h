@@ -13,11 +13,15 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "agent/output/interned_profile.h"
 #include "agent/resolve/resolved_sample.h"
 
 namespace ehprof {
 
-// Timestamps are seconds since the first sample.
+// Timestamps are seconds since the first sample. Per event, in order (a
+// profile without events: per sample, at time 0).
+absl::Status WriteText(const InternedProfile& profile, std::ostream& out);
+// The same of resolved samples (through the model).
 absl::Status WriteText(const std::vector<ResolvedSample>& samples, std::ostream& out);
 
 }  // namespace ehprof

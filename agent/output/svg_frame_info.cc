@@ -110,19 +110,19 @@ double ItemWidth(int kind) {
 
 }  // namespace
 
-FrameKind SymbolKind(const ResolvedFrame& f) {
+FrameKind SymbolKind(const FrameView& f) {
   if (f.python) return FrameKind::kPython;
   if (f.inlined) return FrameKind::kInlined;
   if (f.kernel) return FrameKind::kKernel;
   // "libc.so.6", "ld-linux-x86-64.so.2", "libfoo.so", "[vdso]".
-  const std::string_view base = std::string_view(f.dso).substr(f.dso.rfind('/') + 1);
+  const std::string_view base = f.dso.substr(f.dso.rfind('/') + 1);
   const size_t so = base.find(".so");
   const bool library = base == "[vdso]" || (so != std::string_view::npos &&
                                             (so + 3 == base.size() || base[so + 3] == '.'));
   return library ? FrameKind::kLibrary : FrameKind::kUser;
 }
 
-void FrameOrigin::Add(const ResolvedFrame& f) {
+void FrameOrigin::Add(const FrameView& f) {
   if (f.dso.empty() || f.dso == "[unknown]") {
     // Nothing to tell.
   } else if (dso.empty()) {

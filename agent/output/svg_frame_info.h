@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/resolve/resolved_sample.h"
+#include "agent/output/interned_profile.h"
 
 namespace ehprof {
 
@@ -22,9 +22,9 @@ enum class FrameKind { kRoot, kComm, kUser, kLibrary, kKernel, kInlined, kUnknow
 constexpr int kFrameKinds = 9;
 
 // The kind of a resolved frame with a symbol (not off-CPU, not unknown).
-FrameKind SymbolKind(const ResolvedFrame& f);
+FrameKind SymbolKind(const FrameView& f);
 
-// Where the frames merged into one box came from. Views into the samples,
+// Where the frames merged into one box came from. Views into the profile,
 // which outlive the writing. Merged frames of one function usually differ in
 // line (each is the call site of a different callee), so up to kMaxLines
 // lines are kept.
@@ -36,7 +36,7 @@ struct FrameOrigin {
   bool several_files = false;
   std::vector<uint32_t> lines;  // sorted, distinct
   bool more_lines = false;
-  void Add(const ResolvedFrame& f);
+  void Add(const FrameView& f);
 };
 
 std::string FrameColor(FrameKind kind, const std::string& name);

@@ -17,7 +17,7 @@ inline constexpr char kOffCpuFrame[] = "[off-cpu]";
 // blocked nanoseconds under an "[off-cpu]" leaf frame. With per_thread,
 // each sample's comm becomes "comm-pid/tid" (as stackcollapse-perf.pl
 // --tid names them), so every thread is its own tower.
-void ToWallView(std::vector<ResolvedSample>* samples, uint64_t period_ns, bool per_thread);
+void ToWallView(ResolvedSample* sample, uint64_t period_ns, bool per_thread);
 
 }  // namespace ehprof
 

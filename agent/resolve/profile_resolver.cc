@@ -5,7 +5,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "symbolizer/demangle.h"
 #include "symbolizer/perf_map.h"
 
 namespace ehprof {
@@ -63,7 +62,7 @@ const std::string& ElsewhereThanPath(const TrackedMapping& m) {
 
 class Resolver {
  public:
-  Resolver(const ProcessTracker& t, Symbolizer& s, const Kallsyms* k, const ResolveOptions& o)
+  Resolver(const ProcessTracker& t, AddressSymbolizer& s, const Kallsyms* k, const ResolveOptions& o)
       : tracker_(t), symbols_(s), kernel_(k), options_(o) {}
 
   ResolvedSample Resolve(const RawSample& raw) {
@@ -124,7 +123,7 @@ class Resolver {
     if (!m.debug_path.empty() && !Symbolize(m.debug_path, f.addr).frames.empty()) {
       file = &m.debug_path;
     }
-    const Symbolized& sym = Symbolize(*file, f.addr);
+    const AddressSymbolizer::Symbolized& sym = Symbolize(*file, f.addr);
     AppendSourceFrames(f, sym.frames, sym.start, out);
   }
 
@@ -138,29 +137,12 @@ class Resolver {
     return it->second;
   }
 
-  struct Symbolized {
-    std::vector<Symbolizer::SourceFrame> frames;  // innermost first
-    uint64_t start = 0;
-  };
-  const Symbolized& Symbolize(const std::string& path, uint64_t vaddr) {
-    auto key = std::make_pair(path, vaddr);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
-    Symbolized s;
+  // The frames at `vaddr` in the file a mapping path names (none when it
+  // names no file).
+  const AddressSymbolizer::Symbolized& Symbolize(const std::string& path, uint64_t vaddr) {
+    static const AddressSymbolizer::Symbolized kNothing;
     const std::string& file = SymbolFile(path);
-    if (!file.empty()) {
-      s.frames = symbols_.Frames(file, vaddr);
-      s.start = symbols_.FunctionStart(file, vaddr).value_or(0);
-      if (options_.symbol_table_names && !s.frames.empty() && !s.frames.back().inlined) {
-        if (auto name = options_.symbol_table_names->FunctionName(file, vaddr)) {
-          s.frames.back().function = *name;
-        }
-      }
-      if (options_.demangle) {
-        for (auto& sf : s.frames) sf.function = Demangle(sf.function);
-      }
-    }
-    return cache_.emplace(key, std::move(s)).first->second;
+    return file.empty() ? kNothing : symbols_.Lookup(file, vaddr);
   }
 
   // SymbolFileOf, with the stat() once per file.
@@ -181,10 +163,9 @@ class Resolver {
   }
 
   const ProcessTracker& tracker_;
-  Symbolizer& symbols_;
+  AddressSymbolizer& symbols_;
   const Kallsyms* kernel_;
   const ResolveOptions& options_;
-  absl::flat_hash_map<std::pair<std::string, uint64_t>, Symbolized> cache_;
   absl::flat_hash_map<uint32_t, PerfMap> perf_maps_;
   // "path:dev:inode:mtime" -> the path still holds that file.
   absl::flat_hash_map<std::string, bool> same_file_;
@@ -248,13 +229,20 @@ void AppendSourceFrames(const ResolvedFrame& base,
 }
 
 std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples,
-                                           const ProcessTracker& tracker, Symbolizer& symbols,
+                                           const ProcessTracker& tracker, AddressSymbolizer& symbols,
                                            const Kallsyms* kernel, const ResolveOptions& options) {
   Resolver r(tracker, symbols, kernel, options);
   std::vector<ResolvedSample> out;
   out.reserve(samples.size());
   for (const RawSample& s : samples) out.push_back(r.Resolve(s));
   return out;
+}
+
+void ResolveEach(const std::vector<RawSample>& samples, const ProcessTracker& tracker, AddressSymbolizer& symbols,
+                 const Kallsyms* kernel, const ResolveOptions& options,
+                 absl::FunctionRef<void(ResolvedSample&&)> each) {
+  Resolver r(tracker, symbols, kernel, options);
+  for (const RawSample& s : samples) each(r.Resolve(s));
 }
 
 }  // namespace ehprof

@@ -1,6 +1,7 @@
 // Raw samples (runtime addresses) to resolved ones (ELF addresses, symbols,
-// files). Runs after recording, off the sampling path; every distinct
-// (file, address) is symbolized once.
+// files). Runs after recording, off the sampling path; addresses are named
+// through an AddressSymbolizer (the agent's path too), every distinct
+// (file, address) once.
 #ifndef EHPROF_AGENT_RESOLVE_PROFILE_RESOLVER_H_
 #define EHPROF_AGENT_RESOLVE_PROFILE_RESOLVER_H_
 
@@ -8,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "agent/process/process_tracker.h"
 #include "agent/python/python_tracker.h"
 #include "agent/record/raw_sample.h"
+#include "agent/resolve/address_symbolizer.h"
 #include "agent/resolve/resolved_sample.h"
 #include "symbolizer/kallsyms.h"
 #include "symbolizer/symbolizer.h"
@@ -23,13 +26,6 @@ struct ResolveOptions {
   bool use_fp_walk = false;
   // Files to read symbols from instead of the path in the maps ("[vdso]").
   std::map<std::string, std::string> symbol_file_alias;
-  // When set, the function holding an address (not its inline expansions)
-  // is named from the ELF symbol tables where they have a name, as perf
-  // does: DWARF may name glibc's functions by internal aliases
-  // (__GI___qsort_r for qsort_r).
-  Symbolizer* symbol_table_names = nullptr;
-  // C++ names demangled (--no-demangle keeps them raw).
-  bool demangle = true;
   // Problems worth one line each (a perf map with broken lines), appended.
   std::vector<std::string>* warnings = nullptr;
   // The code objects the samples' Python frames name (Recorder's); null:
@@ -92,8 +88,12 @@ void AppendSourceFrames(const ResolvedFrame& base,
                         std::vector<ResolvedFrame>* out);
 
 std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples,
-                                           const ProcessTracker& tracker, Symbolizer& symbols,
+                                           const ProcessTracker& tracker, AddressSymbolizer& symbols,
                                            const Kallsyms* kernel, const ResolveOptions& options);
+// The same, each sample handed to `each` as it is resolved (none kept).
+void ResolveEach(const std::vector<RawSample>& samples, const ProcessTracker& tracker, AddressSymbolizer& symbols,
+                 const Kallsyms* kernel, const ResolveOptions& options,
+                 absl::FunctionRef<void(ResolvedSample&&)> each);
 
 // Off-CPU stacks are taken inside the sched_switch tracepoint: drops the
 // leading kernel frames of the BPF program and the tracepoint's glue.

@@ -52,10 +52,6 @@ struct ResolvedSample {
   std::vector<std::pair<std::string, std::string>> labels;
 };
 
-// What a sample weighs in a profile that sums them (folded, SVG): its
-// nanoseconds when it has them, else its count.
-inline uint64_t SampleValue(const ResolvedSample& s) { return s.weight_ns ? s.weight_ns : s.count; }
-
 }  // namespace ehprof
 
 #endif  // EHPROF_AGENT_RESOLVE_RESOLVED_SAMPLE_H_
