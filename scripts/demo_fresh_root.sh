@@ -16,7 +16,7 @@ bash "$here/debian_root.sh" "$codename" "$clone" bash -c '
   start=$(date +%s.%N)
   bash ehprof/scripts/demo.sh > demo.log 2>&1 || { tail -40 demo.log; exit 1; }
   end=$(date +%s.%N)
-  tail -6 demo.log
+  tail -7 demo.log
   test -s ehprof/ehprof-demo.svg
   printf "Debian %s (%s) root: first flame graph after %.0f s (bash scripts/demo.sh from a clean clone, %s, %s CPUs)\n" \
     "$(cat /etc/debian_version)" "$1" "$(python3 -c "print($end - $start)")" \
