@@ -31,7 +31,13 @@ case "$arch" in
     exit 2
     ;;
 esac
-if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+# Tests asked of a build directory configured without them (scripts/demo.sh's:
+# ehprof alone, clang for C, no debug info) configure it afresh, as CI's is:
+# the C test programs are gcc's, ehprof has its debug info.
+if [[ " $* " == *" -DEHPROF_TESTS=ON "* ]] && grep -qx 'EHPROF_TESTS:BOOL=OFF' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
+  echo "scripts/build.sh: $BUILD_DIR was configured without tests: configuring it afresh" >&2
+  "${configure[@]}" --fresh "$@"
+elif [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
   "${configure[@]}" "$@"
 elif (($#)); then
   cmake -S . -B "$BUILD_DIR" "$@"

@@ -37,6 +37,10 @@ SOURCES
     # shellcheck disable=SC2086  # package names are words
     if out=$(apt-get "${opts[@]}" install -s -qq $build $test 2>&1); then
       echo "$codename: $(wc -w <<<"$build $test") packages resolve ($(grep -c '^Inst ' <<<"$out") to install on an empty system)"
+      # What scripts/demo.sh downloads on an empty system (install_deps.sh --build).
+      # shellcheck disable=SC2086
+      apt-get "${opts[@]}" install --no-install-recommends --print-uris -qq $build 2>/dev/null |
+        awk -v c="$codename" '{ n++; b += $3 } END { printf "%s: the build set: %d packages, %.0f MB to download\n", c, n, b / 1e6 }'
     else
       echo "$codename: the package set does not resolve:" >&2
       grep -E '^E:|^ [^ ]' <<<"$out" >&2 || echo "$out" >&2

@@ -27,9 +27,12 @@ ehprof_packages() {
   shift
   case $set in
     build)
-      echo build-essential cmake pkg-config git python3 \
+      # clang compiles the C++ and the BPF programs and links (it pulls in
+      # libc6-dev, libstdc++-dev and binutils); gcc, llvm's tools and git
+      # are the test set's.
+      echo make cmake pkg-config python3 \
         libelf-dev libdw-dev zlib1g-dev libzstd-dev liblzma-dev libabsl-dev \
-        clang llvm libbpf-dev bpftool \
+        clang libbpf-dev bpftool \
         libcurl4-openssl-dev `# ehprof agent --pyroscope (HTTP, TLS)` \
         libmicrohttpd-dev `# ehprof agent --metrics-addr (Prometheus scrape endpoint)` \
         libcli11-dev `# the command line (options, generated help)` \
@@ -42,7 +45,9 @@ ehprof_packages() {
         echo "packages.sh: apt knows no package clang depending on clang-N (apt-get update?)" >&2
         return 1
       fi
-      echo libgtest-dev libgmock-dev libbenchmark-dev \
+      echo build-essential `# gcc builds the C test programs (testdata/); g++ builds ehprof too (scripts/build_gcc.sh)` \
+        llvm git `# git: ehprof --version names the commit` \
+        libgtest-dev libgmock-dev libbenchmark-dev \
         "libclang-rt-$major-dev" `# libFuzzer (-fsanitize=fuzzer)` \
         elfutils binutils linux-perf libc6-dbg libgcrypt20 gdb \
         golang-go chromium fonts-dejavu-core debuginfod \

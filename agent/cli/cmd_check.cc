@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/python/python_check.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/cli/cli.h"
 #include "agent/session/bpf_session.h"
