@@ -36,26 +36,27 @@ enum py_step_act {
 	PY_ACT_FULL = 2, /* a frame did not fit: the walk ends at its depth limit */
 };
 
-/* Starts the Python side of a walk of process pid. */
-EHP_INLINE void python_begin(__u32 pid)
+/* Starts the Python side of a walk of process pid: nonzero when it is on
+ * (struct walk's python; read back from the map value, so a value the
+ * verifier does not know and no state of its own). */
+EHP_INLINE __u8 python_begin(__u32 pid)
 {
 	__u32 zero = 0;
 	struct py_win_buf *buf = bpf_map_lookup_elem(&py_buf, &zero);
 	if (!buf)
-		return;
+		return 0;
 	buf->walk.state = PY_OFF; /* it holds another sample's walk */
-	if (!cfg.python)
-		return;
-	struct ehp_py_proc *proc = bpf_map_lookup_elem(&py_procs, &pid);
-	if (!proc)
-		return;
-	buf->len = 0;
-	buf->proc = *proc;
-	__builtin_memset(&buf->walk, 0, sizeof(buf->walk));
+	struct ehp_py_proc *proc = cfg.python ? bpf_map_lookup_elem(&py_procs, &pid) : 0;
+	if (proc) {
+		buf->len = 0;
+		buf->proc = *proc;
+		__builtin_memset(&buf->walk, 0, sizeof(buf->walk));
 #ifdef __TARGET_ARCH_x86
-	buf->walk.fsbase = bpf_get_current_task_btf()->thread.fsbase;
-	buf->walk.state = PY_IDLE;
+		buf->walk.fsbase = bpf_get_current_task_btf()->thread.fsbase;
+		buf->walk.state = PY_IDLE;
 #endif
+	}
+	return buf->walk.state;
 }
 
 EHP_INLINE int py_read_u64(__u64 addr, __u64 *out)
@@ -182,7 +183,7 @@ __noinline int py_step(__u32 at, __u32 n)
 static long py_dwarf_step(__u32 i, void *data)
 {
 	struct walk *w = data;
-	if (cfg.python) {
+	if (cfg.python && w->python) {
 		int r = py_step(w->base + w->n, w->n);
 		if (r != PY_STEP_NATIVE) {
 			w->n = w->n + ((__u32)r & 0xffff) - 1;

@@ -17,6 +17,7 @@ struct walk {
 	__u32 n;    /* frames so far */
 	__u32 pid;
 	__u8 stop;
+	__u8 python; /* the Python walk is on (bpf/python.bpf.h) */
 	/* The mapping of the previous frame: consecutive frames are mostly in
 	 * the same file, so this skips most mapping searches. */
 	struct ehp_mapping *last;
