@@ -1,10 +1,12 @@
 /* Python frames inside the native walk: when the walk reaches a CPython
  * eval loop (_PyEval_EvalFrameDefault, or its .cold part) of a process in
  * py_procs, the Python frames that eval call runs are emitted in front of
- * it, innermost first, then the native walk goes on. One frame, or one
- * thread state looked at, per bpf_loop iteration. The offsets come per
- * interpreter binary from user space (agent/python/). Included after
- * bpf/walk.bpf.h. */
+ * it, innermost first, then the native walk goes on. Each step of the walk
+ * first asks py_step, a global function verified once on its own, whose
+ * state is in the per-CPU py_buf (bpf/python_frames.bpf.h): one thread
+ * state looked at, or up to PY_EVAL_FRAMES_MAX of an eval call's frames,
+ * per bpf_loop iteration. The offsets come per interpreter binary from
+ * user space (agent/python/). Included after bpf/walk.bpf.h. */
 #ifndef EHPROF_BPF_PYTHON_BPF_H_
 #define EHPROF_BPF_PYTHON_BPF_H_
 
@@ -23,33 +25,38 @@ struct {
 	__type(value, __u64);
 } py_threads SEC(".maps");
 
-struct py_frame_buf {
-	__u8 b[EHP_PY_FRAME_READ_MAX];
-};
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct py_frame_buf);
-} py_buf SEC(".maps");
+#include "bpf/python_frames.bpf.h"
 
-/* Starts the Python side of a walk of process w->pid. */
-EHP_INLINE void python_begin(struct walk *w)
+/* py_step's result: 0, the step is the native walk's; else what it did,
+ * (PY_ACT_* << 16) | (1 + how many frames it added, -1 when it only took
+ * the eval loop's frame off). */
+#define PY_STEP_NATIVE 0
+enum py_step_act {
+	PY_ACT_NEXT = 1, /* go on with the next step */
+	PY_ACT_FULL = 2, /* a frame did not fit: the walk ends at its depth limit */
+};
+
+/* Starts the Python side of a walk of process pid: nonzero when it is on
+ * (struct walk's python; read back from the map value, so a value the
+ * verifier does not know and no state of its own). */
+EHP_INLINE __u8 python_begin(__u32 pid)
 {
 	__u32 zero = 0;
-	w->py.state = PY_OFF;
-	if (!cfg.python)
-		return;
-	w->py.proc = bpf_map_lookup_elem(&py_procs, &w->pid);
-	if (!w->py.proc)
-		return;
-	w->py.buf = bpf_map_lookup_elem(&py_buf, &zero);
-	if (!w->py.buf)
-		return;
+	struct py_win_buf *buf = bpf_map_lookup_elem(&py_buf, &zero);
+	if (!buf)
+		return 0;
+	buf->walk.state = PY_OFF; /* it holds another sample's walk */
+	struct ehp_py_proc *proc = cfg.python ? bpf_map_lookup_elem(&py_procs, &pid) : 0;
+	if (proc) {
+		buf->len = 0;
+		buf->proc = *proc;
+		__builtin_memset(&buf->walk, 0, sizeof(buf->walk));
 #ifdef __TARGET_ARCH_x86
-	w->py.fsbase = bpf_get_current_task_btf()->thread.fsbase;
-	w->py.state = PY_IDLE;
+		buf->walk.fsbase = bpf_get_current_task_btf()->thread.fsbase;
+		buf->walk.state = PY_IDLE;
 #endif
+	}
+	return buf->walk.state;
 }
 
 EHP_INLINE int py_read_u64(__u64 addr, __u64 *out)
@@ -57,149 +64,118 @@ EHP_INLINE int py_read_u64(__u64 addr, __u64 *out)
 	return bpf_probe_read_user(out, sizeof(*out), (void *)addr) == 0;
 }
 
-/* A u64 at off in the frame buffer. */
-EHP_INLINE __u64 py_buf_u64(struct walk *w, __u32 off)
+/* At a pc in the eval loop: its native frame comes off the sample until
+ * its Python frames are out; the first eval loop of the sample finds this
+ * thread's thread state, from the cache when it is still this thread's,
+ * else by a search. 0 when the pc is not in the eval loop. */
+EHP_INLINE int py_at_eval(struct py_win_buf *buf, struct scratch *s)
 {
-	__u64 v = 0;
-	if (off <= EHP_PY_FRAME_READ_MAX - 8)
-		__builtin_memcpy(&v, w->py.buf + off, 8);
-	return v;
-}
-
-/* The eval call's Python frames are done (or given up): its native frame
- * follows them, then the native walk resumes from it. */
-EHP_INLINE int py_end_eval(struct walk *w, __u8 next_state)
-{
-	w->py.state = next_state;
-	w->py.native_next = 1;
-	return push_frame(w, w->py.eval_value);
-}
-
-/* The Python walk cannot go on: a marker frame saying why, the eval loop's
- * native frame, and native frames only from here. */
-EHP_INLINE int py_stop(struct walk *w, __u32 why)
-{
-	if (!push_frame(w, EHP_PY_FRAME(0ull, why)))
-		return 0;
-	return py_end_eval(w, PY_OFF);
-}
-
-/* At the start of a step: whether the pc is in the eval loop, which then
- * takes its native frame off the stack until its Python frames are out. */
-EHP_INLINE int python_at_eval(struct walk *w)
-{
-	struct ehp_py_proc *p = w->py.proc;
-	struct scratch *s = w->s;
-	if (w->py.native_next || !p) {
-		w->py.native_next = 0;
-		return 0;
-	}
+	struct ehp_py_proc *p = &buf->proc;
+	struct py_walk *st = &buf->walk;
 	__u64 pc = s->exact ? s->pc : s->pc - 1;
 	if (!((pc >= p->eval_begin[0] && pc < p->eval_end[0]) ||
 	      (pc >= p->eval_begin[1] && pc < p->eval_end[1])))
 		return 0;
-	__u32 at = w->base + w->n - 1;
-	if (w->n == 0 || at >= EHP_MAX_EVENT_FRAMES)
+	__u64 at = buf->out.at - 1;
+	if (at >= EHP_MAX_EVENT_FRAMES)
 		return 0;
-	w->py.eval_value = s->frames[at];
-	w->n--;
-	if (w->py.frame || w->py.searched) {
-		w->py.state = PY_FRAMES;
+	EHP_CLAMP_UMAX(at, EHP_MAX_EVENT_FRAMES - 1);
+	st->eval_value = s->frames[at];
+	buf->out.at = (__u32)at;
+	buf->out.room++;
+	if (st->frame || st->searched) {
+		st->state = PY_FRAMES;
 		return 1;
 	}
-	/* The first eval loop of the sample: this thread's thread state, from
-	 * the cache when it still belongs to this thread. */
 	__u32 tid = s->ev.tid;
 	__u64 *cached = bpf_map_lookup_elem(&py_threads, &tid);
-	w->py.state = PY_SEARCH;
-	w->py.interp = 0;
-	w->py.tstate = cached ? *cached : 0;
-	if (!w->py.tstate && !py_read_u64(p->interp_head, &w->py.interp))
-		w->py.interp = 0;
+	__u64 frame = 0;
+	int r = cached ? py_thread_frame(buf, *cached, st->fsbase, &frame) : 0;
+	if (r < 0) {
+		st->searched = 1;
+		py_stop(buf, s, EHP_PY_STOP_READ_FAULT);
+		return 1;
+	}
+	if (r > 0) {
+		st->searched = 1; /* found: later eval calls go on from st->frame */
+		st->frame = frame;
+		st->state = PY_FRAMES;
+		return 1;
+	}
+	st->state = PY_SEARCH;
+	st->tstate = 0;
+	if (!py_read_u64(p->interp_head, &st->interp))
+		st->interp = 0;
 	return 1;
 }
 
-/* The thread state found: its current frame becomes the cursor. */
-EHP_INLINE int py_found_thread(struct walk *w, struct ehp_py_proc *p, __u64 tstate)
+/* One thread state of the interpreters' lists: this thread's? Found, it is
+ * remembered for the thread and its current frame becomes the cursor. */
+EHP_INLINE void py_search_step(struct py_win_buf *buf, struct scratch *s)
 {
-	__u32 tid = w->s->ev.tid;
-	__u64 frame;
-	bpf_map_update_elem(&py_threads, &tid, &tstate, BPF_ANY);
-	if (!py_read_u64(tstate + p->tstate_frame, &frame))
-		return py_stop(w, EHP_PY_STOP_READ_FAULT);
-	if (p->cframe_frame != EHP_PY_NO_CFRAME && frame &&
-	    !py_read_u64(frame + p->cframe_frame, &frame))
-		return py_stop(w, EHP_PY_STOP_READ_FAULT);
-	w->py.frame = frame;
-	w->py.state = PY_FRAMES;
-	return 1;
-}
-
-/* One thread state of the interpreters' lists: this thread's? */
-EHP_INLINE int py_search_step(struct walk *w, struct ehp_py_proc *p)
-{
-	__u64 id = 0, next = 0;
-	if (++w->py.searched > EHP_PY_THREAD_SEARCH)
-		return py_stop(w, EHP_PY_STOP_NO_THREAD);
-	if (!w->py.tstate) {
+	struct ehp_py_proc *p = &buf->proc;
+	struct py_walk *st = &buf->walk;
+	__u64 id = 0, next = 0, frame = 0;
+	if (++st->searched > EHP_PY_THREAD_SEARCH) {
+		py_stop(buf, s, EHP_PY_STOP_NO_THREAD);
+		return;
+	}
+	if (!st->tstate) {
 		/* The next interpreter's threads (the first: interp was read at
-		 * the start of the search; a stale cache entry starts over). */
-		if (!w->py.interp)
-			return py_stop(w, EHP_PY_STOP_NO_THREAD);
-		if (!py_read_u64(w->py.interp + p->interp_threads, &w->py.tstate) ||
-		    !py_read_u64(w->py.interp + p->interp_next, &w->py.interp))
-			return py_stop(w, EHP_PY_STOP_READ_FAULT);
-		return 1;
+		 * the start of the search). */
+		if (!st->interp)
+			py_stop(buf, s, EHP_PY_STOP_NO_THREAD);
+		else if (!py_read_u64(st->interp + p->interp_threads, &st->tstate) ||
+			 !py_read_u64(st->interp + p->interp_next, &st->interp))
+			py_stop(buf, s, EHP_PY_STOP_READ_FAULT);
+		return;
 	}
-	if (py_read_u64(w->py.tstate + p->tstate_thread_id, &id) && id == w->py.fsbase)
-		return py_found_thread(w, p, w->py.tstate);
-	if (w->py.searched == 1 && !w->py.interp) {
-		/* The cached thread state is another thread's now. */
-		w->py.tstate = 0;
-		if (!py_read_u64(p->interp_head, &w->py.interp))
-			return py_stop(w, EHP_PY_STOP_READ_FAULT);
-		return 1;
+	if (py_read_u64(st->tstate + p->tstate_thread_id, &id) && id == st->fsbase) {
+		__u32 tid = s->ev.tid;
+		bpf_map_update_elem(&py_threads, &tid, &st->tstate, BPF_ANY);
+		if (!py_read_u64(st->tstate + p->tstate_frame, &frame) ||
+		    (p->cframe_frame != EHP_PY_NO_CFRAME && frame &&
+		     !py_read_u64(frame + p->cframe_frame, &frame))) {
+			py_stop(buf, s, EHP_PY_STOP_READ_FAULT);
+			return;
+		}
+		st->frame = frame;
+		st->state = PY_FRAMES;
+		return;
 	}
-	if (!py_read_u64(w->py.tstate + p->tstate_next, &next))
-		return py_stop(w, EHP_PY_STOP_READ_FAULT);
-	w->py.tstate = next;
-	return 1;
+	if (!py_read_u64(st->tstate + p->tstate_next, &next))
+		py_stop(buf, s, EHP_PY_STOP_READ_FAULT);
+	else
+		st->tstate = next;
 }
 
-/* One interpreter frame of the current eval call. */
-EHP_INLINE int py_frame_step(struct walk *w, struct ehp_py_proc *p)
+/* The Python side of a walk step whose next frame slot is at, n frames
+ * into the walk: see PY_STEP_NATIVE. */
+__noinline int py_step(__u32 at, __u32 n)
 {
-	__u64 frame = w->py.frame;
-	__u32 len = p->frame_read;
-	if (!frame)
-		return py_stop(w, EHP_PY_STOP_FRAMES_END);
-	if (len > EHP_PY_FRAME_READ_MAX)
-		len = EHP_PY_FRAME_READ_MAX;
-	if (bpf_probe_read_user(w->py.buf, len, (void *)frame))
-		return py_stop(w, EHP_PY_STOP_READ_FAULT);
-	__u64 code = py_buf_u64(w, p->frame_code);
-	__u64 previous = py_buf_u64(w, p->frame_previous);
-	__u32 entry_at = p->frame_entry;
-	__u8 entry = entry_at < EHP_PY_FRAME_READ_MAX ? w->py.buf[entry_at] : 0;
-	w->py.frame = previous;
-	if (p->layout == EHP_PY_CSTACK_OWNER && entry == p->owner_cstack)
-		return py_end_eval(w, PY_IDLE); /* the eval call's entry shim */
-	if (!code || (code & 7))
-		return py_stop(w, EHP_PY_STOP_BAD_FRAME);
-	__u64 off;
-	if (p->layout == EHP_PY_FRAME_OBJECTS) {
-		__s32 lasti = (__s32)py_buf_u64(w, p->frame_instr);
-		off = lasti < 0 ? EHP_PY_OFFSET_UNKNOWN : (__u64)lasti;
-	} else {
-		off = py_buf_u64(w, p->frame_instr) - code;
+	__u32 zero = 0;
+	struct py_win_buf *buf = bpf_map_lookup_elem(&py_buf, &zero);
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!buf || !s || buf->walk.state == PY_OFF)
+		return PY_STEP_NATIVE;
+	if (buf->walk.native_next) {
+		buf->walk.native_next = 0;
+		return PY_STEP_NATIVE;
 	}
-	if (off > EHP_PY_OFFSET_UNKNOWN)
-		off = EHP_PY_OFFSET_UNKNOWN;
-	if (!push_frame(w, EHP_PY_FRAME(code, off)))
-		return 0;
-	if (p->layout == EHP_PY_FRAME_OBJECTS || (p->layout == EHP_PY_IS_ENTRY && entry))
-		return py_end_eval(w, PY_IDLE);
-	return 1;
+	__u32 limit = cfg.max_frames < EHP_MAX_USER_FRAMES ? cfg.max_frames : EHP_MAX_USER_FRAMES;
+	buf->out.at = at;
+	buf->out.room = n < limit ? limit - n : 0;
+	buf->out.k = 0;
+	buf->out.full = 0;
+	/* Each part runs on from the one before it in the same step. */
+	if (buf->walk.state == PY_IDLE && (n == 0 || !py_at_eval(buf, s)))
+		return PY_STEP_NATIVE;
+	if (buf->walk.state == PY_SEARCH)
+		py_search_step(buf, s);
+	if (buf->walk.state == PY_FRAMES && !buf->out.full)
+		py_frames(buf, s);
+	__u32 delta = buf->out.at + buf->out.k + 1 - at; /* frames added, + 1 */
+	return ((buf->out.full ? PY_ACT_FULL : PY_ACT_NEXT) << 16) | (delta & 0xffff);
 }
 
 /* A step of the user walk that knows Python: Python frames while inside
@@ -207,13 +183,17 @@ EHP_INLINE int py_frame_step(struct walk *w, struct ehp_py_proc *p)
 static long py_dwarf_step(__u32 i, void *data)
 {
 	struct walk *w = data;
-	struct ehp_py_proc *p = w->py.proc;
-	if (w->py.state == PY_IDLE && python_at_eval(w))
-		return 0;
-	if (p && w->py.state == PY_SEARCH)
-		return py_search_step(w, p) ? 0 : 1;
-	if (p && w->py.state == PY_FRAMES)
-		return py_frame_step(w, p) ? 0 : 1;
+	if (cfg.python && w->python) {
+		int r = py_step(w->base + w->n, w->n);
+		if (r != PY_STEP_NATIVE) {
+			w->n = w->n + ((__u32)r & 0xffff) - 1;
+			if (((__u32)r >> 16) == PY_ACT_FULL) {
+				w->stop = EHP_STOP_DEPTH_LIMIT;
+				return 1;
+			}
+			return 0;
+		}
+	}
 	return dwarf_step_state(w) ? 0 : 1;
 }
 

@@ -1,5 +1,9 @@
-/* The Python walk's state inside a user walk (struct walk's `py`), kept
- * apart from bpf/python.bpf.h so bpf/walk.bpf.h can hold it. */
+/* The Python walk's state during one user walk. It lives in the per-CPU
+ * py_buf map value (bpf/python_frames.bpf.h), not in struct walk on the
+ * stack: the verifier tracks no map value's contents, so the Python state
+ * multiplies none of the native walk's verifier states (Linux 6.12 found
+ * the sampler too big while it sat in struct walk). Included by
+ * bpf/python_frames.bpf.h. */
 #ifndef EHPROF_BPF_PYTHON_STATE_BPF_H_
 #define EHPROF_BPF_PYTHON_STATE_BPF_H_
 
@@ -11,17 +15,24 @@ enum py_walk_state {
 };
 
 struct py_walk {
-	struct ehp_py_proc *proc;
-	__u8 *buf;	  /* per-CPU frame read buffer */
 	__u64 frame;	  /* the next interpreter frame */
 	__u64 interp;	  /* PY_SEARCH: the interpreter being searched */
 	__u64 tstate;	  /* PY_SEARCH: the thread state to look at next */
 	__u64 eval_value; /* the eval loop's native frame, pushed after its Python frames */
 	__u64 fsbase;	  /* this thread's pthread_self() */
-	__u32 searched;
+	__u32 searched;	  /* thread states looked at; 1 once found from the cache */
 	__u8 state;	  /* enum py_walk_state */
 	__u8 native_next; /* the next step is the eval loop's own native step */
 	__u8 pad[2];
+};
+
+/* Where a Python step writes frames: the sample's frame slots from at on,
+ * at most room of them; k written so far; full once one did not fit. */
+struct py_out {
+	__u32 at;
+	__u32 room;
+	__u32 k;
+	__u32 full;
 };
 
 #endif /* EHPROF_BPF_PYTHON_STATE_BPF_H_ */

@@ -5,8 +5,6 @@
 #ifndef EHPROF_BPF_WALK_BPF_H_
 #define EHPROF_BPF_WALK_BPF_H_
 
-#include "bpf/python_state.bpf.h"
-
 #define REG_BIT(r) (1u << (r))
 #define ALL_REGS ((1u << (EHP_REG_RIP + 1)) - 1)
 
@@ -19,10 +17,10 @@ struct walk {
 	__u32 n;    /* frames so far */
 	__u32 pid;
 	__u8 stop;
+	__u8 python; /* the Python walk is on (bpf/python.bpf.h) */
 	/* The mapping of the previous frame: consecutive frames are mostly in
 	 * the same file, so this skips most mapping searches. */
 	struct ehp_mapping *last;
-	struct py_walk py; /* bpf/python.bpf.h */
 };
 
 EHP_INLINE int push_frame(struct walk *w, __u64 value)

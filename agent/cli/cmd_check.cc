@@ -67,6 +67,7 @@ int RunCheckCommand(const std::vector<std::string>& args) {
   o.config.filter_cpus = o.config.filter_comm = 1;
   o.config.cgroup_id = 1;
   o.config.learn_maps = 1;  // the fork, exec and mmap programs in full
+  o.config.python = 1;      // and the Python walk (record's default)
   auto session = BpfSession::Start(o);
   if (!session.ok()) {
     std::printf("ehprof cannot run here: %s\n", std::string(session.status().message()).c_str());

@@ -1,0 +1,205 @@
+/* The frames of one CPython eval call, read inside py_step (a global
+ * function, bpf/python.bpf.h, verified once on its own: the per-frame
+ * branches multiply none of the walk's states, and up to
+ * PY_EVAL_FRAMES_MAX frames cost one bpf_loop step). Frames are read through a
+ * window: one bpf_probe_read_user of the frame's page up to the frame's
+ * end, from which the frames it holds are taken without another read. On
+ * 3.11+ an eval call's frames sit in the thread's data stack, each caller
+ * below its callee (about 20 frames a read on 3.12 in
+ * bench/python_cost.py's 50-deep recursion); on 3.10 frame objects come
+ * from the allocator's 4 KiB pools, mostly handed out upwards as calls
+ * nest (about 4 a read). Included by bpf/python.bpf.h. */
+#ifndef EHPROF_BPF_PYTHON_FRAMES_BPF_H_
+#define EHPROF_BPF_PYTHON_FRAMES_BPF_H_
+
+#include "bpf/python_state.bpf.h"
+
+#define PY_WIN 4096
+/* A cached thread state's thread_id and frame field are read at once when
+ * no farther apart than this. */
+#define PY_TSTATE_SPAN 512
+/* Frames per py_step: more are left to the next step. */
+#define PY_EVAL_FRAMES_MAX 16
+
+/* Per CPU: the sample's Python process (copied at its start), the Python
+ * walk's state and the window. In a map value the verifier does not track
+ * these, so they multiply no states. */
+struct py_win_buf {
+	struct ehp_py_proc proc;
+	struct py_walk walk;
+	struct py_out out; /* py_step's frames */
+	__u64 lo;  /* the address of b[0] */
+	__u32 len; /* bytes b holds */
+	__u32 pad;
+	__u8 b[PY_WIN];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_win_buf);
+} py_buf SEC(".maps");
+
+enum py_view_mode {
+	PY_VIEW_EXACT = 0, /* only the bytes asked for */
+	PY_VIEW_BELOW = 1, /* from the page start up to the bytes asked for */
+};
+
+/* Where the len bytes at addr (len <= PY_TSTATE_SPAN) are in buf's window,
+ * -1 when they cannot be read. When the window held does not cover them,
+ * reads a new one: only them (PY_VIEW_EXACT), or their page up to their
+ * end (PY_VIEW_BELOW); only them again if that read fails. */
+EHP_INLINE int py_view(struct py_win_buf *buf, __u64 addr, __u32 len, __u32 mode)
+{
+	__u64 off = addr - buf->lo;
+	if (len > PY_TSTATE_SPAN)
+		return -1;
+	if (addr >= buf->lo && off <= PY_WIN && off + len <= buf->len)
+		return (int)off;
+	__u64 lo = mode == PY_VIEW_BELOW ? addr & ~(__u64)(PAGE_SIZE_BYTES - 1) : addr;
+	__u64 size = addr + len - lo;
+	if (size > PY_WIN) {
+		lo = addr;
+		size = len;
+	}
+	/* Bounded in the register the read takes (EHP_CLAMP_UMAX: 6.1 lost
+	 * the compare's bound on a spilled copy and saw a 65535-byte read). */
+	EHP_CLAMP_UMAX(size, PY_WIN);
+	if (bpf_probe_read_user(buf->b, size, (void *)lo)) {
+		if (lo == addr)
+			goto fail;
+		lo = addr;
+		size = len;
+		EHP_CLAMP_UMAX(size, PY_TSTATE_SPAN);
+		if (bpf_probe_read_user(buf->b, size, (void *)lo))
+			goto fail;
+	}
+	buf->lo = lo;
+	buf->len = (__u32)size;
+	return (int)(addr - lo);
+fail:
+	buf->len = 0;
+	return -1;
+}
+
+/* A u64 at off in the window. */
+EHP_INLINE __u64 py_win_u64(struct py_win_buf *buf, __u32 off)
+{
+	__u64 v = 0;
+	if (off <= PY_WIN - 8)
+		__builtin_memcpy(&v, buf->b + off, 8);
+	return v;
+}
+
+/* One frame value into the sample (0 when it does not fit: out.full). */
+EHP_INLINE int py_push(struct py_win_buf *buf, struct scratch *s, __u64 value)
+{
+	__u32 k = buf->out.k;
+	__u64 at = buf->out.at + k;
+	if (k >= buf->out.room || at >= EHP_MAX_EVENT_FRAMES) {
+		buf->out.full = 1;
+		return 0;
+	}
+	EHP_CLAMP_UMAX(at, EHP_MAX_EVENT_FRAMES - 1); /* in the register indexing */
+	s->frames[at] = value;
+	buf->out.k = k + 1;
+	return 1;
+}
+
+/* The eval call's Python frames are done (or given up): its native frame
+ * follows them, then the native walk resumes from it. */
+EHP_INLINE int py_end_eval(struct py_win_buf *buf, struct scratch *s, __u8 next_state)
+{
+	buf->walk.state = next_state;
+	buf->walk.native_next = 1;
+	return py_push(buf, s, buf->walk.eval_value);
+}
+
+/* The Python walk cannot go on: a marker frame saying why, the eval loop's
+ * native frame, and native frames only from here. */
+EHP_INLINE int py_stop(struct py_win_buf *buf, struct scratch *s, __u32 why)
+{
+	if (!py_push(buf, s, EHP_PY_FRAME(0ull, why)))
+		return 0;
+	return py_end_eval(buf, s, PY_OFF);
+}
+
+/* Whether tstate is the thread state of the thread whose fs base is
+ * fsbase (thread_id and the frame field in one read): 1, its current
+ * frame then in *frame; 0 if not; -1 when its frame's cframe cannot be
+ * read. */
+EHP_INLINE int py_thread_frame(struct py_win_buf *buf, __u64 tstate, __u64 fsbase, __u64 *frame)
+{
+	struct ehp_py_proc *p = &buf->proc;
+	if (!tstate)
+		return 0;
+	__u32 id_off = p->tstate_thread_id, frame_off = p->tstate_frame;
+	__u32 lo = id_off < frame_off ? id_off : frame_off;
+	__u32 hi = (id_off < frame_off ? frame_off : id_off) + 8;
+	if (hi - lo > PY_TSTATE_SPAN)
+		return 0;
+	int at = py_view(buf, tstate + lo, hi - lo, PY_VIEW_EXACT);
+	if (at < 0 || py_win_u64(buf, (__u32)at + id_off - lo) != fsbase)
+		return 0;
+	*frame = py_win_u64(buf, (__u32)at + frame_off - lo);
+	if (p->cframe_frame != EHP_PY_NO_CFRAME && *frame &&
+	    bpf_probe_read_user(frame, sizeof(*frame), (void *)(*frame + p->cframe_frame)))
+		return -1;
+	return 1;
+}
+
+/* The current eval call's next frames (up to PY_EVAL_FRAMES_MAX), from
+ * the walk's frame on; at the eval call's entry frame its native frame.
+ * The offsets are read from buf at each use: a value the verifier knows
+ * (a layout compared) would split its states. */
+EHP_INLINE void py_frames(struct py_win_buf *buf, struct scratch *s)
+{
+	struct ehp_py_proc *p = &buf->proc;
+#pragma clang loop unroll(disable)
+	for (int k = 0; k < PY_EVAL_FRAMES_MAX; k++) {
+		__u64 frame = buf->walk.frame;
+		__u32 len = p->frame_read;
+		if (!frame) {
+			py_stop(buf, s, EHP_PY_STOP_FRAMES_END);
+			return;
+		}
+		if (len > EHP_PY_FRAME_READ_MAX)
+			len = EHP_PY_FRAME_READ_MAX;
+		int off = py_view(buf, frame, len, PY_VIEW_BELOW);
+		if (off < 0) {
+			py_stop(buf, s, EHP_PY_STOP_READ_FAULT);
+			return;
+		}
+		__u32 base = (__u32)off;
+		__u64 code = py_win_u64(buf, base + p->frame_code);
+		__u32 entry_at = base + p->frame_entry;
+		__u8 entry = entry_at < PY_WIN ? buf->b[entry_at] : 0;
+		buf->walk.frame = py_win_u64(buf, base + p->frame_previous);
+		if (p->layout == EHP_PY_CSTACK_OWNER && entry == p->owner_cstack) {
+			py_end_eval(buf, s, PY_IDLE); /* the eval call's entry shim */
+			return;
+		}
+		if (!code || (code & 7)) {
+			py_stop(buf, s, EHP_PY_STOP_BAD_FRAME);
+			return;
+		}
+		__u64 instr = py_win_u64(buf, base + p->frame_instr);
+		__u64 pos;
+		if (p->layout == EHP_PY_FRAME_OBJECTS) {
+			__s32 lasti = (__s32)instr;
+			pos = lasti < 0 ? EHP_PY_OFFSET_UNKNOWN : (__u64)lasti;
+		} else {
+			pos = instr - code;
+		}
+		if (pos > EHP_PY_OFFSET_UNKNOWN)
+			pos = EHP_PY_OFFSET_UNKNOWN;
+		if (!py_push(buf, s, EHP_PY_FRAME(code, pos)))
+			return;
+		if (p->layout == EHP_PY_FRAME_OBJECTS || (p->layout == EHP_PY_IS_ENTRY && entry)) {
+			py_end_eval(buf, s, PY_IDLE);
+			return;
+		}
+	}
+}
+
+#endif /* EHPROF_BPF_PYTHON_FRAMES_BPF_H_ */
