@@ -39,7 +39,7 @@ if [[ $check_rc == 0 ]]; then
   record_rc=$?
   record_ms=$(($(now_ms) - rstart))
   # ehprof agent on testdata's deep_recursion (guest_common.sh).
-  run_agent "$(dirname "$E")/testdata/deep_recursion" 70 10
+  run_agent "$(dirname "$E")/testdata/deep_recursion" 300 10
   # Off-CPU: testdata's offcpu_sleep blocks 100 ms in sleep_a and 300 ms in
   # sleep_b in turn; the host judges the a:b split of the blocked time.
   step "ehprof record --off-cpu"
