@@ -71,13 +71,18 @@ bool Printable(const ResolvedSample& s) {
   return true;
 }
 
+// An inline expansion is written at the address of the frame it expands,
+// as ehprof and perf print them (the profile model keeps one address per
+// location): of an inlined frame the round trip keeps its name and mark;
+// its address, and whether the reader takes it for a kernel frame, come
+// from the frame below it, which hostile input need not agree with.
 bool SameSample(const ResolvedSample& a, const ResolvedSample& b) {
   if (a.comm != b.comm || a.tid != b.tid || a.frames.size() != b.frames.size()) return false;
   for (size_t i = 0; i < a.frames.size(); ++i) {
     const ResolvedFrame& x = a.frames[i];
     const ResolvedFrame& y = b.frames[i];
-    if (x.addr != y.addr || x.symbol != y.symbol || x.dso != y.dso || x.kernel != y.kernel ||
-        x.inlined != y.inlined) {
+    const bool placed = x.inlined || (x.addr == y.addr && x.kernel == y.kernel);
+    if (!placed || x.symbol != y.symbol || x.dso != y.dso || x.inlined != y.inlined) {
       return false;
     }
   }
