@@ -43,7 +43,7 @@ void RecordReplay::RecordAndReplay(const std::string& program) {
   ASSERT_GE(files.size(), 10u) << r.err;
   EXPECT_TRUE(absl::StrContains(r.err, "captures saved in " + dir)) << r.err;
   Replayer replayer({});
-  size_t equal = 0, agree = 0, unmapped = 0, late = 0;
+  size_t equal = 0, agree = 0, unmapped = 0, late = 0, in_vdso = 0;
   for (const std::string& f : files) {
     auto c = ReadCaptureFile(f);
     ASSERT_TRUE(c.ok()) << c.status();
@@ -54,11 +54,22 @@ void RecordReplay::RecordAndReplay(const std::string& program) {
     // the capture's whole mapping list and every table, so it goes on where
     // the kernel stopped, through the same frames first.
     const bool kernel_late = c->bpf_stop == EHP_STOP_NO_TABLE || c->bpf_stop == EHP_STOP_NO_MAPPING;
+    // A leaf in the vDSO (sig_handler's clock_gettime): the kernel has the
+    // vDSO's table (bpf/proc_learn.bpf.h), the replay no file to build one
+    // from, nor libdwfl: neither can step out of it. Counted apart.
+    const uint64_t pc = c->regs[EHP_REG_RIP];
+    if (std::any_of(c->mappings.begin(), c->mappings.end(), [&](const CaptureMapping& m) {
+          return m.path == "[vdso]" && m.start <= pc && pc < m.end;
+        })) {
+      ++in_vdso;
+      continue;
+    }
     if (kernel_late && rr->frames.size() > c->bpf_frames.size() &&
         std::equal(c->bpf_frames.begin(), c->bpf_frames.end(), rr->frames.begin())) {
       ++late;
     } else {
-      EXPECT_TRUE(rr->MatchesRecorded(*c)) << f << "\n" << FormatReplay(*c, *rr);
+      EXPECT_TRUE(rr->MatchesRecorded(*c)) << f << "\nkernel's stop " << c->bpf_stop << ", replay's "
+                                           << rr->stop << "\n" << FormatReplay(*c, *rr);
       equal += rr->MatchesRecorded(*c);
     }
     // A sample before the kernel knew a new mapping (jit_sim's code, just
@@ -73,14 +84,15 @@ void RecordReplay::RecordAndReplay(const std::string& program) {
   // The replay is the kernel's code on the kernel's bytes: every one equal
   // but the few taken before the kernel knew a library.
   EXPECT_LE(late, 2u);
-  EXPECT_EQ(equal + late, files.size());
+  EXPECT_LE(in_vdso, files.size() / 20);
+  EXPECT_EQ(equal + late + in_vdso, files.size());
   // libdwfl, the outside reference, agrees on every frame of the others.
   EXPECT_LE(unmapped, 2u);
-  EXPECT_EQ(agree + unmapped, files.size());
+  EXPECT_EQ(agree + unmapped + in_vdso, files.size());
   std::printf("%s: %zu captures, %zu replays equal the kernel's walk (%zu taken before the kernel "
               "knew a library go on further), %zu agree with libdwfl, %zu stopped at a mapping not "
-              "yet known\n",
-              program.c_str(), files.size(), equal, late, agree, unmapped);
+              "yet known, %zu with their leaf in the vDSO\n",
+              program.c_str(), files.size(), equal, late, agree, unmapped, in_vdso);
 }
 
 TEST_F(RecordReplay, SignalHandlerCapturesReplayAsRecorded) { RecordAndReplay("sig_handler"); }
