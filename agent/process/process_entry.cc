@@ -53,6 +53,9 @@ void ProcessTracker::CarryKernelSlots(uint32_t pid, const std::vector<const Trac
   // life. Slots user space has not been told of, and that no mapping
   // written covers, are kept. The kernel may add one between this read and
   // the write; its event then finds it in a snapshot and rewrites.
+  // Without the kernel index the kernel side learns nothing (learn_maps is
+  // off with it): no slot to keep, and no entry worth reading back.
+  if (!kernel_index_) return;
   History& hist = history_[pid];
   auto current = std::make_unique<ehp_proc>();
   if (procs_->Read(pid, current.get())) {

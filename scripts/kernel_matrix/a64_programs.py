@@ -102,6 +102,13 @@ def named_chain(block, twin, rootdir, bindir):
     return out
 
 
+def at_bottom(chain):
+    """Whether a chain's outermost frame is where readelf's CFI says the
+    return address is undefined (_start)."""
+    _, path, addr = chain[-1]
+    return os.path.exists(path) and any(s <= addr < e for s, e in judge.ra_undefined(path))
+
+
 def follows(chain, want):
     """Whether want's names occur in chain in order (others between)."""
     i = 0
@@ -128,8 +135,7 @@ def judge_program(dump, name, rootdir, bindir):
         if chain[0][0] != leaf:
             continue
         at_leaf += 1
-        _, path, addr = chain[-1]
-        bottom = os.path.exists(path) and any(s <= addr < e for s, e in judge.ra_undefined(path))
+        bottom = at_bottom(chain)
         complete += bottom
         chained += bottom and any(follows(chain, want) for want in chains)
     pct = (lambda n: round(100.0 * n / at_leaf, 2) if at_leaf else None)
@@ -156,8 +162,7 @@ def judge_offcpu(dump, rootdir, bindir):
         chain = named_chain(b, twin, rootdir, bindir)
         if not m or not chain:
             continue
-        _, path, addr = chain[-1]
-        bottom = os.path.exists(path) and any(s <= addr < e for s, e in judge.ra_undefined(path))
+        bottom = at_bottom(chain)
         for which in ("a", "b"):
             if follows(chain, [f"sleep_{which}", "sleep_loop", "main"]):
                 if bottom:
