@@ -22,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 
+import result_file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -56,6 +58,7 @@ def main():
     ap.add_argument("--ehprof", default=os.path.join(ROOT, "build", "ehprof"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=4)
+    result_file.add_argument(ap, "jvm_stacks")
     args = ap.parse_args()
     if not shutil.which("javac"):
         sys.exit("jvm_stacks.py: no javac (apt-get install default-jdk-headless)")
@@ -74,12 +77,18 @@ def main():
                 results.append(judge(out))
         version = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
         print(version.splitlines()[0] if version else "java")
+        figures = {}
         for mode, results in modes.items():
             c = statistics.median(r[0] for r in results)
             j = statistics.median(r[1] for r in results)
             s = statistics.median(r[2] for r in results)
             print(f"{mode}: complete {c:.1f} %, java chain {j:.1f} % "
                   f"(median of {len(results)} runs, {s:.0f} main-thread samples a run)")
+            key = "pfp" if mode.startswith("-XX:+") else "nopfp"
+            figures.update({f"{key}_complete_pct": round(c, 1), f"{key}_java_chain_pct": round(j, 1),
+                            f"{key}_main_samples": round(s)})
+        if not args.no_result:
+            result_file.write("jvm_stacks", figures, args.note, args.result)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -26,6 +26,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import result_file  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 FREQ = 99
@@ -91,6 +94,7 @@ def main():
     ap.add_argument("--down-at", type=float, default=60, help="seconds into the run the Collector stops")
     ap.add_argument("--down-for", type=float, default=60)
     ap.add_argument("--interval", type=int, default=10, help="the agent's --interval (its default)")
+    result_file.add_argument(ap, "otlp_outage")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("needs root (BPF)")
@@ -144,6 +148,14 @@ def main():
           f"{got['profiles']} profiles; {during} of them for intervals that started while it was down")
     print(f"(stderr, the Collector's logs and files in {work})")
     ok = rc == 0 and exported and int(exported.group(1)) == intervals and got["total"] == samples
+    if not a.no_result and exported:
+        result_file.write("otlp_outage", {
+            "samples": samples, "intervals": intervals, "exported": int(exported.group(1)),
+            "refused": int(exported.group(2)), "dropped": int(exported.group(3)),
+            "failures_said": failures, "recoveries_said": recovered, "collector_samples": got["total"],
+            "collector_pct": round(100 * got["total"] / max(1, samples), 1),
+            "collector_profiles": got["profiles"], "profiles_during_outage": during,
+            "down_s": round(t_up - t_down)}, a.note, a.result)
     return 0 if ok else 1
 
 

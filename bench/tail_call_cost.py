@@ -24,6 +24,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+import result_file  # noqa: E402
 from walk_cost import SUMMARY, user_depth  # noqa: E402
 
 
@@ -47,6 +48,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--depths", default="10,40", help="recursion depths")
+    result_file.add_argument(ap, "tail_call_cost")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("tail_call_cost: needs root (BPF)")
@@ -62,14 +64,21 @@ def main():
             print(f"tail_call_cost: round {rep + 1}/{a.reps} done", file=sys.stderr, flush=True)
     print(f"{'deep_recursion depth':>20} {'bpf_loop med us':>15} {'p90':>6} {'frames':>6} "
           f"{'tail calls med us':>17} {'p90':>6} {'frames':>6} {'tail/loop':>9}")
+    figures = {}
     for d, r in results.items():
         med = {k: statistics.median(x[0] for x in v) for k, v in r.items()}
         p90 = {k: statistics.median(x[1] for x in v) for k, v in r.items()}
         depth = {k: statistics.median(x[2] for x in v) for k, v in r.items()}
         print(f"{d:>20} {med['loop']:15.2f} {p90['loop']:6.2f} {depth['loop']:6.1f} "
               f"{med['tail']:17.2f} {p90['tail']:6.2f} {depth['tail']:6.1f} {med['tail'] / med['loop']:9.2f}")
+        for k in ("loop", "tail"):
+            figures.update({f"depth_{d}_{k}_us": round(med[k], 2), f"depth_{d}_{k}_p90_us": round(p90[k], 2),
+                            f"depth_{d}_{k}_frames": round(depth[k], 1)})
+        figures[f"depth_{d}_tail_over_loop"] = round(med['tail'] / med['loop'], 2)
     print(f"({a.reps} interleaved rounds of {a.seconds} s at 999 Hz on kernel {os.uname().release}; "
           "medians of the rounds' medians; times include the kernel stack and the ring-buffer copy)")
+    if not a.no_result:
+        result_file.write("tail_call_cost", figures, a.note, a.result)
 
 
 if __name__ == "__main__":

@@ -115,6 +115,13 @@ TEST_F(RecordGo, StrippedGoIsWalkedToGoexitAndNamedAsGoToolAddr2lineNamesItsTwin
                 "main.hotB in %zu of %zu\n",
                 b.version.c_str(), in_go, named, 100.0 * named / in_go, to_bottom,
                 100.0 * to_bottom / in_go, spin_caller, in_spin);
+    const std::string key = b.version + "_";
+    testing::PrintFigure(key + "samples", in_go);
+    testing::PrintFigure(key + "named", named);
+    testing::PrintFigure(key + "named_pct", 100.0 * named / in_go);
+    testing::PrintFigure(key + "to_bottom_pct", 100.0 * to_bottom / in_go);
+    testing::PrintFigure(key + "spin_samples", in_spin);
+    testing::PrintFigure(key + "spin_under_hotb", spin_caller);
   }
 }
 

@@ -103,6 +103,12 @@ TEST_F(RecordKernelMaps, ExecdChildrenAndTheirLibrariesUnwindFromTheFirstSample)
               exec_on.percent(), exec_on.total, exec_off.percent(), exec_off.total);
   std::printf("dlopen'd library: %.1f%% of %zu complete (only /proc: %.1f%% of %zu)\n",
               dl_on.percent(), dl_on.total, dl_off.percent(), dl_off.total);
+  testing::PrintFigure("exec_complete_pct", exec_on.percent());
+  testing::PrintFigure("exec_samples", exec_on.total);
+  testing::PrintFigure("exec_proc_only_pct", exec_off.percent());
+  testing::PrintFigure("dlopen_complete_pct", dl_on.percent());
+  testing::PrintFigure("dlopen_samples", dl_on.total);
+  testing::PrintFigure("dlopen_proc_only_pct", dl_off.percent());
   ASSERT_GT(exec_on.total, 50u) << with.substr(0, 2000);
   ASSERT_GT(dl_on.total, 50u);
   // 97.5-100 % and 96.9-99.5 % in five runs on a machine loaded by other

@@ -64,6 +64,11 @@ TEST_F(RecordNode, JsStacksRunThroughTheBuiltinsToStart) {
   EXPECT_GE(through_entry * 100, js * 95) << "through the JS entry builtins into node::Start";
   std::printf("node: %zu samples, %zu in hotA/hotB, %zu (%.1f %%) of those reach _start\n",
               total, js, js_to_start, 100.0 * js_to_start / js);
+  testing::PrintFigure("samples", total);
+  testing::PrintFigure("js_samples", js);
+  testing::PrintFigure("js_to_start", js_to_start);
+  testing::PrintFigure("js_to_start_pct", 100.0 * js_to_start / js);
+  testing::PrintFigure("through_entry_pct", 100.0 * through_entry / js);
 }
 
 }  // namespace

@@ -119,6 +119,17 @@ std::optional<std::string> Gunzip(const std::string& gz) {
   return out;
 }
 
+void PrintFigure(const std::string& key, double value) {
+  // A key is [A-Za-z0-9_] (what test_figures.py reads): "go1.26.8/named"
+  // becomes go1_26_8_named. %.10g: integers print without a fraction.
+  std::string k = key;
+  for (char& c : k) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  std::printf("figure: %s = %.10g\n", k.c_str(), value);
+  std::fflush(stdout);
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

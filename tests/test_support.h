@@ -44,6 +44,10 @@ std::optional<SymbolRange> FindSymbol(const std::string& path, const std::string
 // them.
 bool RequireRootForBpf();
 
+// Prints `figure: KEY = VALUE`, a figure the README may quote:
+// scripts/test_figures.py collects these lines into a result file.
+void PrintFigure(const std::string& key, double value);
+
 std::string ReadFile(const std::string& path);
 // A gzip file's contents; nullopt when it is not one whole gzip member.
 std::optional<std::string> Gunzip(const std::string& gz);
