@@ -14,7 +14,11 @@ marker without a number before it, a result
 file or key that does not exist, or a figure that differs fails the check,
 naming the file, line, key, what is written and what the result says.
 
-    scripts/check_figures.py [--results DIR] [--list] FILE.md [FILE.md...]
+    scripts/check_figures.py [--results DIR] [--list] [--write] FILE.md [FILE.md...]
+
+--write rewrites each figure that differs to its result, with the decimals
+and thousands separators written before (after re-running a bench; the
+prose around it, its date and conditions, is still the writer's to check).
 
 Exit status 1 on any failure. Standard library only.
 """
@@ -51,17 +55,26 @@ def check_value(written, value):
     return f"written {written}, result {value} (rounds to {rounded})"
 
 
+def formatted(written, value):
+    """`value` written as `written` was: its decimals, its thousands separators."""
+    plain = written.replace(",", "")
+    decimals = len(plain.split(".")[1]) if "." in plain else 0
+    return f"{value:{',' if ',' in written else ''}.{decimals}f}"
+
+
 def without_code(line):
     """The line with `code spans` blanked: a marker shown as an example is
     not a figure."""
     return re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), line)
 
 
-def check(paths, results_dir, listing=False):
+def check(paths, results_dir, listing=False, write=False):
     cache, errors, n = {}, [], 0
     for path in paths:
         with open(path) as f:
-            lines = f.read().splitlines()
+            original = f.read()
+        lines = original.splitlines()
+        rewritten = 0
         fenced = False
         for lineno, line in enumerate(lines, 1):
             if line.lstrip().startswith("```"):
@@ -75,6 +88,7 @@ def check(paths, results_dir, listing=False):
                     n += 1
                     errors.append(f"{os.path.relpath(path)}:{lineno}: malformed marker "
                                   f"{text[bad.start():bad.start() + 60]!r} (want <!--fig:NAME/KEY-->)")
+            edits = []
             for m in MARKER.finditer(text):
                 written, _, name, key = m.groups()
                 where = f"{os.path.relpath(path)}:{lineno}: {name}/{key}"
@@ -92,13 +106,24 @@ def check(paths, results_dir, listing=False):
                                   f"(it has {', '.join(sorted(figures)) or 'none'})")
                     continue
                 why = check_value(written, figures[key])
-                if why:
+                if why and write:
+                    edits.append((m.start(1), m.end(1), formatted(written, figures[key])))
+                    print(f"{where}: {written} -> {edits[-1][2]}")
+                elif why:
                     errors.append(f"{where}: {why} ({name}.json: {doc.get('date')}, "
                                   f"commit {doc.get('commit')}, `{doc.get('command')}`)")
                 elif listing:
                     m_ = doc.get("machine", {})
                     print(f"{where} = {written} ({doc.get('date')}, {m_.get('kind')}, "
                           f"load {m_.get('loadavg_start')})")
+            for start, end, new in reversed(edits):
+                line = line[:start] + new + line[end:]
+            if edits:
+                lines[lineno - 1] = line
+                rewritten += len(edits)
+        if rewritten:
+            with open(path, "w") as f:
+                f.write("\n".join(lines) + ("\n" if original.endswith("\n") else ""))
     return n, errors
 
 
@@ -106,9 +131,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--list", action="store_true", help="print every figure checked")
+    ap.add_argument("--write", action="store_true",
+                    help="rewrite each figure that differs to its result file's value")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args(argv)
-    n, errors = check(a.files, a.results, a.list)
+    n, errors = check(a.files, a.results, a.list, a.write)
     for e in errors:
         print(e)
     if n == 0:

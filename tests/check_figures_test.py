@@ -52,4 +52,31 @@ expect(*run(GOOD + "and 7<!-- fig:walk/rows -->\n", RESULTS), 1, "README.md:3: m
 # An example in a code span or block is not a figure.
 expect(*run(GOOD + "write `1.5<!--fig:NAME/KEY-->`\n```\n2<!--fig:x/y-->\n```\n", RESULTS), 0,
        "3 marked figures")
+
+
+def run_write(doc, results):
+    """--write on doc: (exit status, the doc afterwards, then a plain check's status)."""
+    with tempfile.TemporaryDirectory() as d:
+        os.mkdir(os.path.join(d, "results"))
+        for name, figures in results.items():
+            with open(os.path.join(d, "results", name + ".json"), "w") as f:
+                json.dump({"bench": name, "figures": figures}, f)
+        md = os.path.join(d, "README.md")
+        with open(md, "w") as f:
+            f.write(doc)
+        args = [sys.executable, CHECKER, "--results", os.path.join(d, "results")]
+        w = subprocess.run(args + ["--write", md], capture_output=True, text=True)
+        after = open(md).read()
+        c = subprocess.run(args + [md], capture_output=True, text=True)
+        return w.returncode, after, c.returncode
+
+
+# --write brings each figure to its result as it was written (decimals,
+# separators), leaves code spans and the rest of the line alone.
+NEW = {"walk": {"complete_pct": 98.137, "rows": 17000001, "ratio": 9.6}}
+code, after, recheck = run_write(GOOD + "`7<!--fig:walk/rows-->`\n", NEW)
+assert code == 0 and recheck == 0, (code, recheck, after)
+assert after == ("| fio | complete 98.1<!--fig:walk/complete_pct--> % |\n"
+                 "0 mismatches in 17,000,001<!--fig:walk/rows--> rows, 10<!--fig:walk/ratio-->x faster\n"
+                 "`7<!--fig:walk/rows-->`\n"), after
 print("check_figures_test OK")
