@@ -84,6 +84,10 @@ TEST(Replay, EveryCaptureAgreesWithLibdwflAndTheKernel) {
   }
   std::printf("replayed %zu captures: %zu agree with libdwfl on every frame; frames %zu of %zu\n",
               names.size(), agree, frames_agree, frames);
+  testing::PrintFigure("captures", names.size());
+  testing::PrintFigure("captures_agree", agree);
+  testing::PrintFigure("frames_agree", frames_agree);
+  testing::PrintFigure("frames", frames);
 }
 
 // What each capture is there to show is in it.
