@@ -216,6 +216,7 @@ TEST_F(Pyroscope, AnOutageLosesNoInterval) {
   const double served = Field(judged, "ticks") / (1e9 / 99);
   std::printf("Pyroscope serves %.0f of %.0f samples (%.1f%%) after the outage\n", served, samples,
               100 * served / samples);
+  testing::PrintFigure("outage_served_pct", 100 * served / samples);
   EXPECT_GE(served, samples * 0.65) << judged << "\n" << r.err;
   EXPECT_LE(served, samples + 1) << judged;
   EXPECT_EQ(Field(judged, "chain"), 1) << judged;
