@@ -281,6 +281,10 @@ def result_figures(results):
                         f"{key}_rss_mb": round(statistics.median(r["rss_mb"] for r in rs))})
             if bpf:
                 out[f"{key}_bpf_us"] = round(statistics.median(bpf), 1)
+            if "bytes_per_sample" in rs[0]:
+                out[f"{key}_bytes_per_sample"] = round(statistics.median(r["bytes_per_sample"] for r in rs))
+            elif rs[0]["bytes"]:
+                out[f"{key}_written_kib"] = round(statistics.median(r["bytes"] for r in rs) / 1024)
     return out
 
 
