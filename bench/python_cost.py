@@ -11,14 +11,19 @@ run's samples). Needs root. A shared, loaded VM: quote the difference.
 Writes bench/results/python_cost.json.
 
 Where the time goes (py_step in bpf/python.bpf.h, bpf/python_frames.bpf.h):
-the thread state, from the py_threads cache, checked with one read (about
-0.15 us a sample here: measured by ending the Python walk right after it);
-then the frames, read through a window of the frame's page up to its end
-(on 3.11+ about 20 frames a bpf_probe_read_user, the callers sitting below
-in the thread's data stack; on 3.10 about 4, frame objects scattered over
-allocator pools), up to 16 frames a bpf_loop step. Before the window: one
-bpf_probe_read_user of each frame and of each thread-state field, +5.6 to
-6.9 us.
+the thread state, from the py_threads cache, checked with one read that
+also takes the data stack chunk's bounds (3.11+; 3.11 and 3.12 then read
+cframe's current frame); then the frames, read through an 8 KiB window
+that reaches down to the chunk's start (3.11+: the ~50 frames here are one
+bpf_probe_read_user; 3.10's frame objects are scattered over allocator
+pools, about 4 to a page window, one eval call and one py_step per frame),
+up to 16 frames a bpf_loop step. Measured with temporary counters on
+2026-11-26: 3.12 had 5 reads (8.7 KB) a sample with page windows; each
+read of cold frames costs ~150-200 ns here, a repeated read of the same
+bytes ~30 ns (the cost is touching the memory); the frame loop's unaligned
+u64 loads were 25 instructions each before they became single loads.
+Before any window: one bpf_probe_read_user of each frame and of each
+thread-state field, +5.6 to 6.9 us.
 """
 import argparse
 import os

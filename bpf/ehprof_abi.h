@@ -242,14 +242,19 @@ struct ehp_py_proc {
 	ehp_u16 frame_read;	/* bytes read per frame (<= EHP_PY_FRAME_READ_MAX) */
 	ehp_u8 layout;		/* enum ehp_py_layout */
 	ehp_u8 owner_cstack;	/* FRAME_OWNED_BY_CSTACK */
+	/* 3.11+: the thread state's datastack_chunk, followed by
+	 * datastack_top and datastack_limit; EHP_PY_NO_DATASTACK on 3.10. */
+	ehp_u16 tstate_datastack;
+	ehp_u16 pad[3];
 };
 #define EHP_PY_NO_CFRAME 0xffff
+#define EHP_PY_NO_DATASTACK 0xffff
 #define EHP_PY_FRAME_READ_MAX 128
 #define EHP_PY_PROCS 1024
 #define EHP_PY_THREADS 16384
 /* Thread states looked at per sample before the walk gives up on a thread. */
 #define EHP_PY_THREAD_SEARCH 256
-EHP_ASSERT(sizeof(struct ehp_py_proc) == 64, "ehp_py_proc is 64 bytes");
+EHP_ASSERT(sizeof(struct ehp_py_proc) == 72, "ehp_py_proc is 72 bytes");
 
 /* Why a user walk stopped: X(enumerator, value, name for reports). The one
  * list: the enum below and StopReasonName (agent/resolve/stop_reasons.h)

@@ -64,18 +64,22 @@ EHP_INLINE int py_read_u64(__u64 addr, __u64 *out)
 	return bpf_probe_read_user(out, sizeof(*out), (void *)addr) == 0;
 }
 
-/* At a pc in the eval loop: its native frame comes off the sample until
- * its Python frames are out; the first eval loop of the sample finds this
- * thread's thread state, from the cache when it is still this thread's,
- * else by a search. 0 when the pc is not in the eval loop. */
+/* Whether pc (a lookup address: the pc, or a return address - 1) is in
+ * the eval loop, its .cold part included. */
+EHP_INLINE int py_in_eval(const struct ehp_py_proc *p, __u64 pc)
+{
+	return (pc >= p->eval_begin[0] && pc < p->eval_end[0]) ||
+	       (pc >= p->eval_begin[1] && pc < p->eval_end[1]);
+}
+
+/* At a pc in the eval loop (py_in_eval): its native frame comes off the
+ * sample until its Python frames are out; the first eval loop of the
+ * sample finds this thread's thread state, from the cache when it is still
+ * this thread's, else by a search. */
 EHP_INLINE int py_at_eval(struct py_win_buf *buf, struct scratch *s)
 {
 	struct ehp_py_proc *p = &buf->proc;
 	struct py_walk *st = &buf->walk;
-	__u64 pc = s->exact ? s->pc : s->pc - 1;
-	if (!((pc >= p->eval_begin[0] && pc < p->eval_end[0]) ||
-	      (pc >= p->eval_begin[1] && pc < p->eval_end[1])))
-		return 0;
 	__u64 at = buf->out.at - 1;
 	if (at >= EHP_MAX_EVENT_FRAMES)
 		return 0;
@@ -133,9 +137,8 @@ EHP_INLINE void py_search_step(struct py_win_buf *buf, struct scratch *s)
 	if (py_read_u64(st->tstate + p->tstate_thread_id, &id) && id == st->fsbase) {
 		__u32 tid = s->ev.tid;
 		bpf_map_update_elem(&py_threads, &tid, &st->tstate, BPF_ANY);
-		if (!py_read_u64(st->tstate + p->tstate_frame, &frame) ||
-		    (p->cframe_frame != EHP_PY_NO_CFRAME && frame &&
-		     !py_read_u64(frame + p->cframe_frame, &frame))) {
+		/* Its frame and data stack as a cached one's are read. */
+		if (py_thread_frame(buf, st->tstate, st->fsbase, &frame) <= 0) {
 			py_stop(buf, s, EHP_PY_STOP_READ_FAULT);
 			return;
 		}
@@ -150,25 +153,31 @@ EHP_INLINE void py_search_step(struct py_win_buf *buf, struct scratch *s)
 }
 
 /* The Python side of a walk step whose next frame slot is at, n frames
- * into the walk: see PY_STEP_NATIVE. */
-__noinline int py_step(__u32 at, __u32 n)
+ * into the walk, at lookup address pc: see PY_STEP_NATIVE. A native step
+ * outside the eval loop (most of them) returns after one map lookup and
+ * the range compares. */
+__noinline int py_step(__u32 at, __u32 n, __u64 pc)
 {
 	__u32 zero = 0;
 	struct py_win_buf *buf = bpf_map_lookup_elem(&py_buf, &zero);
-	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!buf || !s || buf->walk.state == PY_OFF)
+	if (!buf || buf->walk.state == PY_OFF)
 		return PY_STEP_NATIVE;
 	if (buf->walk.native_next) {
 		buf->walk.native_next = 0;
 		return PY_STEP_NATIVE;
 	}
+	if (buf->walk.state == PY_IDLE && (n == 0 || !py_in_eval(&buf->proc, pc)))
+		return PY_STEP_NATIVE;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return PY_STEP_NATIVE;
 	__u32 limit = cfg.max_frames < EHP_MAX_USER_FRAMES ? cfg.max_frames : EHP_MAX_USER_FRAMES;
 	buf->out.at = at;
 	buf->out.room = n < limit ? limit - n : 0;
 	buf->out.k = 0;
 	buf->out.full = 0;
 	/* Each part runs on from the one before it in the same step. */
-	if (buf->walk.state == PY_IDLE && (n == 0 || !py_at_eval(buf, s)))
+	if (buf->walk.state == PY_IDLE && !py_at_eval(buf, s))
 		return PY_STEP_NATIVE;
 	if (buf->walk.state == PY_SEARCH)
 		py_search_step(buf, s);
@@ -184,7 +193,8 @@ static long py_dwarf_step(__u32 i, void *data)
 {
 	struct walk *w = data;
 	if (cfg.python && w->python) {
-		int r = py_step(w->base + w->n, w->n);
+		struct scratch *s = w->s;
+		int r = py_step(w->base + w->n, w->n, s->exact ? s->pc : s->pc - 1);
 		if (r != PY_STEP_NATIVE) {
 			w->n = w->n + ((__u32)r & 0xffff) - 1;
 			if (((__u32)r >> 16) == PY_ACT_FULL) {

@@ -14,7 +14,9 @@
 
 #include "bpf/python_state.bpf.h"
 
-#define PY_WIN 4096
+/* The window: 8 KiB takes about 70 frames of bench/python_cost.py's
+ * recursion in one read on 3.12. */
+#define PY_WIN 8192
 /* A cached thread state's thread_id and frame field are read at once when
  * no farther apart than this. */
 #define PY_TSTATE_SPAN 512
@@ -47,8 +49,11 @@ enum py_view_mode {
 
 /* Where the len bytes at addr (len <= PY_TSTATE_SPAN) are in buf's window,
  * -1 when they cannot be read. When the window held does not cover them,
- * reads a new one: only them (PY_VIEW_EXACT), or their page up to their
- * end (PY_VIEW_BELOW); only them again if that read fails. */
+ * reads a new one: only them (PY_VIEW_EXACT), or as much below them as one
+ * window takes (PY_VIEW_BELOW): down to the start of the thread's data
+ * stack chunk when they are in it (3.11+: every frame of the thread but a
+ * generator's, callers below callees), else down to their page's start;
+ * only them again if that read fails. */
 EHP_INLINE int py_view(struct py_win_buf *buf, __u64 addr, __u32 len, __u32 mode)
 {
 	__u64 off = addr - buf->lo;
@@ -56,8 +61,14 @@ EHP_INLINE int py_view(struct py_win_buf *buf, __u64 addr, __u32 len, __u32 mode
 		return -1;
 	if (addr >= buf->lo && off <= PY_WIN && off + len <= buf->len)
 		return (int)off;
-	__u64 lo = mode == PY_VIEW_BELOW ? addr & ~(__u64)(PAGE_SIZE_BYTES - 1) : addr;
-	__u64 size = addr + len - lo;
+	__u64 end = addr + len, lo = addr;
+	if (mode == PY_VIEW_BELOW) {
+		if (addr >= buf->walk.chunk_lo && end <= buf->walk.chunk_hi)
+			lo = end - buf->walk.chunk_lo > PY_WIN ? end - PY_WIN : buf->walk.chunk_lo;
+		else
+			lo = addr & ~(__u64)(PAGE_SIZE_BYTES - 1);
+	}
+	__u64 size = end - lo;
 	if (size > PY_WIN) {
 		lo = addr;
 		size = len;
@@ -82,13 +93,16 @@ fail:
 	return -1;
 }
 
-/* A u64 at off in the window. */
+/* The u64 at off in the window, 0 past its end. Every u64 the walk takes
+ * sits 8-aligned in the window (frames and thread states are 8-aligned,
+ * the window starts at one or at a page, user space's offsets are
+ * 8-aligned): one load, where a memcpy from an offset of unknown alignment
+ * was compiled into eight byte loads and fourteen shifts and ors. */
 EHP_INLINE __u64 py_win_u64(struct py_win_buf *buf, __u32 off)
 {
-	__u64 v = 0;
-	if (off <= PY_WIN - 8)
-		__builtin_memcpy(&v, buf->b + off, 8);
-	return v;
+	if (off > PY_WIN - 8)
+		return 0;
+	return *(__u64 *)(buf->b + (off & ~7u));
 }
 
 /* One frame value into the sample (0 when it does not fit: out.full). */
@@ -125,23 +139,38 @@ EHP_INLINE int py_stop(struct py_win_buf *buf, struct scratch *s, __u32 why)
 }
 
 /* Whether tstate is the thread state of the thread whose fs base is
- * fsbase (thread_id and the frame field in one read): 1, its current
- * frame then in *frame; 0 if not; -1 when its frame's cframe cannot be
+ * fsbase (thread_id, the frame field and on 3.11+ the data stack's
+ * chunk and limit in one read): 1, its current frame then in *frame and
+ * the chunk in buf's walk; 0 if not; -1 when its frame's cframe cannot be
  * read. */
 EHP_INLINE int py_thread_frame(struct py_win_buf *buf, __u64 tstate, __u64 fsbase, __u64 *frame)
 {
 	struct ehp_py_proc *p = &buf->proc;
 	if (!tstate)
 		return 0;
-	__u32 id_off = p->tstate_thread_id, frame_off = p->tstate_frame;
+	__u32 id_off = p->tstate_thread_id, frame_off = p->tstate_frame, ds_off = p->tstate_datastack;
 	__u32 lo = id_off < frame_off ? id_off : frame_off;
 	__u32 hi = (id_off < frame_off ? frame_off : id_off) + 8;
 	if (hi - lo > PY_TSTATE_SPAN)
 		return 0;
+	/* datastack_chunk, _top, _limit: in the same read when near enough. */
+	int ds = ds_off != EHP_PY_NO_DATASTACK;
+	__u32 ds_lo = ds && ds_off < lo ? ds_off : lo;
+	__u32 ds_hi = ds && ds_off + 24 > hi ? ds_off + 24 : hi;
+	if (ds && ds_hi - ds_lo <= PY_TSTATE_SPAN) {
+		lo = ds_lo;
+		hi = ds_hi;
+	} else {
+		ds = 0;
+	}
 	int at = py_view(buf, tstate + lo, hi - lo, PY_VIEW_EXACT);
 	if (at < 0 || py_win_u64(buf, (__u32)at + id_off - lo) != fsbase)
 		return 0;
 	*frame = py_win_u64(buf, (__u32)at + frame_off - lo);
+	if (ds) {
+		buf->walk.chunk_lo = py_win_u64(buf, (__u32)at + ds_off - lo);
+		buf->walk.chunk_hi = py_win_u64(buf, (__u32)at + ds_off + 16 - lo);
+	}
 	if (p->cframe_frame != EHP_PY_NO_CFRAME && *frame &&
 	    bpf_probe_read_user(frame, sizeof(*frame), (void *)(*frame + p->cframe_frame)))
 		return -1;
@@ -150,42 +179,49 @@ EHP_INLINE int py_thread_frame(struct py_win_buf *buf, __u64 tstate, __u64 fsbas
 
 /* The current eval call's next frames (up to PY_EVAL_FRAMES_MAX), from
  * the walk's frame on; at the eval call's entry frame its native frame.
- * The offsets are read from buf at each use: a value the verifier knows
- * (a layout compared) would split its states. */
+ * The cursor and the output slot stay in registers through the loop and
+ * go back to buf at its end (a store to the sample's frames could alias
+ * buf for the compiler, which then reloaded them after every frame). The
+ * offsets are read from buf at each use: a value the verifier knows (a
+ * layout compared) would split its states. */
 EHP_INLINE void py_frames(struct py_win_buf *buf, struct scratch *s)
 {
 	struct ehp_py_proc *p = &buf->proc;
+	__u64 frame = buf->walk.frame;
+	__u32 k = buf->out.k;
+	__u32 why = 0;
+	__u8 end = 0;
 #pragma clang loop unroll(disable)
-	for (int k = 0; k < PY_EVAL_FRAMES_MAX; k++) {
-		__u64 frame = buf->walk.frame;
+	for (int i = 0; i < PY_EVAL_FRAMES_MAX; i++) {
 		__u32 len = p->frame_read;
-		if (!frame) {
-			py_stop(buf, s, EHP_PY_STOP_FRAMES_END);
-			return;
+		if (!frame || (frame & 7)) {
+			why = frame ? EHP_PY_STOP_BAD_FRAME : EHP_PY_STOP_FRAMES_END;
+			break;
 		}
 		if (len > EHP_PY_FRAME_READ_MAX)
 			len = EHP_PY_FRAME_READ_MAX;
 		int off = py_view(buf, frame, len, PY_VIEW_BELOW);
 		if (off < 0) {
-			py_stop(buf, s, EHP_PY_STOP_READ_FAULT);
-			return;
+			why = EHP_PY_STOP_READ_FAULT;
+			break;
 		}
 		__u32 base = (__u32)off;
 		__u64 code = py_win_u64(buf, base + p->frame_code);
 		__u32 entry_at = base + p->frame_entry;
 		__u8 entry = entry_at < PY_WIN ? buf->b[entry_at] : 0;
-		buf->walk.frame = py_win_u64(buf, base + p->frame_previous);
-		if (p->layout == EHP_PY_CSTACK_OWNER && entry == p->owner_cstack) {
-			py_end_eval(buf, s, PY_IDLE); /* the eval call's entry shim */
-			return;
+		__u8 layout = p->layout;
+		frame = py_win_u64(buf, base + p->frame_previous);
+		if (layout == EHP_PY_CSTACK_OWNER && entry == p->owner_cstack) {
+			end = 1; /* the eval call's entry shim */
+			break;
 		}
 		if (!code || (code & 7)) {
-			py_stop(buf, s, EHP_PY_STOP_BAD_FRAME);
-			return;
+			why = EHP_PY_STOP_BAD_FRAME;
+			break;
 		}
 		__u64 instr = py_win_u64(buf, base + p->frame_instr);
 		__u64 pos;
-		if (p->layout == EHP_PY_FRAME_OBJECTS) {
+		if (layout == EHP_PY_FRAME_OBJECTS) {
 			__s32 lasti = (__s32)instr;
 			pos = lasti < 0 ? EHP_PY_OFFSET_UNKNOWN : (__u64)lasti;
 		} else {
@@ -193,13 +229,25 @@ EHP_INLINE void py_frames(struct py_win_buf *buf, struct scratch *s)
 		}
 		if (pos > EHP_PY_OFFSET_UNKNOWN)
 			pos = EHP_PY_OFFSET_UNKNOWN;
-		if (!py_push(buf, s, EHP_PY_FRAME(code, pos)))
-			return;
-		if (p->layout == EHP_PY_FRAME_OBJECTS || (p->layout == EHP_PY_IS_ENTRY && entry)) {
-			py_end_eval(buf, s, PY_IDLE);
-			return;
+		__u64 at = buf->out.at + k;
+		if (k >= buf->out.room || at >= EHP_MAX_EVENT_FRAMES) {
+			buf->out.full = 1;
+			break;
+		}
+		EHP_CLAMP_UMAX(at, EHP_MAX_EVENT_FRAMES - 1); /* in the register indexing */
+		s->frames[at] = EHP_PY_FRAME(code, pos);
+		k++;
+		if (layout == EHP_PY_FRAME_OBJECTS || (layout == EHP_PY_IS_ENTRY && entry)) {
+			end = 1;
+			break;
 		}
 	}
+	buf->walk.frame = frame;
+	buf->out.k = k;
+	if (why)
+		py_stop(buf, s, why);
+	else if (end)
+		py_end_eval(buf, s, PY_IDLE);
 }
 
 #endif /* EHPROF_BPF_PYTHON_FRAMES_BPF_H_ */

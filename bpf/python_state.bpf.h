@@ -20,6 +20,11 @@ struct py_walk {
 	__u64 tstate;	  /* PY_SEARCH: the thread state to look at next */
 	__u64 eval_value; /* the eval loop's native frame, pushed after its Python frames */
 	__u64 fsbase;	  /* this thread's pthread_self() */
+	/* 3.11+: the thread's current data stack chunk, [chunk_lo, chunk_hi)
+	 * (datastack_chunk to datastack_limit), whose frames are read in
+	 * windows that stop at nothing but its start; 0, 0 when unknown. */
+	__u64 chunk_lo;
+	__u64 chunk_hi;
 	__u32 searched;	  /* thread states looked at; 1 once found from the cache */
 	__u8 state;	  /* enum py_walk_state */
 	__u8 native_next; /* the next step is the eval loop's own native step */

@@ -25,6 +25,7 @@ std::optional<ehp_py_proc> MeasuredLayout(int major, int minor) {
       p.frame_entry = 0;
       p.frame_read = 104;
       p.layout = EHP_PY_FRAME_OBJECTS;
+      p.tstate_datastack = EHP_PY_NO_DATASTACK;  // frame objects, no data stack
       return p;
     case 11:
       p.interp_head = 40;
@@ -40,6 +41,7 @@ std::optional<ehp_py_proc> MeasuredLayout(int major, int minor) {
       p.frame_entry = 68;  // is_entry
       p.frame_read = 72;
       p.layout = EHP_PY_IS_ENTRY;
+      p.tstate_datastack = 296;  // datastack_chunk, _top, _limit
       return p;
     case 12:
       p.interp_head = 40;
@@ -56,6 +58,7 @@ std::optional<ehp_py_proc> MeasuredLayout(int major, int minor) {
       p.frame_read = 72;
       p.layout = EHP_PY_CSTACK_OWNER;
       p.owner_cstack = 3;
+      p.tstate_datastack = 232;
       return p;
     default:
       return std::nullopt;
@@ -96,6 +99,7 @@ absl::StatusOr<ehp_py_proc> LayoutFromDebugOffsets(std::span<const uint8_t> b,
       U64At(b, 232),  // frame previous
       U64At(b, 248),  // instr_ptr
       U64At(b, 264),  // owner
+      U64At(b, 208),  // datastack_chunk
   };
   for (uint64_t f : fields) {
     if (f >= 0xffff) return absl::InvalidArgumentError(absl::StrCat("an offset of ", f, " in _Py_DebugOffsets"));
@@ -120,6 +124,7 @@ absl::StatusOr<ehp_py_proc> LayoutFromDebugOffsets(std::span<const uint8_t> b,
   p.frame_read = static_cast<uint16_t>((read + 7) & ~uint64_t{7});
   p.layout = EHP_PY_CSTACK_OWNER;
   p.owner_cstack = 3;  // FRAME_OWNED_BY_CSTACK
+  p.tstate_datastack = fields[10];
   return p;
 }
 

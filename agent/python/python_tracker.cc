@@ -129,6 +129,31 @@ std::optional<bool> FramesHoldCode(const ProcessMemory& mem, const ehp_py_proc& 
   return std::nullopt;
 }
 
+// Whether p's data stack offset (3.11+) may stand: in the first thread
+// that has a data stack, datastack_chunk, _top, _limit are in order and the
+// chunk's own size field (8 bytes in) is its length; true too while no
+// thread has one yet (a wrong offset costs only speed: the BPF walk's
+// window still holds each frame's own bytes). Where it fails, the BPF walk
+// reads frames in page windows.
+bool DataStackHolds(const ProcessMemory& mem, const ehp_py_proc& p, uint64_t interp) {
+  uint64_t tstate = 0;
+  if (p.tstate_datastack == EHP_PY_NO_DATASTACK || !mem.ReadU64(interp + p.interp_threads, &tstate)) {
+    return false;
+  }
+  for (int t = 0; tstate && t < 64; ++t) {
+    uint64_t chunk = 0, top = 0, limit = 0, size = 0, next = 0;
+    if (!mem.ReadU64(tstate + p.tstate_datastack, &chunk)) return false;
+    if (chunk) {
+      return (chunk & 7) == 0 && mem.ReadU64(tstate + p.tstate_datastack + 8, &top) &&
+             mem.ReadU64(tstate + p.tstate_datastack + 16, &limit) && chunk < top && top <= limit &&
+             mem.ReadU64(chunk + 8, &size) && size == limit - chunk;
+    }
+    if (!mem.ReadU64(tstate + p.tstate_next, &next)) return false;
+    tstate = next;
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
@@ -179,6 +204,7 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
       return refuse(absl::StrCat(e.path, ": Python ", b.major, ".", b.minor,
                                  " frames do not hold code objects at the offsets ehprof knows"));
     }
+    if (!DataStackHolds(mem, p, interp)) p.tstate_datastack = EHP_PY_NO_DATASTACK;
     if (map_fd_ >= 0 && bpf_map_update_elem(map_fd_, &pid, &p, BPF_ANY) != 0) {
       warnings_.AddOnce("py_procs", absl::StrCat("Python processes: the BPF map is full (", pid, ")"));
       return false;
