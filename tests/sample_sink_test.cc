@@ -125,14 +125,38 @@ TEST_F(SampleSinkReplay, KeepsEverySampleInOrderWithItsCaptures) {
   EXPECT_TRUE(list.ResolvesLater());
 }
 
+std::vector<RawSample> All(const SampleList& list) {
+  std::vector<RawSample> out;
+  list.ForEach([&](const RawSample& s) { out.push_back(s); });
+  return out;
+}
+
 TEST_F(SampleSinkReplay, AggregatesEqualSamplesButNeverAcrossAnExec) {
   SampleList list(/*aggregate=*/true);
   Replay(kStream, &list);
-  ASSERT_EQ(list.samples().size(), 3u);
-  EXPECT_EQ(list.samples()[0].count, 2u);  // 100 and 101 (another CPU, same thread and stacks)
-  EXPECT_EQ(list.samples()[1].count, 1u);
-  EXPECT_EQ(list.samples()[2].count, 1u);  // after the exec
-  EXPECT_EQ(list.samples()[2].time_ns, 103u);
+  EXPECT_TRUE(list.samples().empty());  // kept as distinct stacks only
+  EXPECT_FALSE(list.empty());
+  const std::vector<RawSample> all = All(list);
+  ASSERT_EQ(all.size(), 3u);  // in the order they first came
+  EXPECT_EQ(all[0].count, 2u);  // 100 and 101 (another CPU, same thread and stacks)
+  EXPECT_EQ(all[0].time_ns, 100u);  // the first's time and CPU
+  EXPECT_EQ(all[0].cpu, 0u);
+  EXPECT_EQ(all[0].comm, "app");
+  EXPECT_EQ(all[0].user, (std::vector<uint64_t>{0x401000, 0x401500}));
+  EXPECT_EQ(all[1].count, 1u);
+  EXPECT_EQ(all[1].pid, 11u);
+  EXPECT_EQ(all[2].count, 1u);  // after the exec
+  EXPECT_EQ(all[2].time_ns, 103u);
+  EXPECT_EQ(list.stacks().frames.size(), 3u);  // 0x401000, 0x401500, 0x402000: each once
+}
+
+TEST_F(SampleSinkReplay, InOrderForEachIsEverySample) {
+  SampleList list(/*aggregate=*/false);
+  Replay(kStream, &list);
+  const std::vector<RawSample> all = All(list);
+  ASSERT_EQ(all.size(), 4u);
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].time_ns, list.samples()[i].time_ns);
+  EXPECT_TRUE(SampleList(true).empty());
 }
 
 // A sink of its own (as the agent's): every sample handed over once.

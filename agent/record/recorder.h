@@ -131,7 +131,9 @@ class Recorder {
   ~Recorder();
   // Records; the samples collected so far are kept whatever the result.
   absl::Status Run();
-  // The samples and --verify captures (options.sink null: else none).
+  // The samples and --verify captures (options.sink null: else none);
+  // samples() in arrival order unless aggregated, list() either way.
+  const SampleList& list() const { return list_; }
   const std::vector<RawSample>& samples() const { return list_.samples(); }
   const std::vector<VerifyCapture>& captures() const { return list_.captures(); }
   const ProcessTracker* tracker() const { return tracker_.get(); }
