@@ -12,6 +12,7 @@
 #include "agent/continuous/service_name.h"
 #include "agent/session/table_store.h"
 #include "gtest/gtest.h"
+#include "tests/test_support.h"
 
 namespace ehprof {
 namespace {
@@ -51,13 +52,7 @@ TEST(ServiceNames, FallsBackToTheCommAndForgetsPidsNotSeen) {
 constexpr uint32_t kPid = 4190001;  // no such process: nothing is opened
 
 MapsEntry Exec(uint64_t start, uint64_t end, const std::string& path, uint64_t offset) {
-  MapsEntry e;
-  e.start = start;
-  e.end = end;
-  e.offset = offset;
-  e.read = e.exec = e.priv = true;
-  e.path = path;
-  return e;
+  return testing::TextMapping(start, end, path, offset);
 }
 
 RawSample Sample(std::vector<uint64_t> user, uint64_t time_ns = 1000) {

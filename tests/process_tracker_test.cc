@@ -11,6 +11,7 @@
 
 #include "agent/session/table_store.h"
 #include "tests/memory_map_writer.h"
+#include "tests/test_support.h"
 
 namespace ehprof {
 namespace {
@@ -20,12 +21,7 @@ namespace {
 constexpr uint32_t kPid = 4190000;
 
 MapsEntry Exec(uint64_t start, uint64_t end, const std::string& path) {
-  MapsEntry e;
-  e.start = start;
-  e.end = end;
-  e.read = e.exec = e.priv = true;
-  e.path = path;
-  return e;
+  return testing::TextMapping(start, end, path);
 }
 
 class ProcessTrackerTest : public ::testing::Test {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/process/proc_maps.h"
 #include "gtest/gtest.h"
 
 namespace ehprof::testing {
@@ -96,6 +97,17 @@ std::map<std::string, size_t> UserChains(const std::string& text, const std::str
 std::map<std::string, uint64_t> UserChainPeriods(const std::string& text, const std::string& prog,
                                                  const std::string& twin,
                                                  const std::vector<std::string>& functions);
+
+// An executable private mapping of `path` (a maps line, as read).
+inline MapsEntry TextMapping(uint64_t start, uint64_t end, const std::string& path, uint64_t offset = 0) {
+  MapsEntry e;
+  e.start = start;
+  e.end = end;
+  e.offset = offset;
+  e.read = e.exec = e.priv = true;
+  e.path = path;
+  return e;
+}
 
 }  // namespace ehprof::testing
 

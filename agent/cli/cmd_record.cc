@@ -264,7 +264,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   for (const std::string& w : rec.TakeWarnings()) std::fprintf(stderr, "ehprof: warning: %s\n", w.c_str());
   if (!run.ok()) {
     std::fprintf(stderr, "ehprof record: %s\n", std::string(run.message()).c_str());
-    if (rec.samples().empty()) return kExitFailure;
+    if (rec.list().empty()) return kExitFailure;
   }
   return WriteRecording(rec, out, run.ok());
 }

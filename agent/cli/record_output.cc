@@ -136,7 +136,7 @@ void Resolve(const Recorder& rec, const RecordOutput& out, absl::FunctionRef<voi
     WriteWalkComparison(rec, out, symbols, ksyms, ro, resolved);
     for (ResolvedSample& r : resolved) each(std::move(r));
   } else {
-    ResolveEach(rec.samples(), *rec.tracker(), symbols, ksyms, ro, each);
+    ResolveEach([&](auto sample) { rec.list().ForEach(sample); }, *rec.tracker(), symbols, ksyms, ro, each);
   }
   if (!rec.captures().empty()) WriteVerification(rec, out.verify_path);
   if (!out.captures_dir.empty()) SaveRecordedCaptures(rec, out.captures_dir);

@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "agent/process/process_tracker.h"
 #include "agent/record/recorder.h"
+#include "agent/record/stack_counter.h"
 
 namespace ehprof {
 
@@ -43,29 +44,15 @@ struct LocatedFrame {
   }
 };
 
-struct IntervalProfile {
-  struct Key {
-    uint32_t service = 0;  // into strings
-    uint32_t comm = 0;     // into strings
-    std::vector<uint32_t> frames;  // into frames, leaf first: kernel, then user
-    bool off_cpu = false;          // --off-cpu time, not timer samples
-    bool operator==(const Key&) const = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.service, k.comm, k.frames, k.off_cpu);
-    }
-  };
-  struct Value {
-    uint64_t count = 0;
-    uint64_t weight_ns = 0;  // off-CPU: nanoseconds blocked
-  };
+// The interval's stacks as the engine record keeps its samples with
+// (agent/record/stack_counter.h): each distinct (service, comm, off-CPU or
+// not, located frames, kernel then user) once with its count, each frame
+// and string once.
+struct IntervalProfile : Stacks<LocatedFrame> {
+  using Key = StackKey;
   uint64_t start_ns = 0, end_ns = 0;  // CLOCK_MONOTONIC, as the samples
   uint64_t samples = 0;
-  uint64_t dropped = 0;  // samples over the distinct-stack cap
-  std::vector<std::string> strings;
   std::vector<LocatedMapping> mappings;
-  std::vector<LocatedFrame> frames;
-  absl::flat_hash_map<Key, Value> counts;
   // Its heap, estimated from its contents (--metrics).
   uint64_t Bytes() const;
 };
@@ -75,7 +62,7 @@ class StackAggregator {
  public:
   // At most max_stacks distinct stacks an interval; later new ones are
   // counted as dropped (a bound on memory whatever the workload).
-  explicit StackAggregator(size_t max_stacks = 200000) : max_stacks_(max_stacks) {}
+  explicit StackAggregator(size_t max_stacks = 200000) : stacks_(max_stacks) {}
   // `python`: the code table the sample's Python frames index (the
   // recorder's, current as the sample arrives), or null.
   void Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service,
@@ -83,17 +70,14 @@ class StackAggregator {
   // The interval so far, ended at now_ns; the next one starts empty.
   IntervalProfile Take(uint64_t now_ns);
   // Samples added since the last Take (those over the stack cap too).
-  uint64_t pending_samples() const { return cur_.samples; }
+  uint64_t pending_samples() const { return samples_; }
 
  private:
-  uint32_t String(const std::string& s);
-  uint32_t Frame(const LocatedFrame& f);
   uint32_t Mapping(const TrackedMapping& m);
 
-  size_t max_stacks_;
-  IntervalProfile cur_;
-  absl::flat_hash_map<std::string, uint32_t> string_ids_;
-  absl::flat_hash_map<LocatedFrame, uint32_t> frame_ids_;
+  StackCounter<LocatedFrame> stacks_;
+  uint64_t start_ns_ = 0, samples_ = 0;
+  std::vector<LocatedMapping> mappings_;
   // (path, start, offset, kept_path)
   absl::flat_hash_map<std::tuple<std::string, uint64_t, uint64_t, std::string>, uint32_t>
       mapping_ids_;

@@ -110,7 +110,7 @@ void IntervalSymbolizer::Resolve(const IntervalProfile& p, IntervalOutput* out) 
   for (const auto& [key, value] : p.counts) {
     s.comm = p.strings[key.comm];
     s.count = value.count;
-    s.off_cpu = key.off_cpu;
+    s.off_cpu = key.off_cpu();
     s.weight_ns = value.weight_ns;
     s.frames.clear();
     size_t kernel = 0;

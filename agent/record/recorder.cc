@@ -13,7 +13,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/process/exec_closure.h"
-#include "agent/record/event_decoder.h"
 #include "agent/record/targets_map.h"
 #include "base/scoped_handle.h"
 #include "bpf/ehprof_abi.h"
@@ -28,6 +27,7 @@ Recorder::~Recorder() {
     ::waitpid(child_pid_, nullptr, 0);
   }
   // Tracker and tables before the session whose maps they write.
+  events_.reset();
   tracker_.reset();
   files_.reset();
   kernel_index_.reset();
@@ -67,12 +67,8 @@ absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
   return absl::OkStatus();
 }
 
-void Recorder::HandleSample(RawSample&& s, size_t size) {
-  if (s.time_ns < record_from_ns_) return;  // -D
-  // The name too, in case the EXEC event was lost to a full ring buffer.
-  if (static_cast<int>(s.pid) == child_pid_ && !command_execd_ && own_comm_ == s.comm) return;
+void Recorder::CountSample(const RawSample& s, size_t size) {
   summary_.off_cpu_ns += s.off_cpu_ns;
-  if (python_) python_->NameFrames(s.pid, s.time_ns, &s.user);
   if (s.stop_reason == EHP_STOP_END_OF_STACK) ++complete_;
   if (s.stop_reason != EHP_STOP_NOT_WALKED && s.stop_reason != EHP_STOP_NO_USER_STACK) {
     ++summary_.user_walked;
@@ -84,86 +80,29 @@ void Recorder::HandleSample(RawSample&& s, size_t size) {
   } else if (uint64_t j = reservoir_rng_() % (sample_count_ + 1); j < RecordSummary::kBpfNsReservoir) {
     summary_.bpf_ns[j] = s.bpf_ns;
   }
-  if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
   ++sample_count_;
-  if (sink_->ResolvesLater()) sampled_.insert(s.pid);
-  sink_->Add(std::move(s), *tracker_);
 }
 
-void Recorder::HandleEvent(const void* data, size_t size) {
-  DecodedEvent d = DecodeEvent(data, size);
-  const ehp_event& ev = d.header;
-  switch (d.kind) {
-    case DecodedEvent::Kind::kSample:
-      HandleSample(std::move(d.sample), size);
-      break;
-    case DecodedEvent::Kind::kVerify:
-      sink_->AddCapture(ev, std::move(d.verify));
-      break;
-    case DecodedEvent::Kind::kExec:
-      if (static_cast<int>(ev.pid) == child_pid_) command_execd_ = true;
-      sink_->NewImage(ev.pid);
-      tracker_->ImageEnded(ev.pid, ev.time_ns);
-      if (python_) python_->Exec(ev.pid);
-      NoteExec(ev.pid);
-      for (uint64_t delay_ms : {5, 20, 60, 200}) {
-        followups_.emplace(ev.time_ns + delay_ms * 1000000, ev.pid);
-      }
-      to_refresh_.insert(ev.pid);
-      break;
-    case DecodedEvent::Kind::kMapping:
-      tracker_->AddKernelMapping(ev.pid, ev.time_ns, d.mapping.m, {d.mapping.file.dev, d.mapping.file.ino}, ev.addr);
-      break;
-    case DecodedEvent::Kind::kUnknownPc:
-      // A pc in a mapping the process entry had no room for: the maps are
-      // known, re-reading them would not help.
-      if (tracker_->Covers(ev.pid, ev.addr)) break;
-      to_refresh_.insert(ev.pid);
-      break;
-    case DecodedEvent::Kind::kUnknownPid:
-      to_refresh_.insert(ev.pid);
-      break;
-    case DecodedEvent::Kind::kFork:
-      tracker_->Forked(ev.pid, static_cast<uint32_t>(ev.addr), ev.time_ns);
-      to_refresh_.insert(static_cast<uint32_t>(ev.addr));
-      break;
-    case DecodedEvent::Kind::kExit:
-      sink_->NewImage(ev.pid);  // a reused pid is another image too
-      to_exit_.emplace(ev.pid, ev.time_ns);
-      break;
-    default:
-      break;
-  }
+EventHandler::Hooks Recorder::EventHooks() {
+  EventHandler::Hooks h;
+  h.accept = [this](const RawSample& s) {
+    if (s.time_ns < record_from_ns_) return false;  // -D
+    // The name too, in case the EXEC event was lost to a full ring buffer.
+    return !(static_cast<int>(s.pid) == child_pid_ && !command_execd_ && own_comm_ == s.comm);
+  };
+  h.count = [this](const RawSample& s, size_t size) { CountSample(s, size); };
+  h.exec = [this](uint32_t pid) {
+    if (static_cast<int>(pid) == child_pid_) command_execd_ = true;
+    NoteExec(pid);
+  };
+  h.exited = [this](uint32_t pid) {
+    if (!options_.all) bpf_map_delete_elem(session_->maps().targets, &pid);
+  };
+  return h;
 }
 
 void Recorder::ProcessPending(uint64_t now_ns) {
-  while (!followups_.empty() && followups_.begin()->first <= now_ns) {
-    to_refresh_.insert(followups_.begin()->second);
-    followups_.erase(followups_.begin());
-  }
-  for (uint32_t pid : to_refresh_) {
-    if (to_exit_.count(pid)) continue;
-    absl::Status st = tracker_->Refresh(pid, now_ns);
-    if (!st.ok() && !absl::IsNotFound(st)) warnings_.Add(std::string(st.message()));
-    if (st.ok() && python_) python_->Notice(pid, now_ns);
-  }
-  to_refresh_.clear();
-  // A process that ended without an EXIT event (the ring buffer was full)
-  // must not keep its entry: look for vanished ones now and then.
-  if (now_ns - last_sweep_ns_ > 1000000000ull) {
-    last_sweep_ns_ = now_ns;
-    for (uint32_t pid : tracker_->live_pids()) {
-      if (!ProcessExists(pid)) to_exit_.emplace(pid, now_ns);
-    }
-  }
-  for (auto [pid, time_ns] : to_exit_) {
-    // An image no sample came from is not needed for resolving: forget it,
-    // so thousands of short-lived processes leave no trace.
-    tracker_->Exit(pid, time_ns, /*keep_history=*/sampled_.erase(pid) > 0);
-    if (python_) python_->Exit(pid);
-    if (!options_.all) bpf_map_delete_elem(session_->maps().targets, &pid);
-  }
-  to_exit_.clear();
+  events_->ProcessPending(now_ns);
   tracker_->TablesChanged(files_->CollectFinished());
   ReportWarnings();
 }
@@ -177,7 +116,7 @@ absl::Status Recorder::Run() {
   const uint64_t start = NowNs();
   if (absl::Status st = AddInitialTargets(start); !st.ok()) return st;
   auto events = RingBufferSource::Open(session_->maps().events,
-                                       [this](const void* data, size_t size) { HandleEvent(data, size); });
+                                       [this](const void* data, size_t size) { events_->Handle(data, size); });
   if (!events.ok()) return events.status();
   if (absl::Status st = ReleaseCommand(); !st.ok()) return st;
   // -D only: a sample stamped before now is still the recording's (an
@@ -226,6 +165,7 @@ absl::Status Recorder::StartSession() {
       std::make_unique<BpfMapWriter>(session_->maps().procs, sizeof(ehp_proc), "procs"));
   tracker_->SetKernelIndex(kernel_index_.get());
   if (options_.python && options_.user) python_ = std::make_unique<PythonTracker>(session_->maps().py_procs);
+  events_ = std::make_unique<EventHandler>(tracker_.get(), sink_, python_.get(), &warnings_, EventHooks());
   return absl::OkStatus();
 }
 
@@ -250,8 +190,8 @@ absl::Status Recorder::ReleaseCommand() {
 void Recorder::Loop(EventSource& events, uint64_t start, uint64_t deadline) {
   for (;;) {
     int timeout_ms = 100;
-    if (!followups_.empty()) {
-      const uint64_t now = NowNs(), due = followups_.begin()->first;
+    if (const uint64_t due = events_->next_followup_ns(); due != UINT64_MAX) {
+      const uint64_t now = NowNs();
       timeout_ms = due <= now ? 0 : static_cast<int>(std::min<uint64_t>(100, (due - now) / 1000000 + 1));
     }
     const int n = events.Poll(timeout_ms);

@@ -11,13 +11,13 @@
 #include <map>
 #include <random>
 #include <set>
-#include <unordered_set>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "agent/process/process_tracker.h"
 #include "agent/python/python_tracker.h"
+#include "agent/record/event_handler.h"
 #include "agent/record/event_source.h"
 #include "agent/record/raw_sample.h"
 #include "agent/record/run_control.h"
@@ -131,7 +131,9 @@ class Recorder {
   ~Recorder();
   // Records; the samples collected so far are kept whatever the result.
   absl::Status Run();
-  // The samples and --verify captures (options.sink null: else none).
+  // The samples and --verify captures (options.sink null: else none);
+  // samples() in arrival order unless aggregated, list() either way.
+  const SampleList& list() const { return list_; }
   const std::vector<RawSample>& samples() const { return list_.samples(); }
   const std::vector<VerifyCapture>& captures() const { return list_.captures(); }
   const ProcessTracker* tracker() const { return tracker_.get(); }
@@ -149,15 +151,15 @@ class Recorder {
   std::vector<std::string> TakeWarnings();
 
  private:
-  // One record of the event source, decoded (agent/record/event_decoder.h).
-  void HandleEvent(const void* data, size_t size);
   // The steps of Run.
   absl::Status StartSession();  // BPF session, table store and cache, tracker
   absl::Status ReleaseCommand();
   void Loop(EventSource& events, uint64_t start, uint64_t deadline);  // until an end
   void FinishSummary();
-  // A sample: counted into the summary, handed to the sink.
-  void HandleSample(RawSample&& s, size_t size);
+  // A sample the event handler accepted: counted into the summary.
+  void CountSample(const RawSample& s, size_t size);
+  // The recorder's part in handling events (agent/record/event_handler.h).
+  EventHandler::Hooks EventHooks();
   void ProcessPending(uint64_t now_ns);
   absl::Status LaunchCommand();
   absl::Status AddInitialTargets(uint64_t now_ns);
@@ -179,14 +181,10 @@ class Recorder {
   void ReportWarnings();
   std::vector<std::string> NewWarnings();
 
-  std::set<uint32_t> to_refresh_, followed_;
-  std::map<uint32_t, uint64_t> to_exit_;  // pid -> exit time
-  std::unordered_set<uint32_t> sampled_;  // pids with samples since their last exit
+  std::unique_ptr<EventHandler> events_;
+  std::set<uint32_t> followed_;
   static constexpr size_t kMaxRememberedWarnings = 1000;
   uint64_t warnings_shown_ = 0, warnings_suppressed_ = 0;
-  uint64_t last_sweep_ns_ = 0;
-  // Re-reads due after an exec, while ld.so maps the libraries: time -> pid.
-  std::multimap<uint64_t, uint32_t> followups_;
   std::vector<FileKey> prefetched_;
   // The command's executable and what its processes exec'd (exec hints
   // for the next recording of it, agent/record/exec_hints.h).

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "agent/record/raw_sample.h"
+#include "agent/record/stack_counter.h"
 #include "bpf/ehprof_abi.h"
 
 namespace ehprof {
@@ -37,8 +39,9 @@ class SampleSink {
 
 // Every sample in arrival order, or with aggregate, equal samples (same
 // thread, image, flags, comm, stacks and stop reasons) kept once with a
-// count, so memory grows with distinct stacks, not with samples; each
-// --verify capture matched to its sample.
+// count in the StackCounter the agent keeps its intervals with (frames
+// interned: memory grows with distinct stacks and frames, not with
+// samples); each --verify capture matched to its sample.
 class SampleList : public SampleSink {
  public:
   explicit SampleList(bool aggregate) : aggregate_(aggregate) {}
@@ -46,28 +49,23 @@ class SampleList : public SampleSink {
   void AddCapture(const ehp_event& header, VerifyCapture&& c) override;
   void NewImage(uint32_t pid) override { ++exec_gen_[pid]; }
   bool ResolvesLater() const override { return true; }
+  // Every sample in arrival order (not aggregated; empty when aggregated).
   const std::vector<RawSample>& samples() const { return samples_; }
   const std::vector<VerifyCapture>& captures() const { return captures_; }
+  // Aggregated: the distinct stacks.
+  const Stacks<uint64_t>& stacks() const { return stacks_.stacks(); }
+  bool empty() const { return samples_.empty() && stacks().counts.empty(); }
+  // Every sample, or each distinct one once with its count (its time and
+  // CPU the first's), in arrival order.
+  void ForEach(absl::FunctionRef<void(const RawSample&)> fn) const;
 
  private:
-  struct Key {
-    uint32_t pid, tid, exec_gen, flags;
-    uint8_t stop, fp_stop;
-    std::string comm;
-    std::vector<uint64_t> kernel, user, user_fp;
-    bool operator==(const Key&) const = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.pid, k.tid, k.exec_gen, k.flags, k.stop, k.fp_stop, k.comm, k.kernel,
-                        k.user, k.user_fp);
-    }
-  };
   bool aggregate_;
   std::vector<RawSample> samples_;
   std::vector<VerifyCapture> captures_;
   // The index of each CPU's latest sample: its VERIFY event follows.
   std::map<uint32_t, size_t> last_sample_on_cpu_;
-  absl::flat_hash_map<Key, size_t> index_;
+  StackCounter<uint64_t> stacks_;
   absl::flat_hash_map<uint32_t, uint32_t> exec_gen_;  // execs and exits per pid
 };
 

@@ -238,11 +238,11 @@ std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples
   return out;
 }
 
-void ResolveEach(const std::vector<RawSample>& samples, const ProcessTracker& tracker, AddressSymbolizer& symbols,
+void ResolveEach(RawSamples for_each, const ProcessTracker& tracker, AddressSymbolizer& symbols,
                  const Kallsyms* kernel, const ResolveOptions& options,
                  absl::FunctionRef<void(ResolvedSample&&)> each) {
   Resolver r(tracker, symbols, kernel, options);
-  for (const RawSample& s : samples) each(r.Resolve(s));
+  for_each([&](const RawSample& s) { each(r.Resolve(s)); });
 }
 
 }  // namespace ehprof

@@ -90,8 +90,11 @@ void AppendSourceFrames(const ResolvedFrame& base,
 std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples,
                                            const ProcessTracker& tracker, AddressSymbolizer& symbols,
                                            const Kallsyms* kernel, const ResolveOptions& options);
-// The same, each sample handed to `each` as it is resolved (none kept).
-void ResolveEach(const std::vector<RawSample>& samples, const ProcessTracker& tracker, AddressSymbolizer& symbols,
+// The samples `for_each` hands over (SampleList::ForEach: every sample,
+// or each distinct one with its count), each resolved and handed to
+// `each` at once (none kept).
+using RawSamples = absl::FunctionRef<void(absl::FunctionRef<void(const RawSample&)>)>;
+void ResolveEach(RawSamples for_each, const ProcessTracker& tracker, AddressSymbolizer& symbols,
                  const Kallsyms* kernel, const ResolveOptions& options,
                  absl::FunctionRef<void(ResolvedSample&&)> each);
 

@@ -1,0 +1,94 @@
+#include "agent/record/event_handler.h"
+
+#include <utility>
+
+#include "agent/record/event_decoder.h"
+#include "agent/record/run_control.h"
+
+namespace ehprof {
+
+void EventHandler::HandleSample(RawSample&& s, size_t size) {
+  if (hooks_.accept && !hooks_.accept(s)) return;
+  if (python_) python_->NameFrames(s.pid, s.time_ns, &s.user);
+  if (hooks_.count) hooks_.count(s, size);
+  if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
+  if (sink_->ResolvesLater()) sampled_.insert(s.pid);
+  sink_->Add(std::move(s), *tracker_);
+}
+
+void EventHandler::Handle(const void* data, size_t size) {
+  DecodedEvent d = DecodeEvent(data, size);
+  const ehp_event& ev = d.header;
+  switch (d.kind) {
+    case DecodedEvent::Kind::kSample:
+      HandleSample(std::move(d.sample), size);
+      break;
+    case DecodedEvent::Kind::kVerify:
+      sink_->AddCapture(ev, std::move(d.verify));
+      break;
+    case DecodedEvent::Kind::kExec:
+      sink_->NewImage(ev.pid);
+      tracker_->ImageEnded(ev.pid, ev.time_ns);
+      if (python_) python_->Exec(ev.pid);
+      if (hooks_.exec) hooks_.exec(ev.pid);
+      for (uint64_t delay_ms : {5, 20, 60, 200}) {
+        followups_.emplace(ev.time_ns + delay_ms * 1000000, ev.pid);
+      }
+      to_refresh_.insert(ev.pid);
+      break;
+    case DecodedEvent::Kind::kMapping:
+      tracker_->AddKernelMapping(ev.pid, ev.time_ns, d.mapping.m, {d.mapping.file.dev, d.mapping.file.ino}, ev.addr);
+      break;
+    case DecodedEvent::Kind::kUnknownPc:
+      // A pc in a mapping the process entry had no room for: the maps are
+      // known, re-reading them would not help.
+      if (tracker_->Covers(ev.pid, ev.addr)) break;
+      to_refresh_.insert(ev.pid);
+      break;
+    case DecodedEvent::Kind::kUnknownPid:
+      to_refresh_.insert(ev.pid);
+      break;
+    case DecodedEvent::Kind::kFork:
+      tracker_->Forked(ev.pid, static_cast<uint32_t>(ev.addr), ev.time_ns);
+      to_refresh_.insert(static_cast<uint32_t>(ev.addr));
+      break;
+    case DecodedEvent::Kind::kExit:
+      sink_->NewImage(ev.pid);  // a reused pid is another image too
+      to_exit_.emplace(ev.pid, ev.time_ns);
+      break;
+    default:
+      break;
+  }
+}
+
+void EventHandler::ProcessPending(uint64_t now_ns) {
+  while (!followups_.empty() && followups_.begin()->first <= now_ns) {
+    to_refresh_.insert(followups_.begin()->second);
+    followups_.erase(followups_.begin());
+  }
+  for (uint32_t pid : to_refresh_) {
+    if (to_exit_.count(pid)) continue;
+    absl::Status st = tracker_->Refresh(pid, now_ns);
+    if (!st.ok() && !absl::IsNotFound(st)) warnings_->Add(std::string(st.message()));
+    if (st.ok() && python_) python_->Notice(pid, now_ns);
+  }
+  to_refresh_.clear();
+  // A process that ended without an EXIT event (the ring buffer was full)
+  // must not keep its entry: look for vanished ones now and then.
+  if (now_ns - last_sweep_ns_ > 1000000000ull) {
+    last_sweep_ns_ = now_ns;
+    for (uint32_t pid : tracker_->live_pids()) {
+      if (!ProcessExists(pid)) to_exit_.emplace(pid, now_ns);
+    }
+  }
+  for (auto [pid, time_ns] : to_exit_) {
+    // An image no sample came from is not needed for resolving: forget it,
+    // so thousands of short-lived processes leave no trace.
+    tracker_->Exit(pid, time_ns, /*keep_history=*/sampled_.erase(pid) > 0);
+    if (python_) python_->Exit(pid);
+    if (hooks_.exited) hooks_.exited(pid);
+  }
+  to_exit_.clear();
+}
+
+}  // namespace ehprof

@@ -1,0 +1,73 @@
+// What a recording does with each decoded BPF record, apart from the BPF
+// session: keeps the process tracker current (forks, execs, mappings the
+// kernel learned), notes whose maps must be read again (now, and after an
+// exec while ld.so maps libraries) and who exited, names Python frames,
+// and hands samples and --verify captures to the sink. The Recorder feeds
+// it from the ring buffer; tests feed it a file of events, without root.
+#ifndef EHPROF_AGENT_RECORD_EVENT_HANDLER_H_
+#define EHPROF_AGENT_RECORD_EVENT_HANDLER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <unordered_set>
+
+#include "agent/process/process_tracker.h"
+#include "agent/python/python_tracker.h"
+#include "agent/record/raw_sample.h"
+#include "agent/record/sample_sink.h"
+#include "base/warnings.h"
+
+namespace ehprof {
+
+class EventHandler {
+ public:
+  // The recorder's part; each may be empty.
+  struct Hooks {
+    // Whether a decoded sample belongs to the recording (-D, the command
+    // before its exec).
+    std::function<bool(const RawSample&)> accept;
+    // An accepted sample (its Python frames named), before the sink has it;
+    // `size`: its record's bytes.
+    std::function<void(const RawSample&, size_t size)> count;
+    std::function<void(uint32_t pid)> exec;    // after the tracker saw it
+    std::function<void(uint32_t pid)> exited;  // its entry is gone
+  };
+  // python may be null (--no-python); warnings gets the failed re-reads.
+  EventHandler(ProcessTracker* tracker, SampleSink* sink, PythonTracker* python, Warnings* warnings, Hooks hooks)
+      : tracker_(tracker), sink_(sink), python_(python), warnings_(warnings), hooks_(std::move(hooks)) {}
+
+  // One record of the event source.
+  void Handle(const void* data, size_t size);
+  // Due re-reads of maps, exits (an image no sample came from is
+  // forgotten), and every second a look for processes gone without an
+  // EXIT event.
+  void ProcessPending(uint64_t now_ns);
+  // When the next re-read after an exec is due (UINT64_MAX: none).
+  uint64_t next_followup_ns() const { return followups_.empty() ? UINT64_MAX : followups_.begin()->first; }
+  // Pids whose maps are to be read at the next ProcessPending.
+  const std::set<uint32_t>& to_refresh() const { return to_refresh_; }
+  // Pids that exited, forgotten at the next ProcessPending.
+  const std::map<uint32_t, uint64_t>& to_exit() const { return to_exit_; }
+
+ private:
+  void HandleSample(RawSample&& s, size_t size);
+
+  ProcessTracker* tracker_;
+  SampleSink* sink_;
+  PythonTracker* python_;
+  Warnings* warnings_;
+  Hooks hooks_;
+  std::set<uint32_t> to_refresh_;
+  std::map<uint32_t, uint64_t> to_exit_;  // pid -> exit time
+  std::unordered_set<uint32_t> sampled_;  // pids with samples since their last exit
+  uint64_t last_sweep_ns_ = 0;
+  // Re-reads due after an exec, while ld.so maps the libraries: time -> pid.
+  std::multimap<uint64_t, uint32_t> followups_;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_RECORD_EVENT_HANDLER_H_
