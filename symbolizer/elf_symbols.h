@@ -50,6 +50,9 @@ class ElfSymbols {
   // Heap held (the entries and the pool), and the mapped string table's size.
   uint64_t heap_bytes() const { return entries_.capacity() * sizeof(Entry) + names_.capacity(); }
   uint64_t mapped_bytes() const { return strtab_.size(); }
+  // The string table's pages read by lookups leave this process's RSS
+  // (read again from the page cache on the next lookup that needs them).
+  void DropResidentNames() const { strtab_.DropResident(); }
 
  private:
   struct Entry {

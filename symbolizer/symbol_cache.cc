@@ -113,6 +113,20 @@ uint64_t SymbolCache::FileBytes(const std::string& path) {
   return n;
 }
 
+void SymbolCache::DropResidentPages() {
+  std::vector<std::shared_ptr<Slot>> slots;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [path, slot] : slots_) slots.push_back(slot);
+  }
+  for (const auto& slot : slots) {
+    std::lock_guard<std::mutex> lock(slot->mu);
+    for (const auto& t : {slot->table, slot->debug_table}) {
+      if (t) t->DropResidentNames();
+    }
+  }
+}
+
 void SymbolCache::Evict(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
   slots_.erase(path);

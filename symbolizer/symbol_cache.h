@@ -51,6 +51,9 @@ class SymbolCache : public Symbolizer {
   // The heap `path`'s tables hold (symbol entries and names, the debug
   // file's, FDE ranges); 0 when not loaded.
   uint64_t FileBytes(const std::string& path);
+  // The string-table pages lookups made resident leave this process's RSS
+  // (ElfSymbols::DropResidentNames): every loaded file's.
+  void DropResidentPages();
 
  private:
   // One per path; loaded outside mu_ so that a large file does not stall
