@@ -45,6 +45,10 @@ class ElfSymbols {
   // The innermost symbol containing `vaddr`, if any.
   std::optional<ElfSymbol> Find(uint64_t vaddr) const;
 
+  // Whether one symbol holds all of [begin, end): Find then names every
+  // address there.
+  bool Covers(uint64_t begin, uint64_t end) const;
+
   size_t size() const { return entries_.size(); }
   bool has_mini_debug_info() const { return has_mini_debug_info_; }
   // Heap held (the entries and the pool), and the mapped string table's size.
