@@ -49,6 +49,12 @@ class MappedRange {
 
   const char* data() const { return data_; }
   uint64_t size() const { return size_; }
+  // Drops the pages read so far from this process's memory (they stay in
+  // the page cache, and reading them again maps them again). Safe: the
+  // mapping is read-only, so no page holds a private change to lose.
+  void DropResident() const {
+    if (base_ != nullptr) madvise(base_, len_, MADV_DONTNEED);
+  }
 
  private:
   void Reset() {

@@ -12,12 +12,16 @@ own breakdown of its RSS (its last --metrics line).
 
   python3 bench/agent_memory.py                    # 5 rounds of 90 s each
   python3 bench/agent_memory.py --rounds 1 --seconds 40 --only ehprof
-Needs root. The machine is shared: absolute CPU figures are noisy.
+  python3 bench/agent_memory.py --only ehprof,base --ehprof-base OLD/ehprof   # before/after
+Needs root. The machine is shared: absolute CPU figures are noisy. Writes
+bench/results/agent_memory.json (medians and ranges per profiler, and the
+median of each part of ehprof's metrics line over the rounds).
 """
 import argparse
 import glob
 import os
 import random
+import re
 import shutil
 import signal
 import statistics
@@ -29,6 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import result_file  # noqa: E402
 from overhead import OTEL, PYROSCOPE, cpu_seconds, peak_rss_mb, start_pyroscope, status_mb  # noqa: E402
 
 
@@ -82,6 +87,42 @@ def run_one(name, argv, args, work):
             "compiled": compiled, "metrics": metrics[-1] if metrics else ""}
 
 
+# ehprof's --metrics line, part by part (MB).
+PARTS = [("rss", r"RSS ([\d.]+) MB"), ("heap_in_use", r"heap in use ([\d.]+) MB"),
+         ("symbols", r"symbols ([\d.]+) MB"), ("symbol_files", r"MB in (\d+) files"),
+         ("address_cache", r"address cache ([\d.]+) MB"), ("interval", r"interval ([\d.]+) MB"),
+         ("resolved", r"resolved ([\d.]+) MB"), ("heap_free", r"heap free/stacks ([\d.]+) MB"),
+         ("ring_buffer", r"ring buffer ([\d.]+) MB"), ("mapped_files", r"mapped files ([\d.]+) MB")]
+
+
+def metric_parts(line):
+    """{part: number} from one metrics line (the parts it has)."""
+    out = {}
+    for part, pattern in PARTS:
+        m = re.search(pattern, line)
+        if m:
+            out[part] = float(m.group(1))
+    return out
+
+
+def figures_of(runs):
+    """Medians and ranges per profiler, and the medians of ehprof's parts."""
+    med = statistics.median
+    fig = {}
+    for n, rs in runs.items():
+        for key in ("steady_mb", "peak_mb", "cpu_pct"):
+            vals = [r[key] for r in rs]
+            fig[f"{n}_{key}"] = round(med(vals), 2)
+            fig[f"{n}_{key}_min"] = round(min(vals), 2)
+            fig[f"{n}_{key}_max"] = round(max(vals), 2)
+        parts = [metric_parts(r["metrics"]) for r in rs if r["metrics"]]
+        for part, _ in PARTS:
+            vals = [p[part] for p in parts if part in p]
+            if vals:
+                fig[f"{n}_part_{part}_mb" if part != "symbol_files" else f"{n}_part_{part}"] = round(med(vals), 1)
+    return fig
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ehprof", default=os.path.join(ROOT, "build", "ehprof"))
@@ -89,23 +130,29 @@ def main():
     ap.add_argument("--seconds", type=float, default=90)
     ap.add_argument("--steady-from", type=float, default=30, help="steady RSS: the median from here on")
     ap.add_argument("--hz", type=int, default=99)
-    ap.add_argument("--only", help="ehprof or otel")
+    ap.add_argument("--ehprof-base", help="another ehprof binary, run as profiler \"base\" (before/after)")
+    ap.add_argument("--only", help="comma-separated: ehprof, base, otel")
     ap.add_argument("--agent-args", default="", help="more ehprof agent arguments")
+    result_file.add_argument(ap, "agent_memory")
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("needs root (BPF)")
     work = tempfile.mkdtemp(prefix="ehprof-agent-memory-")
     server = port = None
-    names = ["ehprof", "otel"] if not args.only else args.only.split(",")
+    names = ["ehprof", "otel"] + (["base"] if args.ehprof_base else []) if not args.only else args.only.split(",")
+    if "base" in names and not args.ehprof_base:
+        raise SystemExit("profiler base needs --ehprof-base BIN")
     if "otel" in names:
         if os.access(OTEL, os.X_OK) and os.access(PYROSCOPE, os.X_OK):
             server, port = start_pyroscope(work)
         else:
             print(f"otel: not run ({OTEL} not built: bash scripts/install_otel_profiler.sh)", file=sys.stderr)
             names.remove("otel")
+    ehprof_args = ["agent", "-a", "-F", str(args.hz), "--interval", "10", "--output-dir",
+                   os.path.join(work, "profiles"), "--metrics-every", "10"] + args.agent_args.split()
     argv = {
-        "ehprof": [args.ehprof, "agent", "-a", "-F", str(args.hz), "--interval", "10", "--output-dir",
-                   os.path.join(work, "profiles"), "--metrics-every", "10"] + args.agent_args.split(),
+        "ehprof": [args.ehprof] + ehprof_args,
+        "base": [args.ehprof_base or ""] + ehprof_args,
         "otel": [OTEL, "-collection-agent", f"127.0.0.1:{port}", "-disable-tls", "-samples-per-second",
                  str(args.hz), "-reporter-interval", "5s"],
     }
@@ -132,9 +179,15 @@ def main():
     for n, rs in runs.items():
         print(f"{n:10s} {med([r['steady_mb'] for r in rs]):9.1f}MB {med([r['peak_mb'] for r in rs]):7.1f}MB "
               f"{med([r['cpu_pct'] for r in rs]):6.2f}% {med([r['compiled'] for r in rs]):15.0f}")
-    if runs.get("ehprof"):
-        print(f"ehprof's last metrics line: {runs['ehprof'][-1]['metrics']}")
+    for n in ("ehprof", "base"):
+        if runs.get(n):
+            print(f"{n}'s last metrics line: {runs[n][-1]['metrics']}")
     shutil.rmtree(work, ignore_errors=True)
+    if not args.no_result:
+        fig = figures_of(runs)
+        fig.update({"rounds": args.rounds, "seconds": args.seconds, "steady_from": args.steady_from, "hz": args.hz})
+        note = args.note or (f"base: {args.ehprof_base}" if args.ehprof_base else "")
+        result_file.write("agent_memory", fig, note, args.result)
 
 
 if __name__ == "__main__":

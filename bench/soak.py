@@ -19,6 +19,7 @@ import tempfile
 
 import result_file
 import time
+from agent_memory import metric_parts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -92,7 +93,11 @@ def main():
             "end_min": round(last[0] / 60, 1),
             "rss_change_pct": round((last[1] - first[1]) / first[1] * 100, 1),
             "rss_peak_mb": round(max(p[1] for p in points), 1), "cpu_pct": round(cpu_share, 2),
-            "profiles_kept": files, "agent_exit": agent.returncode}, a.note, a.result)
+            "profiles_kept": files, "agent_exit": agent.returncode,
+            # The agent's last metrics line, part by part (MB).
+            **{f"part_{k}" + ("" if k == "symbol_files" else "_mb"): v
+               for k, v in metric_parts(next((l for l in reversed(tail) if " RSS " in l), "")).items()}},
+            a.note, a.result)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,13 @@ class DwarfSymbolizer : public Symbolizer {
   // tables: the next lookup there opens the session again. Files found
   // without DWARF are not looked for again.
   void CloseSession(const std::string& path);
+  // The pages of files kept mapped (string tables, Go binaries) that
+  // lookups made resident leave this process's RSS; the page cache keeps
+  // them for the next lookup.
+  void DropResidentPages() {
+    go_.DropResidentPages();
+    symbols_->DropResidentPages();
+  }
 
  private:
   struct Module;  // one file's Dwfl (dwarf_symbolizer.cc)

@@ -171,6 +171,17 @@ absl::StatusOr<std::shared_ptr<const ElfSymbols>> ElfSymbols::FromBytes(
   return ElfSymbolsBuilder::Build(img);
 }
 
+bool ElfSymbols::Covers(uint64_t begin, uint64_t end) const {
+  auto it = std::upper_bound(entries_.begin(), entries_.end(), begin,
+                             [](uint64_t a, const Entry& e) { return a < e.start; });
+  if (it == entries_.begin()) return false;
+  // The entries holding `begin` are the nearest start's parent chain.
+  for (uint32_t i = static_cast<uint32_t>(it - entries_.begin() - 1); i != kNoParent; i = entries_[i].parent) {
+    if (begin < entries_[i].end() && end <= entries_[i].end()) return true;
+  }
+  return false;
+}
+
 std::optional<ElfSymbol> ElfSymbols::Find(uint64_t vaddr) const {
   auto it = std::upper_bound(entries_.begin(), entries_.end(), vaddr,
                              [](uint64_t a, const Entry& e) { return a < e.start; });

@@ -45,11 +45,18 @@ class ElfSymbols {
   // The innermost symbol containing `vaddr`, if any.
   std::optional<ElfSymbol> Find(uint64_t vaddr) const;
 
+  // Whether one symbol holds all of [begin, end): Find then names every
+  // address there.
+  bool Covers(uint64_t begin, uint64_t end) const;
+
   size_t size() const { return entries_.size(); }
   bool has_mini_debug_info() const { return has_mini_debug_info_; }
   // Heap held (the entries and the pool), and the mapped string table's size.
   uint64_t heap_bytes() const { return entries_.capacity() * sizeof(Entry) + names_.capacity(); }
   uint64_t mapped_bytes() const { return strtab_.size(); }
+  // The string table's pages read by lookups leave this process's RSS
+  // (read again from the page cache on the next lookup that needs them).
+  void DropResidentNames() const { strtab_.DropResident(); }
 
  private:
   struct Entry {

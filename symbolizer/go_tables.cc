@@ -140,6 +140,13 @@ std::shared_ptr<const GoTables::Entry> GoTables::Get(const std::string& path) {
   return entries_.emplace(path, std::move(entry)).first->second;
 }
 
+void GoTables::DropResidentPages() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [path, entry] : entries_) {
+    if (entry->elf) entry->elf->DropResidentPages();
+  }
+}
+
 std::vector<Symbolizer::SourceFrame> GoTables::Frames(const std::string& path,
                                                       uint64_t elf_vaddr) {
   std::shared_ptr<const Entry> e = Get(path);

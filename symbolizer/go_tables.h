@@ -37,6 +37,9 @@ class GoTables {
   std::optional<uint64_t> FunctionStart(const std::string& path, uint64_t elf_vaddr);
   // Errors of Go tables that did not parse, each naming its file.
   std::vector<std::string> TakeWarnings();
+  // Every kept binary's pages read so far leave this process's RSS (the
+  // tables read them again from the page cache).
+  void DropResidentPages();
 
  private:
   struct Entry {

@@ -130,15 +130,28 @@ absl::StatusOr<Kallsyms> Kallsyms::Parse(std::string_view text, const std::strin
     if (a.name.size() != b.name.size()) return a.name.size() > b.name.size();
     return a.name < b.name;
   });
+  if (k.modules_.size() > UINT16_MAX >> 1) {
+    return absl::ResourceExhaustedError(absl::StrCat(origin, ": more than 32767 modules"));
+  }
+  // Exact sizes: kept for the agent's life, no slack from growth.
+  size_t distinct = 0, name_bytes = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i > 0 && lines[i - 1].addr == lines[i].addr) continue;
+    ++distinct;
+    name_bytes += std::min<size_t>(lines[i].name.size(), UINT16_MAX);
+  }
+  if (name_bytes > UINT32_MAX) {
+    return absl::ResourceExhaustedError(absl::StrCat(origin, ": names exceed 4 GiB"));
+  }
+  k.entries_.reserve(distinct);
+  k.names_.reserve(name_bytes);
   for (size_t i = 0; i < lines.size(); ++i) {
     const RawLine& l = lines[i];
     if (i > 0 && lines[i - 1].addr == l.addr) continue;
-    if (k.names_.size() + l.name.size() > UINT32_MAX) {
-      return absl::ResourceExhaustedError(absl::StrCat(origin, ": names exceed 4 GiB"));
-    }
-    k.entries_.push_back({l.addr, static_cast<uint32_t>(k.names_.size()),
-                          static_cast<uint32_t>(l.name.size()), l.module, l.function});
-    k.names_.append(l.name);
+    const std::string_view name = l.name.substr(0, UINT16_MAX);  // KSYM_NAME_LEN is 512
+    k.entries_.push_back({l.addr, static_cast<uint32_t>(k.names_.size()), static_cast<uint16_t>(name.size()),
+                          static_cast<uint16_t>(l.module << 1 | (l.function ? 1 : 0))});
+    k.names_.append(name);
     if (l.function) ++k.function_count_;
   }
   return k;
@@ -149,8 +162,8 @@ std::optional<KernelSymbol> Kallsyms::Find(uint64_t addr) const {
                              [](uint64_t a, const Entry& e) { return a < e.start; });
   if (it == entries_.begin()) return std::nullopt;
   const Entry& e = *(it - 1);
-  if (!e.function) return std::nullopt;
-  return KernelSymbol{names_.substr(e.name_offset, e.name_size), modules_[e.module], e.start};
+  if (!e.function()) return std::nullopt;
+  return KernelSymbol{names_.substr(e.name_offset, e.name_size), modules_[e.module()], e.start};
 }
 
 }  // namespace ehprof

@@ -35,17 +35,23 @@ class Kallsyms {
 
   // Number of distinct function addresses.
   size_t size() const { return function_count_; }
+  // Heap held by the entries and names (sized exactly).
+  uint64_t heap_bytes() const { return entries_.capacity() * sizeof(Entry) + names_.capacity(); }
 
  private:
+  // 16 bytes: the agent keeps every kernel symbol (~120k) for its life.
   struct Entry {
     uint64_t start;
     uint32_t name_offset;  // into names_
-    uint32_t name_size;
-    uint32_t module;  // index into modules_; 0 is the core kernel
-    // Non-function symbols (data, rodata) are kept only to end the
-    // function before them.
-    bool function;
+    uint16_t name_size;
+    // Index into modules_ (0 is the core kernel) << 1 | whether a function:
+    // non-function symbols (data, rodata) are kept only to end the function
+    // before them.
+    uint16_t module_function;
+    bool function() const { return module_function & 1; }
+    uint16_t module() const { return module_function >> 1; }
   };
+  static_assert(sizeof(Entry) == 16);
 
   Kallsyms() = default;
 

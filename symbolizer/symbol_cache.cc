@@ -9,6 +9,17 @@
 
 namespace ehprof {
 
+CfiFunctions UncoveredRanges(const CfiFunctions& cfi,
+                             std::initializer_list<std::shared_ptr<const ElfSymbols>> tables) {
+  std::vector<FunctionRange> kept;
+  for (const FunctionRange& r : cfi.ranges()) {
+    bool covered = false;
+    for (const auto& t : tables) covered = covered || (t && t->Covers(r.begin, r.end));
+    if (!covered) kept.push_back(r);
+  }
+  return CfiFunctions::FromRanges(std::move(kept));
+}
+
 std::shared_ptr<const ElfSymbols> SymbolCache::Get(const std::string& path) {
   std::shared_ptr<Slot> slot;
   {
@@ -76,7 +87,7 @@ std::optional<ElfSymbol> SymbolCache::FromCfi(const std::string& path, Slot* slo
       // Errors are the table build's to report; here they only mean no names.
       if (auto elf = ElfFile::Open(path); elf.ok()) {
         if (auto f = CfiFunctions::FromElf(*elf); f.ok()) {
-          slot->cfi = std::make_shared<const CfiFunctions>(*std::move(f));
+          slot->cfi = std::make_shared<const CfiFunctions>(UncoveredRanges(*f, {slot->debug_table, slot->table}));
         }
       }
     }
@@ -111,6 +122,20 @@ uint64_t SymbolCache::FileBytes(const std::string& path) {
   }
   if (slot->cfi) n += sizeof(CfiFunctions) + slot->cfi->size() * sizeof(FunctionRange);
   return n;
+}
+
+void SymbolCache::DropResidentPages() {
+  std::vector<std::shared_ptr<Slot>> slots;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [path, slot] : slots_) slots.push_back(slot);
+  }
+  for (const auto& slot : slots) {
+    std::lock_guard<std::mutex> lock(slot->mu);
+    for (const auto& t : {slot->table, slot->debug_table}) {
+      if (t) t->DropResidentNames();
+    }
+  }
 }
 
 void SymbolCache::Evict(const std::string& path) {

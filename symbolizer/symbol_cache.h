@@ -3,6 +3,7 @@
 #define EHPROF_SYMBOLIZER_SYMBOL_CACHE_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +17,12 @@
 #include "unwind_tables/cfi_functions.h"
 
 namespace ehprof {
+
+// The FDE ranges of `cfi` that no single symbol of `tables` holds whole:
+// SymbolCache keeps only those, since a lookup reaches the FDEs only where
+// no symbol covers the address.
+CfiFunctions UncoveredRanges(const CfiFunctions& cfi,
+                             std::initializer_list<std::shared_ptr<const ElfSymbols>> tables);
 
 class SymbolCache : public Symbolizer {
  public:
@@ -51,6 +58,9 @@ class SymbolCache : public Symbolizer {
   // The heap `path`'s tables hold (symbol entries and names, the debug
   // file's, FDE ranges); 0 when not loaded.
   uint64_t FileBytes(const std::string& path);
+  // The string-table pages lookups made resident leave this process's RSS
+  // (ElfSymbols::DropResidentNames): every loaded file's.
+  void DropResidentPages();
 
  private:
   // One per path; loaded outside mu_ so that a large file does not stall

@@ -53,6 +53,16 @@ TEST(KallsymsTest, FindsTheFunctionAtOrBeforeAnAddress) {
   EXPECT_FALSE(k->Find(0x1000));
 }
 
+TEST(KallsymsTest, KeepsOneSixteenByteEntryPerAddressAndEachNameOnce) {
+  auto k = Kallsyms::Parse(kSample);
+  ASSERT_TRUE(k.ok()) << k.status();
+  // 9 distinct addresses (the absolute symbol dropped; _text shares _stext's),
+  // their chosen names exactly: no slack from growth.
+  const std::string names = "_stext" "local_helper" "schedule" "weak_thing" "some_data" "after_data"
+                            "mod_func" "mod_export" "bpf_prog_abc_handler";
+  EXPECT_EQ(k->heap_bytes(), 9 * 16 + names.size());
+}
+
 TEST(KallsymsTest, ReportsModules) {
   auto k = Kallsyms::Parse(kSample);
   ASSERT_TRUE(k.ok()) << k.status();

@@ -31,6 +31,7 @@ class CfiFunctions {
   // The range holding vaddr, if an FDE covers it.
   std::optional<FunctionRange> Find(uint64_t vaddr) const;
   size_t size() const { return ranges_.size(); }
+  const std::vector<FunctionRange>& ranges() const { return ranges_; }
 
  private:
   std::vector<FunctionRange> ranges_;

@@ -3,6 +3,8 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -142,6 +144,15 @@ std::optional<std::span<const uint8_t>> ElfFile::BytesAtVaddr(
     return image_.subspan(off, size);
   }
   return std::nullopt;
+}
+
+void ElfFile::DropResidentPages() const {
+  if (!owned_bytes_.empty() || image_.empty()) return;
+  // libelf maps the file PROT_READ (ELF_C_READ_MMAP): whole pages inside it.
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(image_.data()) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(image_.data()) + image_.size()) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 std::string ElfFile::BuildId() const {

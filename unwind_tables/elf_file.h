@@ -73,6 +73,10 @@ class ElfFile {
   // .gnu_debuglink's file name, if any (the CRC is not checked: the
   // build-id lookup comes first and is exact).
   std::optional<std::string> DebugLink() const;
+  // A file opened by path is mapped read-only: drops the pages read so far
+  // from this process's memory (the page cache keeps them; reading maps
+  // them again). No-op for an in-memory image.
+  void DropResidentPages() const;
 
  private:
   ElfFile() = default;

@@ -122,6 +122,7 @@ void AddressSymbolizer::NextRound() {
 
 void AddressSymbolizer::CloseSessions() {
   for (const auto& [id, f] : files_) dwarf_->CloseSession(f.path);
+  dwarf_->DropResidentPages();
 }
 
 std::vector<std::string> AddressSymbolizer::TakeWarnings() {

@@ -63,7 +63,8 @@ class AddressSymbolizer {
   // the round's, never evicted by EvictFor before the next round.
   void NextRound();
   void CloseSession(const std::string& file) { dwarf_->CloseSession(file); }
-  // Every file's DWARF session.
+  // Every file's DWARF session; and the pages of mapped files (string
+  // tables, Go binaries) lookups made resident leave RSS until read again.
   void CloseSessions();
 
   Usage usage() const;
