@@ -86,6 +86,17 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual(got["incomplete_ns"], 300_000_000)
         self.assertEqual(got["b_to_a"], round(320 / 120, 3))
 
+    def test_offcpu_a_sleep_woken_early_is_one_block(self):
+        fns = {"a": ["sleep_a", "sleep_loop", "main"], "b": ["sleep_b", "sleep_loop", "main"]}
+        blocks = [self.sample("offcpu_sleep", fns["a"], period=100_000_000),
+                  self.sample("offcpu_sleep", fns["b"], period=300_000_000)] * 3
+        # The last sleep_b woken after 250 ms and put back for the rest.
+        blocks[-1] = self.sample("offcpu_sleep", fns["b"], period=250_000_000)
+        blocks.append(self.sample("offcpu_sleep", fns["b"], period=50_000_000))
+        got = a64_programs.judge_offcpu(self.write(blocks), "", self.dir)
+        self.assertEqual((got["blocks_a"], got["blocks_b"]), (3, 3))
+        self.assertEqual((got["mean_a_ms"], got["mean_b_ms"]), (100.0, 300.0))
+
 
 if __name__ == "__main__":
     unittest.main()
