@@ -43,23 +43,25 @@ def load(results_dir, name, cache):
     return cache[name]
 
 
+def decimals(written):
+    """How many decimals a figure is written with ("16,213,455" 0, "99.52" 2)."""
+    plain = written.replace(",", "")
+    return len(plain.split(".")[1]) if "." in plain else 0
+
+
 def check_value(written, value):
     """None if `written` is `value` rounded as written, else why not."""
-    plain = written.replace(",", "")
-    decimals = len(plain.split(".")[1]) if "." in plain else 0
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return f"result is not a number: {value!r}"
-    rounded = f"{value:.{decimals}f}"
-    if float(rounded) == float(plain):
+    rounded = f"{value:.{decimals(written)}f}"
+    if float(rounded) == float(written.replace(",", "")):
         return None
     return f"written {written}, result {value} (rounds to {rounded})"
 
 
 def formatted(written, value):
     """`value` written as `written` was: its decimals, its thousands separators."""
-    plain = written.replace(",", "")
-    decimals = len(plain.split(".")[1]) if "." in plain else 0
-    return f"{value:{',' if ',' in written else ''}.{decimals}f}"
+    return f"{value:{',' if ',' in written else ''}.{decimals(written)}f}"
 
 
 def without_code(line):
@@ -74,7 +76,7 @@ def check(paths, results_dir, listing=False, write=False):
         with open(path) as f:
             original = f.read()
         lines = original.splitlines()
-        rewritten = 0
+        changed = False
         fenced = False
         for lineno, line in enumerate(lines, 1):
             if line.lstrip().startswith("```"):
@@ -120,8 +122,8 @@ def check(paths, results_dir, listing=False, write=False):
                 line = line[:start] + new + line[end:]
             if edits:
                 lines[lineno - 1] = line
-                rewritten += len(edits)
-        if rewritten:
+                changed = True
+        if changed:
             with open(path, "w") as f:
                 f.write("\n".join(lines) + ("\n" if original.endswith("\n") else ""))
     return n, errors

@@ -36,10 +36,10 @@ def parse(text):
         m = FIGURE.match(line.strip())
         if not m:
             continue
-        key, value = m.group(1), float(m.group(2))
+        key, text = m.group(1), m.group(2)
         if key in figures:
             raise ValueError(f"figure {key} printed twice in one run")
-        figures[key] = int(value) if value.is_integer() and "." not in m.group(2) else value
+        figures[key] = float(text) if "." in text else int(text)
     return figures
 
 
