@@ -12,6 +12,7 @@ warm: within 5 %), the steady-state CPU share of one CPU from 5 min on
 """
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,6 +35,26 @@ def stat(pid):
         fields = f.read().rsplit(")", 1)[1].split()
     ticks = int(fields[11]) + int(fields[12])
     return rss, ticks / os.sysconf("SC_CLK_TCK")
+
+
+# Counts the agent's metrics line carries ("samples N, lost N, intervals N
+# (dropped N) ... evicted N files (X MB)").
+COUNTS = (("samples", r"samples (\d+)"), ("lost", r"lost (\d+)"), ("intervals", r"intervals (\d+)"),
+          ("intervals_dropped", r"\(dropped (\d+)\)"), ("evicted_files", r"evicted (\d+) files"),
+          ("evicted_mb", r"evicted \d+ files \(([\d.]+) MB\)"))
+
+
+def run_counts(log_lines):
+    """The last metrics line's counts, and how many times the agent went
+    over --memory-limit (each such interval evicts symbol data)."""
+    metrics = [l for l in log_lines if "ehprof agent:" in l and " RSS " in l]
+    out = {}
+    for key, pattern in COUNTS:
+        m = re.search(pattern, metrics[-1]) if metrics else None
+        if m:
+            out[key] = float(m.group(1)) if "." in m.group(1) else int(m.group(1))
+    out["over_memory_limit"] = sum("over --memory-limit" in l for l in log_lines)
+    return out
 
 
 def main():
@@ -83,7 +104,10 @@ def main():
           f"{files} profiles kept; agent exit {agent.returncode}")
     log.close()
     with open(os.path.join(out, "agent.log")) as f:
-        tail = [l for l in f if "ehprof agent:" in l][-3:]
+        log_lines = f.readlines()
+    tail = [l for l in log_lines if "ehprof agent:" in l][-3:]
+    counts = run_counts(log_lines)
+    print("soak: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     print("".join("soak: " + l for l in tail), end="")
     print(f"soak: files in {out}")
     if not a.no_result:
@@ -93,7 +117,7 @@ def main():
             "end_min": round(last[0] / 60, 1),
             "rss_change_pct": round((last[1] - first[1]) / first[1] * 100, 1),
             "rss_peak_mb": round(max(p[1] for p in points), 1), "cpu_pct": round(cpu_share, 2),
-            "profiles_kept": files, "agent_exit": agent.returncode,
+            "profiles_kept": files, "agent_exit": agent.returncode, **counts,
             # The agent's last metrics line, part by part (MB).
             **{f"part_{k}" + ("" if k == "symbol_files" else "_mb"): v
                for k, v in metric_parts(next((l for l in reversed(tail) if " RSS " in l), "")).items()}},
