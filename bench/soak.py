@@ -83,13 +83,21 @@ def main():
         while load.poll() is None and agent.poll() is None:
             time.sleep(10)
             rss, cpu = stat(agent.pid)
+            if rss is None:  # exited between the poll and the read (a zombie has no VmRSS)
+                break
             points.append((time.monotonic() - start, rss, cpu))
             print(f"soak: {points[-1][0]:7.0f} s  RSS {rss:7.1f} MB  CPU {cpu:7.1f} s", flush=True)
     finally:
         if load.poll() is None:
             load.kill()
-        agent.send_signal(signal.SIGTERM)
+        died = agent.poll()
+        if died is None:
+            agent.send_signal(signal.SIGTERM)
         agent.wait(timeout=120)
+    if died is not None:
+        why = f"signal {signal.Signals(-died).name}" if died < 0 else f"exit {died}"
+        print(f"soak: the agent ended by itself ({why}) after {time.monotonic() - start:.0f} s; "
+              f"its log: {os.path.join(out, 'agent.log')}", file=sys.stderr)
     load_out = load.stdout.read().strip()
     warm = [p for p in points if p[0] >= a.warm_minutes * 60]
     if not warm:
@@ -110,6 +118,8 @@ def main():
     print("soak: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     print("".join("soak: " + l for l in tail), end="")
     print(f"soak: files in {out}")
+    if died is not None:
+        sys.exit("soak: no result written: the agent did not last the run")
     if not a.no_result:
         result_file.write("soak", {
             "minutes": a.minutes, "rate": a.rate, "rss_warm_mb": round(first[1], 1),
