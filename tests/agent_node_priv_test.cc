@@ -124,10 +124,15 @@ TEST_F(AgentNode, NamesTheJsFunctionsAsRecordDoes) {
   testing::PrintFigure("agent_script_pct", by_agent.ScriptPct());
   testing::PrintFigure("hot_gap_pct", std::fabs(by_agent.HotPct() - by_record.HotPct()));
   testing::PrintFigure("script_gap_pct", std::fabs(by_agent.ScriptPct() - by_record.ScriptPct()));
-  EXPECT_GE(by_agent.ScriptPct(), 80) << "the script's JS functions named in the agent's profiles";
+  // Measured (scripts/test_figures.py --repeat 5 agent_node, loaded VM,
+  // bench/results/agent_node.json): the script's JS 99.96-100 % of both;
+  // hotA/hotB 38.2-38.8 % of the agent's samples, 36.5-37.0 % of record's,
+  // 1.7-2.0 points apart (the two start a moment apart, while V8 still
+  // optimizes); before the shared rule the agent named none (0 %).
+  EXPECT_GE(by_agent.ScriptPct(), 95) << "the script's JS functions named in the agent's profiles";
   EXPECT_GE(by_agent.hot, 100u) << "hotA and hotB named in the agent's profiles";
-  EXPECT_LE(std::fabs(by_agent.HotPct() - by_record.HotPct()), 10);
-  EXPECT_LE(std::fabs(by_agent.ScriptPct() - by_record.ScriptPct()), 10);
+  EXPECT_LE(std::fabs(by_agent.HotPct() - by_record.HotPct()), 5);
+  EXPECT_LE(std::fabs(by_agent.ScriptPct() - by_record.ScriptPct()), 2);
   EXPECT_EQ(in_perf_map, hot_frames) << "every hot JS frame's mapping is " << perf_map;
 }
 
