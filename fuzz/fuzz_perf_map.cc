@@ -1,4 +1,4 @@
-// libFuzzer target: text through PerfMap::Parse and Find
+// libFuzzer target: text through PerfMap::Parse, Append and Find
 // (symbolizer/perf_map.h).
 //
 // Input: the text of a /tmp/perf-PID.map. Seeds: testdata/seeds/perf_map.
@@ -104,6 +104,12 @@ void CheckAddress(const ehprof::PerfMap& map, const std::vector<PlainEntry>& ent
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   const ehprof::PerfMap map = ehprof::PerfMap::Parse(text);
+  // Read in two pieces cut at a line's end (a JIT's map read as it grows):
+  // the same map.
+  const size_t cut = text.find('\n', size / 2);
+  ehprof::PerfMap pieces = ehprof::PerfMap::Parse(text.substr(0, cut == std::string_view::npos ? size : cut + 1));
+  if (cut != std::string_view::npos) pieces.Append(text.substr(cut + 1));
+  if (pieces.size() != map.size() || pieces.bad_lines() != map.bad_lines()) __builtin_trap();
 
   std::vector<PlainEntry> plain;
   size_t lines = 0, other_lines = 0;
@@ -127,6 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Any entry starting at an address covers it, and the look-back sees
     // those first.
     if (!map.Find(e.start)) __builtin_trap();
+    if (pieces.Find(e.start) != map.Find(e.start)) __builtin_trap();
   }
   // Only when the target knows every entry can it say what Find should return.
   if (other_lines != 0 || plain.size() > kMaxBruteForce) return 0;

@@ -1,16 +1,12 @@
 #include "symbolizer/perf_map.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <cstddef>
 
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 
 namespace ehprof {
 namespace {
-
-constexpr size_t kMaxFileBytes = 256u << 20;  // a runaway JIT log stays bounded
 
 bool ParseHex(std::string_view s, uint64_t* out) {
   // The JVM writes 0x and 16 digits ("0x00007f38b0ec7600"): the prefix
@@ -24,7 +20,12 @@ bool ParseHex(std::string_view s, uint64_t* out) {
 
 PerfMap PerfMap::Parse(std::string_view text) {
   PerfMap m;
-  size_t order = 0;
+  m.Append(text);
+  return m;
+}
+
+void PerfMap::Append(std::string_view text) {
+  const size_t old_size = entries_.size();
   while (!text.empty()) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -37,30 +38,17 @@ PerfMap PerfMap::Parse(std::string_view text) {
     if (b == std::string_view::npos || !ParseHex(line.substr(0, a), &start) ||
         !ParseHex(line.substr(a + 1, b - a - 1), &size) || size == 0 || b + 1 >= line.size() ||
         start + size < start) {
-      ++m.bad_lines_;
+      ++bad_lines_;
       continue;
     }
-    m.entries_.push_back({start, start + size, order++, std::string(line.substr(b + 1))});
+    entries_.push_back({start, start + size, next_order_++, std::string(line.substr(b + 1))});
   }
-  std::sort(m.entries_.begin(), m.entries_.end(), [](const Entry& x, const Entry& y) {
+  const auto by_start = [](const Entry& x, const Entry& y) {
     return x.start != y.start ? x.start < y.start : x.order < y.order;
-  });
-  return m;
-}
-
-PerfMap PerfMap::Load(uint32_t pid, std::string* warning) {
-  const std::string path = absl::StrCat("/tmp/perf-", pid, ".map");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return PerfMap();
-  std::string text;
-  text.resize(kMaxFileBytes);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  PerfMap m = Parse(text);
-  if (m.bad_lines_ && warning) {
-    *warning = absl::StrCat(path, ": ", m.bad_lines_, " malformed lines skipped");
-  }
-  return m;
+  };
+  std::sort(entries_.begin() + static_cast<std::ptrdiff_t>(old_size), entries_.end(), by_start);
+  std::inplace_merge(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(old_size),
+                     entries_.end(), by_start);
 }
 
 std::optional<std::string> PerfMap::Find(uint64_t addr) const {

@@ -1,6 +1,7 @@
 // JIT symbols from /tmp/perf-PID.map, the file JITs (V8, the JVM with
 // perf-map-agent, LuaJIT, ...) write for perf: "START SIZE name" a line,
-// hex without 0x, runtime addresses.
+// hex without 0x, runtime addresses. Read, cached per process and re-read
+// as it grows by JitSymbols (agent/resolve/frame_locator.h).
 #ifndef EHPROF_SYMBOLIZER_PERF_MAP_H_
 #define EHPROF_SYMBOLIZER_PERF_MAP_H_
 
@@ -17,8 +18,9 @@ class PerfMap {
   // Parses the text; lines that are not "HEX HEX name" are skipped and
   // counted (a JIT may be writing the file while we read it).
   static PerfMap Parse(std::string_view text);
-  // /tmp/perf-PID.map; an empty map when there is none.
-  static PerfMap Load(uint32_t pid, std::string* warning);
+  // Adds the lines of `text`, written after those parsed before (a JIT
+  // appends): they win over earlier ones for the same address.
+  void Append(std::string_view text);
 
   // The symbol covering the runtime address; later lines win over earlier
   // ones for the same address (JITs append when code is replaced).
@@ -32,8 +34,9 @@ class PerfMap {
     size_t order;
     std::string name;
   };
-  std::vector<Entry> entries_;  // sorted by start
+  std::vector<Entry> entries_;  // sorted by start, then order
   size_t bad_lines_ = 0;
+  size_t next_order_ = 0;
 };
 
 }  // namespace ehprof

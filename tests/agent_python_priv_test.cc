@@ -5,10 +5,8 @@
 // Debian's stripped python3.11. The pprof files are decoded with the
 // classes protoc generates from pprof's profile.proto.
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -19,60 +17,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "profile.pb.h"
+#include "tests/pprof_stacks.h"
+#include "tests/server_process.h"
 #include "tests/test_support.h"
-
-extern char** environ;
 
 namespace ehprof {
 namespace {
-
-std::optional<perftools::profiles::Profile> ReadPprof(const std::string& path) {
-  const std::string gz = testing::ReadFile(path);
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 16) != Z_OK) return std::nullopt;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  z.avail_in = static_cast<uInt>(gz.size());
-  std::string raw;
-  char buf[1 << 16];
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof(buf);
-    rc = inflate(&z, Z_NO_FLUSH);
-    raw.append(buf, sizeof(buf) - z.avail_out);
-  }
-  inflateEnd(&z);
-  perftools::profiles::Profile p;
-  if (rc != Z_STREAM_END || !p.ParseFromString(raw)) return std::nullopt;
-  return p;
-}
-
-struct Frame {
-  std::string function, file;
-  int64_t line = 0;
-};
-
-// Each sample's frames, leaf first (a location's lines innermost first).
-std::vector<std::pair<int64_t, std::vector<Frame>>> Stacks(const perftools::profiles::Profile& p) {
-  auto str = [&](int64_t i) { return i >= 0 && i < p.string_table_size() ? p.string_table(i) : std::string(); };
-  std::vector<std::pair<int64_t, std::vector<Frame>>> out;
-  for (const auto& s : p.sample()) {
-    std::vector<Frame> frames;
-    for (uint64_t id : s.location_id()) {
-      for (const auto& loc : p.location()) {
-        if (loc.id() != id) continue;
-        for (const auto& line : loc.line()) {
-          for (const auto& fn : p.function()) {
-            if (fn.id() == line.function_id()) frames.push_back({str(fn.name()), str(fn.filename()), line.line()});
-          }
-        }
-      }
-    }
-    out.emplace_back(s.value(0), std::move(frames));
-  }
-  return out;
-}
 
 class AgentPython : public ::testing::TestWithParam<std::string> {};
 
@@ -82,12 +32,8 @@ TEST_P(AgentPython, IntervalsNameThePythonFunctionsAtTheirLines) {
   const std::string dir = absl::StrCat(::testing::TempDir(), "/agent_py.", getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  std::vector<std::string> args = {GetParam(), testing::SourcePath("testdata/python/shapes.py"), "method", "30"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t py = 0;
-  ASSERT_EQ(posix_spawn(&py, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+  const pid_t py = testing::SpawnProgram({GetParam(), testing::SourcePath("testdata/python/shapes.py"), "method", "30"});
+  ASSERT_GT(py, 0);
   usleep(300000);  // its runtime initialized
   const testing::RunResult r = testing::RunEhprof(
       {"agent", "-p", std::to_string(py), "-F", "199", "--interval", "1", "--output-dir", dir}, SIGTERM, 6000);
@@ -105,14 +51,15 @@ TEST_P(AgentPython, IntervalsNameThePythonFunctionsAtTheirLines) {
   size_t files_with_method = 0;
   bool started = false;  // from the first sample with Python frames on
   for (const std::string& f : files) {
-    const auto p = ReadPprof(f);
+    const auto p = testing::ReadPprof(f);
     ASSERT_TRUE(p.has_value()) << f;
     bool has_method = false;
-    for (const auto& [count, frames] : Stacks(*p)) {
-      const auto eval = std::find_if(frames.begin(), frames.end(),
-                                     [](const Frame& fr) { return fr.function == "_PyEval_EvalFrameDefault"; });
+    for (const auto& [count, frames] : testing::PprofStacks(*p)) {
+      const auto eval = std::find_if(frames.begin(), frames.end(), [](const testing::PprofFrame& fr) {
+        return fr.function == "_PyEval_EvalFrameDefault";
+      });
       const auto leaf = std::find_if(frames.begin(), frames.end(),
-                                     [](const Frame& fr) { return absl::EndsWith(fr.file, ".py"); });
+                                     [](const testing::PprofFrame& fr) { return absl::EndsWith(fr.file, ".py"); });
       started = started || leaf != frames.end();
       if (eval == frames.end() || !started) continue;
       in_eval += count;

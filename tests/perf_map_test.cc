@@ -39,11 +39,22 @@ TEST(PerfMap, BrokenLinesAreSkippedAndCounted) {
   EXPECT_EQ(m.Find(0x3005), "ok");
 }
 
-TEST(PerfMap, MissingFileIsEmpty) {
-  std::string warning;
-  PerfMap m = PerfMap::Load(0xfffffffe, &warning);
-  EXPECT_EQ(m.size(), 0u);
-  EXPECT_TRUE(warning.empty());
+// A JIT appends as it compiles: the new lines join the map, and replace
+// code at the same addresses.
+TEST(PerfMap, AppendedLinesJoinAndWin) {
+  PerfMap m = PerfMap::Parse("3000 100 c\n1000 100 old\n");
+  m.Append("2000 10 b\n1000 100 new\nbroken\n");
+  EXPECT_EQ(m.size(), 4u);
+  EXPECT_EQ(m.bad_lines(), 1u);
+  EXPECT_EQ(m.Find(0x1010), "new");
+  EXPECT_EQ(m.Find(0x2005), "b");
+  EXPECT_EQ(m.Find(0x3005), "c");
+  // Appended in pieces, the same as parsed at once.
+  PerfMap whole = PerfMap::Parse("1000 100 a\n1040 10 b\n1000 100 c\n");
+  PerfMap pieces = PerfMap::Parse("1000 100 a\n");
+  pieces.Append("1040 10 b\n");
+  pieces.Append("1000 100 c\n");
+  for (uint64_t addr : {0x1000, 0x1045, 0x10ff, 0x1100}) EXPECT_EQ(pieces.Find(addr), whole.Find(addr)) << addr;
 }
 
 }  // namespace

@@ -21,12 +21,7 @@ using testing::RunEhprof;
 class RecordNode : public testing::RecordingTest {};
 
 TEST_F(RecordNode, JsStacksRunThroughTheBuiltinsToStart) {
-  if (access("/usr/bin/node", X_OK) != 0) {
-    if (const char* ci = std::getenv("CI"); ci && std::string(ci) == "true") {
-      FAIL() << "CI=true and no /usr/bin/node (scripts/install_deps.sh installs nodejs)";
-    }
-    GTEST_SKIP() << "no /usr/bin/node (nodejs)";
-  }
+  if (!testing::RequireNode()) GTEST_SKIP();
   const std::string out = dir_ + "/node.folded";
   auto r = RunEhprof({"record", "-F", "499", "-q", "-o", out, "--", "/usr/bin/node",
                       "--perf-basic-prof", "--interpreted-frames-native-stack",

@@ -76,15 +76,29 @@ std::optional<SymbolRange> FindSymbol(const std::string& path, const std::string
   return found;
 }
 
-bool RequireRootForBpf() {
-  if (geteuid() == 0) return true;
+namespace {
+
+// A machine feature a test needs is missing: under CI=true a failure
+// (`in_ci`), else "SKIPPED: `skipped`" (the caller skips). False.
+bool Missing(const std::string& in_ci, const std::string& skipped) {
   const char* ci = std::getenv("CI");
   if (ci && std::string(ci) == "true") {
-    ADD_FAILURE() << "CI=true but not root: the BPF tests must run";
+    ADD_FAILURE() << in_ci;
   } else {
-    std::printf("SKIPPED: needs root (CAP_BPF, CAP_PERFMON)\n");
+    std::printf("SKIPPED: %s\n", skipped.c_str());
   }
   return false;
+}
+
+}  // namespace
+
+bool RequireRootForBpf() {
+  return geteuid() == 0 || Missing("CI=true but not root: the BPF tests must run", "needs root (CAP_BPF, CAP_PERFMON)");
+}
+
+bool RequireNode() {
+  return access("/usr/bin/node", X_OK) == 0 ||
+         Missing("CI=true and no /usr/bin/node (scripts/install_deps.sh installs nodejs)", "no /usr/bin/node (nodejs)");
 }
 
 void RecordingTest::SetUp() {

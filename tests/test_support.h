@@ -44,6 +44,9 @@ std::optional<SymbolRange> FindSymbol(const std::string& path, const std::string
 // (the caller then skips) or, under CI=true, records a failure: CI must run
 // them.
 bool RequireRootForBpf();
+// For the JIT tests: true when /usr/bin/node is there; otherwise as above
+// (CI must run them: scripts/install_deps.sh installs nodejs).
+bool RequireNode();
 
 // Prints `figure: KEY = VALUE`, a figure the README may quote:
 // scripts/test_figures.py collects these lines into a result file.

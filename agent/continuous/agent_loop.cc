@@ -124,7 +124,9 @@ void AgentLoop::OnTick(uint64_t now_ns) {
 }
 
 void AgentLoop::HandOver(uint64_t now_ns) {
-  IntervalProfile p = aggregator_.Take(now_ns);
+  // Frames still in no mapping are located again: the maps their samples
+  // asked for have been read since.
+  IntervalProfile p = aggregator_.Take(now_ns, recorder_ ? recorder_->tracker() : nullptr);
   // Its Python frames are named: the code objects go with the interval.
   if (recorder_) recorder_->ForgetPythonCodes();
   services_.Prune();

@@ -17,6 +17,18 @@ uint32_t StackAggregator::Mapping(const TrackedMapping& m) {
   return it->second;
 }
 
+LocatedFrame StackAggregator::Located(const FrameLocation& l, uint32_t pid) {
+  switch (l.kind) {
+    case FrameLocation::Kind::kFile:
+      return {Mapping(*l.mapping), l.elf_vaddr, l.site};
+    case FrameLocation::Kind::kAnon:
+      return {LocatedFrame::kAnon, pid, l.site};
+    case FrameLocation::Kind::kUnmapped:
+      break;
+  }
+  return {LocatedFrame::kUnmapped, pid, l.site};
+}
+
 void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service,
                           const PythonCodeTable* python) {
   ++samples_;
@@ -39,15 +51,10 @@ void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker, con
       key.frames.push_back(stacks_.FrameId({LocatedFrame::kPython, names, f.addr}));
       continue;
     }
-    const uint64_t addr = value & EHP_FRAME_ADDR_MASK;
-    // Return addresses are symbolized at the call site.
-    const uint64_t site = (value & EHP_FRAME_EXACT) ? addr : addr - 1;
-    LocatedFrame f{LocatedFrame::kUnmapped, site, site};
-    if (auto r = tracker.Resolve(s.pid, s.time_ns, site)) {
-      f.mapping = Mapping(*r->mapping);
-      f.addr = r->elf_vaddr;
-    }
-    key.frames.push_back(stacks_.FrameId(f));
+    const LocatedFrame f = Located(LocateUserFrame(tracker, s.pid, s.time_ns, value), s.pid);
+    const uint32_t id = stacks_.FrameId(f);
+    if (f.mapping == LocatedFrame::kUnmapped) unmapped_.try_emplace(id, s.time_ns);
+    key.frames.push_back(id);
   }
   stacks_.Add(std::move(key), s.off_cpu_ns, s.time_ns, s.cpu);
 }
@@ -61,9 +68,19 @@ uint64_t IntervalProfile::Bytes() const {
   return n;
 }
 
-IntervalProfile StackAggregator::Take(uint64_t now_ns) {
+IntervalProfile StackAggregator::Take(uint64_t now_ns, const ProcessTracker* tracker) {
   IntervalProfile out;
   static_cast<Stacks<LocatedFrame>&>(out) = stacks_.Take();
+  // The tracker has read the maps the samples asked for since: a frame's
+  // id stays, what it holds is its place now known (two ids may then hold
+  // one place; their stacks resolve alike and merge in the output).
+  for (const auto& [id, time_ns] : unmapped_) {
+    if (tracker == nullptr) break;
+    LocatedFrame& f = out.frames[id];
+    const auto pid = static_cast<uint32_t>(f.addr);
+    f = Located(LocateSite(*tracker, pid, time_ns, f.runtime), pid);
+  }
+  unmapped_.clear();
   out.start_ns = start_ns_;
   out.end_ns = now_ns;
   out.samples = std::exchange(samples_, 0);

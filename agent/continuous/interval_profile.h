@@ -1,8 +1,11 @@
 // One interval of continuous profiling, aggregated while it was recorded:
 // each distinct stack once with its count, never a list of samples. Frames
-// are located in their process when the sample arrives (file, mapping,
-// ELF address), so symbolizing later needs neither the process nor the
-// tracker's history.
+// are located in their process by the rule `record` follows
+// (agent/resolve/frame_locator.h) when the sample arrives (file, mapping,
+// ELF address), those in no mapping yet again when the interval is handed
+// over, so symbolizing later needs neither the process nor the tracker's
+// history. Frames in anonymous memory or in no mapping keep their pid: the
+// symbolizer names them from that process's perf map.
 #ifndef EHPROF_AGENT_CONTINUOUS_INTERVAL_PROFILE_H_
 #define EHPROF_AGENT_CONTINUOUS_INTERVAL_PROFILE_H_
 
@@ -15,6 +18,7 @@
 #include "agent/process/process_tracker.h"
 #include "agent/record/recorder.h"
 #include "agent/record/stack_counter.h"
+#include "agent/resolve/frame_locator.h"
 
 namespace ehprof {
 
@@ -34,6 +38,9 @@ struct LocatedFrame {
   // A Python frame, named when it arrived: addr is its qualname's string id
   // << 32 | its file's, runtime its code's index << 20 | its line.
   static constexpr uint32_t kPython = UINT32_MAX - 2;
+  // In anonymous memory (JIT code); kUnmapped: in no mapping known. Both:
+  // addr is the pid, runtime the call site.
+  static constexpr uint32_t kAnon = UINT32_MAX - 3;
   uint32_t mapping = kUnmapped;  // index into IntervalProfile::mappings, or the above
   uint64_t addr = 0;      // kernel address, or ELF address (the call site above the leaf)
   uint64_t runtime = 0;   // the address in the process (user frames)
@@ -67,13 +74,16 @@ class StackAggregator {
   // recorder's, current as the sample arrives), or null.
   void Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service,
            const PythonCodeTable* python = nullptr);
-  // The interval so far, ended at now_ns; the next one starts empty.
-  IntervalProfile Take(uint64_t now_ns);
+  // The interval so far, ended at now_ns; the next one starts empty. Its
+  // frames in no mapping when their sample arrived are located again in
+  // `tracker` (which may know their mapping by now), if given.
+  IntervalProfile Take(uint64_t now_ns, const ProcessTracker* tracker = nullptr);
   // Samples added since the last Take (those over the stack cap too).
   uint64_t pending_samples() const { return samples_; }
 
  private:
   uint32_t Mapping(const TrackedMapping& m);
+  LocatedFrame Located(const FrameLocation& l, uint32_t pid);
 
   StackCounter<LocatedFrame> stacks_;
   uint64_t start_ns_ = 0, samples_ = 0;
@@ -81,6 +91,8 @@ class StackAggregator {
   // (path, start, offset, kept_path)
   absl::flat_hash_map<std::tuple<std::string, uint64_t, uint64_t, std::string>, uint32_t>
       mapping_ids_;
+  // The frames in no mapping (ids), each with the time it was first seen.
+  absl::flat_hash_map<uint32_t, uint64_t> unmapped_;
 };
 
 }  // namespace ehprof

@@ -22,7 +22,9 @@ AddressSymbolizer::Options AddressOptions(const IntervalSymbolizer::Options& o) 
 }  // namespace
 
 IntervalSymbolizer::IntervalSymbolizer(Options options)
-    : options_(std::move(options)), symbols_(AddressOptions(options_)) {
+    : options_(std::move(options)),
+      symbols_(AddressOptions(options_)),
+      jit_({options_.max_jit_entries, options_.perf_map_dir}) {
   auto k = Kallsyms::Load();
   if (k.ok()) {
     kallsyms_ = std::move(*k);
@@ -68,6 +70,10 @@ ResolvedFrame IntervalSymbolizer::PythonFrameOf(const IntervalProfile& p, const 
 
 void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f,
                                  std::vector<ResolvedFrame>* out) {
+  if (f.mapping == LocatedFrame::kAnon || f.mapping == LocatedFrame::kUnmapped) {
+    out->push_back(jit_.Frame(static_cast<uint32_t>(f.addr), f.runtime, f.mapping == LocatedFrame::kAnon));
+    return;
+  }
   ResolvedFrame r;
   r.addr = f.addr;
   r.runtime_addr = f.runtime;
@@ -78,7 +84,7 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
     return;
   }
   const LocatedMapping& m = p.mappings[f.mapping];
-  r.dso = m.path == "//anon" ? "[anon]" : m.path;
+  r.dso = m.path;
   r.map_start = m.start;
   r.map_limit = m.limit;
   r.map_offset = m.offset;
@@ -104,6 +110,7 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
 void IntervalSymbolizer::Resolve(const IntervalProfile& p, IntervalOutput* out) {
   // Between intervals only, so that what Prefetch finds stays.
   symbols_.NextRound();
+  jit_.NextRound();
   Prefetch(p);
   ServiceProfileBuilder builder;
   ResolvedSample s;  // one stack at a time: the profile keeps its ids
@@ -132,6 +139,7 @@ void IntervalSymbolizer::Resolve(const IntervalProfile& p, IntervalOutput* out) 
 
 std::vector<std::string> IntervalSymbolizer::TakeWarnings() {
   for (std::string& w : symbols_.TakeWarnings()) warnings_.push_back(std::move(w));
+  for (std::string& w : jit_.TakeWarnings()) warnings_.push_back(std::move(w));
   return std::exchange(warnings_, {});
 }
 

@@ -6,6 +6,9 @@
 // while an interval is symbolized (closed after it, opened again on the
 // next address the cache does not have); an address cache in two
 // generations, the current one retired when it holds address_cache_bytes.
+// JIT code (frames in anonymous memory or in no mapping) is named from its
+// process's perf map as `record` names it (JitSymbols: each map kept, read
+// again when it grew, at most max_jit_entries entries for all processes).
 #ifndef EHPROF_AGENT_CONTINUOUS_INTERVAL_SYMBOLIZER_H_
 #define EHPROF_AGENT_CONTINUOUS_INTERVAL_SYMBOLIZER_H_
 
@@ -18,6 +21,7 @@
 #include "agent/continuous/interval_output.h"
 #include "agent/continuous/interval_profile.h"
 #include "agent/resolve/address_symbolizer.h"
+#include "agent/resolve/frame_locator.h"
 #include "agent/resolve/resolved_sample.h"
 #include "symbolizer/kallsyms.h"
 
@@ -34,6 +38,8 @@ class IntervalSymbolizer {
     uint64_t max_expanded_dwarf = 24 << 20;
     bool demangle = true;
     std::string vdso_file;  // a copy of the vDSO image to read "[vdso]" from
+    size_t max_jit_entries = 200000;
+    std::string perf_map_dir = "/tmp";  // where perf-PID.map files are
   };
   explicit IntervalSymbolizer(Options options);
 
@@ -62,6 +68,7 @@ class IntervalSymbolizer {
   Options options_;
   std::optional<Kallsyms> kallsyms_;
   AddressSymbolizer symbols_;
+  JitSymbols jit_;
   std::vector<std::string> warnings_;
 };
 

@@ -5,7 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "symbolizer/perf_map.h"
+#include "agent/resolve/frame_locator.h"
 
 namespace ehprof {
 // Off-CPU stacks are taken inside the sched_switch tracepoint: their
@@ -63,7 +63,7 @@ const std::string& ElsewhereThanPath(const TrackedMapping& m) {
 class Resolver {
  public:
   Resolver(const ProcessTracker& t, AddressSymbolizer& s, const Kallsyms* k, const ResolveOptions& o)
-      : tracker_(t), symbols_(s), kernel_(k), options_(o) {}
+      : tracker_(t), symbols_(s), kernel_(k), options_(o), jit_({SIZE_MAX, o.perf_map_dir}) {}
 
   ResolvedSample Resolve(const RawSample& raw) {
     ResolvedSample out;
@@ -85,37 +85,32 @@ class Resolver {
     return out;
   }
 
+  // The warnings of the perf maps read, into options_.warnings.
+  void TakeWarnings() {
+    for (std::string& w : jit_.TakeWarnings()) {
+      if (options_.warnings) options_.warnings->push_back(std::move(w));
+    }
+  }
+
  private:
   // One address: its inline expansions (innermost first), then the
   // function holding it, as perf and eu-addr2line -i show them.
   void AddUserFrames(const RawSample& raw, uint64_t value, std::vector<ResolvedFrame>* out) {
-    const uint64_t addr = value & EHP_FRAME_ADDR_MASK;
-    // Return addresses are shown (and symbolized) at the call site.
-    const uint64_t site = (value & EHP_FRAME_EXACT) ? addr : addr - 1;
-    ResolvedFrame f;
-    f.addr = site;
-    f.dso = kUnknown;
-    f.symbol = kUnknown;
-    auto r = tracker_.Resolve(raw.pid, raw.time_ns, site);
-    if (!r || r->mapping->path == "//anon") {
+    const FrameLocation loc = LocateUserFrame(tracker_, raw.pid, raw.time_ns, value);
+    if (loc.kind != FrameLocation::Kind::kFile) {
       // JIT code: anonymous memory, named (if at all) by the JIT's perf map.
-      if (auto name = PerfMapOf(raw.pid).Find(site)) {
-        f.symbol = *name;
-        f.dso = absl::StrCat("/tmp/perf-", raw.pid, ".map");
-        f.jit = true;
-      } else if (r) {
-        f.dso = "[anon]";
-      }
-      out->push_back(std::move(f));
+      out->push_back(jit_.Frame(raw.pid, loc.site, loc.kind == FrameLocation::Kind::kAnon));
       return;
     }
-    f.addr = r->elf_vaddr;
-    f.dso = r->mapping->path;
-    f.map_start = r->mapping->start;
-    f.map_limit = r->mapping->end;
-    f.map_offset = r->mapping->offset;
-    f.runtime_addr = site;
-    const TrackedMapping& m = *r->mapping;
+    ResolvedFrame f;
+    f.addr = loc.elf_vaddr;
+    f.symbol = kUnknown;
+    const TrackedMapping& m = *loc.mapping;
+    f.dso = m.path;
+    f.map_start = m.start;
+    f.map_limit = m.end;
+    f.map_offset = m.offset;
+    f.runtime_addr = loc.site;
     // A debug file found in a container's root names what the file's own
     // tables cannot; the file itself still names its PLT stubs, which the
     // debug file holds no code for.
@@ -125,16 +120,6 @@ class Resolver {
     }
     const AddressSymbolizer::Symbolized& sym = Symbolize(*file, f.addr);
     AppendSourceFrames(f, sym.frames, sym.start, out);
-  }
-
-  const PerfMap& PerfMapOf(uint32_t pid) {
-    auto it = perf_maps_.find(pid);
-    if (it == perf_maps_.end()) {
-      std::string warning;
-      it = perf_maps_.emplace(pid, PerfMap::Load(pid, &warning)).first;
-      if (!warning.empty() && options_.warnings) options_.warnings->push_back(warning);
-    }
-    return it->second;
   }
 
   // The frames at `vaddr` in the file a mapping path names (none when it
@@ -166,7 +151,7 @@ class Resolver {
   AddressSymbolizer& symbols_;
   const Kallsyms* kernel_;
   const ResolveOptions& options_;
-  absl::flat_hash_map<uint32_t, PerfMap> perf_maps_;
+  JitSymbols jit_;
   // "path:dev:inode:mtime" -> the path still holds that file.
   absl::flat_hash_map<std::string, bool> same_file_;
 };
@@ -235,6 +220,7 @@ std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples
   std::vector<ResolvedSample> out;
   out.reserve(samples.size());
   for (const RawSample& s : samples) out.push_back(r.Resolve(s));
+  r.TakeWarnings();
   return out;
 }
 
@@ -243,6 +229,7 @@ void ResolveEach(RawSamples for_each, const ProcessTracker& tracker, AddressSymb
                  absl::FunctionRef<void(ResolvedSample&&)> each) {
   Resolver r(tracker, symbols, kernel, options);
   for_each([&](const RawSample& s) { each(r.Resolve(s)); });
+  r.TakeWarnings();
 }
 
 }  // namespace ehprof
