@@ -247,10 +247,14 @@ def main():
         if any(k in line for k in ("unwind tables:", "warning", "complete", "remembered")):
             print("  ehprof: " + line.split("ehprof: ", 1)[-1])
     stackcheck = os.path.join(ROOT, "..", "shared", "eval", "stackcheck.py")
+    judged = {}
     if os.path.exists(stackcheck) and os.path.exists(out):
         for comm in ("churn_child.str",):
             r = subprocess.run([sys.executable, stackcheck, "--comm", comm, out], capture_output=True, text=True)
             print(f"stackcheck --comm {comm}: " + " ".join(r.stdout.split()[:40]))
+            m = re.search(r"complete_pct ([\d.]+)", r.stdout)
+            if m:
+                judged["exec_child_stackcheck_complete_pct"] = float(m.group(1))
     print(f"profile and stderr in {work}")
     if not args.no_result:
         figs = {"samples": len(samples), "short_complete_pct": round(pct(len(complete), len(short)), 1)}
@@ -259,6 +263,12 @@ def main():
             figs.update({f"{key}_samples": n, f"{key}_complete_pct": round(pct(c, n), 1)})
         for name in set(base) & set(after):
             figs.update({f"map_{name}_before": base[name], f"map_{name}_after": after[name]})
+            if name in during:
+                figs[f"map_{name}_mid_load"] = during[name]
+        started = re.search(r"started (\d+) failed (\d+)", load_out)
+        if started:
+            figs.update(processes_started=int(started.group(1)), processes_failed=int(started.group(2)))
+        figs.update(judged)
         if rss_vals:
             figs.update(rss_before_mb=round(rss_vals[0] / 1024, 1), rss_peak_mb=round(max(rss_vals) / 1024, 1))
         result_file.write("churn", figs, args.note, args.result)
