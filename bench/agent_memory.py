@@ -13,12 +13,17 @@ own breakdown of its RSS (its last --metrics line).
   python3 bench/agent_memory.py                    # 5 rounds of 90 s each
   python3 bench/agent_memory.py --rounds 1 --seconds 40 --only ehprof
   python3 bench/agent_memory.py --only ehprof,base --ehprof-base OLD/ehprof   # before/after
+Each ehprof build keeps its own unwind-table cache (under
+/var/cache/ehprof/agent_memory_tables, filled by an unmeasured 20 s run of
+each before the rounds), so two builds never rebuild each other's tables;
+--cold-tables measures a first start instead (every table built, no cache).
 Needs root. The machine is shared: absolute CPU figures are noisy. Writes
 bench/results/agent_memory.json (medians and ranges per profiler, and the
 median of each part of ehprof's metrics line over the rounds).
 """
 import argparse
 import glob
+import hashlib
 import os
 import random
 import re
@@ -35,6 +40,10 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import result_file  # noqa: E402
 from overhead import OTEL, PYROSCOPE, cpu_seconds, peak_rss_mb, start_pyroscope, status_mb  # noqa: E402
+
+
+# Per-profiler table caches (warm across runs of this bench).
+TABLE_CACHES = "/var/cache/ehprof/agent_memory_tables"
 
 
 class BuildLoad:
@@ -133,6 +142,9 @@ def main():
     ap.add_argument("--ehprof-base", help="another ehprof binary, run as profiler \"base\" (before/after)")
     ap.add_argument("--only", help="comma-separated: ehprof, base, otel")
     ap.add_argument("--agent-args", default="", help="more ehprof agent arguments")
+    ap.add_argument("--cold-tables", action="store_true",
+                    help="ehprof and base build every unwind table each run (--no-table-cache): the "
+                         "peak of a first start; by default each keeps its own warm table cache")
     result_file.add_argument(ap, "agent_memory")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -150,14 +162,30 @@ def main():
             names.remove("otel")
     ehprof_args = ["agent", "-a", "-F", str(args.hz), "--interval", "10", "--output-dir",
                    os.path.join(work, "profiles"), "--metrics-every", "10"] + args.agent_args.split()
+    # Each ehprof build keeps its own table cache: two builds whose ABI
+    # fingerprints differ would otherwise rewrite one shared cache back and
+    # forth, and whichever ran second would build libLLVM's tables cold.
+    def tables(binary):
+        if args.cold_tables:
+            return ["--no-table-cache"]
+        tag = hashlib.sha1(os.path.realpath(binary).encode()).hexdigest()[:12]
+        return ["--table-cache", os.path.join(TABLE_CACHES, tag)]
     argv = {
-        "ehprof": [args.ehprof] + ehprof_args,
-        "base": [args.ehprof_base or ""] + ehprof_args,
+        "ehprof": [args.ehprof] + ehprof_args + tables(args.ehprof),
+        "base": [args.ehprof_base or ""] + ehprof_args + tables(args.ehprof_base or ""),
         "otel": [OTEL, "-collection-agent", f"127.0.0.1:{port}", "-disable-tls", "-samples-per-second",
                  str(args.hz), "-reporter-interval", "5s"],
     }
     runs = {n: [] for n in names}
     try:
+        if not args.cold_tables:
+            # Not measured: fills each build's table cache under the same
+            # load (after an ABI change its first run would build cold).
+            warm = argparse.Namespace(**{**vars(args), "seconds": 20, "steady_from": 0})
+            for n in names:
+                if n in ("ehprof", "base"):
+                    run_one(n, argv[n], warm, work)
+                    print(f"warm-up {n}: its table cache filled", file=sys.stderr, flush=True)
         for rnd in range(args.rounds):
             order = list(names)
             random.Random(rnd).shuffle(order)
