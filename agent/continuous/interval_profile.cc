@@ -74,11 +74,12 @@ IntervalProfile StackAggregator::Take(uint64_t now_ns, const ProcessTracker* tra
   // The tracker has read the maps the samples asked for since: a frame's
   // id stays, what it holds is its place now known (two ids may then hold
   // one place; their stacks resolve alike and merge in the output).
-  for (const auto& [id, time_ns] : unmapped_) {
-    if (tracker == nullptr) break;
-    LocatedFrame& f = out.frames[id];
-    const auto pid = static_cast<uint32_t>(f.addr);
-    f = Located(LocateSite(*tracker, pid, time_ns, f.runtime), pid);
+  if (tracker != nullptr) {
+    for (const auto& [id, time_ns] : unmapped_) {
+      LocatedFrame& f = out.frames[id];
+      const auto pid = static_cast<uint32_t>(f.addr);
+      f = Located(LocateSite(*tracker, pid, time_ns, f.runtime), pid);
+    }
   }
   unmapped_.clear();
   out.start_ns = start_ns_;
