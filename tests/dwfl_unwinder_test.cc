@@ -57,6 +57,35 @@ ehprof_dwfl_test_capture:
 )");
 extern "C" void ehprof_dwfl_test_capture(uint64_t* regs);
 
+// A function whose last instruction is a two-byte `syscall`-sized one, and
+// right after it a second function whose CFA is rsp + 16 from its first
+// byte: a leaf pc at the boundary is the first function's syscall return
+// (looked up at pc - 1: return address at rsp) or an interrupted pc in the
+// second (return address at rsp + 8). Never called.
+asm(R"(
+  .text
+  .p2align 4
+  .globl ehprof_dwfl_test_ends_in_syscall
+  .type ehprof_dwfl_test_ends_in_syscall, @function
+ehprof_dwfl_test_ends_in_syscall:
+  .cfi_startproc
+  nop
+  nop
+  .cfi_endproc
+  .size ehprof_dwfl_test_ends_in_syscall, .-ehprof_dwfl_test_ends_in_syscall
+  .globl ehprof_dwfl_test_next_function
+  .type ehprof_dwfl_test_next_function, @function
+ehprof_dwfl_test_next_function:
+  .cfi_startproc
+  .cfi_def_cfa_offset 16
+  nop
+  ret
+  .cfi_endproc
+  .size ehprof_dwfl_test_next_function, .-ehprof_dwfl_test_next_function
+)");
+extern "C" void ehprof_dwfl_test_ends_in_syscall();
+extern "C" void ehprof_dwfl_test_next_function();
+
 namespace ehprof {
 namespace {
 
@@ -298,6 +327,31 @@ TEST(DwflUnwinder, FollowsRbpWhereNoCfiCovers) {
   ASSERT_TRUE(pcs.ok()) << pcs.status();
   EXPECT_THAT(*pcs, ElementsAreArray({uint64_t{0x1234}, uint64_t{0x5555}}));
   EXPECT_EQ(unwinder.last_stop(), "return address 0");
+}
+
+TEST(DwflUnwinder, ASyscallsReturnPcIsLookedUpInTheFunctionThatMadeTheCall) {
+  const uint64_t end = reinterpret_cast<uint64_t>(&ehprof_dwfl_test_ends_in_syscall) + 2;
+  ASSERT_EQ(end, reinterpret_cast<uint64_t>(&ehprof_dwfl_test_next_function));
+  // Two plausible return addresses (pcs in this binary), the caller's at rsp.
+  const uint64_t caller = reinterpret_cast<uint64_t>(&ehprof_dwfl_test_capture) + 1;
+  const uint64_t other = reinterpret_cast<uint64_t>(&ehprof_dwfl_test_next_function) + 1;
+  StackCapture capture;
+  capture.regs[7] = 0x7ffc00001000;
+  capture.regs[16] = end;
+  capture.stack.resize(16);
+  std::memcpy(capture.stack.data(), &caller, 8);
+  std::memcpy(capture.stack.data() + 8, &other, 8);
+  DwflUnwinder unwinder(SelfMappings());
+
+  capture.exact = false;
+  auto pcs = unwinder.Unwind(capture, 2);
+  ASSERT_TRUE(pcs.ok()) << pcs.status();
+  EXPECT_THAT(*pcs, ElementsAreArray({end, caller}));
+
+  capture.exact = true;
+  pcs = unwinder.Unwind(capture, 2);
+  ASSERT_TRUE(pcs.ok()) << pcs.status();
+  EXPECT_THAT(*pcs, ElementsAreArray({end, other}));
 }
 
 }  // namespace

@@ -96,6 +96,12 @@ TEST(DecodeEvent, VerifyMappingAndTheOtherKinds) {
   EXPECT_EQ(d.verify.regs[EHP_REG_RIP], 0x401234u);
   EXPECT_EQ(d.verify.stack.size(), 16u);
   EXPECT_EQ(d.verify.stack[15], 15);
+  // leaf_exact 0 (a syscall's return pc) reaches the capture: the replay and
+  // libdwfl look such a leaf up at pc - 1, as the kernel walk did.
+  EXPECT_FALSE(d.verify.exact);
+  verify.leaf_exact = 1;
+  std::memcpy(v.data() + sizeof(ehp_event), &verify, sizeof(verify));
+  EXPECT_TRUE(DecodeEvent(v.data(), v.size()).verify.exact);
 
   ehp_mapping_event me{};
   me.ev = Header(EHP_EVENT_MAPPING, 7, 9);

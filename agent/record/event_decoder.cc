@@ -39,6 +39,7 @@ bool DecodeVerify(const uint8_t* data, size_t size, DecodedEvent* out) {
   std::memcpy(&v, data + sizeof(ehp_event), sizeof(v));
   if (sizeof(ehp_event) + sizeof(v) + v.stack_len > size) return false;
   std::memcpy(out->verify.regs, v.regs, sizeof(out->verify.regs));
+  out->verify.exact = v.leaf_exact != 0;
   const uint8_t* stack = data + sizeof(ehp_event) + sizeof(v);
   out->verify.stack.assign(stack, stack + v.stack_len);
   return true;

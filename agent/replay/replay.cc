@@ -145,6 +145,7 @@ absl::StatusOr<ReplayResult> Replayer::Replay(const Capture& c) {
   StackCapture sc;
   std::copy(std::begin(c.regs), std::end(c.regs), sc.regs);
   sc.stack = c.stack;
+  sc.exact = c.exact;
   EHP_ASSIGN_OR_RETURN(r.libdwfl, dwfl.Unwind(sc, EHP_MAX_USER_FRAMES));
   r.libdwfl_stop = dwfl.last_stop();
   for (size_t i = 0; i < std::min(r.frames.size(), r.libdwfl.size()); ++i) {

@@ -17,6 +17,7 @@ namespace {
 // The one thread the Dwfl knows; libdwfl only passes it back to us.
 constexpr pid_t kTid = 1;
 constexpr int kRegisterCount = 17;  // DWARF 0..16: rax..r15, then rip
+constexpr int kPcRegister = 16;
 constexpr uint64_t kPageSize = 4096;
 
 // The files are reported directly (dwfl_report_elf preinstalls their Elf),
@@ -185,6 +186,9 @@ absl::StatusOr<std::vector<uint64_t>> DwflUnwinder::Unwind(const StackCapture& c
   const int rc = dwfl_getthread_frames(dwfl_.get(), kTid, CollectFrame, &walk);
   const std::string error = rc == -1 ? DwflError() : "";
   capture_ = nullptr;
+  // An inexact leaf was handed to libdw at pc - 1 (SetInitialRegisters): the
+  // frame is still the one at pc.
+  if (!capture.exact && !pcs.empty()) pcs[0] = capture.regs[kPcRegister];
 
   // The leaf needs only the registers: no frame at all is a setup failure.
   if (pcs.empty()) return absl::InternalError(absl::StrCat("dwfl_getthread_frames: ", error));
@@ -240,6 +244,10 @@ bool DwflUnwinder::SetInitialRegisters(Dwfl_Thread* thread, void* thread_arg) {
   // the return-address column it takes the leaf's pc from.
   Dwarf_Word regs[kRegisterCount];
   std::memcpy(regs, self->capture_->regs, sizeof(regs));
+  // libdw looks the leaf up at its pc as it stands (an activation): a
+  // syscall's return pc is given as pc - 1 so that it finds the FDE of the
+  // code that made the call, as it would for a return address.
+  if (!self->capture_->exact && regs[kPcRegister] != 0) --regs[kPcRegister];
   return dwfl_thread_state_registers(thread, 0, kRegisterCount, regs);
 }
 

@@ -39,6 +39,10 @@ struct StackCapture {
   // x86-64 DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
   uint64_t regs[17] = {};
   std::vector<uint8_t> stack;  // bytes from regs[7] (rsp) upwards
+  // False when the leaf's pc is a syscall's return (the instruction after
+  // `syscall`), which can lie past its function's FDE, as rt_sigreturn's in
+  // __restore_rt does: its CFI is looked up at pc - 1, as the BPF walk does.
+  bool exact = true;
 };
 
 // Not thread-safe (a Dwfl is not): one per thread, reused across samples of

@@ -36,6 +36,7 @@ VerifyResult VerifyWalks(const std::vector<RawSample>& samples,
     StackCapture sc;
     std::copy(std::begin(c.regs), std::end(c.regs), sc.regs);
     sc.stack = c.stack;
+    sc.exact = c.exact;
     auto theirs = u->Unwind(sc, EHP_MAX_USER_FRAMES);
     if (!theirs.ok() || theirs->empty()) continue;
     ++r.checked;
