@@ -2,10 +2,15 @@
 // execs stripped -O2 -fomit-frame-pointer children that live ~1 ms (too
 // short for user space to read their /proc/PID/maps in time) and children
 // that dlopen a library and work in it for 2 ms. Once their tables are
-// loaded (the first few runs), the kernel side maps the executable,
-// ld.so (at exec) and the libraries (at mmap) into each new process itself
-// (bpf/proc_learn.bpf.h). Judged by whether the busy functions' samples
-// reach _start through main, named from the unstripped twins; with
+// loaded, the kernel side maps the executable, ld.so (at exec) and the
+// libraries (at mmap) into each new process itself (bpf/proc_learn.bpf.h).
+// A file's first sight is the one wait: its table is built or read from
+// the cache in user space, as long as that takes on a loaded machine (in
+// CI, 16 samples of a library's first runs once). So the loop begins with
+// one longer run of each program, exec'd through a symlink that gives it
+// its own command name ("warmup_..."), whose samples are counted apart;
+// every run after it is judged. Judged by whether the busy functions'
+// samples reach _start through main, named from the unstripped twins; with
 // --no-kernel-maps (only /proc) most of them could not.
 #include <unistd.h>
 
@@ -42,8 +47,14 @@ class RecordKernelMaps : public ::testing::Test {
     dir_ = ::testing::TempDir() + "/kmaps." + std::to_string(getpid());
     std::filesystem::create_directories(dir_);
     script_ = dir_ + "/loop.sh";
+    const std::string warm_child = dir_ + "/warmup_churn_child";
+    const std::string warm_dl = dir_ + "/warmup_dlopen_main";
+    std::filesystem::create_symlink(TestdataPath("churn_child.stripped"), warm_child);
+    std::filesystem::create_symlink(TestdataPath("dlopen_main.stripped"), warm_dl);
     std::ofstream(script_) << "#!/bin/sh\n"
                            << "export EHPROF_DLWORK_PATH=" << TestdataPath("libdlwork.so.stripped") << "\n"
+                           << warm_child << " 200000\n"
+                           << warm_dl << " 0.2\n"
                            << "i=0\nwhile [ $i -lt 150 ]; do\n"
                            << "  " << TestdataPath("churn_child.stripped") << " 1000\n"
                            << "  " << TestdataPath("dlopen_main.stripped") << " 0.002\n"
@@ -64,13 +75,22 @@ class RecordKernelMaps : public ::testing::Test {
     return testing::ReadFile(out);
   }
   // Of the samples whose leaf is `leaf` in prog: how many reach _start
-  // through `through`.
+  // through `through`. The warm-up runs' samples are left out (counted in
+  // `warmup` when given).
   static Share ShareOf(const std::string& text, const std::string& prog, const std::string& twin,
-                       const std::string& leaf, const std::string& through) {
+                       const std::string& leaf, const std::string& through, size_t* warmup = nullptr) {
     Share s;
-    const auto chains = testing::UserChains(
-        text, prog, twin, {"child_inner", "child_outer", "dlwork_inner", "dlwork_entry", "main", "_start"});
+    size_t warm = 0;
+    const auto chains = testing::WeighedChains(
+        text, prog, twin, {"child_inner", "child_outer", "dlwork_inner", "dlwork_entry", "main", "_start"},
+        [&](const std::string& header) -> uint64_t {
+          if (header.rfind("warmup_", 0) != 0) return 1;
+          ++warm;
+          return 0;
+        });
+    if (warmup) *warmup = warm;
     for (const auto& [chain, n] : chains) {
+      if (n == 0) continue;  // warm-up samples only
       if (chain.rfind(leaf + ";", 0) != 0 && chain != leaf) continue;
       s.total += n;
       const bool bottom = chain.size() >= 6 && chain.compare(chain.size() - 6, 6, "_start") == 0;
@@ -95,8 +115,9 @@ TEST_F(RecordKernelMaps, ExecdChildrenAndTheirLibrariesUnwindFromTheFirstSample)
   // dlwork_inner is in the library: named from its own symbols (not
   // stripped from libdlwork.so, whose .dynsym has them).
   const std::string dl = TestdataPath("dlopen_main.stripped");
+  size_t warmup_samples = 0;
   const Share dl_on = ShareOf(with, dl, TestdataPath("dlopen_main"), "libdlwork.so.stripped",
-                              ";main;");
+                              ";main;", &warmup_samples);
   const Share dl_off = ShareOf(without, dl, TestdataPath("dlopen_main"), "libdlwork.so.stripped",
                                ";main;");
   std::printf("exec'd 1 ms children: %.1f%% of %zu complete (only /proc: %.1f%% of %zu)\n",
@@ -109,13 +130,17 @@ TEST_F(RecordKernelMaps, ExecdChildrenAndTheirLibrariesUnwindFromTheFirstSample)
   testing::PrintFigure("dlopen_complete_pct", dl_on.percent());
   testing::PrintFigure("dlopen_samples", dl_on.total);
   testing::PrintFigure("dlopen_proc_only_pct", dl_off.percent());
+  testing::PrintFigure("warmup_samples", warmup_samples);
+  // The warm-up runs were seen and sampled (they are what loads the tables).
+  EXPECT_GT(warmup_samples, 50u);
   ASSERT_GT(exec_on.total, 50u) << with.substr(0, 2000);
   ASSERT_GT(dl_on.total, 50u);
   // README quotes bench/results/record_kernel_maps.json (these figures, by
-  // scripts/test_figures.py): 98.4-100 % and 98.6-98.8 % in three runs on a
-  // loaded machine, 96.9-100 % in earlier sessions' runs.
-  EXPECT_GE(exec_on.percent(), 95.0) << "incomplete:\n" << exec_on.Incomplete();
-  EXPECT_GE(dl_on.percent(), 95.0) << "incomplete:\n" << dl_on.Incomplete();
+  // scripts/test_figures.py). After the warm-up runs: 99.6-100 % of both in
+  // 7 runs, 4 of them beside two busy loops and another privileged test
+  // (2026-11-26); before the warm-up was counted apart, a CI run saw 94.6 %.
+  EXPECT_GE(exec_on.percent(), 97.0) << "incomplete:\n" << exec_on.Incomplete();
+  EXPECT_GE(dl_on.percent(), 97.0) << "incomplete:\n" << dl_on.Incomplete();
   EXPECT_GT(exec_on.percent(), exec_off.percent());
   EXPECT_GT(dl_on.percent(), dl_off.percent());
 }

@@ -227,6 +227,9 @@ uint64_t HeaderPeriod(const std::string& header) {
   return std::regex_search(header, m, kPeriod) ? std::stoull(m[1].str()) : 0;
 }
 
+
+}  // namespace
+
 // Chains of perf-script `text` (see UserChains), each sample weighing
 // weight(its header line).
 std::map<std::string, uint64_t> WeighedChains(const std::string& text, const std::string& prog,
@@ -267,8 +270,6 @@ std::map<std::string, uint64_t> WeighedChains(const std::string& text, const std
   if (in_sample && !chain.empty()) chains[chain] += w;
   return chains;
 }
-
-}  // namespace
 
 std::map<std::string, size_t> UserChains(const std::string& text, const std::string& prog,
                                          const std::string& twin,

@@ -100,6 +100,12 @@ std::map<std::string, size_t> UserChains(const std::string& text, const std::str
 std::map<std::string, uint64_t> UserChainPeriods(const std::string& text, const std::string& prog,
                                                  const std::string& twin,
                                                  const std::vector<std::string>& functions);
+// The same chains, each sample weighing weight(its header line): 0 leaves
+// a sample out (another command name, say).
+std::map<std::string, uint64_t> WeighedChains(const std::string& text, const std::string& prog,
+                                              const std::string& twin,
+                                              const std::vector<std::string>& functions,
+                                              const std::function<uint64_t(const std::string&)>& weight);
 
 // An executable private mapping of `path` (a maps line, as read).
 inline MapsEntry TextMapping(uint64_t start, uint64_t end, const std::string& path, uint64_t offset = 0) {
