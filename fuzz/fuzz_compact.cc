@@ -49,12 +49,13 @@ class Reader {
 
 // cfa = rsp + cfa_offset, ra at cfa - 8: the common shape.
 UnwindRule RspRule(int64_t cfa_offset) {
-  return {.cfa_offset = cfa_offset, .ra_offset = -8, .cfa_kind = EHP_CFA_REG,
-          .cfa_reg = EHP_REG_RSP, .ra_kind = EHP_RULE_CFA_OFFSET};
+  return NarrowRule({.cfa_offset = cfa_offset, .ra_offset = -8, .cfa_kind = EHP_CFA_REG,
+                     .cfa_reg = EHP_REG_RSP, .ra_kind = EHP_RULE_CFA_OFFSET});
 }
 
 // Offsets drawn from the input, sometimes scaled past what ehp_rule holds
-// (the row is then encoded as unsupported and counted).
+// (the row is then encoded as unsupported and counted) or past 32 bits
+// (NarrowRule makes it unsupported, as the builder does).
 int64_t Offset(Reader& in, int bytes) {
   const uint8_t scale = in.U8();
   int64_t v = static_cast<int64_t>(in.Bytes(bytes));
@@ -80,9 +81,10 @@ UnwindRule Canonical(UnwindRule r) {
   return r;
 }
 
-// Every field from the input, including kinds the BPF walker refuses.
+// Every field from the input, including kinds the BPF walker refuses,
+// narrowed into a row's rule as the builder narrows its state.
 UnwindRule RawRule(Reader& in) {
-  UnwindRule r;
+  WideRule r;
   r.cfa_kind = in.U8() % (EHP_CFA_EXPR + 1);
   r.cfa_reg = in.U8();
   r.cfa_offset = Offset(in, 4);
@@ -93,7 +95,7 @@ UnwindRule RawRule(Reader& in) {
   r.ra_kind = in.U8() % (EHP_RULE_OTHER + 1);
   r.ra_offset = Offset(in, 2);
   r.flags = in.U8();
-  return r;
+  return NarrowRule(r);
 }
 
 // Turns the input into rows: a start address, then per step a gap and a

@@ -18,9 +18,9 @@ UnwindRule GoRule(int32_t delta, uint8_t flags) {
   UnwindRule r;
   r.cfa_kind = EHP_CFA_REG;
   r.cfa_reg = EHP_REG_RSP;
-  r.cfa_offset = int64_t{delta} + kReturnAddressBytes;
+  r.cfa_offset = static_cast<int32_t>(delta + kReturnAddressBytes);  // delta <= kMaxDelta
   r.ra_kind = EHP_RULE_CFA_OFFSET;
-  r.ra_offset = -kReturnAddressBytes;
+  r.ra_offset = static_cast<int32_t>(-kReturnAddressBytes);
   // The saved frame pointer's slot differs between Go's prologue forms
   // (and is not yet written for an instruction or two): left as is, which
   // Go frames never need, their CFA being SP-based.

@@ -167,7 +167,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ClassifyCfaExpression, RecognisesThePltExpressionsByOps) {
   // DW_OP_breg7 8; DW_OP_breg16 0; lit15; and; lit11; ge; lit3; shl; plus
   const uint8_t plt11[] = {0x77, 8, 0x80, 0, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22};
-  UnwindRule r;
+  WideRule r;
   ClassifyCfaExpression(plt11, &r);
   EXPECT_EQ(r.cfa_kind, EHP_CFA_PLT_LIT11);
   const uint8_t plt10[] = {0x77, 8, 0x80, 0, 0x3f, 0x1a, 0x3a, 0x2a, 0x33, 0x24, 0x22};
@@ -186,7 +186,7 @@ TEST(ClassifyCfaExpression, RecognisesThePltExpressionsByOps) {
 TEST(ClassifyCfaExpression, RecognisesDereferences) {
   // GCC's stack realignment: DW_OP_breg6 -8; DW_OP_deref.
   const uint8_t realign[] = {0x76, 0x78, 0x06};
-  UnwindRule r;
+  WideRule r;
   ClassifyCfaExpression(realign, &r);
   EXPECT_EQ(r.cfa_kind, EHP_CFA_DEREF);
   EXPECT_EQ(r.cfa_reg, EHP_REG_RBP);
@@ -199,7 +199,7 @@ TEST(ClassifyCfaExpression, RecognisesDereferences) {
   EXPECT_EQ(r.cfa_reg, EHP_REG_RSP);
   EXPECT_EQ(r.cfa_offset, 8);
   EXPECT_EQ(r.cfa_deref_add, 8);
-  EXPECT_EQ(FormatRule(r).substr(0, 18), "cfa=*(rsp+8)+8 rbp");
+  EXPECT_EQ(FormatRule(NarrowRule(r)).substr(0, 18), "cfa=*(rsp+8)+8 rbp");
   // Truncated operand: unsupported, not misread.
   const uint8_t truncated[] = {0x77};
   ClassifyCfaExpression(truncated, &r);

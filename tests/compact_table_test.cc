@@ -45,7 +45,7 @@ size_t RoundTrip(const std::vector<UnwindRow>& rows, const CompactTable& t) {
   return bad;
 }
 
-UnwindRule RspRule(int64_t off) {
+UnwindRule RspRule(int32_t off) {
   UnwindRule r;
   r.cfa_kind = EHP_CFA_REG;
   r.cfa_reg = EHP_REG_RSP;
@@ -114,18 +114,43 @@ TEST(CompactTable, EveryPageStartsWithTheRuleInForce) {
 }
 
 TEST(CompactTable, OversizedOffsetsAreCountedNotTruncated) {
-  UnwindRule big = RspRule(int64_t{1} << 40);
+  // Past 32 bits the row itself says unsupported (NarrowRule); past the
+  // compact form's 16-bit rbp offset the encoder does, and counts it.
+  WideRule wide{.cfa_offset = int64_t{1} << 40, .cfa_kind = EHP_CFA_REG, .cfa_reg = EHP_REG_RSP};
+  const UnwindRule big = NarrowRule(wide);
+  EXPECT_EQ(big.cfa_kind, EHP_CFA_EXPR);
   UnwindRule big_rbp = RspRule(16);
   big_rbp.rbp_kind = EHP_RULE_CFA_OFFSET;
   big_rbp.rbp_offset = -70000;
   std::vector<UnwindRow> rows = {{0x1000, big}, {0x1010, big_rbp}, {0x1020, UnwindRule::None()}};
   auto t = EncodeCompactTable(rows, "big");
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->unencodable_rows, 2u);
+  EXPECT_EQ(t->unencodable_rows, 1u);
   EXPECT_EQ(CompactLookup(*t, 0x1000).cfa_kind, EHP_CFA_EXPR);
   ehp_rule r = CompactLookup(*t, 0x1010);
   EXPECT_EQ(r.cfa_kind, EHP_CFA_REG);
   EXPECT_EQ(r.rbp_kind, EHP_RULE_OTHER);
+}
+
+TEST(NarrowRule, EachPartPast32BitsIsUnsupportedAndTheRestKept) {
+  const int64_t huge = int64_t{1} << 33;
+  WideRule w{.cfa_offset = 16, .rbp_offset = -huge, .ra_offset = -8, .cfa_kind = EHP_CFA_REG,
+             .cfa_reg = EHP_REG_RSP, .rbp_kind = EHP_RULE_CFA_OFFSET, .ra_kind = EHP_RULE_CFA_OFFSET};
+  UnwindRule r = NarrowRule(w);
+  EXPECT_EQ(r.cfa_kind, EHP_CFA_REG);
+  EXPECT_EQ(r.cfa_offset, 16);
+  EXPECT_EQ(r.rbp_kind, EHP_RULE_OTHER);
+  EXPECT_EQ(r.ra_kind, EHP_RULE_CFA_OFFSET);
+  EXPECT_EQ(r.ra_offset, -8);
+  w.rbp_offset = INT32_MIN;
+  w.ra_offset = huge;
+  r = NarrowRule(w);
+  EXPECT_EQ(r.rbp_kind, EHP_RULE_CFA_OFFSET);
+  EXPECT_EQ(r.rbp_offset, INT32_MIN);
+  EXPECT_EQ(r.ra_kind, EHP_RULE_OTHER);
+  w.cfa_kind = EHP_CFA_DEREF;
+  w.cfa_deref_add = -huge;
+  EXPECT_EQ(NarrowRule(w).cfa_kind, EHP_CFA_EXPR);
 }
 
 TEST(CompactTable, RejectsUnsortedRowsAndMissingEnd) {

@@ -12,7 +12,7 @@ namespace {
 constexpr uint32_t kStpX16X30PreIndex = 0xa9bf7bf0;  // stp x16, x30, [sp, #-16]!
 constexpr uint64_t kPlt0Bytes = 32;                   // with or without `bti c`
 
-UnwindRule LeafRule(int64_t cfa_offset) {
+UnwindRule LeafRule(int32_t cfa_offset) {
   UnwindRule r;
   r.cfa_kind = EHP_CFA_REG;
   r.cfa_reg = EHP_A64_REG_SP;

@@ -72,7 +72,7 @@ bool IsPlt(const std::array<Op, kMaxOps>& ops, size_t n, int64_t threshold) {
 
 }  // namespace
 
-void ClassifyCfaExpression(std::span<const uint8_t> expr, UnwindRule* rule) {
+void ClassifyCfaExpression(std::span<const uint8_t> expr, WideRule* rule) {
   rule->cfa_kind = EHP_CFA_EXPR;
   rule->cfa_reg = 0;
   rule->cfa_offset = 0;

@@ -22,7 +22,7 @@ struct CfaRegOffset {
   int64_t offset = 0;
 };
 struct Saved {
-  UnwindRule rule;
+  WideRule rule;
   CfaRegOffset cfa;
 };
 
@@ -31,7 +31,7 @@ struct Saved {
 // The state after a CIE's initial instructions, computed once per CIE.
 struct CfaProgramRunner::CieState {
   absl::Status status;
-  UnwindRule rule;
+  WideRule rule;
   CfaRegOffset cfa;
   std::vector<Saved> stack;
 };
@@ -100,12 +100,13 @@ class Interpreter {
     }
     if (to <= loc_) return;
     ++rows_;
-    if (out_->size() == first_ || !(out_->back().rule == state_)) {
+    const UnwindRule rule = NarrowRule(state_);
+    if (out_->size() == first_ || !(out_->back().rule == rule)) {
       if (out_->size() - first_ == kMaxFdeRows) {
         too_many_rows_ = done_ = true;
         return;
       }
-      out_->push_back({loc_, state_});
+      out_->push_back({loc_, rule});
     }
     loc_ = to;
   }
@@ -333,8 +334,8 @@ class Interpreter {
   const Fde& fde_;
   const bool a64_;
   const unsigned frame_reg_;
-  UnwindRule state_;
-  UnwindRule initial_;
+  WideRule state_;
+  WideRule initial_;
   CfaRegOffset cfa_;
   std::vector<Saved> stack_;
   std::vector<UnwindRow>* out_ = nullptr;

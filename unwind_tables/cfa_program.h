@@ -20,7 +20,7 @@
 namespace ehprof {
 
 // A function has a few rows per call site; a million means a hostile
-// program (a row costs 3 bytes of CFI and 48 of memory), which fails as an
+// program (a row costs 3 bytes of CFI and 32 of memory), which fails as an
 // FDE error instead of growing memory with the section.
 inline constexpr size_t kMaxFdeRows = size_t{1} << 20;
 
@@ -49,7 +49,7 @@ class CfaProgramRunner {
 
 // Classifies a DW_CFA_def_cfa_expression block into the rule's cfa fields
 // (PLT patterns, *(reg+off)+add, reg+off), or EHP_CFA_EXPR.
-void ClassifyCfaExpression(std::span<const uint8_t> expr, UnwindRule* rule);
+void ClassifyCfaExpression(std::span<const uint8_t> expr, WideRule* rule);
 
 }  // namespace ehprof
 

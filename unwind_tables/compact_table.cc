@@ -187,8 +187,26 @@ UnwindRule FromCompactRule(const ehp_rule& r) {
   u.flags = r.flags;
   if (r.flags & EHP_RULE_FLAG_SAVED_FROM_REG) {
     u.flags &= ~uint8_t{EHP_RULE_FLAG_SAVED_FROM_REG};
-    if (u.rbp_kind == EHP_RULE_CFA_OFFSET) u.rbp_offset -= r.cfa_offset;
-    if (u.ra_kind == EHP_RULE_CFA_OFFSET) u.ra_offset -= r.cfa_offset;
+    // Back to offsets from the CFA. Rules this encoder wrote came from
+    // 32-bit offsets and go back to them; any other (a hostile entry) that
+    // would not fit is unsupported.
+    const int64_t rbp = int64_t{u.rbp_offset} - r.cfa_offset, ra = int64_t{u.ra_offset} - r.cfa_offset;
+    if (u.rbp_kind == EHP_RULE_CFA_OFFSET) {
+      if (Fits<int32_t>(rbp)) {
+        u.rbp_offset = static_cast<int32_t>(rbp);
+      } else {
+        u.rbp_kind = EHP_RULE_OTHER;
+        u.rbp_offset = 0;
+      }
+    }
+    if (u.ra_kind == EHP_RULE_CFA_OFFSET) {
+      if (Fits<int32_t>(ra)) {
+        u.ra_offset = static_cast<int32_t>(ra);
+      } else {
+        u.ra_kind = EHP_RULE_OTHER;
+        u.ra_offset = 0;
+      }
+    }
   }
   return u;
 }

@@ -1,5 +1,7 @@
 #include "unwind_tables/unwind_row.h"
 
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -24,7 +26,44 @@ std::string RegRule(Arch arch, uint8_t kind, uint8_t reg, int64_t off) {
   }
 }
 
+bool Fits32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
 }  // namespace
+
+UnwindRule NarrowRule(const WideRule& w) {
+  UnwindRule r;
+  r.cfa_kind = w.cfa_kind;
+  r.cfa_reg = w.cfa_reg;
+  r.flags = w.flags;
+  if (w.cfa_kind == EHP_CFA_REG || w.cfa_kind == EHP_CFA_DEREF) {
+    if (Fits32(w.cfa_offset) && Fits32(w.cfa_deref_add)) {
+      r.cfa_offset = static_cast<int32_t>(w.cfa_offset);
+      r.cfa_deref_add = static_cast<int32_t>(w.cfa_deref_add);
+    } else {
+      r.cfa_kind = EHP_CFA_EXPR;
+      r.cfa_reg = 0;
+    }
+  }
+  r.rbp_kind = w.rbp_kind;
+  r.rbp_reg = w.rbp_reg;
+  if (w.rbp_kind == EHP_RULE_CFA_OFFSET || w.rbp_kind == EHP_RULE_DEREF) {
+    if (Fits32(w.rbp_offset)) {
+      r.rbp_offset = static_cast<int32_t>(w.rbp_offset);
+    } else {
+      r.rbp_kind = EHP_RULE_OTHER;
+      r.rbp_reg = 0;
+    }
+  }
+  r.ra_kind = w.ra_kind;
+  if (w.ra_kind == EHP_RULE_CFA_OFFSET) {
+    if (Fits32(w.ra_offset)) {
+      r.ra_offset = static_cast<int32_t>(w.ra_offset);
+    } else {
+      r.ra_kind = EHP_RULE_OTHER;
+    }
+  }
+  return r;
+}
 
 std::string FormatRule(const UnwindRule& r, Arch arch) {
   std::string cfa;

@@ -187,6 +187,9 @@ FileTables::Done FileTables::Build(Job& job) {
   }
   done.rows = table->rows.size();
   done.table = EncodeCompactTable(table->rows, job.name);
+  // The rows (32 bytes each: 30 MB for libLLVM) go before the cache entry
+  // is serialized, so the build's peak is the rows or the entry, not both.
+  std::vector<UnwindRow>().swap(table->rows);
   if (cacheable && done.table.ok()) {
     if (absl::Status st = cache_->Store(tkey, {*done.table, done.rows}); !st.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
