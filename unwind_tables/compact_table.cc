@@ -190,23 +190,18 @@ UnwindRule FromCompactRule(const ehp_rule& r) {
     // Back to offsets from the CFA. Rules this encoder wrote came from
     // 32-bit offsets and go back to them; any other (a hostile entry) that
     // would not fit is unsupported.
-    const int64_t rbp = int64_t{u.rbp_offset} - r.cfa_offset, ra = int64_t{u.ra_offset} - r.cfa_offset;
-    if (u.rbp_kind == EHP_RULE_CFA_OFFSET) {
-      if (Fits<int32_t>(rbp)) {
-        u.rbp_offset = static_cast<int32_t>(rbp);
+    const auto from_cfa = [&](uint8_t* kind, int32_t* offset) {
+      if (*kind != EHP_RULE_CFA_OFFSET) return;
+      const int64_t v = int64_t{*offset} - r.cfa_offset;
+      if (Fits<int32_t>(v)) {
+        *offset = static_cast<int32_t>(v);
       } else {
-        u.rbp_kind = EHP_RULE_OTHER;
-        u.rbp_offset = 0;
+        *kind = EHP_RULE_OTHER;
+        *offset = 0;
       }
-    }
-    if (u.ra_kind == EHP_RULE_CFA_OFFSET) {
-      if (Fits<int32_t>(ra)) {
-        u.ra_offset = static_cast<int32_t>(ra);
-      } else {
-        u.ra_kind = EHP_RULE_OTHER;
-        u.ra_offset = 0;
-      }
-    }
+    };
+    from_cfa(&u.rbp_kind, &u.rbp_offset);
+    from_cfa(&u.ra_kind, &u.ra_offset);
   }
   return u;
 }
