@@ -13,6 +13,7 @@
 #include <iterator>
 #include <string>
 
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
@@ -119,6 +120,24 @@ TEST_F(TableCacheTest, ACorruptEntryIsRefusedRemovedAndSaid) {
   EXPECT_THAT(why, HasSubstr(path));
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_EQ(cache->stats().rejected, 1u);
+}
+
+// Two ehprof versions sharing a cache keep one entry each for a file: the
+// name carries the format, so neither finds (and replaces) the other's.
+TEST_F(TableCacheTest, EntriesAreNamedForTheirFormat) {
+  const std::string bin = testing::TestdataPath("plt_calls.stripped");
+  auto cache = TableCache::Open(dir_, 1 << 30);
+  ASSERT_TRUE(cache.ok());
+  const std::string path = cache->PathOf(KeyOf(bin));
+  EXPECT_THAT(path, HasSubstr(absl::StrFormat("-f%08x.ehpt", TableFormatTag())));
+  // An older version's name for the same file (no format in it) is not
+  // looked at: a miss, nothing refused.
+  const std::string old_name = path.substr(0, path.rfind("-f")) + ".ehpt";
+  std::ofstream(old_name) << "an older format";
+  std::string why;
+  EXPECT_FALSE(cache->Load(KeyOf(bin), &why));
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(cache->stats().rejected, 0u);
 }
 
 TEST_F(TableCacheTest, AnEntryForAnotherFileIsRefused) {

@@ -90,8 +90,9 @@ absl::StatusOr<TableCache> TableCache::Open(std::string dir, uint64_t max_bytes)
 }
 
 std::string TableCache::PathOf(const TableFileKey& key) const {
-  return absl::StrFormat("%s/%s-%x-%x-%x%s", dir_, key.build_id.empty() ? "none" : key.build_id,
-                         key.inode, key.size, static_cast<uint64_t>(key.mtime_ns), kSuffix);
+  return absl::StrFormat("%s/%s-%x-%x-%x-f%08x%s", dir_, key.build_id.empty() ? "none" : key.build_id,
+                         key.inode, key.size, static_cast<uint64_t>(key.mtime_ns), TableFormatTag(),
+                         kSuffix);
 }
 
 std::optional<StoredTable> TableCache::Load(const TableFileKey& key, std::string* why) {

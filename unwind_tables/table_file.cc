@@ -60,6 +60,8 @@ bool Take(std::span<const uint8_t> bytes, size_t* at, uint64_t n, std::vector<T>
 
 }  // namespace
 
+uint32_t TableFormatTag() { return kTableBuilderVersion * 0x9e3779b1u ^ AbiFingerprint(); }
+
 std::string SerializeTable(const TableFileKey& key, const StoredTable& s) {
   const CompactTable& t = s.table;
   Header h{};

@@ -38,6 +38,12 @@ inline constexpr uint32_t kTableBuilderVersion = 2;  // 2: Go pclntab rows
 
 std::string SerializeTable(const TableFileKey& key, const StoredTable& t);
 
+// The builder version and ABI together, as one number: a cache names its
+// entries with it, so two ehprof versions on one host (an upgrade, a bench
+// of two builds) each keep their own entries instead of rebuilding what
+// the other wrote in turn.
+uint32_t TableFormatTag();
+
 // The table in `bytes` if it was written for `key` by this builder version
 // and this ABI, intact; an error naming `name` and what was wrong otherwise.
 absl::StatusOr<StoredTable> ParseTable(std::span<const uint8_t> bytes, const TableFileKey& key,
