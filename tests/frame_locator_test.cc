@@ -4,6 +4,8 @@
 // (ResolveSamples) and the agent's (StackAggregator, IntervalSymbolizer).
 #include "agent/resolve/frame_locator.h"
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -62,6 +64,42 @@ TEST_F(FrameLocator, ReturnAddressesAtTheCallSiteInFileAnonOrNoMapping) {
   EXPECT_EQ(LocateUserFrame(tracker, kPidA, 20, (kJit + 8) | EHP_FRAME_EXACT).kind, FrameLocation::Kind::kAnon);
   EXPECT_EQ(LocateUserFrame(tracker, kPidA, 20, 0x900000).kind, FrameLocation::Kind::kUnmapped);
   EXPECT_EQ(LocateUserFrame(tracker, kPidB, 20, 0x402001).kind, FrameLocation::Kind::kUnmapped);
+}
+
+// A map another user wrote for a process is not read: only root, the user
+// running ehprof or the process's own user may name its code.
+TEST_F(FrameLocator, APerfMapOfAnotherUserIsNotRead) {
+  if (geteuid() != 0) GTEST_SKIP() << "giving a file to another user needs root";
+  constexpr uid_t kNobody = 65534;
+  // A process of uid 65534, alive while the maps are read.
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setresuid(kNobody, kNobody, kNobody) != 0) _exit(1);
+    (void)!write(ready[1], "x", 1);
+    pause();
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  const auto pid = static_cast<uint32_t>(child);
+  Write(pid, absl::StrCat(absl::Hex(kJit), " 40 JS:*own a.js:1\n"));
+  Write(kPidA, absl::StrCat(absl::Hex(kJit), " 40 JS:*planted b.js:1\n"));
+  ASSERT_EQ(chown(MapPath(pid).c_str(), kNobody, kNobody), 0);
+  ASSERT_EQ(chown(MapPath(kPidA).c_str(), kNobody, kNobody), 0);
+  JitSymbols jit = Jit();
+  EXPECT_EQ(jit.Frame(pid, kJit + 4, true).symbol, "JS:*own a.js:1");
+  // kPidA (no such process, let alone one of uid 65534): not read.
+  EXPECT_EQ(jit.Frame(kPidA, kJit + 4, true).dso, "[anon]");
+  const std::vector<std::string> warnings = jit.TakeWarnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(MapPath(kPidA) + ": owned by uid 65534"), std::string::npos) << warnings[0];
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
 }
 
 TEST_F(FrameLocator, EachProcessNamesItsOwnJitCode) {

@@ -85,6 +85,18 @@ void JitSymbols::Refresh(uint32_t pid, Cached* c) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   struct stat st;
   if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return;  // none (yet)
+  // Anyone can write /tmp/perf-PID.map for another user's pid, before or
+  // while it runs: a map names the process's code only when its owner is
+  // root, the user running ehprof (perf's rule) or the process's own user
+  // (the owner of /proc/PID), who could name that code anyway.
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+    struct stat proc;
+    if (::stat(absl::StrCat("/proc/", pid).c_str(), &proc) != 0 || proc.st_uid != st.st_uid) {
+      warnings_.AddOnce(path, absl::StrCat(path, ": owned by uid ", st.st_uid,
+                                           ", neither root nor the process's user: not read"));
+      return;
+    }
+  }
   const auto size = static_cast<uint64_t>(st.st_size);
   const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
   const bool same_file = c->ino == st.st_ino && c->dev == st.st_dev;
