@@ -130,6 +130,14 @@ struct scratch {
 	__u32 leaf_exact; /* --verify: exact at the leaf */
 	__u64 leaf_regs[EHP_REG_RIP + 1];
 	ehp_sigcontext sig; /* a signal frame's saved registers */
+	/* The Python walk (bpf/python.bpf.h) of this sample's process: its eval
+	 * loop's two ranges [begin, end) (all 0 when the walk is off) and
+	 * whether the Python walk has steps of its own to take. The user walk
+	 * reads them before it calls py_step, so a native step outside the eval
+	 * loop pays no call; in a map value they multiply no verifier states. */
+	__u64 py_eval[4];
+	__u32 py_busy;
+	__u32 py_pad;
 	__u8 win[STACK_WINDOW];
 };
 struct {

@@ -1,12 +1,15 @@
 /* Python frames inside the native walk: when the walk reaches a CPython
  * eval loop (_PyEval_EvalFrameDefault, or its .cold part) of a process in
  * py_procs, the Python frames that eval call runs are emitted in front of
- * it, innermost first, then the native walk goes on. Each step of the walk
- * first asks py_step, a global function verified once on its own, whose
- * state is in the per-CPU py_buf (bpf/python_frames.bpf.h): one thread
- * state looked at, or up to PY_EVAL_FRAMES_MAX of an eval call's frames,
- * per bpf_loop iteration. The offsets come per interpreter binary from
- * user space (agent/python/). Included after bpf/walk.bpf.h. */
+ * it, innermost first, then the native walk goes on. A step of the walk
+ * whose pc is in the eval loop, or that the Python walk has work for
+ * (scratch's py_eval and py_busy, compared before any call), calls
+ * py_step, a global function verified once on its own, whose state is in
+ * the per-CPU py_buf (bpf/python_frames.bpf.h): one thread state looked
+ * at, or up to PY_EVAL_FRAMES_MAX of an eval call's frames, per bpf_loop
+ * iteration; the step that ends an eval call's frames also takes its
+ * native step. The offsets come per interpreter binary from user space
+ * (agent/python/). Included after bpf/walk.bpf.h. */
 #ifndef EHPROF_BPF_PYTHON_BPF_H_
 #define EHPROF_BPF_PYTHON_BPF_H_
 
@@ -32,17 +35,20 @@ struct {
  * the eval loop's frame off). */
 #define PY_STEP_NATIVE 0
 enum py_step_act {
-	PY_ACT_NEXT = 1, /* go on with the next step */
-	PY_ACT_FULL = 2, /* a frame did not fit: the walk ends at its depth limit */
+	PY_ACT_NEXT = 1,   /* go on with the next step */
+	PY_ACT_FULL = 2,   /* a frame did not fit: the walk ends at its depth limit */
+	PY_ACT_NATIVE = 3, /* the eval call is done: its native step follows in this step */
 };
 
 /* Starts the Python side of a walk of process pid: nonzero when it is on
  * (struct walk's python; read back from the map value, so a value the
  * verifier does not know and no state of its own). */
-EHP_INLINE __u8 python_begin(__u32 pid)
+EHP_INLINE __u8 python_begin(struct scratch *s, __u32 pid)
 {
 	__u32 zero = 0;
 	struct py_win_buf *buf = bpf_map_lookup_elem(&py_buf, &zero);
+	s->py_busy = 0;
+	__builtin_memset(s->py_eval, 0, sizeof(s->py_eval));
 	if (!buf)
 		return 0;
 	buf->walk.state = PY_OFF; /* it holds another sample's walk */
@@ -54,6 +60,10 @@ EHP_INLINE __u8 python_begin(__u32 pid)
 #ifdef __TARGET_ARCH_x86
 		buf->walk.fsbase = bpf_get_current_task_btf()->thread.fsbase;
 		buf->walk.state = PY_IDLE;
+		s->py_eval[0] = proc->eval_begin[0];
+		s->py_eval[1] = proc->eval_end[0];
+		s->py_eval[2] = proc->eval_begin[1];
+		s->py_eval[3] = proc->eval_end[1];
 #endif
 	}
 	return buf->walk.state;
@@ -94,7 +104,7 @@ EHP_INLINE int py_at_eval(struct py_win_buf *buf, struct scratch *s)
 	__u32 tid = s->ev.tid;
 	__u64 *cached = bpf_map_lookup_elem(&py_threads, &tid);
 	__u64 frame = 0;
-	int r = cached ? py_thread_frame(buf, *cached, st->fsbase, &frame) : 0;
+	int r = cached ? py_thread_frame(buf, s, *cached, st->fsbase, &frame) : 0;
 	if (r < 0) {
 		st->searched = 1;
 		py_stop(buf, s, EHP_PY_STOP_READ_FAULT);
@@ -138,7 +148,7 @@ EHP_INLINE void py_search_step(struct py_win_buf *buf, struct scratch *s)
 		__u32 tid = s->ev.tid;
 		bpf_map_update_elem(&py_threads, &tid, &st->tstate, BPF_ANY);
 		/* Its frame and data stack as a cached one's are read. */
-		if (py_thread_frame(buf, st->tstate, st->fsbase, &frame) <= 0) {
+		if (py_thread_frame(buf, s, st->tstate, st->fsbase, &frame) <= 0) {
 			py_stop(buf, s, EHP_PY_STOP_READ_FAULT);
 			return;
 		}
@@ -153,24 +163,21 @@ EHP_INLINE void py_search_step(struct py_win_buf *buf, struct scratch *s)
 }
 
 /* The Python side of a walk step whose next frame slot is at, n frames
- * into the walk, at lookup address pc: see PY_STEP_NATIVE. A native step
- * outside the eval loop (most of them) returns after one map lookup and
- * the range compares. */
+ * into the walk, at lookup address pc: see PY_STEP_NATIVE. Called only
+ * for a pc in the eval loop or while scratch's py_busy says the Python walk
+ * has steps of its own (a thread search, an eval call's further frames);
+ * it keeps py_busy, and empties py_eval once the Python walk is off. */
 __noinline int py_step(__u32 at, __u32 n, __u64 pc)
 {
 	__u32 zero = 0;
 	struct py_win_buf *buf = bpf_map_lookup_elem(&py_buf, &zero);
-	if (!buf || buf->walk.state == PY_OFF)
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!buf || !s)
 		return PY_STEP_NATIVE;
-	if (buf->walk.native_next) {
-		buf->walk.native_next = 0;
+	if (buf->walk.state == PY_OFF || (buf->walk.state == PY_IDLE && (n == 0 || !py_in_eval(&buf->proc, pc)))) {
+		s->py_busy = 0;
 		return PY_STEP_NATIVE;
 	}
-	if (buf->walk.state == PY_IDLE && (n == 0 || !py_in_eval(&buf->proc, pc)))
-		return PY_STEP_NATIVE;
-	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
-		return PY_STEP_NATIVE;
 	__u32 limit = cfg.max_frames < EHP_MAX_USER_FRAMES ? cfg.max_frames : EHP_MAX_USER_FRAMES;
 	buf->out.at = at;
 	buf->out.room = n < limit ? limit - n : 0;
@@ -184,7 +191,12 @@ __noinline int py_step(__u32 at, __u32 n, __u64 pc)
 	if (buf->walk.state == PY_FRAMES && !buf->out.full)
 		py_frames(buf, s);
 	__u32 delta = buf->out.at + buf->out.k + 1 - at; /* frames added, + 1 */
-	return ((buf->out.full ? PY_ACT_FULL : PY_ACT_NEXT) << 16) | (delta & 0xffff);
+	__u32 act = buf->out.full ? PY_ACT_FULL : buf->walk.native_next ? PY_ACT_NATIVE : PY_ACT_NEXT;
+	buf->walk.native_next = 0;
+	s->py_busy = buf->walk.state == PY_SEARCH || buf->walk.state == PY_FRAMES;
+	if (buf->walk.state == PY_OFF)
+		__builtin_memset(s->py_eval, 0, sizeof(s->py_eval));
+	return (act << 16) | (delta & 0xffff);
 }
 
 /* A step of the user walk that knows Python: Python frames while inside
@@ -192,16 +204,22 @@ __noinline int py_step(__u32 at, __u32 n, __u64 pc)
 static long py_dwarf_step(__u32 i, void *data)
 {
 	struct walk *w = data;
+	struct scratch *s = w->s;
 	if (cfg.python && w->python) {
-		struct scratch *s = w->s;
-		int r = py_step(w->base + w->n, w->n, s->exact ? s->pc : s->pc - 1);
-		if (r != PY_STEP_NATIVE) {
-			w->n = w->n + ((__u32)r & 0xffff) - 1;
-			if (((__u32)r >> 16) == PY_ACT_FULL) {
-				w->stop = EHP_STOP_DEPTH_LIMIT;
-				return 1;
+		__u64 pc = s->exact ? s->pc : s->pc - 1;
+		if (s->py_busy || (w->n && ((pc >= s->py_eval[0] && pc < s->py_eval[1]) ||
+					    (pc >= s->py_eval[2] && pc < s->py_eval[3])))) {
+			int r = py_step(w->base + w->n, w->n, pc);
+			if (r != PY_STEP_NATIVE) {
+				__u32 act = (__u32)r >> 16;
+				w->n = w->n + ((__u32)r & 0xffff) - 1;
+				if (act == PY_ACT_FULL) {
+					w->stop = EHP_STOP_DEPTH_LIMIT;
+					return 1;
+				}
+				if (act != PY_ACT_NATIVE)
+					return 0;
 			}
-			return 0;
 		}
 	}
 	return dwarf_step_state(w) ? 0 : 1;

@@ -5,10 +5,12 @@
  * window: one bpf_probe_read_user of the frame's page up to the frame's
  * end, from which the frames it holds are taken without another read. On
  * 3.11+ an eval call's frames sit in the thread's data stack, each caller
- * below its callee (about 20 frames a read on 3.12 in
- * bench/python_cost.py's 50-deep recursion); on 3.10 frame objects come
- * from the allocator's 4 KiB pools, mostly handed out upwards as calls
- * nest (about 4 a read). Included by bpf/python.bpf.h. */
+ * below its callee, and the window reaches down to the chunk's start
+ * (bench/python_cost.py's 50 frames in one read); on 3.10 frame objects
+ * come from the allocator's 4 KiB pools, mostly handed out upwards as
+ * calls nest (about 4 a read). What lives on the C stack (3.11/3.12's
+ * cframe, a 3.12+ entry frame) is read through the native walk's stack
+ * window instead. Included by bpf/python.bpf.h. */
 #ifndef EHPROF_BPF_PYTHON_FRAMES_BPF_H_
 #define EHPROF_BPF_PYTHON_FRAMES_BPF_H_
 
@@ -105,6 +107,43 @@ EHP_INLINE __u64 py_win_u64(struct py_win_buf *buf, __u32 off)
 	return *(__u64 *)(buf->b + (off & ~7u));
 }
 
+/* How far above the eval loop's stack pointer a frame may be and still be
+ * taken for a C stack one (a 3.12+ entry frame sits in the eval loop's own
+ * C frame, a few hundred bytes up). */
+#define PY_CSTACK_REACH 65536
+
+/* Where the len bytes at addr (len <= EHP_PY_FRAME_READ_MAX) are in the
+ * native walk's stack window (struct scratch's win), -1 when not there and
+ * not readable into it. Bytes of the C stack (3.11/3.12's cframe, a 3.12+
+ * entry frame) are read through that window as the native walk reads its
+ * words, from addr up to its page's end: the walk's next steps, in the
+ * eval loop's frame and its callers', mostly find their words in the same
+ * read, where a read of the Python window would have cost one of its own
+ * and dropped the data stack's frames. */
+EHP_INLINE int py_stack_at(struct scratch *s, __u64 addr, __u32 len)
+{
+	__u64 off = addr - s->win_lo;
+	if (len > EHP_PY_FRAME_READ_MAX)
+		return -1;
+	if (addr >= s->win_lo && off <= STACK_WINDOW - EHP_PY_FRAME_READ_MAX && off + len <= s->win_len)
+		return (int)off;
+	__u64 size = PAGE_SIZE_BYTES - (addr & (PAGE_SIZE_BYTES - 1));
+	EHP_CLAMP_UMAX(size, STACK_WINDOW);
+	if (size < len || bpf_probe_read_user(s->win, size, (void *)addr))
+		return -1;
+	s->win_lo = addr;
+	s->win_len = (__u32)size;
+	return 0;
+}
+
+/* The u64 and the byte at off in the stack window, 0 past its end. */
+EHP_INLINE __u64 py_stack_u64(struct scratch *s, __u32 off)
+{
+	if (off > STACK_WINDOW - 8)
+		return 0;
+	return *(__u64 *)(s->win + (off & ~7u));
+}
+
 /* One frame value into the sample (0 when it does not fit: out.full). */
 EHP_INLINE int py_push(struct py_win_buf *buf, struct scratch *s, __u64 value)
 {
@@ -143,7 +182,8 @@ EHP_INLINE int py_stop(struct py_win_buf *buf, struct scratch *s, __u32 why)
  * chunk and limit in one read): 1, its current frame then in *frame and
  * the chunk in buf's walk; 0 if not; -1 when its frame's cframe cannot be
  * read. */
-EHP_INLINE int py_thread_frame(struct py_win_buf *buf, __u64 tstate, __u64 fsbase, __u64 *frame)
+EHP_INLINE int py_thread_frame(struct py_win_buf *buf, struct scratch *s, __u64 tstate, __u64 fsbase,
+				__u64 *frame)
 {
 	struct ehp_py_proc *p = &buf->proc;
 	if (!tstate)
@@ -171,8 +211,8 @@ EHP_INLINE int py_thread_frame(struct py_win_buf *buf, __u64 tstate, __u64 fsbas
 		buf->walk.chunk_lo = py_win_u64(buf, (__u32)at + ds_off - lo);
 		buf->walk.chunk_hi = py_win_u64(buf, (__u32)at + ds_off + 16 - lo);
 	}
-	if (p->cframe_frame != EHP_PY_NO_CFRAME && *frame &&
-	    bpf_probe_read_user(frame, sizeof(*frame), (void *)(*frame + p->cframe_frame)))
+	/* 3.11/3.12: cframe is a local of the innermost eval call, on the C stack. */
+	if (p->cframe_frame != EHP_PY_NO_CFRAME && *frame && !read_stack_u64(s, *frame + p->cframe_frame, frame))
 		return -1;
 	return 1;
 }
@@ -200,6 +240,18 @@ EHP_INLINE void py_frames(struct py_win_buf *buf, struct scratch *s)
 		}
 		if (len > EHP_PY_FRAME_READ_MAX)
 			len = EHP_PY_FRAME_READ_MAX;
+		/* 3.12+: a frame outside the data stack chunk and just above the
+		 * eval loop's stack pointer is its entry frame, on the C stack. */
+		if (p->layout == EHP_PY_CSTACK_OWNER && (frame < buf->walk.chunk_lo || frame >= buf->walk.chunk_hi) &&
+		    (s->valid & REG_BIT(EHP_REG_RSP)) && frame - s->regs[EHP_REG_RSP] < PY_CSTACK_REACH) {
+			int so = py_stack_at(s, frame, len);
+			__u32 owner_at = (__u32)so + p->frame_entry;
+			if (so >= 0 && owner_at < STACK_WINDOW && s->win[owner_at] == p->owner_cstack) {
+				frame = py_stack_u64(s, (__u32)so + p->frame_previous);
+				end = 1;
+				break;
+			}
+		}
 		int off = py_view(buf, frame, len, PY_VIEW_BELOW);
 		if (off < 0) {
 			why = EHP_PY_STOP_READ_FAULT;

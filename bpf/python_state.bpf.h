@@ -27,7 +27,7 @@ struct py_walk {
 	__u64 chunk_hi;
 	__u32 searched;	  /* thread states looked at; 1 once found from the cache */
 	__u8 state;	  /* enum py_walk_state */
-	__u8 native_next; /* the next step is the eval loop's own native step */
+	__u8 native_next; /* the eval call is done: its native step follows at once */
 	__u8 pad[2];
 };
 

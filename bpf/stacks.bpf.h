@@ -103,7 +103,7 @@ EHP_INLINE __u64 collect_stacks(void *ctx, struct scratch *s, int user_mode)
 					w.stop = EHP_STOP_NO_PROC;
 					notify(EHP_EVENT_UNKNOWN_PID, pid, tid, 0);
 				} else {
-					w.python = python_begin(pid);
+					w.python = python_begin(s, pid);
 					bpf_loop(EHP_MAX_USER_FRAMES, py_dwarf_step, &w, 0);
 				}
 			} else {
