@@ -202,6 +202,9 @@ EHP_ASSERT(EHP_MAX_PAGE_ROWS <= EHP_ROW_CHUNK_ROWS, "a page's rows fit in one ch
 #define EHP_PY_OFFSET_UNKNOWN ((1u << EHP_PY_OFFSET_BITS) - 1)
 #define EHP_PY_FRAME(code, off)                                                                    \
 	(EHP_FRAME_PYTHON | ((ehp_u64)(off) << EHP_PY_CODE_BITS) | (((code) >> 3) & EHP_PY_CODE_MASK))
+/* A user frame value that is a Python frame, not a native frame's address
+ * (the walk never sets the exact or frame-pointer bit on one). */
+#define EHP_IS_PY_FRAME(v) (((v) & (EHP_FRAME_PYTHON | EHP_FRAME_EXACT | EHP_FRAME_FP)) == EHP_FRAME_PYTHON)
 #define EHP_PY_FRAME_CODE(v) (((v) & EHP_PY_CODE_MASK) << 3)
 #define EHP_PY_FRAME_OFFSET(v) (((v) >> EHP_PY_CODE_BITS) & EHP_PY_OFFSET_UNKNOWN)
 EHP_ASSERT(EHP_PY_CODE_BITS + EHP_PY_OFFSET_BITS == 61, "a Python frame's fields below bit 61");

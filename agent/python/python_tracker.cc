@@ -271,7 +271,7 @@ void PythonTracker::NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64
   Notice(pid, now_ns);
   Proc& p = procs_[pid];
   for (uint64_t& v : *user) {
-    if (!(v & EHP_FRAME_PYTHON) || (v & (EHP_FRAME_EXACT | EHP_FRAME_FP))) continue;
+    if (!EHP_IS_PY_FRAME(v)) continue;
     const uint64_t code = EHP_PY_FRAME_CODE(v);
     if (code == 0) continue;  // a stop marker stays as it is
     const uint32_t index = p.state == Proc::kPython ? CodeIndex(pid, p, code, now_ns) : 1;

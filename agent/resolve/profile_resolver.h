@@ -43,9 +43,7 @@ ResolvedFrame PythonFrame(uint64_t value, const PythonCodeTable* codes);
 ResolvedFrame PythonFrame(PythonFrameName name, uint64_t code);
 
 // A user frame value that is a Python frame, not an address.
-inline bool IsPythonFrame(uint64_t value) {
-  return (value & (EHP_FRAME_PYTHON | EHP_FRAME_EXACT | EHP_FRAME_FP)) == EHP_FRAME_PYTHON;
-}
+inline bool IsPythonFrame(uint64_t value) { return EHP_IS_PY_FRAME(value); }
 
 // A walk's user frames in the order the outputs show them, each value
 // resolved by `native` (which appends an address's frames: its inline

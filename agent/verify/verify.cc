@@ -45,7 +45,7 @@ VerifyResult VerifyWalks(const std::vector<RawSample>& samples,
     // ones they were read from; libdwfl knows only the native frames, so
     // the two are compared on those.
     for (uint64_t v : s.user) {
-      if ((v & (EHP_FRAME_PYTHON | EHP_FRAME_EXACT | EHP_FRAME_FP)) == EHP_FRAME_PYTHON) continue;
+      if (EHP_IS_PY_FRAME(v)) continue;
       ours.push_back(v & EHP_FRAME_ADDR_MASK);
     }
     const size_t n = std::min(ours.size(), theirs->size());
