@@ -158,7 +158,9 @@ TEST_F(RecordCaps, MinimalCapabilitiesRecordARootOwnedProcess) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const std::string out = dir_ + "/pid.folded";
-  CapsRun r = RunAs(kMinimalCaps, {"record", "-F", "499", "-d", "1", "-o", out, "-p", std::to_string(target)});
+  // Two seconds for 200 samples: the count is a guard that the process was
+  // recorded at all, and must hold when other tests share the CPUs.
+  CapsRun r = RunAs(kMinimalCaps, {"record", "-F", "499", "-d", "2", "-o", out, "-p", std::to_string(target)});
   kill(target, SIGKILL);
   waitpid(target, nullptr, 0);
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -125,7 +125,7 @@ class Interpreter {
       // The return address cannot live in another register or at *(reg+N);
       // on aarch64 "same" is the link register itself.
       state_.ra_kind = kind == EHP_RULE_DEREF || (kind == EHP_RULE_SAME && !a64_)
-                           ? EHP_RULE_OTHER : kind;
+                           ? static_cast<uint8_t>(EHP_RULE_OTHER) : kind;
       state_.ra_offset = kind == EHP_RULE_CFA_OFFSET ? offset : 0;
     }
   }
@@ -209,7 +209,7 @@ class Interpreter {
           const uint64_t field = recs_.section_vaddr +
               static_cast<uint64_t>(r.pos() - recs_.section_data.data());
           uint8_t enc = recs_.kind == CfiSectionKind::kEhFrame ? cie_.fde_encoding
-                                                               : DW_EH_PE_absptr;
+                                                               : static_cast<uint8_t>(DW_EH_PE_absptr);
           if (!ReadEncodedPointer(r, enc, field, &to)) return Error("bad DW_CFA_set_loc");
           if (to < loc_) return Error("DW_CFA_set_loc moves backwards");
           AdvanceTo(to);
