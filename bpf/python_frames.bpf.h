@@ -136,12 +136,15 @@ EHP_INLINE int py_stack_at(struct scratch *s, __u64 addr, __u32 len)
 	return 0;
 }
 
-/* The u64 and the byte at off in the stack window, 0 past its end. */
+/* The u64 at off in the stack window, 0 past its end. The window starts
+ * wherever the walk last read (not always 8-aligned), so this is a copy,
+ * not py_win_u64's aligned load; one per eval call. */
 EHP_INLINE __u64 py_stack_u64(struct scratch *s, __u32 off)
 {
-	if (off > STACK_WINDOW - 8)
-		return 0;
-	return *(__u64 *)(s->win + (off & ~7u));
+	__u64 v = 0;
+	if (off <= STACK_WINDOW - 8)
+		__builtin_memcpy(&v, s->win + off, sizeof(v));
+	return v;
 }
 
 /* One frame value into the sample (0 when it does not fit: out.full). */
