@@ -464,7 +464,8 @@ enum ehp_stat {
 	EHP_STAT_FILTERED = 3,
 	EHP_STAT_OFFCPU_EVENTS = 4,    /* blocks over the threshold, sent */
 	EHP_STAT_OFFCPU_UNTRACKED = 5, /* switch-outs the full offcpu_tasks map lost */
-	EHP_STAT_COUNT = 6,
+	EHP_STAT_OFFCPU_UNSEEN = 6,    /* blocks whose switch-in no sched_switch showed */
+	EHP_STAT_COUNT = 7,
 };
 
 /* Load-time settings (the program's .rodata). */

@@ -65,12 +65,61 @@ EHP_INLINE __u32 offcpu_state_bit(struct task_struct *prev, bool preempt)
 	return 0;
 }
 
+/* Sends a kept block that lasted blocked ns, if long enough. */
+EHP_INLINE void offcpu_send(struct offcpu_stacks *v, __u64 blocked)
+{
+	if (blocked < cfg.offcpu_min_ns)
+		return;
+	v->ev.addr = blocked;
+	__u64 n = (__u64)v->ev.n_kernel + v->ev.n_user;
+	if (n > EHP_OFFCPU_MAX_FRAMES)
+		n = EHP_OFFCPU_MAX_FRAMES;
+	count(EHP_STAT_OFFCPU_EVENTS);
+	if (bpf_ringbuf_output(&events, v, sizeof(v->ev) + n * sizeof(__u64), sample_wakeup()))
+		count(EHP_STAT_RINGBUF_DROPS);
+}
+
+/* For the task the scheduler picked: sends its block if long enough. */
+EHP_INLINE void offcpu_switch_in(struct task_struct *next)
+{
+	__u32 tid = next->pid;
+	struct offcpu_stacks *v = bpf_map_lookup_elem(&offcpu_tasks, &tid);
+	if (!v)
+		return;
+	offcpu_send(v, bpf_ktime_get_ns() - v->ev.time_ns);
+	bpf_map_delete_elem(&offcpu_tasks, &tid);
+}
+
+/* For the task leaving the CPU, before anything else: a block still kept
+ * for it is one whose switch-in no sched_switch showed (seen on Firecracker
+ * guests: a switch away from the guest's init threads fires no tracepoint,
+ * so the task it hands the CPU to runs unseen). Kept, the next switch-out
+ * would overwrite it and the block would be lost. It ended when the task
+ * was last picked: the task's CPU time since then (the scheduler sets
+ * se.prev_sum_exec_runtime at each pick, and has brought sum_exec_runtime
+ * up to date before the switch) is how long before now that was. A class
+ * that does not keep the pick mark (real-time) can give more than the whole
+ * span: then the block is taken to have ended now, its run counted in it. */
+EHP_INLINE void offcpu_end_unseen(struct task_struct *prev, __u32 tid)
+{
+	struct offcpu_stacks *v = bpf_map_lookup_elem(&offcpu_tasks, &tid);
+	if (!v)
+		return;
+	const __u64 now = bpf_ktime_get_ns(), span = now - v->ev.time_ns;
+	const __u64 ran = BPF_CORE_READ(prev, se.sum_exec_runtime) -
+			  BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
+	count(EHP_STAT_OFFCPU_UNSEEN);
+	offcpu_send(v, ran < span ? span - ran : span);
+	bpf_map_delete_elem(&offcpu_tasks, &tid);
+}
+
 /* For the task leaving the CPU (the current task). */
 EHP_INLINE void offcpu_switch_out(void *ctx, struct task_struct *prev, bool preempt)
 {
 	__u32 pid = prev->tgid, tid = prev->pid;
 	if (tid == 0 || pid == cfg.self_pid) /* the idle task; ourselves */
 		return;
+	offcpu_end_unseen(prev, tid);
 	if (!(offcpu_state_bit(prev, preempt) & cfg.offcpu_states))
 		return;
 	if (!task_wanted(pid, tid)) /* prev is still the current task */
@@ -96,26 +145,6 @@ EHP_INLINE void offcpu_switch_out(void *ctx, struct task_struct *prev, bool pree
 		       "offcpu_stacks is a prefix of scratch");
 	if (bpf_map_update_elem(&offcpu_tasks, &tid, s, BPF_ANY))
 		count(EHP_STAT_OFFCPU_UNTRACKED);
-}
-
-/* For the task the scheduler picked: sends its block if long enough. */
-EHP_INLINE void offcpu_switch_in(struct task_struct *next)
-{
-	__u32 tid = next->pid;
-	struct offcpu_stacks *v = bpf_map_lookup_elem(&offcpu_tasks, &tid);
-	if (!v)
-		return;
-	const __u64 blocked = bpf_ktime_get_ns() - v->ev.time_ns;
-	if (blocked >= cfg.offcpu_min_ns) {
-		v->ev.addr = blocked;
-		__u64 n = (__u64)v->ev.n_kernel + v->ev.n_user;
-		if (n > EHP_OFFCPU_MAX_FRAMES)
-			n = EHP_OFFCPU_MAX_FRAMES;
-		count(EHP_STAT_OFFCPU_EVENTS);
-		if (bpf_ringbuf_output(&events, v, sizeof(v->ev) + n * sizeof(__u64), sample_wakeup()))
-			count(EHP_STAT_RINGBUF_DROPS);
-	}
-	bpf_map_delete_elem(&offcpu_tasks, &tid);
 }
 
 #endif /* EHPROF_BPF_OFFCPU_BPF_H_ */

@@ -409,6 +409,8 @@ int BPF_PROG(ehprof_switch, bool preempt, struct task_struct *prev, struct task_
 {
 	offcpu_switch_in(next);
 	__u32 pid = prev->tgid, tid = prev->pid, zero = 0;
+	if (tid != 0)
+		offcpu_end_unseen(prev, tid);
 	if (!offcpu_wanted(prev, preempt, pid, tid))
 		return 0;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);

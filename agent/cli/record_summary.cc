@@ -22,13 +22,19 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
                static_cast<unsigned long long>(s.samples), s.seconds,
                static_cast<unsigned long long>(s.ringbuf_drops), s.ended_by.c_str());
   if (s.off_cpu_ns > 0 || s.off_cpu_untracked > 0) {
-    std::fprintf(stderr, "ehprof: off-CPU: %.3f s blocked in all%s\n", s.off_cpu_ns / 1e9,
-                 s.off_cpu_untracked
-                     ? absl::StrFormat(" (%d switch-outs not tracked: more threads blocked at once "
-                                       "than the BPF map holds)",
-                                       s.off_cpu_untracked)
-                           .c_str()
-                     : "");
+    std::string notes;
+    if (s.off_cpu_untracked > 0) {
+      notes += absl::StrFormat(" (%d switch-outs not tracked: more threads blocked at once than the BPF map holds)",
+                               s.off_cpu_untracked);
+    }
+    // Not lost: ended where the task's CPU time since its last pick says
+    // (bpf/offcpu.bpf.h, offcpu_end_unseen).
+    if (s.off_cpu_unseen > 0) {
+      notes += absl::StrFormat(" (%d blocks ended by a switch-in no sched_switch event showed: their end "
+                               "taken from the task's run time since)",
+                               s.off_cpu_unseen);
+    }
+    std::fprintf(stderr, "ehprof: off-CPU: %.3f s blocked in all%s\n", s.off_cpu_ns / 1e9, notes.c_str());
   }
   if (user_walked) {
     std::vector<std::pair<uint64_t, unsigned>> top;

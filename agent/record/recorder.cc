@@ -236,6 +236,7 @@ void Recorder::FinishSummary() {
   summary_.ringbuf_drops = stats[EHP_STAT_RINGBUF_DROPS];
   summary_.event_drops = stats[EHP_STAT_EVENT_DROPS];
   summary_.off_cpu_untracked = stats[EHP_STAT_OFFCPU_UNTRACKED];
+  summary_.off_cpu_unseen = stats[EHP_STAT_OFFCPU_UNSEEN];
   summary_.prog = session_->SampleProgStats();
   summary_.cpu_time_ns = CpuTimeNs() - summary_.setup_cpu_ns;
   summary_.tables = files_->stats();

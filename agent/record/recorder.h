@@ -107,6 +107,7 @@ struct RecordSummary {
   uint64_t procs_refused = 0;   // processes the full process map had no room for
   uint64_t off_cpu_ns = 0;      // --off-cpu: time blocked, over all events
   uint64_t off_cpu_untracked = 0;  // switch-outs the full BPF map could not keep
+  uint64_t off_cpu_unseen = 0;     // blocks whose switch-in no sched_switch showed
   size_t remembered = 0;        // processes whose mappings are kept for resolving
   size_t kept_files = 0;        // files held open for symbolization
   // Per sample, counted as they arrive (aggregated samples keep no per-

@@ -1,0 +1,134 @@
+// ehprof record --off-cpu when a block's switch-in fires no sched_switch
+// (on Firecracker guests a switch away from the guest's init threads is not
+// traced): the block must be sent at the task's next switch-out, ended
+// where its run time since its last pick says, not overwritten and lost.
+// No switch can be left untraced on purpose, so the test makes the state
+// such a switch leaves: a block kept for a task that is on the CPU.
+#include <bpf/bpf.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "bpf/ehprof_abi.h"
+#include "gtest/gtest.h"
+#include "tests/test_support.h"
+
+namespace ehprof {
+namespace {
+
+using testing::RequireRootForBpf;
+using testing::RunEhprof;
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // bpf_ktime_get_ns's clock
+  return uint64_t(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+// The off-CPU map among the BPF maps process `pid` holds open.
+UniqueFd OffCpuMapOf(pid_t pid, bpf_map_info* info) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fdinfo";
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
+  if (!d) return UniqueFd();
+  while (dirent* e = readdir(d.get())) {
+    std::ifstream in(dir + "/" + e->d_name);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("map_id:", 0) != 0) continue;
+      UniqueFd fd(bpf_map_get_fd_by_id(static_cast<uint32_t>(std::stoul(line.substr(7)))));
+      uint32_t len = sizeof(*info);
+      std::memset(info, 0, sizeof(*info));
+      if (fd.get() >= 0 && bpf_obj_get_info_by_fd(fd.get(), info, &len) == 0 &&
+          std::strcmp(info->name, "offcpu_tasks") == 0) {
+        return fd;
+      }
+    }
+  }
+  return UniqueFd();
+}
+
+// The block is made for this very thread, from this thread: on the CPU
+// while it makes it (as a task a switch-in went unseen for is), so the
+// next thing the scheduler does with it is a switch-out. ehprof follows
+// another process: a block kept for a task is sent whoever it is.
+TEST(RecordOffCpuUnseen, ABlockWhoseSwitchInWentUnseenIsSentAtTheNextSwitchOut) {
+  if (!RequireRootForBpf()) GTEST_SKIP();
+  const std::string out = ::testing::TempDir() + "/unseen." + std::to_string(getpid()) + ".txt";
+  const pid_t followed = fork();
+  ASSERT_GE(followed, 0);
+  if (followed == 0) {
+    for (;;) pause();
+  }
+  const uint32_t self = static_cast<uint32_t>(gettid());
+  constexpr uint64_t kAge = 1000000000;  // the made block began 1 s before it was made
+  uint64_t made = 0, gone = 0;
+  auto r = RunEhprof(
+      {"record", "--off-cpu", "-q", "--format", "perf-script", "-o", out, "-p", std::to_string(followed)},
+      SIGINT, 500, [&](pid_t ehprof) {
+        bpf_map_info info;
+        UniqueFd map;
+        for (int i = 0; i < 100 && map.get() < 0; ++i) {
+          map = OffCpuMapOf(ehprof, &info);
+          if (map.get() < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        ASSERT_GE(map.get(), 0) << "no offcpu_tasks map held by ehprof " << ehprof;
+        ASSERT_GE(info.value_size, sizeof(ehp_event) + sizeof(uint64_t));
+        // A block kept as a switch-out keeps one, with one user frame.
+        std::vector<uint8_t> value(info.value_size, 0);
+        ehp_event ev{};
+        ev.kind = EHP_EVENT_SAMPLE;
+        ev.pid = static_cast<uint32_t>(getpid());
+        ev.tid = self;
+        ev.flags = EHP_SAMPLE_OFF_CPU;
+        ev.n_user = 1;
+        ev.stop_reason = EHP_STOP_END_OF_STACK;
+        std::snprintf(ev.comm, sizeof(ev.comm), "unseen");
+        const uint64_t frame = 0x5eed;
+        // Just picked (the sleep's end), so the last pick is this close
+        // before the block is made.
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        made = MonotonicNs();
+        ev.time_ns = made - kAge;
+        std::memcpy(value.data(), &ev, sizeof(ev));
+        std::memcpy(value.data() + sizeof(ev), &frame, sizeof(frame));
+        ASSERT_EQ(bpf_map_update_elem(map.get(), &self, value.data(), BPF_ANY), 0) << std::strerror(errno);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the switch-out
+        gone = bpf_map_lookup_elem(map.get(), &self, value.data()) != 0 ? MonotonicNs() : 0;
+      });
+  kill(followed, SIGKILL);
+  waitpid(followed, nullptr, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_GT(made, 0u);
+  EXPECT_GT(gone, 0u) << "the made block was still kept after its task left the CPU";
+  const std::string text = testing::ReadFile(out);
+  std::remove(out.c_str());
+  // Sent once, as a block, said in the summary.
+  std::smatch m;
+  const std::regex header("unseen +" + std::to_string(getpid()) + R"( +\[[0-9]+\] +[0-9.]+: +([0-9]+) offcpu-time:)");
+  ASSERT_TRUE(std::regex_search(text, m, header)) << r.err << "\n" << text.substr(0, 3000);
+  const uint64_t period = std::stoull(m[1].str());
+  EXPECT_NE(r.err.find("1 blocks ended by a switch-in no sched_switch event showed"), std::string::npos) << r.err;
+  // It ended at this thread's last pick: before the block was made, and
+  // after the sleep before that ended (microseconds before, unless a busy
+  // machine kept the woken thread waiting for a CPU).
+  std::printf("made block: %.3f ms\n", period / 1e6);
+  EXPECT_LE(period, kAge) << text.substr(0, 2000);
+  EXPECT_GE(period, kAge - 20000000) << text.substr(0, 2000);
+  EXPECT_EQ(std::regex_search(m.suffix().str(), header), false) << "sent twice";
+}
+
+}  // namespace
+}  // namespace ehprof
