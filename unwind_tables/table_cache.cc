@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
+#include "base/fd_io.h"
 #include "base/scoped_handle.h"
 #include "base/unique_fd.h"
 
@@ -41,29 +42,6 @@ absl::Status MakeDirs(const std::string& dir) {
     }
     if (at == std::string::npos) return absl::OkStatus();
   }
-}
-
-bool ReadAll(int fd, uint64_t size, std::vector<uint8_t>* out) {
-  out->resize(size);
-  uint64_t got = 0;
-  while (got < size) {
-    ssize_t n = ::read(fd, out->data() + got, size - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    got += static_cast<uint64_t>(n);
-  }
-  return true;
-}
-
-bool WriteAll(int fd, const std::string& bytes) {
-  size_t put = 0;
-  while (put < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + put, bytes.size() - put);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    put += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 }  // namespace
@@ -115,8 +93,8 @@ std::optional<StoredTable> TableCache::Load(const TableFileKey& key, std::string
     return refuse(absl::StrCat(path, ": not a private regular file of this user"));
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxEntryBytes) return refuse(absl::StrCat(path, ": too big"));
-  std::vector<uint8_t> bytes;
-  if (!ReadAll(fd.get(), static_cast<uint64_t>(st.st_size), &bytes)) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
+  if (ReadFull(fd.get(), bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) {
     return refuse(absl::StrCat(path, ": short read"));
   }
   absl::StatusOr<StoredTable> t = ParseTable(bytes, key, path);
@@ -134,7 +112,7 @@ absl::Status TableCache::Store(const TableFileKey& key, const StoredTable& table
     return absl::PermissionDeniedError(absl::StrCat("table cache: cannot write in ", dir_, ": ", Errno()));
   }
   const std::string bytes = SerializeTable(key, table);
-  if (::fchmod(fd.get(), 0600) != 0 || !WriteAll(fd.get(), bytes) || ::fsync(fd.get()) != 0 ||
+  if (::fchmod(fd.get(), 0600) != 0 || !WriteFull(fd.get(), bytes.data(), bytes.size()) || ::fsync(fd.get()) != 0 ||
       ::rename(tmp.c_str(), path.c_str()) != 0) {
     std::string err = Errno();
     ::unlink(tmp.c_str());

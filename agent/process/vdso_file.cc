@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/process/proc_maps.h"
+#include "base/fd_io.h"
 
 namespace ehprof {
 
@@ -28,12 +29,7 @@ VdsoFile::VdsoFile(const std::vector<uint8_t>& image) {
   if (image.empty()) return;
   UniqueFd fd(::memfd_create("ehprof-vdso", MFD_CLOEXEC));
   if (!fd.valid()) return;
-  size_t put = 0;
-  while (put < image.size()) {
-    ssize_t n = ::write(fd.get(), image.data() + put, image.size() - put);
-    if (n <= 0) return;
-    put += static_cast<size_t>(n);
-  }
+  if (!WriteFull(fd.get(), image.data(), image.size())) return;
   path_ = absl::StrCat("/proc/self/fd/", fd.get());
   fd_ = std::move(fd);
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/fd_io.h"
 
 namespace ehprof {
 namespace {
@@ -21,17 +22,12 @@ constexpr uint32_t kMaxEventBytes = 1 << 20;
 // Reads exactly n bytes; 0 at a clean end before any, -1 on an error or a
 // short read (errno set, EIO for a short read).
 int ReadAll(int fd, void* buf, size_t n) {
-  size_t got = 0;
-  while (got < n) {
-    const ssize_t r = ::read(fd, static_cast<uint8_t*>(buf) + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return -1;
-    if (r == 0) {
-      if (got == 0) return 0;
-      errno = EIO;
-      return -1;
-    }
-    got += static_cast<size_t>(r);
+  const ssize_t got = ReadFull(fd, buf, n);
+  if (got < 0) return -1;
+  if (got == 0 && n > 0) return 0;
+  if (static_cast<size_t>(got) < n) {
+    errno = EIO;
+    return -1;
   }
   return 1;
 }
@@ -113,13 +109,7 @@ absl::Status EventFileWriter::Write(const void* data, size_t size) {
   if (size > kMaxEventBytes) return absl::InvalidArgumentError(absl::StrCat(path_, ": an event of ", size, " bytes"));
   const uint32_t len = static_cast<uint32_t>(size);
   for (const auto& [p, n] : {std::pair<const void*, size_t>{&len, sizeof(len)}, {data, size}}) {
-    size_t done = 0;
-    while (done < n) {
-      const ssize_t w = ::write(fd_.get(), static_cast<const uint8_t*>(p) + done, n - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return absl::DataLossError(absl::StrCat(path_, ": ", std::strerror(errno)));
-      done += static_cast<size_t>(w);
-    }
+    if (!WriteFull(fd_.get(), p, n)) return absl::DataLossError(absl::StrCat(path_, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/fd_io.h"
 #include "base/unique_fd.h"
 
 namespace ehprof {
@@ -19,16 +20,11 @@ constexpr uint64_t kMaxFileBytes = 256u << 20;
 // Processes whose maps (or that they have none) are kept at once.
 constexpr size_t kMaxProcesses = 4096;
 
-// Up to `len` bytes of fd from `offset` (fewer at its end or on an error).
+// Up to `len` bytes of fd from `offset` (fewer at its end, none on an error).
 std::string ReadAt(int fd, uint64_t offset, uint64_t len) {
   std::string text(len, '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::pread(fd, text.data() + got, text.size() - got, static_cast<off_t>(offset + got));
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  text.resize(got);
+  const ssize_t got = PreadFull(fd, text.data(), text.size(), offset);
+  text.resize(got < 0 ? 0 : static_cast<size_t>(got));
   return text;
 }
 
