@@ -34,7 +34,12 @@ def boot(vmlinuz, initramfs, results, env, timeout_s, smp=2, mem_mb=2048, boot_d
     accel = ["-accel", "kvm", "-cpu", "host"] if kvm_usable() else \
         ["-accel", "tcg,thread=multi", "-cpu", "max"]
     # env: EHPROF_* for init.sh and guest.sh (values without spaces).
-    cmdline = " ".join(["console=ttyS0", "panic=-1", "loglevel=4", "mitigations=off",
+    # loglevel=5: a soft lockup's or an RCU stall's stack dump (printed at
+    # the default level) reaches the console too. A 5.10 guest once hung
+    # with both vCPUs soft-locked in `ehprof agent` and deep_recursion
+    # (2026-11-27, 1 run in 8), and at loglevel=4 the console kept only the
+    # "BUG: soft lockup" lines, not where.
+    cmdline = " ".join(["console=ttyS0", "panic=-1", "loglevel=5", "mitigations=off",
                         "rdinit=/init", f"EHPROF_RESULTS={results}"] +
                        [f"{k}={v}" for k, v in env.items()])
     console = os.path.join(results, "console.log")
