@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/fd_io.h"
 
 namespace ehprof {
 
@@ -34,14 +35,9 @@ class ExclusiveFile::FdBuf : public std::streambuf {
 
  private:
   bool Drain() {
-    for (const char* p = pbase(); p < pptr();) {
-      const ssize_t n = ::write(fd_, p, pptr() - p);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        errno_ = n < 0 ? errno : EIO;
-        return false;
-      }
-      p += n;
+    if (!WriteFull(fd_, pbase(), static_cast<size_t>(pptr() - pbase()))) {
+      errno_ = errno;
+      return false;
     }
     setp(buf_.data(), buf_.data() + buf_.size());
     return true;

@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/record/run_control.h"
 #include "base/unique_fd.h"
 #include "bpf/ehprof_abi.h"
 #include "gtest/gtest.h"
@@ -31,12 +31,6 @@ namespace {
 
 using testing::RequireRootForBpf;
 using testing::RunEhprof;
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // bpf_ktime_get_ns's clock
-  return uint64_t(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
-}
 
 // The off-CPU map among the BPF maps process `pid` holds open.
 UniqueFd OffCpuMapOf(pid_t pid, bpf_map_info* info) {
@@ -100,13 +94,13 @@ TEST(RecordOffCpuUnseen, ABlockWhoseSwitchInWentUnseenIsSentAtTheNextSwitchOut) 
         // Just picked (the sleep's end), so the last pick is this close
         // before the block is made.
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        made = MonotonicNs();
+        made = NowNs();
         ev.time_ns = made - kAge;
         std::memcpy(value.data(), &ev, sizeof(ev));
         std::memcpy(value.data() + sizeof(ev), &frame, sizeof(frame));
         ASSERT_EQ(bpf_map_update_elem(map.get(), &self, value.data(), BPF_ANY), 0) << std::strerror(errno);
         std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the switch-out
-        gone = bpf_map_lookup_elem(map.get(), &self, value.data()) != 0 ? MonotonicNs() : 0;
+        gone = bpf_map_lookup_elem(map.get(), &self, value.data()) != 0 ? NowNs() : 0;
       });
   kill(followed, SIGKILL);
   waitpid(followed, nullptr, 0);
