@@ -20,6 +20,12 @@ case "$arch" in
   "" | x86_64 | amd64)
     BUILD_DIR=${EHPROF_BUILD_DIR:-build}
     configure=(env CC=gcc CXX=clang++ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+    # ccache when installed: a second build directory (a git worktree's)
+    # or a rebuild after a branch switch compiles only what changed. C++
+    # only: the C test programs keep their own build directory in their DWARF.
+    if command -v ccache >/dev/null; then
+      configure+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    fi
     ;;
   arm64 | aarch64)
     BUILD_DIR=${EHPROF_BUILD_DIR:-build-arm64}
