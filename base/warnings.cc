@@ -2,9 +2,14 @@
 
 #include <utility>
 
+#include "base/printable_text.h"
+
 namespace ehprof {
 
 void Warnings::AddKeyed(std::string key, std::string warning) {
+  // Warnings name paths, comms and symbols a user chose: what reaches the
+  // terminal or the log is one line with no escape sequence in it.
+  if (!IsPrintableText(warning)) warning = PrintableText(warning);
   std::lock_guard<std::mutex> lock(mu_);
   if (seen_.size() >= remember_) {
     ++dropped_;

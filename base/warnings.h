@@ -4,7 +4,9 @@
 // `remember` distinct warnings nothing more is remembered or kept (a
 // message naming a pid is distinct for every process; under -a the set
 // would grow as long as processes start), only counted. Thread-safe: the
-// symbolizer adds from its worker threads.
+// symbolizer adds from its worker threads. Kept printable
+// (base/printable_text.h): a newline, an escape sequence or a byte that is
+// not UTF-8 in a name a user chose is kept as \xNN.
 #ifndef EHPROF_BASE_WARNINGS_H_
 #define EHPROF_BASE_WARNINGS_H_
 

@@ -49,6 +49,46 @@ TEST(ServiceNames, FallsBackToTheCommAndForgetsPidsNotSeen) {
   EXPECT_EQ(names.size(), 1u);
 }
 
+// Names a user chose arrive printable (Pyroscope refuses a whole push for
+// one that is not UTF-8).
+TEST(ServiceNames, CommsArePrintable) {
+  ServiceNames names("/nonexistent-proc");
+  EXPECT_EQ(names.Of(42, "\xff\xfe\xc3" "bad"), "\\xff\\xfe\\xc3bad");
+  EXPECT_EQ(names.Of(43, "\x1b[2J"), "\\x1b[2J");
+}
+
+// Random comms cannot grow the services without end: past the bound in an
+// interval, processes go to the overflow service; names with samples in
+// one interval keep their places in the next, so a burst of new names
+// does not push a host's services out.
+TEST(ServiceNames, BoundedPerIntervalWithOverflow) {
+  ServiceNames names("/nonexistent-proc", 3);
+  EXPECT_EQ(names.Of(1, "nginx"), "nginx");
+  EXPECT_EQ(names.Of(2, "postgres"), "postgres");
+  EXPECT_EQ(names.Of(3, "r00001"), "r00001");
+  for (uint32_t pid = 4; pid < 1004; ++pid) {
+    EXPECT_EQ(names.Of(pid, "r" + std::to_string(pid)), ServiceNames::kOverflow);
+    EXPECT_EQ(names.Of(pid, "r" + std::to_string(pid)), ServiceNames::kOverflow);  // the same pid again
+  }
+  EXPECT_EQ(names.Of(2, "postgres"), "postgres");  // had its place
+  EXPECT_EQ(names.services(), 3u);
+  EXPECT_EQ(names.overflowed(), 1000u);  // each process once
+  names.Prune();
+  // The next interval: r00001 keeps its place through it, unused.
+  EXPECT_EQ(names.Of(1, "nginx"), "nginx");
+  EXPECT_EQ(names.Of(2, "postgres"), "postgres");
+  EXPECT_EQ(names.Of(5000, "r5000"), ServiceNames::kOverflow);
+  names.Prune();  // r00001 had no sample in it: its place is free
+  EXPECT_EQ(names.Of(5000, "r5000"), "r5000");
+  EXPECT_EQ(names.Of(5001, "r5001"), ServiceNames::kOverflow);
+  EXPECT_EQ(names.services(), 3u);
+  names.Prune();
+  names.Prune();
+  EXPECT_EQ(names.services(), 0u);
+  EXPECT_EQ(names.size(), 0u);
+  EXPECT_EQ(names.Of(5001, "r5001"), "r5001");
+}
+
 constexpr uint32_t kPid = 4190001;  // no such process: nothing is opened
 
 MapsEntry Exec(uint64_t start, uint64_t end, const std::string& path, uint64_t offset) {

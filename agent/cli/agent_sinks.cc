@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/guarded.h"
 #include "agent/continuous/metrics_server.h"
 #include "agent/output/output_pprof.h"
 #include "agent/sink/otlp_profiles.h"
@@ -170,6 +171,15 @@ std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) 
                     "Intervals dropped because symbolization fell behind.", c.intervals_dropped);
   out += PromMetric("ehprof_stacks_dropped_total", "counter",
                     "Samples over the distinct-stack cap of an interval.", c.stacks_dropped);
+  out += PromMetric("ehprof_services", "gauge", "Distinct service names with samples in the last interval.",
+                    static_cast<double>(c.services));
+  out += PromMetric("ehprof_services_overflowed_total", "counter",
+                    "Processes counted as service ehprof-other-services, past --max-services (once per "
+                    "interval each).",
+                    static_cast<double>(c.services_overflowed));
+  out += PromMetric("ehprof_internal_errors_total", "counter",
+                    "Exceptions caught at the top of a thread or of one item's handling.",
+                    static_cast<double>(GuardedExceptions()));
   if (queue_) {
     const PushQueue::Counters q = queue_->counters();
     out += PromMetric("ehprof_pushes_total", "counter", "Pushes to Pyroscope by outcome.", q.pushed,

@@ -112,6 +112,11 @@ void AddAgentOptions(CLI::App& app, AgentOptions* o, AgentFlags* f) {
                  "service_name of every sample (default: per process, its container or systemd unit "
                  "from its cgroup, else its executable's name)")
       ->type_name("S");
+  app.add_option("--max-services", o->max_services,
+                 "distinct service names in one interval (default 500); the processes of the others "
+                 "are counted as service ehprof-other-services: random comms cannot make series without end")
+      ->type_name("N")
+      ->check(InRange<size_t>(1, 1000000));
   app.add_option("--memory-limit", f->memory_limit_mb,
                  "the resident size to stay within: above it after an interval, the symbol data of "
                  "the least recently used files is evicted until it fits (default 96; 0: no limit)")

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "agent/output/output_formats.h"
 #include "agent/record/recorder.h"
 #include "agent/record/run_control.h"
+#include "base/parse_number.h"
 
 namespace ehprof {
 namespace {
@@ -124,8 +126,8 @@ void AddOutputOptions(CLI::App& app, RecordFlags* f, RecordOutput* out) {
       ->type_name("OCTAL")
       ->check(CLI::Validator(
           [](std::string& s) {
-            return !s.empty() && s.size() <= 4 && s.find_first_not_of("01234567") == std::string::npos &&
-                           std::stoul(s, nullptr, 8) <= 0777
+            const std::optional<unsigned> mode = s.size() <= 4 ? ParseUnsigned<unsigned>(s, 8) : std::nullopt;
+            return mode && *mode <= 0777
                        ? ""
                        : "takes octal permissions such as 0644";
           },
@@ -191,7 +193,7 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
   o->user = !f.kernel_only;
   o->unwinder = f.unwinder == "fp" ? EHP_UNWINDER_FP : f.unwinder == "both" ? EHP_UNWINDER_BOTH : EHP_UNWINDER_DWARF;
   if (f.quiet) o->live_status = false;
-  if (!f.output_mode.empty()) out->mode = static_cast<mode_t>(std::stoul(f.output_mode, nullptr, 8));
+  if (!f.output_mode.empty()) out->mode = static_cast<mode_t>(ParseUnsigned<unsigned>(f.output_mode, 8).value_or(0600));
   out->demangle = !f.no_demangle;
   if (!f.outputs.empty()) out->files.clear();
   for (const std::string& path : f.outputs) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "agent/cli/cli.h"
+#include "base/guarded.h"
 
 namespace {
 
@@ -20,9 +21,7 @@ commands:
 'ehprof COMMAND --help' describes each command; 'ehprof --version' says which build.
 )";
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Dispatch(int argc, char** argv) {
   if (argc < 2) {
     std::fputs(kHelp, stderr);
     return ehprof::kExitUsage;
@@ -46,4 +45,17 @@ int main(int argc, char** argv) {
   if (cmd == "agent") return ehprof::RunAgentCommand(args);
   std::fprintf(stderr, "ehprof: unknown command '%s' (see 'ehprof --help')\n", cmd.c_str());
   return ehprof::kExitUsage;
+}
+
+}  // namespace
+
+// An exception nothing below caught ends the command with status 1 and a
+// line saying what it was, not with std::terminate's abort.
+int main(int argc, char** argv) {
+  int rc = 1;
+  const absl::Status st = ehprof::Guarded("ehprof", "exiting with status 1", [&] {
+    rc = Dispatch(argc, argv);
+    return absl::OkStatus();
+  });
+  return st.ok() ? rc : 1;
 }

@@ -31,6 +31,7 @@
 #include "agent/verify/verify.h"
 #include "agent/verify/walk_compare.h"
 #include "base/exclusive_file.h"
+#include "base/printable_text.h"
 
 namespace ehprof {
 namespace {
@@ -152,7 +153,10 @@ OutputSettings MakeSettings(const Recorder& rec, const RecordOutput& out) {
   w.pprof.count_period = out.sample_period ? out.sample_period : 1;
   w.pprof.duration_nanos = static_cast<int64_t>(rec.summary().seconds * 1e9);
   w.pprof.time_nanos = static_cast<int64_t>(absl::ToUnixNanos(absl::Now())) - w.pprof.duration_nanos;
-  w.pprof.build_ids = rec.tracker() ? rec.tracker()->BuildIds() : std::map<std::string, std::string>{};
+  // Keyed as the profile names each file (ProfileBuilder::String).
+  if (rec.tracker()) {
+    for (const auto& [path, id] : rec.tracker()->BuildIds()) w.pprof.build_ids.emplace(PrintableText(path), id);
+  }
   // A rate only for a clock sampled at -F: probes and counters are counted,
   // --off-cpu alone is timed.
   const bool clocked = out.probe_type.empty() && (!out.off_cpu || out.wall);

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/continuous/metrics_server.h"
+#include "base/guarded.h"
+#include "base/printable_text.h"
 
 namespace ehprof {
 namespace {
@@ -75,7 +77,8 @@ std::string MemoryMetrics(const AgentCounters& c) {
   return out;
 }
 
-AgentLoop::AgentLoop(AgentOptions options) : options_(std::move(options)) {
+AgentLoop::AgentLoop(AgentOptions options)
+    : options_(std::move(options)), services_("/proc", options_.max_services) {
   worker_ = std::thread([this] { Worker(); });
 }
 
@@ -129,9 +132,20 @@ void AgentLoop::HandOver(uint64_t now_ns) {
   IntervalProfile p = aggregator_.Take(now_ns, recorder_ ? recorder_->tracker() : nullptr);
   // Its Python frames are named: the code objects go with the interval.
   if (recorder_) recorder_->ForgetPythonCodes();
+  const size_t services = services_.services();
+  const uint64_t overflowed = services_.overflowed();
+  if (overflowed > 0 && !said_overflow_) {
+    said_overflow_ = true;
+    std::fprintf(stderr,
+                 "ehprof agent: warning: more than %zu services had samples in one interval: the "
+                 "processes of the others are counted as service %s (--max-services)\n",
+                 options_.max_services, ServiceNames::kOverflow);
+  }
   services_.Prune();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    counters_.services = services;
+    counters_.services_overflowed = overflowed;
     counters_.samples += p.samples;
     counters_.stacks_dropped += p.dropped;
     if (queue_.size() >= kMaxQueued) {
@@ -173,49 +187,63 @@ void AgentLoop::Worker() {
       p = std::move(queue_.front());
       queue_.pop_front();
     }
-    IntervalOutput out;
-    // Sample times are CLOCK_MONOTONIC; the profile says when in real time.
-    const uint64_t mono = Clock(CLOCK_MONOTONIC), real = Clock(CLOCK_REALTIME);
-    const uint64_t start = p.start_ns != 0 ? p.start_ns : p.end_ns;
-    out.start_unix_ns = real - (mono - start);
-    out.duration_ns = p.end_ns > start ? p.end_ns - start : 0;
-    out.frequency_hz = options_.record.frequency_hz;
-    out.samples = p.samples;
-    symbolizer.Resolve(p, &out);
-    for (const LocatedMapping& m : p.mappings) {
-      if (!m.build_id.empty()) out.build_ids.emplace(m.path, m.build_id);
+    // An exception while resolving or exporting one interval costs that
+    // interval (counted as dropped), not the agent.
+    const absl::Status st = Guarded("the interval worker", "that interval is dropped", [&] {
+      Export(symbolizer, p);
+      return absl::OkStatus();
+    });
+    if (!st.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.intervals_dropped;
     }
-    for (const std::string& w : symbolizer.TakeWarnings()) {
-      std::fprintf(stderr, "ehprof agent: warning: %s\n", w.c_str());
-    }
-    const uint64_t output_bytes = out.profile.Bytes();
-    if (options_.sink) options_.sink(out);
-    out = IntervalOutput();
-    const uint64_t interval_bytes = p.Bytes();
-    p = IntervalProfile();
-    // The interval's buffers are freed: give them back before judging RSS.
-    ReturnFreedMemory();
-    std::pair<size_t, uint64_t> evicted{0, 0};
-    const uint64_t rss = ResidentBytes();
-    if (options_.memory_limit_bytes != 0 && rss > options_.memory_limit_bytes) {
-      evicted = symbolizer.EvictFor(rss - options_.memory_limit_bytes);
-      ReturnFreedMemory();
-      if (evicted.first > 0) {
-        std::fprintf(stderr,
-                     "ehprof agent: RSS %.1f MB over --memory-limit %.0f MB: evicted the symbol data "
-                     "of %zu least recently used files (%.1f MB), now %.1f MB\n",
-                     rss / 1e6, options_.memory_limit_bytes / 1048576.0, evicted.first,
-                     evicted.second / 1e6, ResidentBytes() / 1e6);
-      }
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    ++counters_.intervals;
-    counters_.files_evicted += evicted.first;
-    counters_.bytes_evicted += evicted.second;
-    counters_.symbols = symbolizer.usage();
-    counters_.interval_bytes = interval_bytes;
-    counters_.output_bytes = output_bytes;
   }
+}
+
+void AgentLoop::Export(IntervalSymbolizer& symbolizer, IntervalProfile& p) {
+  IntervalOutput out;
+  // Sample times are CLOCK_MONOTONIC; the profile says when in real time.
+  const uint64_t mono = Clock(CLOCK_MONOTONIC), real = Clock(CLOCK_REALTIME);
+  const uint64_t start = p.start_ns != 0 ? p.start_ns : p.end_ns;
+  out.start_unix_ns = real - (mono - start);
+  out.duration_ns = p.end_ns > start ? p.end_ns - start : 0;
+  out.frequency_hz = options_.record.frequency_hz;
+  out.samples = p.samples;
+  symbolizer.Resolve(p, &out);
+  for (const LocatedMapping& m : p.mappings) {
+    // Keyed as the profile names the file (ProfileBuilder::String).
+    if (!m.build_id.empty()) out.build_ids.emplace(PrintableText(m.path), m.build_id);
+  }
+  for (const std::string& w : symbolizer.TakeWarnings()) {
+    std::fprintf(stderr, "ehprof agent: warning: %s\n", w.c_str());
+  }
+  const uint64_t output_bytes = out.profile.Bytes();
+  if (options_.sink) options_.sink(out);
+  out = IntervalOutput();
+  const uint64_t interval_bytes = p.Bytes();
+  p = IntervalProfile();
+  // The interval's buffers are freed: give them back before judging RSS.
+  ReturnFreedMemory();
+  std::pair<size_t, uint64_t> evicted{0, 0};
+  const uint64_t rss = ResidentBytes();
+  if (options_.memory_limit_bytes != 0 && rss > options_.memory_limit_bytes) {
+    evicted = symbolizer.EvictFor(rss - options_.memory_limit_bytes);
+    ReturnFreedMemory();
+    if (evicted.first > 0) {
+      std::fprintf(stderr,
+                   "ehprof agent: RSS %.1f MB over --memory-limit %.0f MB: evicted the symbol data "
+                   "of %zu least recently used files (%.1f MB), now %.1f MB\n",
+                   rss / 1e6, options_.memory_limit_bytes / 1048576.0, evicted.first,
+                   evicted.second / 1e6, ResidentBytes() / 1e6);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counters_.intervals;
+  counters_.files_evicted += evicted.first;
+  counters_.bytes_evicted += evicted.second;
+  counters_.symbols = symbolizer.usage();
+  counters_.interval_bytes = interval_bytes;
+  counters_.output_bytes = output_bytes;
 }
 
 absl::Status AgentLoop::Run() {

@@ -33,6 +33,9 @@ struct AgentOptions {
   RecordOptions record;          // targets, event, frequency, map sizes
   double interval_s = 10;
   std::string service_name;      // for every process; empty: per process
+  // Distinct per-process service names in one interval; the rest go to
+  // ServiceNames::kOverflow.
+  size_t max_services = ServiceNames::kDefaultMaxPerInterval;
   IntervalSymbolizer::Options symbols;
   // Called on the worker thread for each interval (may block: sampling
   // goes on).
@@ -58,6 +61,8 @@ struct AgentCounters {
   uint64_t stacks_dropped = 0;    // over the distinct-stack cap
   uint64_t files_evicted = 0;     // files whose symbol data went for the memory budget
   uint64_t bytes_evicted = 0;     // the heap that freed
+  uint64_t services = 0;          // distinct service names in the last interval
+  uint64_t services_overflowed = 0;  // processes counted as the overflow service (once per interval)
   // As of the last interval: the symbolizer's state and the interval's
   // own size.
   IntervalSymbolizer::Usage symbols;
@@ -90,6 +95,8 @@ class AgentLoop : private SampleSink {
   void OnTick(uint64_t now_ns);
   void HandOver(uint64_t now_ns);
   void Worker();
+  // One interval: resolved, to the sinks, symbol memory trimmed.
+  void Export(IntervalSymbolizer& symbolizer, IntervalProfile& p);
   void LogMetrics(uint64_t now_ns);
 
   AgentOptions options_;
@@ -100,6 +107,7 @@ class AgentLoop : private SampleSink {
   uint64_t next_log_ns_ = 0;
   uint64_t started_cpu_ns_ = 0;
   uint64_t next_stats_ns_ = 0;
+  bool said_overflow_ = false;
   std::atomic<uint64_t> lost_{0};  // refreshed each second on the recording thread
 
   mutable std::mutex mu_;

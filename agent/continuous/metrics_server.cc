@@ -9,13 +9,23 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/guarded.h"
 
 namespace ehprof {
 
 struct MetricsHandler {
+  // On libmicrohttpd's thread: an exception in answering closes that
+  // connection (MHD_NO), not the agent.
   static MHD_Result Handle(void* cls, MHD_Connection* c, const char* url, const char* method,
                            const char*, const char*, size_t*, void**) {
-    auto* self = static_cast<MetricsServer*>(cls);
+    MHD_Result ret = MHD_NO;
+    (void)Guarded("the metrics server", "that scrape is not answered", [&] {
+      ret = Respond(static_cast<MetricsServer*>(cls), c, url, method);
+      return absl::OkStatus();
+    });
+    return ret;
+  }
+  static MHD_Result Respond(MetricsServer* self, MHD_Connection* c, const char* url, const char* method) {
     const bool get = std::strcmp(method, "GET") == 0;
     const bool metrics = std::strcmp(url, "/metrics") == 0;
     std::string body = !get ? "only GET\n" : metrics ? self->render_() : "see /metrics\n";

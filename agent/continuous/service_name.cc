@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/printable_text.h"
 
 namespace ehprof {
 namespace {
@@ -59,15 +60,32 @@ std::string ServiceFromCgroup(const std::string& text) {
 
 const std::string& ServiceNames::Of(uint32_t pid, const std::string& comm) {
   auto [it, inserted] = names_.try_emplace(pid);
-  it->second.seen = true;
+  Entry& e = it->second;
+  e.seen = true;
   if (inserted) {
     std::ifstream f(absl::StrCat(proc_, "/", pid, "/cgroup"));
     std::stringstream text;
     text << f.rdbuf();
-    it->second.name = ServiceFromCgroup(text.str());
-    if (it->second.name.empty()) it->second.name = comm.empty() ? "unknown" : comm;
+    e.name = ServiceFromCgroup(text.str());
+    if (e.name.empty()) e.name = comm.empty() ? "unknown" : comm;
+    if (!IsPrintableText(e.name)) e.name = PrintableText(e.name);
   }
-  return it->second.name;
+  if (e.interval != interval_) {
+    e.interval = interval_;
+    e.overflow = !Admit(e.name);
+    overflowed_ += e.overflow;
+  }
+  return e.overflow ? overflow_ : e.name;
+}
+
+bool ServiceNames::Admit(const std::string& name) {
+  if (auto it = admitted_.find(name); it != admitted_.end()) {
+    it->second = true;
+    return true;
+  }
+  if (admitted_.size() >= max_) return false;
+  admitted_.emplace(name, true);
+  return true;
 }
 
 void ServiceNames::Prune() {
@@ -79,6 +97,15 @@ void ServiceNames::Prune() {
       ++it;
     }
   }
+  for (auto it = admitted_.begin(); it != admitted_.end();) {
+    if (!it->second) {
+      admitted_.erase(it++);
+    } else {
+      it->second = false;
+      ++it;
+    }
+  }
+  ++interval_;
 }
 
 }  // namespace ehprof

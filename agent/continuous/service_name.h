@@ -19,23 +19,57 @@ namespace ehprof {
 std::string ServiceFromCgroup(const std::string& cgroup_file_text);
 
 // Per-process service names, looked up once per pid and forgotten when
-// Prune says the pid was not seen lately.
+// Prune says the pid was not seen lately; made printable
+// (base/printable_text.h): comms and cgroup names are chosen by users,
+// and Pyroscope refuses a whole push for one name that is not UTF-8.
+//
+// Bounded: each name is a series in Pyroscope and a label set there, and a
+// user who starts processes with random comms would otherwise grow them
+// without end. At most max_per_interval distinct names are given out
+// between two Prunes; past that, a process's samples go to kOverflow
+// (counted). Names that had samples in the previous interval keep their
+// place in the next, so a host's real services are not pushed out by a
+// burst of new names; a place unused for a whole interval is given up.
 class ServiceNames {
  public:
-  explicit ServiceNames(std::string proc_root = "/proc") : proc_(std::move(proc_root)) {}
+  // Far above a real host: only services with CPU samples in one interval
+  // count, and a Kubernetes node runs at most 110 pods by default, a busy
+  // systemd host a few hundred units.
+  static constexpr size_t kDefaultMaxPerInterval = 500;
+  // Longer than any comm (15 bytes), neither a unit (.service) nor a
+  // container: no process is named this by itself.
+  static constexpr char kOverflow[] = "ehprof-other-services";
+
+  explicit ServiceNames(std::string proc_root = "/proc", size_t max_per_interval = kDefaultMaxPerInterval)
+      : proc_(std::move(proc_root)), max_(max_per_interval) {}
   // comm is the fallback (the executable's name as the kernel has it).
   const std::string& Of(uint32_t pid, const std::string& comm);
-  // Drops pids not looked up since the previous Prune.
+  // Drops pids not looked up since the previous Prune; the next interval
+  // begins.
   void Prune();
   size_t size() const { return names_.size(); }
+  // Distinct names given out since the last Prune (at most the bound).
+  size_t services() const { return admitted_.size(); }
+  // Processes whose samples went to kOverflow (each once per interval).
+  uint64_t overflowed() const { return overflowed_; }
 
  private:
   struct Entry {
     std::string name;
     bool seen = true;
+    uint64_t interval = 0;  // the last interval its name was admitted in
+    bool overflow = false;  // ... or refused in
   };
+  bool Admit(const std::string& name);
+
   std::string proc_;
+  size_t max_;
   absl::flat_hash_map<uint32_t, Entry> names_;
+  // Names with a place: whether one of their pids had samples this interval.
+  absl::flat_hash_map<std::string, bool> admitted_;
+  uint64_t interval_ = 1;
+  uint64_t overflowed_ = 0;
+  const std::string overflow_ = kOverflow;
 };
 
 }  // namespace ehprof

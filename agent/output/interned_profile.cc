@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "base/printable_text.h"
+
 namespace ehprof {
 namespace {
 
@@ -84,10 +86,16 @@ InternedProfile BuildProfile(const std::vector<ResolvedSample>& samples, bool ke
   return builder.Take();
 }
 
+// Every string of every profile comes in here, and most of them are a
+// process's own (comms, paths, Python and JIT names, symbols from its
+// files, cgroup names): each is made printable (base/printable_text.h) on
+// the way in, so no writer, push or export ever sees one that is not.
+// Clean text is checked once, when it is first interned.
 uint32_t ProfileBuilder::String(std::string_view s) {
   if (s.empty()) return 0;
   auto it = string_index_.find(s);
   if (it != string_index_.end()) return it->second;
+  if (!IsPrintableText(s)) return String(PrintableText(s));
   const auto id = static_cast<uint32_t>(string_store_.size() + 1);
   const std::string& kept = string_store_.emplace_back(s);
   string_index_.emplace(std::string_view(kept), id);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "base/printable_text.h"
 
 namespace ehprof {
 namespace {
@@ -68,7 +69,9 @@ std::string FoldedLine(std::string_view comm, const std::vector<FrameView>& fram
 }  // namespace
 
 std::string FoldedStack(const ResolvedSample& sample, const FoldedOptions& options) {
-  return FoldedLine(sample.comm, std::vector<FrameView>(sample.frames.begin(), sample.frames.end()), options);
+  // Not through a ProfileBuilder: printable here as ProfileBuilder::String
+  // makes every string of a profile.
+  return PrintableText(FoldedLine(sample.comm, std::vector<FrameView>(sample.frames.begin(), sample.frames.end()), options));
 }
 
 absl::Status WriteFolded(const std::vector<ResolvedSample>& samples, std::ostream& out,

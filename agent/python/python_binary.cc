@@ -4,17 +4,20 @@
 
 #include <cstring>
 #include <map>
-#include <regex>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/python/python_offsets.h"
+#include "base/parse_number.h"
 #include "unwind_tables/cfi_functions.h"
 
 namespace ehprof {
 
 namespace {
+
+// A minor version is a byte of Py_Version.
+constexpr int kMaxMinorInName = 255;
 
 struct Sym {
   uint64_t addr = 0, size = 0;
@@ -88,11 +91,17 @@ std::optional<AddrRange> FindColdPart(const ElfFile& elf, AddrRange hot) {
 }  // namespace
 
 int MinorFromFileName(const std::string& path) {
-  static const std::regex re(R"(python3\.(\d+))");
-  std::smatch m;
-  const std::string base = path.substr(path.rfind('/') + 1);
-  if (!std::regex_search(base, m, re)) return 0;
-  return std::stoi(m[1]);
+  // The name is the user's: "python3.99999999999" is a name too.
+  std::string_view base(path);
+  base.remove_prefix(base.rfind('/') + 1);
+  constexpr std::string_view kPrefix = "python3.";
+  for (size_t at = base.find(kPrefix); at != std::string_view::npos; at = base.find(kPrefix, at + 1)) {
+    std::string_view rest = base.substr(at + kPrefix.size());
+    if (rest.empty() || rest[0] < '0' || rest[0] > '9') continue;
+    const std::optional<int> minor = ConsumeDecimal<int>(&rest);
+    return minor && *minor <= kMaxMinorInName ? *minor : 0;
+  }
+  return 0;
 }
 
 absl::StatusOr<std::optional<PythonBinary>> InspectPythonBinary(const ElfFile& elf,

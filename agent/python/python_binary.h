@@ -52,7 +52,8 @@ absl::StatusOr<std::optional<PythonBinary>> InspectPythonBinary(const ElfFile& e
                                                                 const std::string& path);
 
 // The version from a file name "python3.10", "libpython3.10.so.1.0": 3.10
-// has no Py_Version. 0 when the name carries none.
+// has no Py_Version. 0 when the name carries none, or a number no minor
+// version is (above 255, however many digits).
 int MinorFromFileName(const std::string& path);
 
 }  // namespace ehprof

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/process/proc_maps.h"
+#include "base/guarded.h"
 
 namespace ehprof {
 
@@ -263,7 +264,14 @@ void PythonTracker::Notice(uint32_t pid, uint64_t now_ns) {
   if (p.state == Proc::kUnknown || (p.state == Proc::kNotPython && now_ns - p.checked_ns > retry)) {
     if (p.state == Proc::kNotPython) ++p.not_python_checks;
     p.checked_ns = now_ns;
-    (void)Attach(pid);
+    // Its binaries and memory are its user's: whatever they make the
+    // reading throw, that process is not looked at again (every sample of
+    // it would throw the same), and the others are.
+    const absl::Status st = Guarded("reading a Python process", "its stacks are native only", [&] {
+      (void)Attach(pid);
+      return absl::OkStatus();
+    });
+    if (!st.ok()) procs_[pid].state = Proc::kRefused;
   }
 }
 

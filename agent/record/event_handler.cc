@@ -4,8 +4,17 @@
 
 #include "agent/record/event_decoder.h"
 #include "agent/record/run_control.h"
+#include "base/guarded.h"
 
 namespace ehprof {
+
+absl::Status TrackProcess(ProcessTracker* tracker, PythonTracker* python, uint32_t pid, uint64_t now_ns) {
+  return Guarded("reading a process", "that process is not tracked this time", [&] {
+    absl::Status st = tracker->Refresh(pid, now_ns);
+    if (st.ok() && python) python->Notice(pid, now_ns);
+    return st;
+  });
+}
 
 void EventHandler::HandleSample(RawSample&& s, size_t size) {
   if (hooks_.accept && !hooks_.accept(s)) return;
@@ -17,6 +26,13 @@ void EventHandler::HandleSample(RawSample&& s, size_t size) {
 }
 
 void EventHandler::Handle(const void* data, size_t size) {
+  (void)Guarded("handling a BPF record", "that record is dropped", [&] {
+    HandleRecord(data, size);
+    return absl::OkStatus();
+  });
+}
+
+void EventHandler::HandleRecord(const void* data, size_t size) {
   DecodedEvent d = DecodeEvent(data, size);
   const ehp_event& ev = d.header;
   switch (d.kind) {
@@ -68,9 +84,8 @@ void EventHandler::ProcessPending(uint64_t now_ns) {
   }
   for (uint32_t pid : to_refresh_) {
     if (to_exit_.count(pid)) continue;
-    absl::Status st = tracker_->Refresh(pid, now_ns);
+    absl::Status st = TrackProcess(tracker_, python_, pid, now_ns);
     if (!st.ok() && !absl::IsNotFound(st)) warnings_->Add(std::string(st.message()));
-    if (st.ok() && python_) python_->Notice(pid, now_ns);
   }
   to_refresh_.clear();
   // A process that ended without an EXIT event (the ring buffer was full)

@@ -22,6 +22,12 @@
 
 namespace ehprof {
 
+// Reads pid's maps again (tracker->Refresh) and, when that worked, lets
+// python (may be null) look at it. A process's files and memory are its
+// user's: an exception while reading them fails this pid, not the
+// recording (base/guarded.h).
+absl::Status TrackProcess(ProcessTracker* tracker, PythonTracker* python, uint32_t pid, uint64_t now_ns);
+
 class EventHandler {
  public:
   // The recorder's part; each may be empty.
@@ -39,7 +45,8 @@ class EventHandler {
   EventHandler(ProcessTracker* tracker, SampleSink* sink, PythonTracker* python, Warnings* warnings, Hooks hooks)
       : tracker_(tracker), sink_(sink), python_(python), warnings_(warnings), hooks_(std::move(hooks)) {}
 
-  // One record of the event source.
+  // One record of the event source. An exception while handling it drops
+  // that record (base/guarded.h).
   void Handle(const void* data, size_t size);
   // Due re-reads of maps, exits (an image no sample came from is
   // forgotten), and every second a look for processes gone without an
@@ -53,6 +60,7 @@ class EventHandler {
   const std::map<uint32_t, uint64_t>& to_exit() const { return to_exit_; }
 
  private:
+  void HandleRecord(const void* data, size_t size);
   void HandleSample(RawSample&& s, size_t size);
 
   ProcessTracker* tracker_;

@@ -58,8 +58,7 @@ absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
   if (options_.all) initial = AllPids();
   for (uint32_t pid : initial) {
     if (pid == static_cast<uint32_t>(getpid())) continue;
-    absl::Status st = tracker_->Refresh(pid, now_ns);
-    if (st.ok() && python_) python_->Notice(pid, now_ns);
+    absl::Status st = TrackProcess(tracker_.get(), python_.get(), pid, now_ns);
     if (!st.ok() && !absl::IsNotFound(st) && !options_.all) {
       warnings_.Add(std::string(st.message()));
     }

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/guarded.h"
 #include "unwind_tables/table_builder.h"
 
 namespace ehprof {
@@ -147,7 +148,16 @@ void FileTables::WorkerLoop() {
       jobs_.pop_front();
       ++in_flight_;
     }
-    Done done = Build(job);
+    // An exception in one file's build fails that file (as an unreadable
+    // one would), not the worker.
+    Done done{job.key, absl::UnknownError("not built")};
+    if (absl::Status st = Guarded("the table builder", "that file's stacks are not unwound", [&] {
+          done = Build(job);
+          return absl::OkStatus();
+        });
+        !st.ok()) {
+      done.table = std::move(st);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (done.from_cache) ++from_cache_;
     done_.push_back(std::move(done));

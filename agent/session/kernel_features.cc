@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/parse_number.h"
 #include "bpf/ehprof_abi.h"
 
 namespace ehprof {
@@ -99,9 +100,16 @@ bool Pretending() {
 }  // namespace
 
 bool NeedsPreallocatedHashMaps() {
-  int major = 0, minor = 0;
-  if (std::sscanf(KernelRelease().c_str(), "%d.%d", &major, &minor) != 2) return true;
-  return major < 6 || (major == 6 && minor < 1) || Pretending();
+  const std::string release = KernelRelease();
+  std::string_view rest = release;
+  const std::optional<int> major = ConsumeDecimal<int>(&rest);
+  std::optional<int> minor;
+  if (major && !rest.empty() && rest[0] == '.') {
+    rest.remove_prefix(1);
+    minor = ConsumeDecimal<int>(&rest);
+  }
+  if (!minor) return true;  // "MAJOR.MINOR..." or not a kernel we can judge
+  return *major < 6 || (*major == 6 && *minor < 1) || Pretending();
 }
 
 bool NeedsTailCallBuild(const std::vector<KernelFeature>& features) {

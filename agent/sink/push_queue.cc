@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/guarded.h"
 
 namespace ehprof {
 
@@ -64,7 +65,9 @@ void PushQueue::Run() {
     sending_ = true;
     const std::string body = queue_.front();  // a copy: Enqueue may drop others meanwhile
     lock.unlock();
-    absl::Status st = send_(body);
+    // An exception in sending is that push refused (not retried), not
+    // the end of pushing.
+    absl::Status st = Guarded("the push thread", "that push is dropped", [&] { return send_(body); });
     lock.lock();
     sending_ = false;
     const bool give_up = !st.ok() && absl::IsUnavailable(st) && ++attempts_ >= options_.max_attempts;
