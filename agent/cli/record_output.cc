@@ -63,7 +63,8 @@ absl::Status WriteFile(const InternedProfile& profile, const std::string& path, 
 }
 
 void PrintWarnings(const std::vector<std::string>& warnings) {
-  for (const std::string& w : warnings) std::fprintf(stderr, "ehprof: warning: %s\n", w.c_str());
+  // Not all of them went through a Warnings (which makes them printable).
+  for (const std::string& w : warnings) std::fprintf(stderr, "ehprof: warning: %s\n", PrintableText(w).c_str());
 }
 
 // --compare and --diff-folded: the same samples resolved with the other walk.

@@ -215,7 +215,8 @@ void AgentLoop::Export(IntervalSymbolizer& symbolizer, IntervalProfile& p) {
     if (!m.build_id.empty()) out.build_ids.emplace(PrintableText(m.path), m.build_id);
   }
   for (const std::string& w : symbolizer.TakeWarnings()) {
-    std::fprintf(stderr, "ehprof agent: warning: %s\n", w.c_str());
+    // Not all of them went through a Warnings (which makes them printable).
+    std::fprintf(stderr, "ehprof agent: warning: %s\n", PrintableText(w).c_str());
   }
   const uint64_t output_bytes = out.profile.Bytes();
   if (options_.sink) options_.sink(out);
