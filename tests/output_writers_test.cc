@@ -98,8 +98,8 @@ TEST(PerfScriptTest, EmptyNamesZeroCountAndNewlines) {
             "a b 1234567 \n"
             "\t              10 [unknown] ([unknown])\n"
             "\n"
-            "x?y     7 \n"
-            "\t              20 op?? (/lib?.so)\n"
+            "x\\x0ay     7 \n"  // made printable when interned (base/printable_text.h)
+            "\t              20 op\\x0d\\x0a (/lib\\x0a.so)\n"
             "\n"
             "noframes     8 \n"
             "\n");
@@ -135,8 +135,8 @@ TEST(FoldedTest, EscapesWhatBreaksTheFormat) {
                            {User(1, "a;b\nc ", "/x"), User(2, "", "/x"),
                             User(3, "operator new(unsigned long)", "/x")}),
                     Sample("z", 1, {User(1, "tab\there\x7f", "/x")})}),
-            "Web_Content_;operator new(unsigned long);[x];a:b?c_ 1\n"
-            "z;tab?here? 1\n");
+            "Web_Content_;operator new(unsigned long);[x];a:b\\x0ac_ 1\n"
+            "z;tab\\x09here\\x7f 1\n");
 }
 
 TEST(FoldedTest, InlinedKernelFrameIsMarkedInlined) {
