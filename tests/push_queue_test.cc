@@ -7,8 +7,10 @@
 #include <chrono>
 #include <deque>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -79,6 +81,26 @@ TEST(PushQueue, ARefusedRequestIsNotRetried) {
   EXPECT_THAT(server.received, ElementsAre("good"));
   EXPECT_EQ(q.counters().rejected, 1u);
   EXPECT_THAT(server.reports[0], HasSubstr("HTTP 400: bad label"));
+}
+
+// An exception from the sender (base/guarded.h) is that push refused, not
+// the end of the push thread (std::terminate, before).
+TEST(PushQueue, AnExceptionInSendingDropsThatPushOnly) {
+  ScriptedServer server;
+  bool thrown = false;
+  PushQueue q(
+      [&](const std::string& b) {
+        if (!std::exchange(thrown, true)) throw std::out_of_range("stoi");
+        return server.Send(b);
+      },
+      nullptr, ScriptedServer::Fast());
+  ::testing::internal::CaptureStderr();
+  q.Enqueue("throws");
+  q.Enqueue("next");
+  EXPECT_EQ(q.Flush(5s), 0u);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("internal error in the push thread: stoi"));
+  EXPECT_THAT(server.received, ElementsAre("next"));
+  EXPECT_EQ(q.counters().rejected, 1u);
 }
 
 TEST(PushQueue, ARequestThatKeepsFailingIsGivenUpAndTheRestGoOn) {
