@@ -76,8 +76,27 @@ TEST_F(ExclusiveFileTest, ErrorsNameThePlace) {
   g->stream() << "data";
   absl::Status s = g->Commit(dir_ + "/no-such-dir/final");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("the file is in " + g->path()), std::string::npos) << s;
-  EXPECT_EQ(Slurp(g->path()), "data");
+  EXPECT_NE(s.message().find("cannot rename " + g->path()), std::string::npos) << s;
+  EXPECT_EQ(Slurp(g->path()), "data");  // there until destruction or Keep()
+}
+
+// No failure path leaves a temporary file behind (a full disk must not
+// fill up with them), unless the caller keeps it on purpose.
+TEST_F(ExclusiveFileTest, AFileNotCommittedGoesUnlessKept) {
+  std::string dropped, kept;
+  {
+    auto a = ExclusiveFile::Create(dir_ + "/a-");
+    auto b = ExclusiveFile::Create(dir_ + "/b-");
+    ASSERT_TRUE(a.ok() && b.ok());
+    dropped = a->path();
+    kept = b->path();
+    ExclusiveFile moved = *std::move(a);  // the moved-from one removes nothing
+    moved.stream() << "x";
+    ASSERT_FALSE(moved.Commit(dir_ + "/no-such-dir/final").ok());
+    b->Keep();
+  }
+  EXPECT_NE(::access(dropped.c_str(), F_OK), 0);
+  EXPECT_EQ(::access(kept.c_str(), F_OK), 0);
 }
 
 }  // namespace
