@@ -1,7 +1,11 @@
 // Several -o on one `ehprof record`: every format written from the one
-// recording and symbolization, so they agree sample for sample, and a file
-// that cannot be written loses only itself (its profile goes to /tmp).
+// recording and symbolization, so they agree sample for sample; a file that
+// cannot be written is found before sampling, and one whose write fails
+// after it sends its profile to /tmp.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <regex>
 #include <string>
 
@@ -52,7 +56,7 @@ TEST_F(RecordOutputs, EveryFormatFromOneRecording) {
   // One summary names them all, each with its format.
   EXPECT_TRUE(std::regex_search(
       err, std::regex("ehprof: wrote \\S+p\\.folded \\(folded\\), \\S+p\\.pb\\.gz \\(pprof\\), "
-                      "\\S+p\\.svg \\(svg\\), \\S+p\\.perf-script \\(perf-script\\), /dev/stdout "
+                      "\\S+p\\.svg \\(svg\\), \\S+p\\.perf-script \\(perf-script\\), standard output "
                       "\\(perf-script\\)\n")))
       << err;
 }
@@ -74,16 +78,32 @@ TEST_F(RecordOutputs, WallGivesEachFormatItsView) {
   EXPECT_NE(script.find(" offcpu-time: "), std::string::npos);
 }
 
-TEST_F(RecordOutputs, AnUnwritableFileLosesOnlyItself) {
-  const std::string good = dir_ + "/good.folded";
-  auto r = RunEhprof({"record", "-F", "499", "-q", "-o", "/nonexistent-dir/x.folded", "-o", good, "--",
+// Found before the command runs, not after the recording: the command is
+// not started and nothing is written.
+TEST_F(RecordOutputs, AnUnwritableFileFailsBeforeSampling) {
+  const std::string good = dir_ + "/good.folded", ran = dir_ + "/ran";
+  auto r = RunEhprof({"record", "-F", "499", "-q", "-o", good, "-o", "/nonexistent-dir/x.folded", "--", "/bin/sh",
+                      "-c", "touch " + ran});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent-dir/x.folded"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("ehprof: wrote"), std::string::npos) << r.err;
+  EXPECT_NE(access(ran.c_str(), F_OK), 0) << "the command ran";
+  EXPECT_NE(access(good.c_str(), F_OK), 0);
+  // No temporary file of the good -o left beside it either.
+  size_t left = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) left += e.path().filename() != "ran";
+  EXPECT_EQ(left, 0u);
+}
+
+// A write that fails after sampling (ENOSPC: /dev/full) loses nothing: the
+// profile goes to a file of its own in /tmp, and says so.
+TEST_F(RecordOutputs, AFailedWriteSendsTheProfileToTmp) {
+  auto r = RunEhprof({"record", "-F", "499", "-q", "-o", "/dev/full", "--format", "folded", "--",
                       TestdataPath("plt_calls"), "0.5"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_GE(FoldedSamples(good), 50u) << r.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("the profile was written to (\\S+) instead")))
-      << r.err;
-  EXPECT_EQ(FoldedSamples(m[1].str()), FoldedSamples(good));
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("the profile was written to (\\S+) instead"))) << r.err;
+  EXPECT_GE(FoldedSamples(m[1].str()), 50u) << r.err;
   std::remove(m[1].str().c_str());
 }
 

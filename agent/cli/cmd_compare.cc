@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "agent/cli/cli.h"
 #include "agent/output/perf_script_reader.h"
 #include "agent/verify/walk_compare.h"
+#include "base/output_target.h"
 
 namespace ehprof {
 namespace {
@@ -56,12 +58,22 @@ int RunCompareCommand(const std::vector<std::string>& args) {
                  cfi->size(), fp->size());
     return kExitFailure;
   }
+  // Opened before the report is printed: a --diff that cannot be written
+  // is said first.
+  std::optional<OutputTarget> out;
+  if (!diff.empty()) {
+    absl::StatusOr<OutputTarget> t = OutputTarget::Open(diff);
+    if (!t.ok()) {
+      std::fprintf(stderr, "ehprof compare: %s\n", std::string(t.status().message()).c_str());
+      return kExitFailure;
+    }
+    out.emplace(*std::move(t));
+  }
   CallSiteChecker checker;
   WriteComparisonReport(CompareWalks(*cfi, *fp, checker), std::cout);
-  if (!diff.empty()) {
-    std::ofstream out(diff);
-    absl::Status st = out ? WriteDiffFolded(*cfi, *fp, out)
-                          : absl::PermissionDeniedError(absl::StrCat("cannot create ", diff));
+  if (out) {
+    absl::Status st = WriteDiffFolded(*cfi, *fp, out->stream());
+    if (st.ok()) st = out->Commit();
     if (!st.ok()) {
       std::fprintf(stderr, "ehprof compare: %s\n", std::string(st.message()).c_str());
       return kExitFailure;

@@ -198,8 +198,7 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
   if (!f.outputs.empty()) out->files.clear();
   for (const std::string& path : f.outputs) {
     const std::string format = f.format.empty() ? std::string(FormatForPath(path).name) : f.format;
-    // Standard output is written in place, not renamed over.
-    out->files.push_back({path == "-" ? "/dev/stdout" : path, format});
+    out->files.push_back({path, format});
   }
   if (f.outputs.empty() && !f.format.empty()) out->files[0].format = f.format;
   out->event = f.sampling.event;
@@ -259,6 +258,13 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   if (std::string bad = CheckCombination(o, f, out); !bad.empty()) return UsageError("record", bad);
   Apply(f, *app, &o, &out);
 
+  // Every output opened first: a -o that cannot be written is said before
+  // the command runs, not after it.
+  absl::StatusOr<RecordTargets> targets = OpenRecordTargets(out);
+  if (!targets.ok()) {
+    std::fprintf(stderr, "ehprof record: %s\n", std::string(targets.status().message()).c_str());
+    return kExitFailure;
+  }
   InstallStopSignalHandlers();
   RaiseFileLimit();
   Recorder rec(std::move(o));
@@ -268,7 +274,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "ehprof record: %s\n", std::string(run.message()).c_str());
     if (rec.list().empty()) return kExitFailure;
   }
-  return WriteRecording(rec, out, run.ok());
+  return WriteRecording(rec, out, *std::move(targets), run.ok());
 }
 
 }  // namespace ehprof

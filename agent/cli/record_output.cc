@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -31,44 +30,26 @@
 #include "agent/verify/verify.h"
 #include "agent/verify/walk_compare.h"
 #include "base/exclusive_file.h"
+#include "base/output_target.h"
 #include "base/printable_text.h"
 
 namespace ehprof {
 namespace {
-
-// Writes via a temporary file in the same directory, renamed at the end, so
-// a failed write never leaves a truncated profile under the final name. The
-// temporary file is made exclusively under an unpredictable name: root
-// writing into /tmp or a shared directory never follows someone's link.
-absl::Status WriteFile(const InternedProfile& profile, const std::string& path, const OutputFormat& format,
-                       const OutputSettings& w, mode_t mode) {
-  // A device or pipe (-o /dev/null, -o /dev/stdout) is written in place:
-  // renaming a file over it would replace the device.
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-    if (absl::Status s = format.write(profile, w, out); !s.ok()) return s;
-    out.flush();
-    if (!out) return absl::DataLossError(absl::StrCat("writing ", path, " failed: ", std::strerror(errno)));
-    return absl::OkStatus();
-  }
-  // A profile holds command lines, paths and symbols of whatever ran:
-  // private to its owner (0600 from its creation) unless --output-mode says
-  // otherwise.
-  absl::StatusOr<ExclusiveFile> tmp = ExclusiveFile::Create(absl::StrCat(path, ".tmp."));
-  if (!tmp.ok()) return tmp.status();
-  if (absl::Status s = format.write(profile, w, tmp->stream()); !s.ok()) return s;
-  return tmp->Commit(path, mode);
-}
 
 void PrintWarnings(const std::vector<std::string>& warnings) {
   // Not all of them went through a Warnings (which makes them printable).
   for (const std::string& w : warnings) std::fprintf(stderr, "ehprof: warning: %s\n", PrintableText(w).c_str());
 }
 
+// Finishes a report; a failure is said, naming the file.
+void CommitReport(OutputTarget& target) {
+  if (absl::Status s = target.Commit(); !s.ok()) {
+    std::fprintf(stderr, "ehprof record: %s\n", std::string(s.message()).c_str());
+  }
+}
+
 // --compare and --diff-folded: the same samples resolved with the other walk.
-void WriteWalkComparison(const Recorder& rec, const RecordOutput& out, AddressSymbolizer& symbols,
+void WriteWalkComparison(const Recorder& rec, RecordTargets& targets, AddressSymbolizer& symbols,
                          const Kallsyms* kallsyms, const ResolveOptions& ro,
                          const std::vector<ResolvedSample>& resolved) {
   ResolveOptions other = ro;
@@ -77,31 +58,29 @@ void WriteWalkComparison(const Recorder& rec, const RecordOutput& out, AddressSy
       ResolveSamples(rec.samples(), *rec.tracker(), symbols, kallsyms, other);
   const auto& cfi = ro.use_fp_walk ? second : resolved;
   const auto& fp = ro.use_fp_walk ? resolved : second;
-  if (!out.compare_path.empty()) {
-    std::ofstream f(out.compare_path);
+  if (targets.compare) {
     CallSiteChecker checker;
-    WriteComparisonReport(CompareWalks(cfi, fp, checker), f);
-    if (!f) std::fprintf(stderr, "ehprof record: cannot write %s\n", out.compare_path.c_str());
+    WriteComparisonReport(CompareWalks(cfi, fp, checker), targets.compare->stream());
+    CommitReport(*targets.compare);
   }
-  if (!out.diff_path.empty()) {
-    std::ofstream f(out.diff_path);
-    if (!WriteDiffFolded(cfi, fp, f).ok() || !f) {
-      std::fprintf(stderr, "ehprof record: cannot write %s\n", out.diff_path.c_str());
+  if (targets.diff) {
+    if (absl::Status s = WriteDiffFolded(cfi, fp, targets.diff->stream()); !s.ok()) {
+      std::fprintf(stderr, "ehprof record: %s: %s\n", targets.diff->path().c_str(), std::string(s.message()).c_str());
     }
+    CommitReport(*targets.diff);
   }
 }
 
-void WriteVerification(const Recorder& rec, const std::string& path) {
+void WriteVerification(const Recorder& rec, std::optional<OutputTarget>& target) {
   VerifyResult vr = VerifyWalks(rec.samples(), rec.captures(), *rec.tracker());
-  if (path.empty()) {
+  if (!target) {
     std::ostringstream text;
     WriteVerifyReport(vr, text);
     std::fputs(text.str().c_str(), stderr);
     return;
   }
-  std::ofstream f(path);
-  WriteVerifyReport(vr, f);
-  if (!f) std::fprintf(stderr, "ehprof record: cannot write %s\n", path.c_str());
+  WriteVerifyReport(vr, target->stream());
+  CommitReport(*target);
 }
 
 void SaveRecordedCaptures(const Recorder& rec, const std::string& dir) {
@@ -116,7 +95,8 @@ void SaveRecordedCaptures(const Recorder& rec, const std::string& dir) {
 // Symbolizes the recording once, handing each resolved sample to `each`;
 // writes the reports that need the samples one by one (--compare, --diff,
 // --verify, --save-captures) on the way.
-void Resolve(const Recorder& rec, const RecordOutput& out, absl::FunctionRef<void(ResolvedSample&&)> each) {
+void Resolve(const Recorder& rec, const RecordOutput& out, RecordTargets& targets,
+             absl::FunctionRef<void(ResolvedSample&&)> each) {
   const VdsoFile vdso_file(ReadOwnVdso());
   std::vector<std::string> resolve_warnings;
   ResolveOptions ro;
@@ -132,15 +112,15 @@ void Resolve(const Recorder& rec, const RecordOutput& out, absl::FunctionRef<voi
   const Kallsyms* ksyms = kallsyms.ok() ? &*kallsyms : nullptr;
   // The agent's path, without its budget: one recording, named once.
   AddressSymbolizer symbols({.demangle = out.demangle});
-  if (!out.compare_path.empty() || !out.diff_path.empty()) {
+  if (targets.compare || targets.diff) {
     // Both walks of every sample, side by side.
     std::vector<ResolvedSample> resolved = ResolveSamples(rec.samples(), *rec.tracker(), symbols, ksyms, ro);
-    WriteWalkComparison(rec, out, symbols, ksyms, ro, resolved);
+    WriteWalkComparison(rec, targets, symbols, ksyms, ro, resolved);
     for (ResolvedSample& r : resolved) each(std::move(r));
   } else {
     ResolveEach([&](auto sample) { rec.list().ForEach(sample); }, *rec.tracker(), symbols, ksyms, ro, each);
   }
-  if (!rec.captures().empty()) WriteVerification(rec, out.verify_path);
+  if (!rec.captures().empty()) WriteVerification(rec, targets.verify);
   if (!out.captures_dir.empty()) SaveRecordedCaptures(rec, out.captures_dir);
   PrintWarnings(resolve_warnings);
   PrintWarnings(symbols.TakeWarnings());
@@ -182,7 +162,7 @@ struct Models {
   InternedProfile shared, per_thread;
 };
 
-Models BuildModels(const Recorder& rec, const RecordOutput& out) {
+Models BuildModels(const Recorder& rec, const RecordOutput& out, RecordTargets& targets) {
   bool per_sample = false, want_per_thread = false, want_shared = !out.wall;
   for (const OutputFile& f : out.files) {
     const OutputFormat& format = *FindOutputFormat(f.format);
@@ -191,7 +171,7 @@ Models BuildModels(const Recorder& rec, const RecordOutput& out) {
   }
   ProfileBuilder shared(per_sample), per_thread;
   const uint64_t period_ns = 1000000000 / out.frequency_hz;
-  Resolve(rec, out, [&](ResolvedSample&& s) {
+  Resolve(rec, out, targets, [&](ResolvedSample&& s) {
     if (!out.wall) {
       shared.Add(s);
       return;
@@ -209,31 +189,43 @@ Models BuildModels(const Recorder& rec, const RecordOutput& out) {
   return {shared.Take(), per_thread.Take()};
 }
 
-// Writes one -o; a path that cannot be written sends the profile to /tmp.
-// Returns what was written ("PATH (FORMAT)"), empty when nothing was.
-std::string WriteOutputFile(const InternedProfile& profile, const OutputFile& f, const OutputSettings& w,
-                            mode_t mode, bool* ok) {
-  const OutputFormat& format = *FindOutputFormat(f.format);
-  absl::Status st = WriteFile(profile, f.path, format, w, mode);
-  if (st.ok()) return absl::StrCat(f.path, " (", f.format, ")");
-  *ok = false;
-  std::fprintf(stderr, "ehprof record: %s\n", std::string(st.message()).c_str());
-  // A name of its own in /tmp, made exclusively (never an existing file or
-  // link); the profile is then written beside it and renamed over it.
+// A profile whose -o failed while it was written (disk full, a closed
+// pipe), in a file of its own in /tmp made exclusively: never lost.
+std::string WriteFallback(const InternedProfile& profile, const OutputFile& f, const OutputSettings& w) {
   absl::StatusOr<ExclusiveFile> slot =
       ExclusiveFile::Create(absl::StrCat("/tmp/ehprof-", getpid(), "-"), absl::StrCat(".", f.format));
-  if (!slot.ok()) {
-    std::fprintf(stderr, "ehprof record: %s\n", std::string(slot.status().message()).c_str());
-    return "";
-  }
-  const std::string fallback = slot->path();
-  if (absl::Status s = WriteFile(profile, fallback, format, w, 0600); !s.ok()) {
+  absl::Status s = slot.ok() ? FindOutputFormat(f.format)->write(profile, w, slot->stream()) : slot.status();
+  if (s.ok()) s = slot->Commit(slot->path());
+  if (!s.ok()) {
     std::fprintf(stderr, "ehprof record: %s\n", std::string(s.message()).c_str());
-    ::unlink(fallback.c_str());
     return "";
   }
-  std::fprintf(stderr, "ehprof record: the profile was written to %s instead\n", fallback.c_str());
-  return absl::StrCat(fallback, " (", f.format, ")");
+  std::fprintf(stderr, "ehprof record: the profile was written to %s instead\n", slot->path().c_str());
+  return absl::StrCat(slot->path(), " (", f.format, ")");
+}
+
+// Writes one -o into its target, opened before sampling. Returns what was
+// written ("PATH (FORMAT)"), empty when nothing was.
+std::string WriteOutputFile(const InternedProfile& profile, const OutputFile& f, OutputTarget& target,
+                            const OutputSettings& w, bool* ok) {
+  absl::Status st = FindOutputFormat(f.format)->write(profile, w, target.stream());
+  if (st.ok()) st = target.Commit();
+  if (st.ok()) return absl::StrCat(f.path == "-" ? "standard output" : f.path, " (", f.format, ")");
+  *ok = false;
+  std::fprintf(stderr, "ehprof record: %s\n", std::string(st.message()).c_str());
+  // Only a failed rename leaves the whole profile behind (its message says
+  // where); anything else is written again elsewhere.
+  if (absl::IsPermissionDenied(st)) return "";
+  return WriteFallback(profile, f, w);
+}
+
+// The report file of one option, when the option was given.
+absl::Status OpenReport(const std::string& path, mode_t mode, std::optional<OutputTarget>* out) {
+  if (path.empty()) return absl::OkStatus();
+  absl::StatusOr<OutputTarget> t = OutputTarget::Open(path, mode);
+  if (!t.ok()) return t.status();
+  out->emplace(*std::move(t));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -243,14 +235,32 @@ bool SumsSamples(const std::string& format) {
   return f != nullptr && !f->per_sample;
 }
 
-int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_ok) {
-  const Models models = BuildModels(rec, out);
+absl::StatusOr<RecordTargets> OpenRecordTargets(const RecordOutput& out) {
+  RecordTargets t;
+  for (const OutputFile& f : out.files) {
+    absl::StatusOr<OutputTarget> target = OutputTarget::Open(f.path, out.mode);
+    if (!target.ok()) return target.status();
+    t.files.push_back(*std::move(target));
+  }
+  for (const auto& [path, target] : {std::pair{&out.compare_path, &t.compare}, std::pair{&out.diff_path, &t.diff},
+                                     std::pair{&out.verify_path, &t.verify}}) {
+    if (absl::Status s = OpenReport(*path, out.mode, target); !s.ok()) return s;
+  }
+  if (!out.captures_dir.empty()) {
+    if (absl::Status s = MakeOwnDirectory(out.captures_dir, "--save-captures"); !s.ok()) return s;
+  }
+  return t;
+}
+
+int WriteRecording(const Recorder& rec, const RecordOutput& out, RecordTargets targets, bool recorded_ok) {
+  const Models models = BuildModels(rec, out, targets);
   const OutputSettings w = MakeSettings(rec, out);
   bool ok = true;
   std::vector<std::string> written;
-  for (const OutputFile& f : out.files) {
+  for (size_t i = 0; i < out.files.size(); ++i) {
+    const OutputFile& f = out.files[i];
     const bool per_thread = out.wall && FindOutputFormat(f.format)->per_thread_wall;
-    std::string what = WriteOutputFile(per_thread ? models.per_thread : models.shared, f, w, out.mode, &ok);
+    std::string what = WriteOutputFile(per_thread ? models.per_thread : models.shared, f, targets.files[i], w, &ok);
     if (!what.empty()) written.push_back(std::move(what));
   }
   PrintSummary(rec, absl::StrJoin(written, ", "));

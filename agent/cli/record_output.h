@@ -6,10 +6,13 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "agent/record/recorder.h"
+#include "base/output_target.h"
 
 namespace ehprof {
 
@@ -48,12 +51,24 @@ struct RecordOutput {
 // instead of one by one.
 bool SumsSamples(const std::string& format);
 
-// Symbolizes and writes what rec collected to every file of out, whatever
-// ended the recording. A path that cannot be written sends its profile to
-// /tmp instead (never lose a recording to a bad -o) and the other files are
+// Every file a recording writes, opened before sampling starts.
+struct RecordTargets {
+  std::vector<OutputTarget> files;  // one for each RecordOutput::files, in order
+  std::optional<OutputTarget> compare, diff, verify;
+};
+
+// Opens every -o and report file and makes the --save-captures directory:
+// a path that cannot be written is said before anything is sampled. The
+// error names the path and why.
+absl::StatusOr<RecordTargets> OpenRecordTargets(const RecordOutput& out);
+
+// Symbolizes and writes what rec collected to every target, whatever ended
+// the recording. A profile whose write fails (disk full) goes to a file of
+// its own in /tmp, one whose rename fails stays in its temporary file (said
+// either way: never lose a recording to a bad -o), and the other files are
 // still written. Returns the command's exit code given whether the
 // recording itself succeeded.
-int WriteRecording(const Recorder& rec, const RecordOutput& out, bool recorded_ok);
+int WriteRecording(const Recorder& rec, const RecordOutput& out, RecordTargets targets, bool recorded_ok);
 
 }  // namespace ehprof
 

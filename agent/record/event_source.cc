@@ -100,7 +100,8 @@ void RecordedEventSource::Drain() {
 }
 
 absl::StatusOr<EventFileWriter> EventFileWriter::Create(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  // Never through a link (the file is 0600 when made).
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
   if (fd.get() < 0) return absl::PermissionDeniedError(absl::StrCat(path, ": ", std::strerror(errno)));
   return EventFileWriter(std::move(fd), path);
 }

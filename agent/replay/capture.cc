@@ -205,7 +205,9 @@ absl::StatusOr<Capture> ReadCaptureFile(const std::string& path) {
 absl::Status WriteCaptureFile(const Capture& c, const std::string& path) {
   EHP_ASSIGN_OR_RETURN(ExclusiveFile f, ExclusiveFile::Create(path + ".tmp"));
   f.stream() << FormatCapture(c);
-  return f.Commit(path, 0644);
+  // Stack bytes of whatever process was sampled: its owner's secrets, so
+  // the file is the recording user's alone.
+  return f.Commit(path, 0600);
 }
 
 }  // namespace ehprof

@@ -1,12 +1,8 @@
 #include "agent/replay/save_captures.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
 #include "agent/replay/replay.h"
+#include "base/output_target.h"
 #include "base/status_macros.h"
 
 namespace ehprof {
@@ -61,9 +57,7 @@ Capture TrimCapture(Replayer& replayer, Capture c) {
 absl::StatusOr<size_t> SaveCaptures(const std::vector<RawSample>& samples,
                                     const std::vector<VerifyCapture>& captures,
                                     const ProcessTracker& tracker, const std::string& dir) {
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InternalError(absl::StrCat("cannot make ", dir, ": ", std::strerror(errno)));
-  }
+  EHP_RETURN_IF_ERROR(MakeOwnDirectory(dir, "--save-captures"));
   size_t written = 0;
   Replayer replayer({});
   for (size_t i = 0; i < captures.size(); ++i) {
