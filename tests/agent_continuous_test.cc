@@ -1,9 +1,13 @@
 // ehprof agent's pieces without BPF: service names from cgroup paths, the
 // aggregation of samples into one interval (memory by distinct stack, not
 // by sample), and the output directory's rotation.
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -155,23 +159,25 @@ TEST(StackAggregator, BoundsDistinctStacksAndCountsTheRest) {
   EXPECT_EQ(p.dropped, 15u);
 }
 
+IntervalOutput OneSampleInterval(int i) {
+  IntervalOutput iv;
+  iv.start_unix_ns = 1700000000000000000ull + i * 1000000000ull;
+  iv.frequency_hz = 99;
+  ResolvedSample s;
+  s.comm = "x";
+  s.frames.push_back({});
+  ServiceProfileBuilder b;
+  b.Add("svc", s);
+  b.Finish(&iv);
+  return iv;
+}
+
 TEST(OutputDir, KeepsTheNewestFilesPrivate) {
   const std::string dir = ::testing::TempDir() + "/outdir." + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   auto out = OutputDir::Open(dir, 3);
   ASSERT_TRUE(out.ok()) << out.status();
-  for (int i = 0; i < 5; ++i) {
-    IntervalOutput iv;
-    iv.start_unix_ns = 1700000000000000000ull + i * 1000000000ull;
-    iv.frequency_hz = 99;
-    ResolvedSample s;
-    s.comm = "x";
-    s.frames.push_back({});
-    ServiceProfileBuilder b;
-    b.Add("svc", s);
-    b.Finish(&iv);
-    ASSERT_TRUE(out->Write(iv).ok());
-  }
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(out->Write(OneSampleInterval(i)).ok());
   std::vector<std::string> files = out->Files();
   ASSERT_EQ(files.size(), 3u);
   EXPECT_NE(files[0].find("20231114T221322"), std::string::npos) << files[0];  // the third
@@ -180,6 +186,36 @@ TEST(OutputDir, KeepsTheNewestFilesPrivate) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   std::filesystem::remove_all(dir);
   EXPECT_FALSE(OutputDir::Open("/proc/no/such/dir", 3).ok());
+}
+
+// A write that fails (here: RLIMIT_FSIZE, as a full disk would) leaves no
+// temporary file, and the oldest file was already removed to make room.
+TEST(OutputDir, AFailedWriteLeavesNothingAndRotatesFirst) {
+  const std::string dir = ::testing::TempDir() + "/outdir-full." + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    auto out = OutputDir::Open(dir, 3);
+    if (!out.ok()) _exit(10);
+    for (int i = 0; i < 3; ++i) {
+      if (!out->Write(OneSampleInterval(i)).ok()) _exit(11);
+    }
+    signal(SIGXFSZ, SIG_IGN);
+    const rlimit tiny{16, 16};
+    setrlimit(RLIMIT_FSIZE, &tiny);
+    _exit(out->Write(OneSampleInterval(3)).ok() ? 12 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  ASSERT_EQ(names.size(), 2u);  // no .tmp-ehprof-*, the oldest gone
+  EXPECT_NE(names[0].find("20231114T221321"), std::string::npos) << names[0];
+  EXPECT_NE(names[1].find("20231114T221322"), std::string::npos) << names[1];
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -142,9 +142,7 @@ absl::Status AgentSinks::Open(const SinkFlags& flags) {
 }
 
 void AgentSinks::Write(const IntervalOutput& out) {
-  if (dir_) {
-    if (absl::Status s = dir_->Write(out); !s.ok()) Say(std::string(s.message()));
-  }
+  if (dir_) WriteDir(out);
   if (otlp_queue_ && !out.by_service.empty()) otlp_queue_->Enqueue(EncodeOtlpProfiles(out, otlp_attributes_));
   if (!queue_ || out.by_service.empty()) return;
   std::vector<std::string> dropped;
@@ -152,6 +150,19 @@ void AgentSinks::Write(const IntervalOutput& out) {
   for (const std::string& d : dropped) Say(absl::StrCat("left out of the push: ", d));
   series_dropped_ += dropped.size();
   queue_->Enqueue(std::move(body));
+}
+
+void AgentSinks::WriteDir(const IntervalOutput& out) {
+  // A full disk fails every interval the same way: said once, counted, and
+  // said again when a write succeeds.
+  absl::Status s = dir_->Write(out);
+  if (!s.ok()) {
+    if (dir_failing_++ == 0) Say(absl::StrCat("--output-dir: ", s.message(), " (said once until a file is written)"));
+    ++dir_failures_;
+  } else if (dir_failing_ > 0) {
+    Say(absl::StrCat("--output-dir: writing again after ", dir_failing_, " intervals not written"));
+    dir_failing_ = 0;
+  }
 }
 
 std::string AgentSinks::MetricsSuffix() const {

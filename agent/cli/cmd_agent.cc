@@ -1,6 +1,5 @@
 // `ehprof agent`: continuous profiling of the machine (or of -p PIDs), one
 // profile per interval to the sinks.
-#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include "agent/continuous/metrics_server.h"
 #include "agent/process/vdso_file.h"
 #include "agent/record/run_control.h"
+#include "base/output_target.h"
 
 namespace ehprof {
 namespace {
@@ -134,12 +134,12 @@ void AddAgentOptions(CLI::App& app, AgentOptions* o, AgentFlags* f) {
 std::atomic<bool> g_reopen_log{false};
 void OnHangup(int) { g_reopen_log.store(true); }
 
-bool ReopenLog(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  ::dup2(fd, STDERR_FILENO);
-  ::close(fd);
-  return true;
+// Points stderr at the log; on an error, stderr stays where it was.
+absl::Status ReopenLog(const std::string& path) {
+  absl::StatusOr<UniqueFd> fd = OpenLogFile(path);
+  if (!fd.ok()) return fd.status();
+  ::dup2(fd->get(), STDERR_FILENO);
+  return absl::OkStatus();
 }
 
 // SIGHUP reopens the log instead of stopping.
@@ -222,14 +222,22 @@ int RunAgentCommand(const std::vector<std::string>& args) {
     std::fprintf(stderr, "ehprof agent: %s\n", std::string(s.message()).c_str());
     return kExitFailure;
   }
-  if (!f.log_path.empty() && !ReopenLog(f.log_path)) {
-    std::fprintf(stderr, "ehprof agent: cannot open %s\n", f.log_path.c_str());
-    return kExitFailure;
+  if (!f.log_path.empty()) {
+    if (absl::Status s = ReopenLog(f.log_path); !s.ok()) {
+      std::fprintf(stderr, "ehprof agent: %s\n", std::string(s.message()).c_str());
+      return kExitFailure;
+    }
   }
   o.sink = [&sinks](const IntervalOutput& out) { sinks.Write(out); };
   o.extra_metrics = [&sinks] { return sinks.MetricsSuffix(); };
   o.on_tick = [&f] {
-    if (g_reopen_log.exchange(false) && !f.log_path.empty()) ReopenLog(f.log_path);
+    if (g_reopen_log.exchange(false) && !f.log_path.empty()) {
+      // Said in the log still open: the old file keeps being written.
+      if (absl::Status s = ReopenLog(f.log_path); !s.ok()) {
+        std::fprintf(stderr, "ehprof agent: SIGHUP: %s; writing on to the log open before\n",
+                     std::string(s.message()).c_str());
+      }
+    }
   };
   InstallAgentSignals();
   RaiseFileLimit();
