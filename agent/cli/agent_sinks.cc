@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "agent/continuous/metrics_server.h"
 #include "agent/output/output_pprof.h"
 #include "agent/sink/otlp_profiles.h"
+#include "agent/sink/secret_file.h"
 
 namespace ehprof {
 namespace {
@@ -64,7 +66,13 @@ absl::Status AgentSinks::OpenOtlp(const SinkFlags& flags) {
   if (absl::Status s = ParseLabels(flags.labels, &labels); !s.ok()) return s;
   otlp_attributes_ = {{"host.name", HostName()}};
   otlp_attributes_.insert(otlp_attributes_.end(), labels.begin(), labels.end());
-  auto c = OtlpClient::Create(flags.otlp);
+  OtlpOptions otlp = flags.otlp;
+  if (!flags.otlp_header_file.empty()) {
+    auto headers = ReadHeaderFile(flags.otlp_header_file, "--otlp-header-file");
+    if (!headers.ok()) return headers.status();
+    otlp.headers.insert(otlp.headers.end(), headers->begin(), headers->end());
+  }
+  auto c = OtlpClient::Create(std::move(otlp));
   if (!c.ok()) return c.status();
   otlp_ = *std::move(c);
   PushQueue::Options qo;
@@ -116,10 +124,11 @@ absl::Status AgentSinks::Open(const SinkFlags& flags) {
   if (absl::Status s = OpenOtlp(flags); !s.ok()) return s;
   if (flags.push.url.empty()) return absl::OkStatus();
   PyroscopeOptions push = flags.push;
-  for (const auto& [file, out] : {std::pair{flags.basic_password_file, &push.basic_password},
-                                  std::pair{flags.bearer_file, &push.bearer_token}}) {
+  for (const auto& [file, flag, out] :
+       {std::tuple{flags.basic_password_file, "--basic-auth-password-file", &push.basic_password},
+        std::tuple{flags.bearer_file, "--bearer-token-file", &push.bearer_token}}) {
     if (file.empty()) continue;
-    auto secret = ReadSecretFile(file);
+    auto secret = ReadSecretLine(file, flag);
     if (!secret.ok()) return secret.status();
     *out = *secret;
   }

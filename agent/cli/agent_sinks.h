@@ -29,7 +29,9 @@ struct SinkFlags {
   std::string basic_password_file;
   std::string bearer_file;
   size_t queue_size = 60;
+  size_t queue_mb = 64;  // and at most this many MiB queued, each queue
   OtlpOptions otlp;  // --otlp URL; --label pairs become resource attributes
+  std::string otlp_header_file;  // more otlp.headers, read at Open
 };
 
 class AgentSinks {

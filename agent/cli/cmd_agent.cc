@@ -62,9 +62,17 @@ void AddSinkOptions(CLI::App& app, SinkFlags* f) {
   app.add_option("--otlp-compression", f->otlp.compression, "gzip (default) or none")
       ->type_name("C")
       ->group(g);
-  app.add_option("--otlp-header", f->otlp.headers, "a header of every OTLP request (repeatable)")
+  app.add_option("--otlp-header", f->otlp.headers,
+                 "a header of every OTLP request (repeatable; every user sees it in ps: secrets go in "
+                 "--otlp-header-file)")
       ->type_name("'NAME: VALUE'")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group(g);
+  app.add_option("--otlp-header-file", f->otlp_header_file,
+                 "headers of every OTLP request, 'NAME: VALUE' a line, read once at start (a file owned "
+                 "by root or this user, writable by no one else: $CREDENTIALS_DIRECTORY/NAME under "
+                 "systemd's LoadCredential=)")
+      ->type_name("FILE")
       ->group(g);
   app.add_option("--otlp-ca", f->otlp.ca_file, "trust the CAs in this PEM bundle for an https:// --otlp")
       ->type_name("FILE")
@@ -86,10 +94,11 @@ void AddSinkOptions(CLI::App& app, SinkFlags* f) {
   app.add_option("--tenant", f->push.tenant, "X-Scope-OrgID (multi-tenant Pyroscope)")->type_name("ID")->group(p);
   app.add_option("--basic-auth-user", f->push.basic_user, "basic-auth user name")->type_name("U")->group(p);
   app.add_option("--basic-auth-password-file", f->basic_password_file,
-                 "its password, read from FILE (never printed)")
+                 "its password, the first line of FILE (owned by root or this user, writable by no one "
+                 "else; never printed)")
       ->type_name("FILE")
       ->group(p);
-  app.add_option("--bearer-token-file", f->bearer_file, "a bearer token, read from FILE")
+  app.add_option("--bearer-token-file", f->bearer_file, "a bearer token, the first line of FILE (as the password's)")
       ->type_name("FILE")
       ->group(p);
   app.add_option("--pyroscope-ca", f->push.ca_file,

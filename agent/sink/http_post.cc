@@ -34,20 +34,38 @@ CurlHandle NewCurlHandle() {
   return CurlHandle(curl_easy_init());
 }
 
+std::string RedactUrl(const std::string& url) {
+  const size_t scheme = url.find("://");
+  const size_t authority = scheme == std::string::npos ? 0 : scheme + 3;
+  const size_t end = url.find_first_of("/?#", authority);
+  const size_t at = url.rfind('@', end == std::string::npos ? std::string::npos : end);
+  if (at == std::string::npos || at < authority) return url;
+  return absl::StrCat(url.substr(0, authority), "***", url.substr(at));
+}
+
 absl::Status CheckHttpUrl(const std::string& url, const std::string& flag, const std::string& ca_file,
-                          const std::string& ca_flag) {
+                          const std::string& ca_flag, const std::string& credentials_flags) {
   NewCurlHandle();  // libcurl initialised
+  const std::string shown = RedactUrl(url);
   ScopedHandle<CURLU, curl_url_cleanup> u(curl_url());
   if (!u || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " ", url, ": not a URL"));
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", shown, ": not a URL"));
   }
-  char* scheme = nullptr;
-  char* host = nullptr;
-  curl_url_get(u.get(), CURLUPART_SCHEME, &scheme, 0);
-  curl_url_get(u.get(), CURLUPART_HOST, &host, 0);
-  const std::string s = scheme ? scheme : "", h = host ? host : "";
-  curl_free(scheme);
-  curl_free(host);
+  auto part = [&](CURLUPart which) {
+    char* p = nullptr;
+    curl_url_get(u.get(), which, &p, 0);
+    std::string out = p ? p : "";
+    curl_free(p);
+    return out;
+  };
+  if (shown != url || !part(CURLUPART_USER).empty() || !part(CURLUPART_PASSWORD).empty()) {
+    // Refused, not redacted: the URL is on the command line, where ps shows
+    // it to every user whatever ehprof prints.
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, " ", shown != url ? shown : "(not shown)",
+        ": credentials in a URL are visible to every user in ps; give them with ", credentials_flags));
+  }
+  const std::string s = part(CURLUPART_SCHEME), h = part(CURLUPART_HOST);
   if ((s != "http" && s != "https") || h.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(flag, " ", url, ": needs http:// or https:// and a host"));
   }

@@ -38,11 +38,19 @@ using CurlHandle = ScopedHandle<CURL, CloseCurl>;
 // connection is kept.
 CurlHandle NewCurlHandle();
 
-// InvalidArgument unless `url` is http:// or https:// with a host; then,
-// NotFound if ca_file is set and cannot be read (said at start-up, not as a
-// failed push every interval). `flag` names the option in the message.
+// InvalidArgument unless `url` is http:// or https:// with a host and no
+// user name or password in it (the command line is every local user's to
+// read: credentials come from files, the options `credentials_flags` names);
+// then, NotFound if ca_file is set and cannot be read (said at start-up, not
+// as a failed push every interval). `flag` names the option in the message,
+// which shows the URL without its user information.
 absl::Status CheckHttpUrl(const std::string& url, const std::string& flag, const std::string& ca_file,
-                          const std::string& ca_flag);
+                          const std::string& ca_flag, const std::string& credentials_flags);
+
+// url with anything between "scheme://" and an '@' of its authority
+// replaced by "***": what a message may show of a URL someone typed
+// credentials into.
+std::string RedactUrl(const std::string& url);
 
 // POSTs body to endpoint with these header lines ("Name: value"). The
 // answer's header lines (and HTTP/2 trailers) go to *response_headers when

@@ -35,7 +35,7 @@ absl::StatusOr<std::unique_ptr<OtlpClient>> OtlpClient::Create(OtlpOptions o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--otlp-compression ", o.compression, ": give gzip or none"));
   }
-  if (absl::Status s = CheckHttpUrl(o.url, "--otlp", o.ca_file, "--otlp-ca"); !s.ok()) return s;
+  if (absl::Status s = CheckHttpUrl(o.url, "--otlp", o.ca_file, "--otlp-ca", "--otlp-header-file"); !s.ok()) return s;
   for (const std::string& h : o.headers) {
     const size_t colon = h.find(':');
     if (colon == std::string::npos || colon == 0 || h.find_first_of("\r\n") != std::string::npos) {

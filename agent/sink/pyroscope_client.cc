@@ -1,6 +1,5 @@
 #include "agent/sink/pyroscope_client.h"
 
-#include <fstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -11,7 +10,15 @@ namespace ehprof {
 PyroscopeClient::~PyroscopeClient() = default;
 
 absl::StatusOr<std::unique_ptr<PyroscopeClient>> PyroscopeClient::Create(PyroscopeOptions o) {
-  if (absl::Status s = CheckHttpUrl(o.url, "--pyroscope", o.ca_file, "--pyroscope-ca"); !s.ok()) return s;
+  absl::Status s = CheckHttpUrl(o.url, "--pyroscope", o.ca_file, "--pyroscope-ca",
+                                "--basic-auth-user and --basic-auth-password-file, or --bearer-token-file");
+  if (!s.ok()) return s;
+  // libcurl would send "user:" with an empty password: a forgotten
+  // password file must not become an attempt without one.
+  if (o.basic_user.empty() != o.basic_password.empty()) {
+    return absl::InvalidArgumentError(
+        "basic auth takes both --basic-auth-user and --basic-auth-password-file (a non-empty password)");
+  }
   auto c = std::unique_ptr<PyroscopeClient>(new PyroscopeClient(std::move(o)));
   c->endpoint_ = absl::StrCat(absl::StripSuffix(c->options_.url, "/"), "/push.v1.PusherService/Push");
   c->curl_ = NewCurlHandle();
@@ -31,15 +38,6 @@ absl::Status PyroscopeClient::Push(const std::string& body) {
   o.connect_timeout_ms = options_.connect_timeout_ms;
   o.timeout_ms = options_.timeout_ms;
   return HttpPost(curl_.get(), endpoint_, headers, body, o);
-}
-
-absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
-  std::ifstream f(path);
-  std::string line;
-  if (!f || !std::getline(f, line)) {
-    return absl::NotFoundError(absl::StrCat(path, ": cannot read the secret"));
-  }
-  return std::string(absl::StripAsciiWhitespace(line));
 }
 
 }  // namespace ehprof

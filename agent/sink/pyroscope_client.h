@@ -45,9 +45,6 @@ class PyroscopeClient {
   CurlHandle curl_;  // reused: keeps the connection
 };
 
-// "secret" from --bearer-token-file and the like: the file's first line.
-absl::StatusOr<std::string> ReadSecretFile(const std::string& path);
-
 }  // namespace ehprof
 
 #endif  // EHPROF_AGENT_SINK_PYROSCOPE_CLIENT_H_
