@@ -1,7 +1,7 @@
 // PushQueue with a scripted sender (the real server is pyroscope_priv_test's):
 // order, retries with backoff for what may succeed later, no retry for what
 // cannot, giving up on a request that keeps failing, dropping the oldest
-// when full, and each kind of failure said once.
+// when full (by count or bytes), and each kind of failure said once.
 #include "agent/sink/push_queue.h"
 
 #include <chrono>
@@ -136,6 +136,31 @@ TEST(PushQueue, AFullQueueDropsTheOldestAndNeverBlocks) {
   // The two oldest made room.
   EXPECT_THAT(server.received, ElementsAre("3", "4", "5"));
   EXPECT_EQ(q.counters().dropped, 2u);
+}
+
+// Bounded by bytes as well as by count: big intervals while the server is
+// down hold at most max_bytes; one bigger than that alone is still sent.
+TEST(PushQueue, BytesBoundTheQueueOldestDroppedFirst) {
+  ScriptedServer server;
+  PushQueue::Options o = ScriptedServer::Fast();
+  o.max_queued = 100;
+  o.max_bytes = 10;
+  o.min_backoff = o.max_backoff = 1s;  // the sender waits while the test enqueues
+  server.answers.push_back(absl::UnavailableError("down"));
+  PushQueue q = server.Queue(o);
+  q.Enqueue("aaaa");
+  for (int i = 0; i < 1000 && q.counters().attempts_failed == 0; ++i) std::this_thread::sleep_for(1ms);
+  q.Enqueue("bbbb");
+  EXPECT_EQ(q.counters().queued_bytes, 8u);
+  q.Enqueue("cccc");  // 12 > 10: the oldest goes
+  EXPECT_EQ(q.counters().queued_bytes, 8u);
+  EXPECT_EQ(q.counters().dropped, 1u);
+  q.Enqueue("dddddddddddd");  // bigger than the bound: everything else goes
+  EXPECT_EQ(q.counters().queued_bytes, 12u);
+  EXPECT_EQ(q.Flush(5s), 0u);
+  EXPECT_THAT(server.received, ElementsAre("dddddddddddd"));
+  EXPECT_EQ(q.counters().dropped, 3u);
+  EXPECT_EQ(q.counters().queued_bytes, 0u);
 }
 
 }  // namespace

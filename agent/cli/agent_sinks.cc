@@ -77,6 +77,7 @@ absl::Status AgentSinks::OpenOtlp(const SinkFlags& flags) {
   otlp_ = *std::move(c);
   PushQueue::Options qo;
   qo.max_queued = flags.queue_size;
+  qo.max_bytes = flags.queue_mb << 20;
   otlp_queue_ = std::make_unique<PushQueue>(
       [this](const std::string& body) { return otlp_->Push(body); },
       [](const std::string& line) { Say("otlp " + line); }, qo);
@@ -145,6 +146,7 @@ absl::Status AgentSinks::Open(const SinkFlags& flags) {
   client_ = *std::move(c);
   PushQueue::Options qo;
   qo.max_queued = flags.queue_size;
+  qo.max_bytes = flags.queue_mb << 20;
   queue_ = std::make_unique<PushQueue>([this](const std::string& body) { return client_->Push(body); },
                                        Say, qo);
   return absl::OkStatus();
@@ -213,6 +215,8 @@ std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) 
     out += PromMetric("ehprof_pushes_abandoned_total", "counter",
                       "Pushes given up after 12 failed attempts (about 3 minutes).", q.abandoned);
     out += PromMetric("ehprof_push_queue_depth", "gauge", "Pushes waiting.", static_cast<double>(q.queued));
+    out += PromMetric("ehprof_push_queue_bytes", "gauge", "Bytes of the pushes waiting.",
+                      static_cast<double>(q.queued_bytes));
     out += PromMetric("ehprof_push_series_dropped_total", "counter",
                       "Series left out of a push because their profile could not be encoded.",
                       static_cast<double>(series_dropped_.load()));
@@ -226,6 +230,13 @@ std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) 
                       "OTLP exports refused, dropped from a full queue or given up.",
                       q.rejected + q.dropped + q.abandoned);
     out += PromMetric("ehprof_otlp_queue_depth", "gauge", "OTLP exports waiting.", static_cast<double>(q.queued));
+    out += PromMetric("ehprof_otlp_queue_bytes", "gauge", "Bytes of the OTLP exports waiting.",
+                      static_cast<double>(q.queued_bytes));
+  }
+  if (dir_) {
+    out += PromMetric("ehprof_output_dir_failures_total", "counter",
+                      "Intervals that could not be written to --output-dir.",
+                      static_cast<double>(dir_failures_.load()));
   }
   out += MemoryMetrics(c);
   out += PromMetric("ehprof_cpu_seconds_total", "counter", "CPU time of the agent since it started.",

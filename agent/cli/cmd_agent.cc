@@ -110,6 +110,11 @@ void AddSinkOptions(CLI::App& app, SinkFlags* f) {
       ->type_name("N")
       ->check(InRange<size_t>(1, 1000000))
       ->group(p);
+  app.add_option("--queue-mb", f->queue_mb,
+                 "and at most this many MiB of them, oldest dropped first (default 64; each queue)")
+      ->type_name("MB")
+      ->check(InRange<size_t>(1, 1 << 20))
+      ->group(p);
 }
 
 void AddAgentOptions(CLI::App& app, AgentOptions* o, AgentFlags* f) {

@@ -22,15 +22,19 @@ PushQueue::~PushQueue() {
 }
 
 void PushQueue::Enqueue(std::string body) {
+  auto item = std::make_shared<const std::string>(std::move(body));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // The one in flight stays; the oldest waiting one makes room.
+    // The one in flight stays; the oldest waiting ones make room.
     const size_t victim = sending_ ? 1 : 0;
-    if (queue_.size() >= options_.max_queued && victim < queue_.size()) {
+    while (victim < queue_.size() && (queue_.size() >= options_.max_queued ||
+                                      queued_bytes_ + item->size() > options_.max_bytes)) {
+      queued_bytes_ -= queue_[victim]->size();
       queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(victim));
       ++counters_.dropped;
     }
-    queue_.push_back(std::move(body));
+    queued_bytes_ += item->size();
+    queue_.push_back(std::move(item));
   }
   cv_.notify_all();
 }
@@ -45,6 +49,7 @@ PushQueue::Counters PushQueue::counters() const {
   std::lock_guard<std::mutex> lock(mu_);
   Counters c = counters_;
   c.queued = queue_.size();
+  c.queued_bytes = queued_bytes_;
   return c;
 }
 
@@ -63,16 +68,20 @@ void PushQueue::Run() {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (stop_) return;
     sending_ = true;
-    const std::string body = queue_.front();  // a copy: Enqueue may drop others meanwhile
+    // Held here too: Enqueue may drop others meanwhile, never this one.
+    const std::shared_ptr<const std::string> body = queue_.front();
     lock.unlock();
     // An exception in sending is that push refused (not retried), not
     // the end of pushing.
-    absl::Status st = Guarded("the push thread", "that push is dropped", [&] { return send_(body); });
+    absl::Status st = Guarded("the push thread", "that push is dropped", [&] { return send_(*body); });
     lock.lock();
     sending_ = false;
     const bool give_up = !st.ok() && absl::IsUnavailable(st) && ++attempts_ >= options_.max_attempts;
     if (st.ok() || !absl::IsUnavailable(st) || give_up) {
-      if (!queue_.empty()) queue_.pop_front();
+      if (!queue_.empty()) {
+        queued_bytes_ -= queue_.front()->size();
+        queue_.pop_front();
+      }
       if (st.ok()) {
         ++counters_.pushed;
       } else if (give_up) {

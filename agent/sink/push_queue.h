@@ -2,7 +2,7 @@
 // Enqueue never blocks the caller (the sampling side); a sender thread
 // pushes in order, retries what may succeed later (unavailable, 5xx, 429)
 // with exponential backoff, gives up on what cannot (4xx), and when the
-// queue is full drops the oldest, counting it. Each kind of failure is
+// queue is full (by count or by bytes) drops the oldest, counting it. Each kind of failure is
 // reported once, with the server's answer, until a push succeeds again
 // (reported once too).
 #ifndef EHPROF_AGENT_SINK_PUSH_QUEUE_H_
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -28,6 +29,10 @@ class PushQueue {
   using Report = std::function<void(const std::string& line)>;
   struct Options {
     size_t max_queued = 60;  // 10 minutes of 10 s intervals
+    // Bytes held, the request in flight included: a few intervals of a
+    // huge host must not hold gigabytes while the server is down. A request
+    // bigger than this alone is still sent, with nothing else waiting.
+    size_t max_bytes = size_t{64} << 20;
     std::chrono::milliseconds min_backoff{500};
     std::chrono::milliseconds max_backoff{30000};
     // A request still failing after this many attempts is given up (a
@@ -42,6 +47,7 @@ class PushQueue {
     uint64_t dropped = 0;   // oldest dropped from a full queue
     uint64_t abandoned = 0; // given up after max_attempts
     size_t queued = 0;      // waiting, including one being sent
+    size_t queued_bytes = 0;  // their bodies' bytes
   };
 
   PushQueue(Send send, Report report, Options options);
@@ -64,7 +70,9 @@ class PushQueue {
   Options options_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> queue_;  // guarded by mu_
+  // Shared with the sender while in flight: a body is held once.
+  std::deque<std::shared_ptr<const std::string>> queue_;  // guarded by mu_
+  size_t queued_bytes_ = 0;                               // guarded by mu_
   bool sending_ = false;           // guarded by mu_: front() is in flight
   bool stop_ = false;              // guarded by mu_
   Counters counters_;              // guarded by mu_
