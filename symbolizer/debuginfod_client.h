@@ -20,9 +20,9 @@ inline constexpr int kDebuginfodRetryLimit = 0;
 // Sets DEBUGINFOD_TIMEOUT and DEBUGINFOD_RETRY_LIMIT to the values above
 // when they are unset; a user's values win. A dead server then costs one
 // wait of at most about kDebuginfodTimeoutSeconds per file without local
-// debug info. Calls setenv, which races with getenv on other threads when
-// it changes something: call it before starting threads (DwarfSymbolizer's
-// constructor calls it).
+// debug info. Calls setenv, which races with getenv on other threads: the
+// program's main() calls it before any thread starts (libdebuginfod reads
+// these only from the environment), and nothing else does.
 void BoundDebuginfodTimeout();
 
 }  // namespace ehprof

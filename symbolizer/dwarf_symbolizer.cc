@@ -14,7 +14,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/scoped_handle.h"
-#include "symbolizer/debuginfod_client.h"
 
 namespace ehprof {
 namespace {
@@ -289,10 +288,11 @@ absl::Status DwarfSymbolizer::Module::Load(const std::string& path, uint64_t max
   return absl::OkStatus();
 }
 
+// The debuginfod bounds are set by main() before any thread starts
+// (BoundDebuginfodTimeout): this may run on a worker thread, where setenv
+// would race getenv in the others.
 DwarfSymbolizer::DwarfSymbolizer(std::shared_ptr<SymbolCache> symbols)
-    : symbols_(symbols ? std::move(symbols) : std::make_shared<SymbolCache>()) {
-  BoundDebuginfodTimeout();
-}
+    : symbols_(symbols ? std::move(symbols) : std::make_shared<SymbolCache>()) {}
 
 DwarfSymbolizer::~DwarfSymbolizer() = default;
 

@@ -190,7 +190,8 @@ class DebuginfodTest : public ::testing::Test {
   double FallbackSeconds(int port) {
     setenv("DEBUGINFOD_URLS", ("http://127.0.0.1:" + std::to_string(port)).c_str(), 1);
     setenv("DEBUGINFOD_TIMEOUT", "3", 1);
-    unsetenv("DEBUGINFOD_RETRY_LIMIT");  // ours applies: no retries
+    unsetenv("DEBUGINFOD_RETRY_LIMIT");
+    BoundDebuginfodTimeout();  // ours applies, as main() sets it: no retries
     std::vector<Symbolizer::SourceFrame> frames;
     bool has_dwarf = true;
     double seconds = Symbolize(&frames, &has_dwarf);
@@ -347,13 +348,14 @@ TEST_F(DebuginfodTest, GarbageFromServerFallsBackToSymbols) {
 }
 
 // In a child process, so that the test's own environment stays as it was.
-// Returns 0 when both variables read `want_*` after construction.
-int EnvAfterConstruction(const char* user_timeout, int want_timeout, int want_retries) {
+// Returns 0 when both variables read `want_*` after BoundDebuginfodTimeout
+// (what main() calls before any thread starts).
+int EnvAfterBounding(const char* user_timeout, int want_timeout, int want_retries) {
   pid_t pid = fork();
   if (pid == 0) {
     unsetenv("DEBUGINFOD_RETRY_LIMIT");
     user_timeout ? setenv("DEBUGINFOD_TIMEOUT", user_timeout, 1) : unsetenv("DEBUGINFOD_TIMEOUT");
-    DwarfSymbolizer symbolizer;
+    BoundDebuginfodTimeout();
     const char* timeout = getenv("DEBUGINFOD_TIMEOUT");
     const char* retries = getenv("DEBUGINFOD_RETRY_LIMIT");
     if (!timeout || atoi(timeout) != want_timeout) _exit(1);
@@ -366,8 +368,23 @@ int EnvAfterConstruction(const char* user_timeout, int want_timeout, int want_re
 }
 
 TEST(DebuginfodTimeout, DefaultUnlessTheUserSetOne) {
-  EXPECT_EQ(EnvAfterConstruction(nullptr, kDebuginfodTimeoutSeconds, kDebuginfodRetryLimit), 0);
-  EXPECT_EQ(EnvAfterConstruction("42", 42, kDebuginfodRetryLimit), 0);
+  EXPECT_EQ(EnvAfterBounding(nullptr, kDebuginfodTimeoutSeconds, kDebuginfodRetryLimit), 0);
+  EXPECT_EQ(EnvAfterBounding("42", 42, kDebuginfodRetryLimit), 0);
+}
+
+// A symbolizer may be made on a worker thread: it must not write the
+// environment (setenv there races getenv in every other thread).
+TEST(DebuginfodTimeout, ASymbolizerLeavesTheEnvironmentAlone) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    unsetenv("DEBUGINFOD_TIMEOUT");
+    unsetenv("DEBUGINFOD_RETRY_LIMIT");
+    DwarfSymbolizer symbolizer;
+    _exit(getenv("DEBUGINFOD_TIMEOUT") == nullptr && getenv("DEBUGINFOD_RETRY_LIMIT") == nullptr ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "agent/cli/cli.h"
 #include "base/guarded.h"
+#include "symbolizer/debuginfod_client.h"
 
 namespace {
 
@@ -52,6 +53,8 @@ int Dispatch(int argc, char** argv) {
 // An exception nothing below caught ends the command with status 1 and a
 // line saying what it was, not with std::terminate's abort.
 int main(int argc, char** argv) {
+  // Before any thread: symbolizers on worker threads read these.
+  ehprof::BoundDebuginfodTimeout();
   int rc = 1;
   const absl::Status st = ehprof::Guarded("ehprof", "exiting with status 1", [&] {
     rc = Dispatch(argc, argv);
