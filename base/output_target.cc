@@ -85,7 +85,9 @@ absl::StatusOr<OutputTarget> OutputTarget::Open(const std::string& path, mode_t 
   }
   if (!exists || S_ISREG(st.st_mode)) {
     absl::StatusOr<ExclusiveFile> file = ExclusiveFile::Create(absl::StrCat(path, ".tmp."));
-    if (!file.ok()) return file.status();
+    if (!file.ok()) {
+      return absl::Status(file.status().code(), absl::StrCat("cannot write ", path, ": ", file.status().message()));
+    }
     return OutputTarget(path, mode, *std::move(file), UniqueFd(), false);
   }
   if (S_ISLNK(st.st_mode) && !Trusted(st)) {

@@ -190,6 +190,15 @@ TEST_F(HostileOutputs, CapturesArePrivate) {
     ASSERT_EQ(::lstat((caps + "/" + f).c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 07777, 0600u) << f;
   }
+  // A directory of uid 65534's (they could swap it for a link while root
+  // writes): refused before the command runs, nothing written into it.
+  const std::string theirs = shared_ + "/their-caps";
+  ASSERT_TRUE(AsNobody([&] { return ::mkdir(theirs.c_str(), 0777) == 0; }));
+  RunResult refused = RunEhprof({"record", "-q", "--verify", "--save-captures", theirs, "-o", dir_ + "/q.folded",
+                                 "--", "/bin/true"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_NE(refused.err.find(theirs + ": a directory owned by uid 65534"), std::string::npos) << refused.err;
+  EXPECT_TRUE(Names(theirs).empty());
   const std::string first = caps + "/" + files[0];
   EXPECT_FALSE(AsNobody([&] { return ::open(first.c_str(), O_RDONLY) >= 0; }));
   ::chmod(caps.c_str(), 0755);  // even with the directory opened up, the file stays closed
