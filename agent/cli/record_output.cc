@@ -1,11 +1,8 @@
 #include "agent/cli/record_output.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <sstream>
 #include <string>
