@@ -51,5 +51,25 @@ TEST(PushBody, ASeriesThatCannotBeEncodedIsNamedWithWhy) {
   EXPECT_EQ(body.find("nginx"), std::string::npos) << "a left-out series was pushed";
 }
 
+// A credential-looking --otlp-header is on the command line for every user
+// to read: said by name (never its value), with the file option named.
+TEST(AgentSinks, ASecretLookingHeaderOnTheCommandLineIsWarnedOf) {
+  SinkFlags f;
+  f.otlp.url = "http://127.0.0.1:9";
+  f.otlp.headers = {"Authorization: Bearer s3cret", "X-Scope-OrgID: team"};
+  ::testing::internal::CaptureStderr();
+  {
+    AgentSinks sinks;
+    ASSERT_TRUE(sinks.Open(f).ok());
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("warning: --otlp-header Authorization: every local user sees the command line (ps); a "
+                     "secret belongs in --otlp-header-file"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("s3cret"), std::string::npos) << err;
+  EXPECT_EQ(err.find("X-Scope-OrgID"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace ehprof

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/guarded.h"
 #include "agent/continuous/metrics_server.h"
@@ -58,6 +60,15 @@ void CloseQueue(std::unique_ptr<PushQueue>& queue, const std::string& nouns, con
   queue.reset();
 }
 
+// A header name that usually carries a credential.
+bool LooksSecret(const std::string& name) {
+  const std::string n = absl::AsciiStrToLower(name);
+  for (const char* word : {"authorization", "token", "key", "secret", "password", "cookie"}) {
+    if (absl::StrContains(n, word)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::Status AgentSinks::OpenOtlp(const SinkFlags& flags) {
@@ -66,6 +77,12 @@ absl::Status AgentSinks::OpenOtlp(const SinkFlags& flags) {
   if (absl::Status s = ParseLabels(flags.labels, &labels); !s.ok()) return s;
   otlp_attributes_ = {{"host.name", HostName()}};
   otlp_attributes_.insert(otlp_attributes_.end(), labels.begin(), labels.end());
+  for (const std::string& h : flags.otlp.headers) {
+    if (LooksSecret(h.substr(0, h.find(':')))) {
+      Say(absl::StrCat("warning: --otlp-header ", h.substr(0, h.find(':')),
+                       ": every local user sees the command line (ps); a secret belongs in --otlp-header-file"));
+    }
+  }
   OtlpOptions otlp = flags.otlp;
   if (!flags.otlp_header_file.empty()) {
     auto headers = ReadHeaderFile(flags.otlp_header_file, "--otlp-header-file");
