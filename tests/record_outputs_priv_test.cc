@@ -2,6 +2,7 @@
 // recording and symbolization, so they agree sample for sample; a file that
 // cannot be written is found before sampling, and one whose write fails
 // after it sends its profile to /tmp.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -105,6 +106,29 @@ TEST_F(RecordOutputs, AFailedWriteSendsTheProfileToTmp) {
   ASSERT_TRUE(std::regex_search(r.err, m, std::regex("the profile was written to (\\S+) instead"))) << r.err;
   EXPECT_GE(FoldedSamples(m[1].str()), 50u) << r.err;
   std::remove(m[1].str().c_str());
+}
+
+// The reports beside the profile, through the same safe path: written
+// whole, private, where they were asked for.
+TEST_F(RecordOutputs, ReportsAreWrittenPrivate) {
+  const std::string d = dir_ + "/r";
+  auto r = RunEhprof({"record", "-F", "499", "-q", "--unwinder", "both", "--compare", d + ".compare.txt",
+                      "--diff-folded", d + ".diff.folded", "--verify=5", "--verify-report", d + ".verify.txt", "-o",
+                      d + ".folded", "--", TestdataPath("plt_calls"), "0.4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* ext : {".compare.txt", ".diff.folded", ".verify.txt"}) {
+    struct stat st;
+    ASSERT_EQ(lstat((d + ext).c_str(), &st), 0) << ext;
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << ext;
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << ext;
+    EXPECT_GT(st.st_size, 0) << ext;
+  }
+  EXPECT_NE(ReadFile(d + ".diff.folded").find("plt_inner"), std::string::npos);
+  size_t left = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    left += e.path().filename().string().find(".tmp.") != std::string::npos;
+  }
+  EXPECT_EQ(left, 0u) << "a temporary file was left";
 }
 
 }  // namespace
