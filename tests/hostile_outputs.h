@@ -21,6 +21,13 @@
 
 namespace ehprof::hostile {
 
+// What both test files use, in this test-only namespace.
+namespace fs = std::filesystem;
+using testing::ReadFile;
+using testing::RunEhprof;
+using testing::RunResult;
+using testing::TestdataPath;
+
 inline constexpr uid_t kNobody = 65534;
 inline constexpr char kPrecious[] = "root's file: must not change\n";
 
@@ -50,6 +57,21 @@ inline uid_t Owner(const std::string& path) {
 inline bool IsLink(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+// Polls `done` every 50 ms for up to 30 s: what a test waits for is an
+// event, never a guessed delay.
+inline bool WaitFor(const std::function<bool()>& done) {
+  for (int i = 0; i < 600; ++i) {
+    if (done()) return true;
+    usleep(50000);
+  }
+  return done();
+}
+
+// What the ehprof that RunEhprof started has written to stderr so far.
+inline std::string RunningStderr() {
+  return testing::ReadFile(::testing::TempDir() + "/ending_err." + std::to_string(getpid()));
 }
 
 // dir_: the test's own (root, 0755) with the planted links' targets:

@@ -29,19 +29,13 @@
 namespace ehprof::hostile {
 namespace {
 
-namespace fs = std::filesystem;
-using testing::ReadFile;
-using testing::RunEhprof;
-using testing::RunResult;
-using testing::TestdataPath;
-
 // The agent as a service would run it, beside a workload to sample.
 class HostileAgent : public HostileOutputs {
  protected:
   void SetUp() override {
     HostileOutputs::SetUp();
     if (IsSkipped()) return;
-    work_ = testing::SpawnProgram({TestdataPath("deep_recursion"), "8", "20"});
+    work_ = testing::SpawnProgram({TestdataPath("deep_recursion"), "60", "20"});
     ASSERT_GT(work_, 0);
   }
   void TearDown() override {
@@ -86,16 +80,25 @@ TEST_F(HostileAgent, OutputDirIgnoresPlantedFiles) {
   Plant(".tmp-ehprof-AAAAAA", precious_);
   const std::string theirs = shared_ + "/ehprof-00000000T000000.000Z-1.pb.gz";
   ASSERT_TRUE(AsNobody([&] { return std::ofstream(theirs).write("x", 1).good(); }));
+  // Until the fourth interval is written (names end in their sequence
+  // number): two more than --keep, so rotation has run.
   RunResult r = RunEhprof({"agent", "-p", std::to_string(work_), "-F", "199", "--interval", "0.5", "--keep", "2",
                            "--output-dir", shared_},
-                          SIGTERM, 4000);
+                          SIGTERM, 300, [&](pid_t) {
+                            WaitFor([&] {
+                              for (const std::string& f : Profiles(shared_)) {
+                                if (f.find("-3.pb.gz") != std::string::npos) return true;
+                              }
+                              return false;
+                            });
+                          });
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ExpectTargetsUnchanged();
   EXPECT_TRUE(IsLink(shared_ + "/ehprof-00000000T000000.000Z-0.pb.gz"));
   EXPECT_TRUE(IsLink(shared_ + "/.tmp-ehprof-AAAAAA"));
   EXPECT_EQ(Owner(theirs), kNobody);
   const std::vector<std::string> mine = Profiles(shared_);
-  EXPECT_EQ(mine.size(), 2u) << r.err;  // 3 or more intervals written, the newest 2 kept
+  EXPECT_EQ(mine.size(), 2u) << r.err;  // 4 or more intervals written, the newest 2 kept
   for (const std::string& f : mine) {
     struct stat st;
     ASSERT_EQ(::lstat(f.c_str(), &st), 0);
@@ -104,7 +107,7 @@ TEST_F(HostileAgent, OutputDirIgnoresPlantedFiles) {
   }
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"((\d+) samples in (\d+) intervals)"))) << r.err;
-  EXPECT_GE(std::stoul(m[2].str()), 3u) << r.err;
+  EXPECT_GE(std::stoul(m[2].str()), 4u) << r.err;
   EXPECT_GT(std::stoul(m[1].str()), 0u) << r.err;
   EXPECT_EQ(r.err.find("--output-dir: "), std::string::npos) << "an interval was not written: " << r.err;
 }
@@ -130,10 +133,11 @@ TEST_F(HostileAgent, AFullDiskIsSaidOnceAndSurvived) {
   }));
   RunResult r = RunEhprof({"agent", "-p", std::to_string(work_), "-F", "199", "--interval", "0.5",
                            "--output-dir", out},
-                          SIGTERM, 4000, [&](pid_t) {
-                            // Two seconds of a full disk (about four intervals), then room.
-                            usleep(2000000);
+                          SIGTERM, 300, [&](pid_t) {
+                            // Full until the agent has said so, then room until it writes again.
+                            WaitFor([] { return RunningStderr().find("--output-dir: ") != std::string::npos; });
                             AsNobody([&] { return ::unlink(fill.c_str()) == 0; });
+                            WaitFor([] { return RunningStderr().find("writing again after") != std::string::npos; });
                           });
   const std::vector<std::string> names = Names(out);
   const std::vector<std::string> written = Profiles(out);
@@ -169,8 +173,15 @@ TEST_F(HostileAgent, OtlpHeadersFromAFileStaySecret) {
   std::string cmdline;
   RunResult r = RunEhprof({"agent", "-p", std::to_string(work_), "-F", "199", "--interval", "1", "--otlp",
                            server.http_url(), "--otlp-header-file", headers, "--output-dir", dir_ + "/out"},
-                          SIGTERM, 3000, [&](pid_t agent) {
+                          SIGTERM, 300, [&](pid_t agent) {
                             cmdline = ReadFile("/proc/" + std::to_string(agent) + "/cmdline");
+                            // Until the Collector has written what it received.
+                            WaitFor([&] {
+                              for (const std::string& f : server.files()) {
+                                if (fs::exists(f) && fs::file_size(f) > 0) return true;
+                              }
+                              return false;
+                            });
                           });
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(cmdline.find("--otlp-header-file"), std::string::npos) << "the agent was not seen running";

@@ -25,12 +25,6 @@
 namespace ehprof::hostile {
 namespace {
 
-namespace fs = std::filesystem;
-using testing::ReadFile;
-using testing::RunEhprof;
-using testing::RunResult;
-using testing::TestdataPath;
-
 // Each report and -o path, and the --save-captures directory, a link of
 // uid 65534's: refused before the command runs, naming the path, the
 // target untouched.
