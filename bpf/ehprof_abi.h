@@ -286,11 +286,13 @@ EHP_ASSERT(sizeof(struct ehp_py_proc) == 72, "ehp_py_proc is 72 bytes");
 	/* pc without CFI in a mapping with a table; rbp no frame pointer */                       \
 	X(EHP_STOP_NO_CFI_BAD_FP, 13, "no CFI for pc, frame pointer implausible")                  \
 	/* the frame-pointer fallback's return address in no executable mapping */                 \
-	X(EHP_STOP_FP_RA_UNMAPPED, 14, "no CFI for pc, frame pointer leads outside the mappings")
+	X(EHP_STOP_FP_RA_UNMAPPED, 14, "no CFI for pc, frame pointer leads outside the mappings") \
+	/* the event's walks used cfg.walk_budget_ns (EHP_STAT_BUDGET_CUTS) */                      \
+	X(EHP_STOP_TIME_BUDGET, 15, "time budget spent")
 
 #define EHP_STOP_ENUMERATOR_(name, value, text) name = value,
 enum ehp_stop_reason {
-	EHP_STOP_REASONS(EHP_STOP_ENUMERATOR_) EHP_STOP_REASON_COUNT = 15,
+	EHP_STOP_REASONS(EHP_STOP_ENUMERATOR_) EHP_STOP_REASON_COUNT = 16,
 };
 #undef EHP_STOP_ENUMERATOR_
 
@@ -465,7 +467,8 @@ enum ehp_stat {
 	EHP_STAT_OFFCPU_EVENTS = 4,    /* blocks over the threshold, sent */
 	EHP_STAT_OFFCPU_UNTRACKED = 5, /* switch-outs the full offcpu_tasks map lost */
 	EHP_STAT_OFFCPU_UNSEEN = 6,    /* blocks whose switch-in no sched_switch showed */
-	EHP_STAT_COUNT = 7,
+	EHP_STAT_BUDGET_CUTS = 7,      /* walks stopped by cfg.walk_budget_ns */
+	EHP_STAT_COUNT = 8,
 };
 
 /* Load-time settings (the program's .rodata). */
@@ -492,8 +495,16 @@ struct ehp_config {
 	/* Python frames from the interpreters in py_procs (bpf/python.bpf.h);
 	 * 0 with --no-python. */
 	ehp_u32 python;
+	/* The most an event's walks may take, from its start (bpf_ktime):
+	 * past it a walk stops with EHP_STOP_TIME_BUDGET. A sample's program
+	 * runs in the timer's interrupt, taking the CPU from the interrupted
+	 * task for all of its run, and the kernel's throttling for a handler's
+	 * time (perf_sample_event_took) sees only NMI-driven events, not the
+	 * hrtimer of cpu-clock. 0: no limit. */
+	ehp_u64 walk_budget_ns;
 };
-EHP_ASSERT(sizeof(struct ehp_config) == 88, "ehp_config is 88 bytes");
+EHP_ASSERT(sizeof(struct ehp_config) == 96, "ehp_config is 96 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_config, walk_budget_ns) == 88, "ehp_config.walk_budget_ns at 88");
 EHP_ASSERT(EHP_OFFSET(struct ehp_config, offcpu_min_ns) == 32, "ehp_config.offcpu_min_ns at 32");
 EHP_ASSERT(EHP_OFFSET(struct ehp_config, cgroup_id) == 40, "ehp_config.cgroup_id at 40");
 EHP_ASSERT(EHP_OFFSET(struct ehp_config, comm) == 64, "ehp_config.comm at 64");

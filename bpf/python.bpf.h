@@ -205,6 +205,8 @@ static long py_dwarf_step(__u32 i, void *data)
 {
 	struct walk *w = data;
 	struct scratch *s = w->s;
+	if (walk_out_of_time(w, i))
+		return 1;
 	if (cfg.python && w->python) {
 		__u64 pc = s->exact ? s->pc : s->pc - 1;
 		if (s->py_busy || (w->n && ((pc >= s->py_eval[0] && pc < s->py_eval[1]) ||

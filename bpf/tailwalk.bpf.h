@@ -319,10 +319,16 @@ EHP_INLINE void tail_walk(void *ctx, void *progs, const __u32 finish)
 	if (!s || !st)
 		return;
 	const __u32 fp = st->phase || cfg.unwinder == EHP_UNWINDER_FP;
+	/* The clock once a program: EHP_TAIL_FRAMES is near EHP_BUDGET_EVERY
+	 * (bpf/walk.bpf.h). */
+	if (walk_budget_spent(s)) {
+		st->stop = EHP_STOP_TIME_BUDGET;
+	} else {
 #pragma clang loop unroll(disable)
-	for (int i = 0; i < EHP_TAIL_FRAMES; i++) {
-		if (!ehp_tail_step(fp))
-			break;
+		for (int i = 0; i < EHP_TAIL_FRAMES; i++) {
+			if (!ehp_tail_step(fp))
+				break;
+		}
 	}
 	struct walk w = {.s = s, .base = st->base, .n = st->n, .pid = s->ev.pid, .stop = st->stop};
 	if (!w.stop)

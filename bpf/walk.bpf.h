@@ -35,6 +35,31 @@ EHP_INLINE int push_frame(struct walk *w, __u64 value)
 	return 1;
 }
 
+/* Walk steps between two looks at the clock: a clock read can cost as
+ * much as a step (an emulated HPET), and 16 steps of a slow machine stay
+ * well inside any budget worth setting. */
+#define EHP_BUDGET_EVERY 16
+
+/* Whether the event in s has spent its walk budget (cfg.walk_budget_ns
+ * since begin_event); counted once per walk that it stops. */
+EHP_INLINE int walk_budget_spent(struct scratch *s)
+{
+	if (!cfg.walk_budget_ns || bpf_ktime_get_ns() - s->ev.time_ns <= cfg.walk_budget_ns)
+		return 0;
+	count(EHP_STAT_BUDGET_CUTS);
+	return 1;
+}
+
+/* A bpf_loop walk's look at the clock before its step'th step: stops w
+ * once the budget is spent. */
+EHP_INLINE int walk_out_of_time(struct walk *w, __u32 step)
+{
+	if ((step & (EHP_BUDGET_EVERY - 1)) != EHP_BUDGET_EVERY - 1 || !walk_budget_spent(w->s))
+		return 0;
+	w->stop = EHP_STOP_TIME_BUDGET;
+	return 1;
+}
+
 /* v = min(v, max) in one register the verifier bounds. A clamp in C can
  * be compiled to a spill of v before the compare and a reload after it,
  * and a 6.1 verifier does not carry the compare's bound to the spilled
@@ -102,6 +127,8 @@ EHP_INLINE int fp_step_state(struct walk *w, __u64 flags)
 static long fp_step(__u32 i, void *data)
 {
 	struct walk *w = data;
+	if (walk_out_of_time(w, i))
+		return 1;
 	return fp_step_state(w, 0) ? 0 : 1;
 }
 

@@ -216,6 +216,10 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
       ->type_name("N")
       ->check(InRange<uint64_t>(1, uint64_t{1} << 62))
       ->excludes("-F");
+  // Hidden: tests set a budget every walk outlasts (agent/record/walk_budget.h).
+  app.add_option("--walk-budget-ns", record->walk_budget_ns, "the most one event's stack walks may take")
+      ->check(InRange<uint64_t>(1, uint64_t{1} << 62))
+      ->group("");
   app.add_option("-e,--event", flags->event,
                  "cpu-clock (default, works in VMs), task-clock; hardware counters cycles, "
                  "instructions, cache-misses, cache-references, branch-misses, branches (where "

@@ -48,6 +48,12 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
     std::fprintf(stderr, "ehprof: user stacks complete (reached the bottom): %.1f%%; stop reasons: %s\n",
                  100.0 * reasons[EHP_STOP_END_OF_STACK] / user_walked, line.c_str());
   }
+  if (s.walks_cut > 0) {
+    std::fprintf(stderr,
+                 "ehprof: %llu stack walks cut short by their time budget (%.1f us an event: a share of "
+                 "the sampling period, kernel.perf_cpu_time_max_percent)\n",
+                 static_cast<unsigned long long>(s.walks_cut), s.walk_budget_ns / 1e3);
+  }
   if (!s.bpf_ns.empty()) {
     std::vector<uint32_t> ns = s.bpf_ns;
     const uint64_t bytes = s.ring_bytes;

@@ -95,6 +95,7 @@ AgentCounters AgentLoop::counters() const {
   std::lock_guard<std::mutex> lock(mu_);
   AgentCounters c = counters_;
   c.samples_lost = lost_.load();
+  c.walks_cut = walks_cut_.load();
   return c;
 }
 
@@ -109,6 +110,7 @@ void AgentLoop::OnTick(uint64_t now_ns) {
   if (recorder_ && now_ns >= next_stats_ns_) {
     const std::vector<uint64_t> bpf = recorder_->LiveBpfStats();
     lost_.store(bpf[EHP_STAT_RINGBUF_DROPS]);
+    walks_cut_.store(bpf[EHP_STAT_BUDGET_CUTS]);
     next_stats_ns_ = now_ns + 1000000000ull;
   }
   if (next_end_ns_ == 0) {

@@ -56,6 +56,7 @@ struct AgentOptions {
 struct AgentCounters {
   uint64_t samples = 0;           // in intervals handed over
   uint64_t samples_lost = 0;      // the ring buffer was full (BPF counter)
+  uint64_t walks_cut = 0;         // stopped by the walk time budget (BPF counter)
   uint64_t intervals = 0;         // handed to the sinks
   uint64_t intervals_dropped = 0; // the worker fell behind
   uint64_t stacks_dropped = 0;    // over the distinct-stack cap
@@ -109,6 +110,7 @@ class AgentLoop : private SampleSink {
   uint64_t next_stats_ns_ = 0;
   bool said_overflow_ = false;
   std::atomic<uint64_t> lost_{0};  // refreshed each second on the recording thread
+  std::atomic<uint64_t> walks_cut_{0};  // likewise
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

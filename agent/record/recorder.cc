@@ -140,6 +140,7 @@ absl::Status Recorder::Run() {
 absl::Status Recorder::StartSession() {
   absl::StatusOr<SessionOptions> so = SessionOptionsFor(options_);
   if (!so.ok()) return so.status();
+  summary_.walk_budget_ns = so->config.walk_budget_ns;
   auto session = BpfSession::Start(*so);
   if (!session.ok()) return session.status();
   session_ = std::move(*session);
@@ -236,6 +237,7 @@ void Recorder::FinishSummary() {
   summary_.event_drops = stats[EHP_STAT_EVENT_DROPS];
   summary_.off_cpu_untracked = stats[EHP_STAT_OFFCPU_UNTRACKED];
   summary_.off_cpu_unseen = stats[EHP_STAT_OFFCPU_UNSEEN];
+  summary_.walks_cut = stats[EHP_STAT_BUDGET_CUTS];
   summary_.prog = session_->SampleProgStats();
   summary_.cpu_time_ns = CpuTimeNs() - summary_.setup_cpu_ns;
   summary_.tables = files_->stats();

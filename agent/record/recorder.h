@@ -47,6 +47,10 @@ struct RecordOptions {
   uint64_t event_config = 0;          // PERF_COUNT_SW_CPU_CLOCK
   std::string event_name = "cpu-clock";  // as -e named it (for errors)
   uint64_t sample_period = 0;         // -c: every Nth event instead of -F
+  // The most one event's stack walks may take in the kernel (hidden
+  // --walk-budget-ns, for tests); 0: a share of the sampling interval
+  // (agent/record/walk_budget.h).
+  uint64_t walk_budget_ns = 0;
   MapSizes sizes;
   bool live_status = false;           // a one-line status on stderr
   uint32_t verify_every = 0;          // --verify: capture every Nth sample
@@ -108,6 +112,8 @@ struct RecordSummary {
   uint64_t off_cpu_ns = 0;      // --off-cpu: time blocked, over all events
   uint64_t off_cpu_untracked = 0;  // switch-outs the full BPF map could not keep
   uint64_t off_cpu_unseen = 0;     // blocks whose switch-in no sched_switch showed
+  uint64_t walks_cut = 0;          // walks stopped by the time budget
+  uint64_t walk_budget_ns = 0;     // that budget
   size_t remembered = 0;        // processes whose mappings are kept for resolving
   size_t kept_files = 0;        // files held open for symbolization
   // Per sample, counted as they arrive (aggregated samples keep no per-

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "agent/record/recorder.h"
+#include "agent/record/walk_budget.h"
 #include "agent/session/cgroup_filter.h"
 
 namespace ehprof {
@@ -21,6 +22,11 @@ absl::StatusOr<SessionOptions> SessionOptionsFor(const RecordOptions& o) {
   so.config.verify_every = o.verify_every;
   so.config.offcpu_states = o.off_cpu_states;
   so.config.offcpu_min_ns = o.off_cpu_min_ns;
+  so.config.walk_budget_ns =
+      o.walk_budget_ns ? o.walk_budget_ns
+                       : WalkBudgetNs(SamplingIntervalNs(o.event_type, o.event_config, o.sample_period,
+                                                         o.frequency_hz),
+                                      PerfCpuTimeMaxPercent());
   so.off_cpu = o.off_cpu;
   so.learn_mmap = o.kernel_maps;
   so.config.learn_maps = o.kernel_maps;
