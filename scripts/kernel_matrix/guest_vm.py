@@ -31,14 +31,21 @@ def boot(vmlinuz, initramfs, results, env, timeout_s, smp=2, mem_mb=2048, boot_d
     None when it powered off, "boot" when init never ran within
     boot_deadline_s (a stall in the emulated boot, before any of ours runs),
     "run" when it ran but did not finish within timeout_s)."""
+    # One host thread for both vCPUs: multi-threaded TCG (QEMU 7.2) runs
+    # x86 code another vCPU is patching wrong, and the kernel patches its
+    # own text whenever a tracepoint or static key flips (ehprof's attach
+    # does). A 5.10 guest hung for good so, both vCPUs looping in
+    # syscall_exit_to_user_mode+0xb3 (the sys_exit tracepoint's jump) with
+    # "BUG: soft lockup": in the matrix's agent step (2026-11-27 and -29),
+    # and without ehprof at all, the sys_exit_mmap trace event turned on and
+    # off from tracefs beside deep_recursion (2026-11-29: hung within 100
+    # toggles in 1 of 3 runs, about 1,000 toggles in all); under
+    # thread=single 900 toggles held.
     accel = ["-accel", "kvm", "-cpu", "host"] if kvm_usable() else \
-        ["-accel", "tcg,thread=multi", "-cpu", "max"]
+        ["-accel", "tcg,thread=single", "-cpu", "max"]
     # env: EHPROF_* for init.sh and guest.sh (values without spaces).
     # loglevel=5: a soft lockup's or an RCU stall's stack dump (printed at
-    # the default level) reaches the console too. A 5.10 guest once hung
-    # with both vCPUs soft-locked in `ehprof agent` and deep_recursion
-    # (2026-11-27, 1 run in 8), and at loglevel=4 the console kept only the
-    # "BUG: soft lockup" lines, not where.
+    # the default level) reaches the console too.
     cmdline = " ".join(["console=ttyS0", "panic=-1", "loglevel=5", "mitigations=off",
                         "rdinit=/init", f"EHPROF_RESULTS={results}"] +
                        [f"{k}={v}" for k, v in env.items()])
