@@ -22,6 +22,8 @@ TEST(StopReasons, NamesMatchTheSummariesSoFar) {
   EXPECT_STREQ(StopReasonName(EHP_STOP_END_OF_STACK), "end of stack");
   EXPECT_STREQ(StopReasonName(EHP_STOP_NO_USER_STACK), "no user stack (kernel thread)");
   EXPECT_STREQ(StopReasonName(EHP_STOP_NOT_WALKED), "user stack not requested");
+  // hostile_lockup_priv_test finds cut walks by this name.
+  EXPECT_STREQ(StopReasonName(EHP_STOP_TIME_BUDGET), "time budget spent");
 }
 
 }  // namespace
