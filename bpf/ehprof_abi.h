@@ -495,11 +495,11 @@ struct ehp_config {
 	/* Python frames from the interpreters in py_procs (bpf/python.bpf.h);
 	 * 0 with --no-python. */
 	ehp_u32 python;
-	/* The most an event's walks may take, from its start (bpf_ktime):
-	 * past it a walk stops with EHP_STOP_TIME_BUDGET. A sample's program
+	/* What one CPU's events may take in every EHP_BUDGET_WINDOW_NS; past
+	 * it their walks stop with EHP_STOP_TIME_BUDGET. A sample's program
 	 * runs in the timer's interrupt, taking the CPU from the interrupted
-	 * task for all of its run, and the kernel's throttling for a handler's
-	 * time (perf_sample_event_took) sees only NMI-driven events, not the
+	 * task, and the kernel's throttling for a handler's time
+	 * (perf_sample_event_took) sees only NMI-driven events, not the
 	 * hrtimer of cpu-clock. 0: no limit. */
 	ehp_u64 walk_budget_ns;
 };
@@ -540,5 +540,8 @@ enum ehp_target {
 #define EHP_TAIL_FRAMES 31
 #define EHP_TAIL_CALLS 33
 #define EHP_TAIL_MAX_USER_FRAMES (1 + EHP_TAIL_CALLS * EHP_TAIL_FRAMES)
+
+/* The window of ehp_config.walk_budget_ns (bpf/walk.bpf.h). */
+#define EHP_BUDGET_WINDOW_NS 100000000ull
 
 #endif /* EHPROF_BPF_EHPROF_ABI_H_ */

@@ -174,6 +174,18 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* Each CPU's walk time in its current budget window (bpf/walk.bpf.h). */
+struct cpu_budget {
+	__u64 window_start;
+	__u64 used_ns;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_budget);
+} cpu_budget SEC(".maps");
+
 /* Last time an UNKNOWN_PID / UNKNOWN_PC event went out for a pid. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

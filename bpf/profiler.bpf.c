@@ -51,7 +51,7 @@ EHP_INLINE int perf_hit_user_mode(struct bpf_perf_event_data *ctx)
 EHP_INLINE struct scratch *send_sample(struct scratch *s, __u64 size, __u32 flags, __u64 started)
 {
 	s->ev.flags |= flags;
-	s->ev.bpf_ns = (__u32)(bpf_ktime_get_ns() - started);
+	s->ev.bpf_ns = event_done(started);
 	if (bpf_ringbuf_output(&events, s, size, sample_wakeup())) {
 		count(EHP_STAT_RINGBUF_DROPS);
 		return NULL;

@@ -190,7 +190,7 @@ EHP_INLINE void offcpu_keep(struct scratch *s, __u64 started, __u32 tid)
 		s->ev.n_user = EHP_OFFCPU_MAX_FRAMES - s->ev.n_kernel;
 		s->ev.stop_reason = EHP_STOP_DEPTH_LIMIT;
 	}
-	s->ev.bpf_ns = (__u32)(bpf_ktime_get_ns() - started);
+	s->ev.bpf_ns = event_done(started);
 	_Static_assert(__builtin_offsetof(struct scratch, frames) ==
 			       __builtin_offsetof(struct offcpu_stacks, frames),
 		       "offcpu_stacks is a prefix of scratch");

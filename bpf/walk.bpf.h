@@ -40,14 +40,47 @@ EHP_INLINE int push_frame(struct walk *w, __u64 value)
  * well inside any budget worth setting. */
 #define EHP_BUDGET_EVERY 16
 
-/* Whether the event in s has spent its walk budget (cfg.walk_budget_ns
- * since begin_event); counted once per walk that it stops. */
+/* The walk time budget: the events of one CPU may spend
+ * cfg.walk_budget_ns in every EHP_BUDGET_WINDOW_NS (bpf/ehprof_abi.h).
+ * A share of a window, not of one event: a single event the hypervisor
+ * or the emulator stalled is not cut for it, while a CPU whose events
+ * keep taking more than their share is. This CPU's window as of now, a
+ * new one once the last is over. */
+EHP_INLINE struct cpu_budget *budget_window(__u64 now)
+{
+	__u32 zero = 0;
+	struct cpu_budget *b = bpf_map_lookup_elem(&cpu_budget, &zero);
+	if (b && now - b->window_start >= EHP_BUDGET_WINDOW_NS) {
+		b->window_start = now;
+		b->used_ns = 0;
+	}
+	return b;
+}
+
+/* Whether the event in s (begun at s->ev.time_ns) and the events before it
+ * in its CPU's window have spent the budget; counted once per walk that it
+ * stops. */
 EHP_INLINE int walk_budget_spent(struct scratch *s)
 {
-	if (!cfg.walk_budget_ns || bpf_ktime_get_ns() - s->ev.time_ns <= cfg.walk_budget_ns)
+	if (!cfg.walk_budget_ns)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	struct cpu_budget *b = budget_window(now);
+	if ((b ? b->used_ns : 0) + (now - s->ev.time_ns) <= cfg.walk_budget_ns)
 		return 0;
 	count(EHP_STAT_BUDGET_CUTS);
 	return 1;
+}
+
+/* An event begun at started is done: its time, charged to its CPU's
+ * window. */
+EHP_INLINE __u32 event_done(__u64 started)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct cpu_budget *b = cfg.walk_budget_ns ? budget_window(now) : 0;
+	if (b)
+		b->used_ns += now - started;
+	return (__u32)(now - started);
 }
 
 /* A bpf_loop walk's look at the clock before its step'th step: stops w

@@ -1,6 +1,6 @@
 // A CPU must never stall under the profiler: a sample's program runs in the
 // timer's interrupt, so each event's stack walks stop once they have used
-// their time budget (a share of the sampling period, bpf/walk.bpf.h), with
+// their time budget (a share of each CPU's time, bpf/walk.bpf.h), with
 // their own stop reason, counted and said. An unprivileged user's deep
 // stack is what makes a walk long: with a budget every such walk outlasts
 // (the hidden --walk-budget-ns), its walks are cut and said while the root

@@ -217,7 +217,7 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
       ->check(InRange<uint64_t>(1, uint64_t{1} << 62))
       ->excludes("-F");
   // Hidden: tests set a budget every walk outlasts (agent/record/walk_budget.h).
-  app.add_option("--walk-budget-ns", record->walk_budget_ns, "the most one event's stack walks may take")
+  app.add_option("--walk-budget-ns", record->walk_budget_ns, "what each CPU's stack walks may take in every 100 ms")
       ->check(InRange<uint64_t>(1, uint64_t{1} << 62))
       ->group("");
   app.add_option("-e,--event", flags->event,

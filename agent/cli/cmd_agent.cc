@@ -190,8 +190,8 @@ int RunLoop(AgentOptions o, const AgentFlags& f, AgentSinks& sinks) {
                static_cast<unsigned long long>(c.samples), static_cast<unsigned long long>(c.intervals),
                static_cast<unsigned long long>(c.intervals_dropped));
   if (c.walks_cut) {
-    std::fprintf(stderr, "ehprof agent: %llu stack walks cut short by their time budget (a share of the "
-                 "sampling period: kernel.perf_cpu_time_max_percent)\n",
+    std::fprintf(stderr, "ehprof agent: %llu stack walks cut short by their time budget (a share of each "
+                 "CPU's time: kernel.perf_cpu_time_max_percent)\n",
                  static_cast<unsigned long long>(c.walks_cut));
   }
   if (!st.ok()) {

@@ -50,9 +50,10 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
   }
   if (s.walks_cut > 0) {
     std::fprintf(stderr,
-                 "ehprof: %llu stack walks cut short by their time budget (%.1f us an event: a share of "
-                 "the sampling period, kernel.perf_cpu_time_max_percent)\n",
-                 static_cast<unsigned long long>(s.walks_cut), s.walk_budget_ns / 1e3);
+                 "ehprof: %llu stack walks cut short by their time budget (each CPU's walks may take "
+                 "%.3f ms of every %.0f ms: kernel.perf_cpu_time_max_percent)\n",
+                 static_cast<unsigned long long>(s.walks_cut), s.walk_budget_ns / 1e6,
+                 EHP_BUDGET_WINDOW_NS / 1e6);
   }
   if (!s.bpf_ns.empty()) {
     std::vector<uint32_t> ns = s.bpf_ns;

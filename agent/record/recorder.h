@@ -47,9 +47,9 @@ struct RecordOptions {
   uint64_t event_config = 0;          // PERF_COUNT_SW_CPU_CLOCK
   std::string event_name = "cpu-clock";  // as -e named it (for errors)
   uint64_t sample_period = 0;         // -c: every Nth event instead of -F
-  // The most one event's stack walks may take in the kernel (hidden
-  // --walk-budget-ns, for tests); 0: a share of the sampling interval
-  // (agent/record/walk_budget.h).
+  // What each CPU's stack walks in the kernel may take in every
+  // EHP_BUDGET_WINDOW_NS (hidden --walk-budget-ns, for tests); 0: the
+  // kernel's share for perf handlers (agent/record/walk_budget.h).
   uint64_t walk_budget_ns = 0;
   MapSizes sizes;
   bool live_status = false;           // a one-line status on stderr

@@ -22,11 +22,7 @@ absl::StatusOr<SessionOptions> SessionOptionsFor(const RecordOptions& o) {
   so.config.verify_every = o.verify_every;
   so.config.offcpu_states = o.off_cpu_states;
   so.config.offcpu_min_ns = o.off_cpu_min_ns;
-  so.config.walk_budget_ns =
-      o.walk_budget_ns ? o.walk_budget_ns
-                       : WalkBudgetNs(SamplingIntervalNs(o.event_type, o.event_config, o.sample_period,
-                                                         o.frequency_hz),
-                                      PerfCpuTimeMaxPercent());
+  so.config.walk_budget_ns = o.walk_budget_ns ? o.walk_budget_ns : WalkBudgetNs(PerfCpuTimeMaxPercent());
   so.off_cpu = o.off_cpu;
   so.learn_mmap = o.kernel_maps;
   so.config.learn_maps = o.kernel_maps;

@@ -1,4 +1,4 @@
-// How long one event's stack walks may take in the kernel
+// How much of each CPU's time the stack walks in the kernel may take
 // (ehp_config.walk_budget_ns, bpf/walk.bpf.h).
 #ifndef EHPROF_AGENT_RECORD_WALK_BUDGET_H_
 #define EHPROF_AGENT_RECORD_WALK_BUDGET_H_
@@ -14,19 +14,12 @@ namespace ehprof {
 // range, 100 for 0 (the kernel's "no limit").
 uint32_t PerfCpuTimeMaxPercent(const std::string& path = "/proc/sys/kernel/perf_cpu_time_max_percent");
 
-// The walk budget of a sampling interval: that share of it, so a sample's
-// program in the timer's interrupt always leaves the interrupted task most
-// of its period, however slow the CPU (an hrtimer-driven clock event is
-// not throttled by the kernel for its handler's time). interval_ns is the
-// sampling period in nanoseconds.
-uint64_t WalkBudgetNs(uint64_t interval_ns, uint32_t percent);
-
-// The sampling interval of a session, in nanoseconds: -c's count for the
-// clock events (counted in ns), else one -F period (also the estimate for
-// counters, whose time per count is unknown, and for probes and off-CPU
-// events, which have no period).
-uint64_t SamplingIntervalNs(uint32_t event_type, uint64_t event_config, uint64_t sample_period,
-                            uint64_t frequency_hz);
+// The walk budget: that share of every EHP_BUDGET_WINDOW_NS on each CPU,
+// so the sampler, which runs in the timer's interrupt (an hrtimer-driven
+// clock event is not throttled by the kernel for its handler's time),
+// always leaves the interrupted tasks the rest, however slow the CPU or
+// deep the stacks.
+uint64_t WalkBudgetNs(uint32_t percent);
 
 }  // namespace ehprof
 
