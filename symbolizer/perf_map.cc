@@ -24,9 +24,10 @@ PerfMap PerfMap::Parse(std::string_view text) {
   return m;
 }
 
-void PerfMap::Append(std::string_view text) {
+size_t PerfMap::Append(std::string_view text, size_t max_entries, size_t max_bytes) {
   const size_t old_size = entries_.size();
-  while (!text.empty()) {
+  const size_t length = text.size();
+  while (!text.empty() && entries_.size() < max_entries && bytes_ < max_bytes) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
@@ -42,6 +43,7 @@ void PerfMap::Append(std::string_view text) {
       continue;
     }
     entries_.push_back({start, start + size, next_order_++, std::string(line.substr(b + 1))});
+    bytes_ += sizeof(Entry) + entries_.back().name.size();
   }
   const auto by_start = [](const Entry& x, const Entry& y) {
     return x.start != y.start ? x.start < y.start : x.order < y.order;
@@ -49,6 +51,7 @@ void PerfMap::Append(std::string_view text) {
   std::sort(entries_.begin() + static_cast<std::ptrdiff_t>(old_size), entries_.end(), by_start);
   std::inplace_merge(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(old_size),
                      entries_.end(), by_start);
+  return length - text.size();
 }
 
 std::optional<std::string> PerfMap::Find(uint64_t addr) const {

@@ -5,6 +5,7 @@
 #ifndef EHPROF_SYMBOLIZER_PERF_MAP_H_
 #define EHPROF_SYMBOLIZER_PERF_MAP_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,13 +20,17 @@ class PerfMap {
   // counted (a JIT may be writing the file while we read it).
   static PerfMap Parse(std::string_view text);
   // Adds the lines of `text`, written after those parsed before (a JIT
-  // appends): they win over earlier ones for the same address.
-  void Append(std::string_view text);
+  // appends): they win over earlier ones for the same address. Stops
+  // before a line once size() or bytes() has reached its bound; returns
+  // the bytes of `text` taken (whole lines, or all of it).
+  size_t Append(std::string_view text, size_t max_entries = SIZE_MAX, size_t max_bytes = SIZE_MAX);
 
   // The symbol covering the runtime address; later lines win over earlier
   // ones for the same address (JITs append when code is replaced).
   std::optional<std::string> Find(uint64_t addr) const;
   size_t size() const { return entries_.size(); }
+  // Memory the entries hold (their names and bookkeeping), for bounds.
+  size_t bytes() const { return bytes_; }
   size_t bad_lines() const { return bad_lines_; }
 
  private:
@@ -35,6 +40,7 @@ class PerfMap {
     std::string name;
   };
   std::vector<Entry> entries_;  // sorted by start, then order
+  size_t bytes_ = 0;
   size_t bad_lines_ = 0;
   size_t next_order_ = 0;
 };

@@ -43,7 +43,9 @@ class FrameLocator : public ::testing::Test {
     std::ofstream out(MapPath(pid), append ? std::ios::app : std::ios::trunc);
     out << text;
   }
-  JitSymbols Jit(size_t max_entries = SIZE_MAX) const { return JitSymbols({max_entries, dir_}); }
+  JitSymbols Jit(size_t max_entries = SIZE_MAX, size_t max_bytes = SIZE_MAX) const {
+    return JitSymbols({max_entries, dir_, max_bytes});
+  }
 
   std::string dir_;
 };
@@ -160,7 +162,7 @@ TEST_F(FrameLocator, MissingMapIsQuietAndBrokenLinesOneWarning) {
   EXPECT_EQ(jit.Frame(kPidA, 0x1104, false).symbol, "later");
   std::vector<std::string> w = jit.TakeWarnings();
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0], MapPath(kPidA) + ": 1 malformed lines skipped");
+  EXPECT_EQ(w[0], absl::StrCat(MapPath(kPidA), " (pid ", kPidA, "): 1 malformed or overlong lines skipped"));
 }
 
 TEST_F(FrameLocator, EntriesAreBoundedLeastRecentlyUsedFirst) {

@@ -24,7 +24,7 @@ AddressSymbolizer::Options AddressOptions(const IntervalSymbolizer::Options& o) 
 IntervalSymbolizer::IntervalSymbolizer(Options options)
     : options_(std::move(options)),
       symbols_(AddressOptions(options_)),
-      jit_({options_.max_jit_entries, options_.perf_map_dir}) {
+      jit_({options_.max_jit_entries, options_.perf_map_dir, options_.max_jit_bytes}) {
   auto k = Kallsyms::Load();
   if (k.ok()) {
     kallsyms_ = std::move(*k);

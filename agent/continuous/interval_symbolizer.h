@@ -39,7 +39,11 @@ class IntervalSymbolizer {
     bool demangle = true;
     std::string vdso_file;  // a copy of the vDSO image to read "[vdso]" from
     size_t max_jit_entries = 200000;
-    std::string perf_map_dir = "/tmp";  // where perf-PID.map files are
+    // Names and bookkeeping of those entries (a node map averages ~120
+    // bytes an entry: the entry bound comes first in practice).
+    size_t max_jit_bytes = size_t{32} << 20;
+    // Empty: each process's own /tmp/perf-PID.map (JitSymbols::Options).
+    std::string perf_map_dir;
   };
   explicit IntervalSymbolizer(Options options);
 

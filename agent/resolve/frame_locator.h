@@ -9,7 +9,7 @@
 //    in a file's mapping, in anonymous memory, or in no mapping known;
 //  - a frame in anonymous memory or in no mapping belongs to its process
 //    (never merged with another's at the same address) and is named from
-//    that process's JIT perf map, /tmp/perf-PID.map (JitSymbols).
+//    that process's JIT perf map, its /tmp/perf-PID.map (JitSymbols).
 #ifndef EHPROF_AGENT_RESOLVE_FRAME_LOCATOR_H_
 #define EHPROF_AGENT_RESOLVE_FRAME_LOCATOR_H_
 
@@ -58,16 +58,21 @@ inline FrameLocation LocateUserFrame(const ProcessTracker& tracker, uint32_t pid
 // (the agent: each interval) it is looked at again (one stat) on its next
 // lookup and, when it grew, only the lines written since are read; a map
 // replaced or shrunk is read anew. Only whole lines are read (the JIT may
-// be writing the last one). A missing map names nothing and warns of
-// nothing; a map with malformed lines is one warning. The entries kept for
-// all processes are bounded: past max_entries the least recently used
-// processes' maps are dropped (read again if needed); one process's map
-// that holds max_entries alone is not read further (nor past 256 MiB).
+// be writing the last one; a line longer than 1 MiB is skipped). A missing
+// map names nothing and warns of nothing; a map with malformed lines is one
+// warning. What is kept for all processes is bounded in entries and in
+// bytes: past max_entries or max_bytes the least recently used processes'
+// maps are dropped (read again if needed); one process's map that holds
+// either bound alone is not read further (nor past 256 MiB of file).
+// Maps are found and opened as perf_map_file.h says.
 class JitSymbols {
  public:
   struct Options {
     size_t max_entries = SIZE_MAX;
-    std::string dir = "/tmp";  // where perf-PID.map files are
+    // Empty: each process's own /tmp (through /proc/PID/root, its pid as it
+    // sees it); else the directory all perf-PID.map files are in.
+    std::string dir;
+    size_t max_bytes = SIZE_MAX;  // PerfMap::bytes() for all processes
   };
   explicit JitSymbols(Options options);
 
@@ -77,8 +82,9 @@ class JitSymbols {
   ResolvedFrame Frame(uint32_t pid, uint64_t site, bool anon);
   void NextRound() { ++round_; }
   std::vector<std::string> TakeWarnings() { return warnings_.Take(); }
-  // Entries kept for all processes.
+  // Entries, and the bytes they hold, kept for all processes.
   size_t entries() const { return entries_; }
+  size_t bytes() const { return bytes_; }
   size_t processes() const { return maps_.size(); }
 
  private:
@@ -88,19 +94,24 @@ class JitSymbols {
     uint64_t size = 0;           // its size when last looked at
     int64_t mtime_ns = 0;
     uint64_t parsed = 0;         // bytes read: whole lines
+    bool in_long_line = false;   // parsed is inside a line being skipped
+    uint64_t long_lines = 0;     // lines skipped for their length
+    std::string name;            // the map's name in frames and warnings
     uint64_t checked_round = 0;  // the round it was last looked at
     uint64_t used = 0;           // lookups' clock, for eviction
   };
-  std::string PathOf(uint32_t pid) const;
-  const PerfMap& MapOf(uint32_t pid);
+  const Cached& MapOf(uint32_t pid);
   // Brings c up to the file: reads what was appended, or all of it anew.
   void Refresh(uint32_t pid, Cached* c);
+  // Reads c's file from c->parsed to `until`, whole lines, within bounds.
+  void ReadLines(int fd, uint64_t until, Cached* c);
+  bool OverBounds() const;
   void Evict(uint32_t keep);
 
   Options options_;
   absl::flat_hash_map<uint32_t, Cached> maps_;
   uint64_t round_ = 1, clock_ = 0;
-  size_t entries_ = 0;
+  size_t entries_ = 0, bytes_ = 0;
   Warnings warnings_;
 };
 

@@ -31,8 +31,9 @@ struct ResolveOptions {
   // The code objects the samples' Python frames name (Recorder's); null:
   // Python frames are shown as such, unnamed.
   const PythonCodeTable* python = nullptr;
-  // Where JITs' perf-PID.map files are (JitSymbols).
-  std::string perf_map_dir = "/tmp";
+  // Where JITs' perf-PID.map files are (JitSymbols::Options: empty, each
+  // process's own /tmp).
+  std::string perf_map_dir;
 };
 
 // A Python frame (EHP_FRAME_PYTHON, rewritten by PythonTracker) as a frame
