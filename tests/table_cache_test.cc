@@ -222,5 +222,21 @@ TEST_F(TableCacheTest, StaysWithinItsBudgetDroppingTheLeastRecentlyUsed) {
   EXPECT_TRUE(std::filesystem::exists(cache->PathOf(keys[4])));
 }
 
+// Under systemd's CacheDirectory= the cache lives there ($CACHE_DIRECTORY,
+// the first of several); nothing else is taken for it.
+TEST(ServiceTableCacheDir, IsTheServicesCacheDirectory) {
+  const char* saved = std::getenv("CACHE_DIRECTORY");
+  const std::string restore = saved ? saved : "";
+  ::setenv("CACHE_DIRECTORY", "/var/cache/ehprof", 1);
+  EXPECT_EQ(ServiceTableCacheDir(), "/var/cache/ehprof/tables");
+  ::setenv("CACHE_DIRECTORY", "/var/cache/ehprof:/var/cache/other", 1);
+  EXPECT_EQ(ServiceTableCacheDir(), "/var/cache/ehprof/tables");
+  ::setenv("CACHE_DIRECTORY", "relative", 1);
+  EXPECT_EQ(ServiceTableCacheDir(), std::nullopt);
+  ::unsetenv("CACHE_DIRECTORY");
+  EXPECT_EQ(ServiceTableCacheDir(), std::nullopt);
+  if (saved) ::setenv("CACHE_DIRECTORY", restore.c_str(), 1);
+}
+
 }  // namespace
 }  // namespace ehprof

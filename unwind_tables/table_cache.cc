@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <vector>
@@ -45,6 +46,13 @@ absl::Status MakeDirs(const std::string& dir) {
 }
 
 }  // namespace
+
+std::optional<std::string> ServiceTableCacheDir() {
+  const char* env = std::getenv("CACHE_DIRECTORY");
+  if (env == nullptr || env[0] != '/') return std::nullopt;
+  const std::string all(env);
+  return all.substr(0, all.find(':')) + "/tables";
+}
 
 absl::StatusOr<TableCache> TableCache::Open(std::string dir, uint64_t max_bytes) {
   if (dir.empty() || dir[0] != '/') {

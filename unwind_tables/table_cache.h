@@ -22,6 +22,11 @@ namespace ehprof {
 
 inline constexpr char kDefaultTableCacheDir[] = "/var/cache/ehprof/tables";
 
+// The cache directory a service manager gave ehprof: $CACHE_DIRECTORY/tables
+// (systemd's CacheDirectory=; the first when it names several), nullopt
+// when it is unset or not an absolute path.
+std::optional<std::string> ServiceTableCacheDir();
+
 class TableCache {
  public:
   struct Stats {

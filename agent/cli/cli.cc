@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "unwind_tables/table_cache.h"
 
 namespace ehprof {
 namespace {
@@ -245,7 +247,7 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
       ->check(InRange(1, 1 << 20));
   app.add_option("--table-cache", record->table_cache_dir,
                  "built unwind tables kept across runs, checked on load (default "
-                 "/var/cache/ehprof/tables, 1 GiB at most)")
+                 "/var/cache/ehprof/tables, or $CACHE_DIRECTORY/tables under systemd; 1 GiB at most)")
       ->type_name("DIR")
       ->check(kAbsoluteDir);
   app.add_flag("--no-table-cache", flags->no_table_cache, "build every table every run");
@@ -271,6 +273,14 @@ void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordO
   record->sizes = SizesForMemory(flags.table_mb);
   record->sizes.procs = flags.max_procs;
   record->table_cache_explicit = app.count("--table-cache") > 0;
+  // A service's cache directory (the unit's CacheDirectory=) is the only
+  // one it may write; not being able to use it is said.
+  if (!record->table_cache_explicit) {
+    if (std::optional<std::string> dir = ServiceTableCacheDir()) {
+      record->table_cache_dir = *dir;
+      record->table_cache_explicit = true;
+    }
+  }
   if (flags.no_table_cache) record->table_cache_dir.clear();
   record->kernel_maps = !flags.no_kernel_maps;
   record->python = !flags.no_python;
