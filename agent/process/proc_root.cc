@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "agent/process/resolve_in_root.h"
 
 namespace ehprof {
 namespace {
@@ -50,14 +51,11 @@ absl::StatusOr<UniqueFd> ProcessRoot::OpenFile(const std::string& path) const {
     fd = ::syscall(SYS_openat2, fd_.get(), path.c_str(), &how, sizeof(how));
     if (fd >= 0 || errno != EAGAIN) break;
   }
+  // Refused (a seccomp filter: the unit's; or a kernel before 5.6): the
+  // same resolution, step by step.
+  if (fd < 0 && errno == ENOSYS) fd = ResolveInRoot(fd_.get(), path).release();
   if (fd < 0) {
     const int err = errno;
-    if (err == ENOSYS) {
-      // Without openat2 there is no safe way to resolve inside another
-      // root: refuse rather than follow symlinks against ours.
-      return absl::UnimplementedError(absl::StrCat("pid ", pid_, ": cannot open ", what,
-                                                   ": the kernel lacks openat2 (Linux >= 5.6)"));
-    }
     return OpenError(pid_, what, err, err == ELOOP ? " (a magic link or too many symlinks)" : "");
   }
   UniqueFd path_fd(static_cast<int>(fd));
