@@ -7,6 +7,8 @@
 #   each run unpacks it afresh, copies DIR into the root as /src, bind-mounts
 #   /proc, /sys and /dev (BPF works in the chroot), runs COMMAND in /src, and
 #   removes the root. Exit status: COMMAND's. Needs root.
+#   EHPROF_ROOT_KEEP=DIR: the root is made in DIR (new or empty) and left
+#   there, unmounted, for the caller (e.g. to boot it).
 set -euo pipefail
 [[ $# -ge 3 ]] || { echo "usage: debian_root.sh CODENAME DIR COMMAND [ARG...]" >&2; exit 2; }
 codename=$1 src=$2
@@ -29,12 +31,19 @@ if [[ ! -s $tarball ]]; then
 fi
 flock -u 8
 
-root=$(mktemp -d "/tmp/ehprof-root-$codename.XXXXXX")
+keep=${EHPROF_ROOT_KEEP:-}
+if [[ -n $keep ]]; then
+  mkdir -p "$keep"
+  [[ -z $(ls -A "$keep") ]] || { echo "debian_root.sh: EHPROF_ROOT_KEEP=$keep is not empty" >&2; exit 2; }
+  root=$(cd "$keep" && pwd)
+else
+  root=$(mktemp -d "/tmp/ehprof-root-$codename.XXXXXX")
+fi
 cleanup() {
   umount -R "$root/proc" "$root/sys" "$root/dev" 2>/dev/null || umount -R -l "$root/proc" "$root/sys" "$root/dev" 2>/dev/null || true
   if findmnt -rno TARGET | grep -q "^$root/"; then
     echo "debian_root.sh: $root still has mounts; left in place" >&2
-  else
+  elif [[ -z $keep ]]; then
     rm -rf --one-file-system "$root"
   fi
 }
