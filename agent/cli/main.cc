@@ -5,6 +5,7 @@
 
 #include "agent/cli/cli.h"
 #include "base/guarded.h"
+#include "base/sigbus_guard.h"
 #include "symbolizer/debuginfod_client.h"
 
 namespace {
@@ -55,6 +56,9 @@ int Dispatch(int argc, char** argv) {
 int main(int argc, char** argv) {
   // Before any thread: symbolizers on worker threads read these.
   ehprof::BoundDebuginfodTimeout();
+  // Before any thread: a file a user truncates while ehprof reads it
+  // through a mapping reads as zeros instead of killing ehprof.
+  ehprof::InstallSigbusGuard();
   int rc = 1;
   const absl::Status st = ehprof::Guarded("ehprof", "exiting with status 1", [&] {
     rc = Dispatch(argc, argv);

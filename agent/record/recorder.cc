@@ -15,6 +15,7 @@
 #include "agent/process/exec_closure.h"
 #include "agent/record/targets_map.h"
 #include "base/scoped_handle.h"
+#include "base/sigbus_guard.h"
 #include "bpf/ehprof_abi.h"
 #include "symbolizer/go_unwind_rows.h"
 
@@ -253,6 +254,8 @@ std::vector<std::string> Recorder::NewWarnings() {
   if (files_) warnings_.AddAll(files_->TakeWarnings());
   if (tracker_) warnings_.AddAll(tracker_->TakeWarnings());
   if (python_) warnings_.AddAll(python_->TakeWarnings());
+  // Process-wide: whichever thread met the truncated file.
+  warnings_.AddAll(TakeSigbusGuardWarnings());
   warnings_suppressed_ += warnings_.TakeDropped();
   return warnings_.Take();
 }
