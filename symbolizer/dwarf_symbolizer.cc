@@ -14,6 +14,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/scoped_handle.h"
+#include "base/untrusted_file.h"
+#include "symbolizer/safe_debuginfo.h"
 
 namespace ehprof {
 namespace {
@@ -23,79 +25,16 @@ using DwflPtr = ScopedHandle<Dwfl, dwfl_end>;
 // dwarf_getscopes / dwarf_getscopes_die return malloc'ed arrays.
 using DieArray = MallocPtr<Dwarf_Die>;
 
-uint64_t ExpandedDwarfBytes(Elf* elf);
-
-// What a module's find_debuginfo callback sees (its Dwfl_Module userdata).
-struct DebugCap {
-  uint64_t max_bytes = 0;   // 0: no cap
-  std::string skipped;      // a debug file refused, and why
-};
-
-// The separate debug file as libdwfl finds it, refused (as if not found)
-// when its compressed DWARF would expand past the cap.
-int FindDebuginfoWithinCap(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base,
-                           const char* file_name, const char* debuglink_file,
-                           GElf_Word debuglink_crc, char** debuginfo_file_name) {
-  const int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
-                                              debuglink_file, debuglink_crc, debuginfo_file_name);
-  auto* cap = static_cast<DebugCap*>(*userdata);
-  if (fd < 0 || cap == nullptr || cap->max_bytes == 0) return fd;
-  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-  const uint64_t expanded = elf ? ExpandedDwarfBytes(elf) : 0;
-  elf_end(elf);
-  if (expanded <= cap->max_bytes) return fd;
-  cap->skipped = absl::StrCat(*debuginfo_file_name ? *debuginfo_file_name : "its debug file",
-                              " would expand to ", expanded >> 20, " MB");
-  ::close(fd);
-  free(*debuginfo_file_name);
-  *debuginfo_file_name = nullptr;
-  return -1;
-}
-
 // An offline session (files, not a live process), as `eu-addr2line -e`
-// sets up. debuginfo_path nullptr: libdwfl's default ":.debug:/usr/lib/debug".
+// sets up. debuginfo_path nullptr: libdwfl's default ":.debug:/usr/lib/debug",
+// of which the build-id search (all FindDebuginfoSafely lets it do) uses
+// only the absolute /usr/lib/debug.
 const Dwfl_Callbacks kOfflineCallbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = FindDebuginfoWithinCap,
+    .find_debuginfo = FindDebuginfoSafely,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = nullptr,
 };
-
-// The heap libdw takes to expand the compressed DWARF sections it reads
-// (SHF_COMPRESSED or GNU .zdebug_); uncompressed ones are mapped, not
-// copied. Location lists, CFI and macros are read only on demand.
-uint64_t ExpandedDwarfBytes(Elf* elf) {
-  size_t shstrndx = 0;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return 0;
-  uint64_t total = 0;
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr shdr;
-    if (gelf_getshdr(scn, &shdr) == nullptr) continue;
-    const char* name = elf_strptr(elf, shstrndx, shdr.sh_name);
-    if (name == nullptr) continue;
-    const bool gnu = std::strncmp(name, ".zdebug_", 8) == 0;
-    if (!gnu && std::strncmp(name, ".debug_", 7) != 0) continue;
-    const char* what = name + (gnu ? 8 : 7);
-    if (std::strncmp(what, "loc", 3) == 0 || std::strcmp(what, "frame") == 0 ||
-        std::strncmp(what, "mac", 3) == 0) {
-      continue;
-    }
-    if (shdr.sh_flags & SHF_COMPRESSED) {
-      GElf_Chdr chdr;
-      if (gelf_getchdr(scn, &chdr) != nullptr) total += chdr.ch_size;
-    } else if (gnu) {
-      // "ZLIB" and the expanded size, 8 bytes big-endian.
-      Elf_Data* d = elf_rawdata(scn, nullptr);
-      if (d && d->d_buf && d->d_size >= 12 && std::memcmp(d->d_buf, "ZLIB", 4) == 0) {
-        const auto* b = static_cast<const unsigned char*>(d->d_buf) + 4;
-        uint64_t n = 0;
-        for (int i = 0; i < 8; ++i) n = n << 8 | b[i];
-        total += n;
-      }
-    }
-  }
-  return total;
-}
 
 absl::Status DwflError(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what, ": ", dwfl_errmsg(-1)));
@@ -239,10 +178,16 @@ struct DwarfSymbolizer::Module {
 };
 
 absl::Status DwarfSymbolizer::Module::Load(const std::string& path, uint64_t max_expanded_dwarf) {
+  // Opened by us (never blocking, a regular file of a sane size); libdwfl
+  // then opens it through our fd's /proc/self/fd link, which reaches this
+  // very inode whatever happens to `path` meanwhile.
+  absl::StatusOr<UniqueFd> file = OpenUntrustedFile(path, LinkPolicy::kFollow);
+  if (!file.ok()) return file.status();
+  const std::string fd_path = absl::StrCat("/proc/self/fd/", file->get());
   DwflPtr session(dwfl_begin(&kOfflineCallbacks));
   if (!session) return DwflError(path, "dwfl_begin");
   dwfl_report_begin(session.get());
-  Dwfl_Module* m = dwfl_report_offline(session.get(), path.c_str(), path.c_str(), -1);
+  Dwfl_Module* m = dwfl_report_offline(session.get(), path.c_str(), fd_path.c_str(), -1);
   if (m == nullptr) return DwflError(path, "dwfl_report_offline");
   if (dwfl_report_end(session.get(), nullptr, nullptr) != 0) {
     return DwflError(path, "dwfl_report_end");
@@ -266,7 +211,7 @@ absl::Status DwarfSymbolizer::Module::Load(const std::string& path, uint64_t max
           "its functions (no source lines)"));
     }
   }
-  DebugCap cap{max_expanded_dwarf, {}};
+  DebugSearch cap{path, file->get(), max_expanded_dwarf, {}};
   void** userdata = nullptr;
   dwfl_module_info(m, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   if (userdata != nullptr) *userdata = &cap;

@@ -1,10 +1,12 @@
 // Source-level symbolization (function, file:line, inline chains) from DWARF
 // through elfutils' libdwfl; SymbolCache names what DWARF does not cover.
 //
-// Debug info is found as libdwfl's dwfl_standard_find_debuginfo finds it:
-// the file itself, /usr/lib/debug/.build-id/xx/rest.debug, the
-// .gnu_debuglink name (next to the file, in .debug/, under /usr/lib/debug),
-// then, when DEBUGINFOD_URLS is set, the debuginfod servers (downloads go to
+// Debug info is found as FindDebuginfoSafely finds it
+// (symbolizer/safe_debuginfo.h): the file itself,
+// /usr/lib/debug/.build-id/xx/rest.debug, a plain .gnu_debuglink name
+// (next to the file, in .debug/, under /usr/lib/debug), each opened so that
+// a FIFO, device or symlink a user put there is refused, then, when
+// DEBUGINFOD_URLS is set, the debuginfod servers (downloads go to
 // DEBUGINFOD_CACHE_PATH, default ~/.cache/debuginfod_client). The
 // constructor bounds each server's wait (DEBUGINFOD_TIMEOUT=5,
 // DEBUGINFOD_RETRY_LIMIT=0 unless set; symbolizer/debuginfod_client.h): a

@@ -1,24 +1,25 @@
 #include "symbolizer/elf_image.h"
 
-#include <fcntl.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "base/untrusted_file.h"
 
 namespace ehprof::symbolizer_internal {
 
 absl::StatusOr<ElfImage> ElfImage::Open(const std::string& path) {
+  absl::StatusOr<UniqueFd> fd = OpenUntrustedFile(path, LinkPolicy::kFollow);
+  if (!fd.ok()) return absl::NotFoundError(fd.status().message());
+  return FromFd(*std::move(fd), path);
+}
+
+absl::StatusOr<ElfImage> ElfImage::FromFd(UniqueFd fd, std::string path) {
   ElfImage img;
-  img.name_ = path;
-  img.fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!img.fd_.valid()) {
-    return absl::NotFoundError(
-        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  }
+  img.name_ = std::move(path);
+  img.fd_ = std::move(fd);
   elf_version(EV_CURRENT);
+  // Mapped, not read: a truncation while this is read is survived
+  // (base/sigbus_guard.h).
   img.elf_.reset(elf_begin(img.fd_.get(), ELF_C_READ_MMAP, nullptr));
   if (!img.elf_) return img.Error("not a readable ELF file");
   EHP_RETURN_IF_ERROR(img.Init());
@@ -101,6 +102,10 @@ const ImageSection* ElfImage::SectionAt(size_t index) const {
 }
 
 absl::StatusOr<Elf_Data*> ElfImage::Data(const ImageSection& s) const {
+  if (s.header.sh_flags & SHF_COMPRESSED) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name_, ": section ", std::string(s.name), " [", s.index, "] is compressed; not read"));
+  }
   Elf_Data* d = elf_getdata(s.scn, nullptr);
   if (!d) {
     return Error(absl::StrCat("cannot read section ", std::string(s.name),

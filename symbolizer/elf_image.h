@@ -33,7 +33,11 @@ struct ImageSection {
 
 class ElfImage {
  public:
+  // OpenUntrustedFile(path, kFollow) (a regular file of a sane size, the
+  // kernel's /proc/self/fd links followed), then FromFd.
   static absl::StatusOr<ElfImage> Open(const std::string& path);
+  // An fd already opened and checked; `path` names it in messages.
+  static absl::StatusOr<ElfImage> FromFd(UniqueFd fd, std::string path);
   // `name` is used in messages (e.g. "/usr/bin/x [.gnu_debugdata]").
   static absl::StatusOr<ElfImage> FromBytes(std::string name,
                                             std::vector<uint8_t> bytes);
@@ -55,7 +59,9 @@ class ElfImage {
   // The section with header index `index`, if it exists.
   const ImageSection* SectionAt(size_t index) const;
   // The contents of `s` (empty for SHT_NOBITS); an error when libelf cannot
-  // read them (e.g. they lie past the end of the file).
+  // read them (e.g. they lie past the end of the file) or they are
+  // compressed (no symbol, string or PLT section is: those bytes would be
+  // read as what they are not).
   absl::StatusOr<Elf_Data*> Data(const ImageSection& s) const;
 
   absl::Status Error(std::string_view what) const;

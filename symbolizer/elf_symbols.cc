@@ -165,6 +165,12 @@ absl::StatusOr<std::shared_ptr<const ElfSymbols>> ElfSymbols::Load(const std::st
   return ElfSymbolsBuilder::Build(img);
 }
 
+absl::StatusOr<std::shared_ptr<const ElfSymbols>> ElfSymbols::FromFd(UniqueFd fd,
+                                                                    std::string path) {
+  EHP_ASSIGN_OR_RETURN(ElfImage img, ElfImage::FromFd(std::move(fd), std::move(path)));
+  return ElfSymbolsBuilder::Build(img);
+}
+
 absl::StatusOr<std::shared_ptr<const ElfSymbols>> ElfSymbols::FromBytes(
     std::string name, std::vector<uint8_t> bytes) {
   EHP_ASSIGN_OR_RETURN(ElfImage img, ElfImage::FromBytes(std::move(name), std::move(bytes)));

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/unique_fd.h"
 #include "base/mapped_range.h"
 
 namespace ehprof {
@@ -37,6 +38,9 @@ class ElfSymbols {
   // threads. Corrupt files give an error naming the file; a valid file
   // without symbols gives an empty table.
   static absl::StatusOr<std::shared_ptr<const ElfSymbols>> Load(const std::string& path);
+  // From an fd already opened and checked (OpenUntrustedFile); `path`
+  // names it in messages.
+  static absl::StatusOr<std::shared_ptr<const ElfSymbols>> FromFd(UniqueFd fd, std::string path);
   // The same from an in-memory image (tests, fuzzers); `name` is used in
   // messages.
   static absl::StatusOr<std::shared_ptr<const ElfSymbols>> FromBytes(

@@ -46,8 +46,8 @@ void SymbolCache::Load(const std::string& path, Slot* slot) {
   }
   auto elf = ElfFile::Open(path);
   if (!elf.ok()) return;
-  if (std::optional<std::string> debug = FindSeparateDebugFile(*elf)) {
-    auto debug_table = ElfSymbols::Load(*debug);
+  if (std::optional<DebugFile> debug = FindSeparateDebugFile(*elf)) {
+    auto debug_table = ElfSymbols::FromFd(std::move(debug->fd), debug->path);
     if (debug_table.ok() && (*debug_table)->size() > 0) slot->debug_table = *std::move(debug_table);
   }
 }

@@ -47,7 +47,10 @@ TEST(FindSeparateDebugFile, LooksUnderTheRootByBuildId) {
   fs::create_directories(fs::path(debug).parent_path());
   // The unstripped build: the same build-id, so it is accepted.
   fs::copy_file(testing::TestdataPath("deep_recursion"), debug);
-  EXPECT_EQ(FindSeparateDebugFile(*elf, root), debug);
+  std::optional<DebugFile> found = FindSeparateDebugFile(*elf, root);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->path, debug);
+  EXPECT_TRUE(found->fd.valid());
   fs::remove_all(root);
 }
 

@@ -22,17 +22,24 @@ absl::Status ElfError(const std::string& path, std::string_view what) {
 
 }  // namespace
 
-absl::StatusOr<ElfFile> ElfFile::Open(const std::string& path) {
-  ElfFile f;
-  f.path_ = path;
-  f.fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!f.fd_.valid()) {
-    return absl::NotFoundError(
-        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+absl::StatusOr<ElfFile> ElfFile::Open(const std::string& path, LinkPolicy links) {
+  absl::StatusOr<UniqueFd> fd = OpenUntrustedFile(path, links);
+  if (!fd.ok()) {
+    return absl::NotFoundError(fd.status().message());
   }
+  return FromFd(*std::move(fd), path);
+}
+
+absl::StatusOr<ElfFile> ElfFile::FromFd(UniqueFd fd, std::string path) {
+  ElfFile f;
+  f.path_ = std::move(path);
+  f.fd_ = std::move(fd);
+  const std::string& p = f.path_;
   elf_version(EV_CURRENT);
+  // Mapped, not read: a truncation while this is read is survived
+  // (base/sigbus_guard.h).
   f.elf_.reset(elf_begin(f.fd_.get(), ELF_C_READ_MMAP, nullptr));
-  if (!f.elf_) return ElfError(path, "not a readable ELF file");
+  if (!f.elf_) return ElfError(p, "not a readable ELF file");
   EHP_RETURN_IF_ERROR(f.Init());
   return f;
 }
@@ -117,6 +124,17 @@ absl::StatusOr<std::optional<ElfSection>> ElfFile::Section(
     s.type = sh.sh_type;
     if (sh.sh_type == SHT_NOBITS || sh.sh_size == 0) return s;
     if (sh.sh_flags & SHF_COMPRESSED) {
+      // The header says what it expands to, and libelf allocates that
+      // much: checked first.
+      GElf_Chdr chdr;
+      if (!gelf_getchdr(scn, &chdr)) {
+        return ElfError(path_, absl::StrCat("bad compression header in section ", std::string(name)));
+      }
+      if (chdr.ch_size > kMaxExpandedSectionBytes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            path_, ": section ", std::string(name), " not read: it expands to ", chdr.ch_size,
+            " bytes, over the ", kMaxExpandedSectionBytes, " a section may take"));
+      }
       // Decompresses in libelf-owned memory, which lives as long as elf_.
       if (elf_compress(scn, 0, 0) < 0) {
         return ElfError(path_, absl::StrCat("cannot decompress section ", std::string(name)));

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "base/scoped_handle.h"
 #include "base/unique_fd.h"
+#include "base/untrusted_file.h"
 #include "unwind_tables/arch.h"
 
 namespace ehprof {
@@ -43,11 +44,23 @@ struct ElfSegment {
 
 using ElfPtr = ScopedHandle<Elf, elf_end>;
 
+// The most a compressed (SHF_COMPRESSED) section may expand to here. The
+// sections read this way are CFI and notes: the largest real .debug_frame
+// is a few MB (libLLVM's whole .eh_frame is 5 MB), while a 0.5 MB zlib
+// section can claim, and really expand to, 500 MB.
+inline constexpr uint64_t kMaxExpandedSectionBytes = uint64_t{64} << 20;
+
 class ElfFile {
  public:
-  // Opens `path`; fails for non-ELF, 32-bit, big-endian files and machines
-  // other than x86-64 and AArch64.
-  static absl::StatusOr<ElfFile> Open(const std::string& path);
+  // Opens `path` (OpenUntrustedFile: only a regular file of a sane size,
+  // never blocking; `links` as there: the default follows, for the kernel's
+  // /proc/self/fd and map_files links); fails for non-ELF, 32-bit,
+  // big-endian files and machines other than x86-64 and AArch64.
+  static absl::StatusOr<ElfFile> Open(const std::string& path,
+                                      LinkPolicy links = LinkPolicy::kFollow);
+  // The same from an fd already opened and checked (OpenUntrustedFile);
+  // `path` names it in messages.
+  static absl::StatusOr<ElfFile> FromFd(UniqueFd fd, std::string path);
   // Parses an in-memory image (a vDSO copy, a fuzzer input). `name` is used
   // in messages.
   static absl::StatusOr<ElfFile> FromBytes(std::string name,
@@ -57,11 +70,14 @@ class ElfFile {
   ElfFile& operator=(ElfFile&&) = default;
 
   const std::string& path() const { return path_; }
+  // The file it was opened from; -1 for an in-memory image.
+  int fd() const { return fd_.valid() ? fd_.get() : -1; }
   uint64_t entry() const { return entry_; }         // e_entry
   Arch arch() const { return arch_; }
 
   // The named section; nullopt when absent. Compressed (SHF_COMPRESSED)
-  // sections are returned decompressed; an error when they cannot be.
+  // sections are returned decompressed; an error when they cannot be or
+  // would expand past kMaxExpandedSectionBytes.
   absl::StatusOr<std::optional<ElfSection>> Section(std::string_view name) const;
   const std::vector<ElfSegment>& segments() const { return segments_; }
 

@@ -41,6 +41,13 @@ void Warn(UnwindTable* t, std::string msg) {
   }
 }
 
+// A file's part refused as unsafe to read: a warning, and one the agent
+// passes on (it does not show the others).
+void Refuse(UnwindTable* t, std::string msg) {
+  if (t->refused.size() < kMaxWarnings) t->refused.push_back(msg);
+  Warn(t, std::move(msg));
+}
+
 void Push(std::vector<UnwindRow>* out, uint64_t addr, const UnwindRule& rule) {
   if (!out->empty() && out->back().addr == addr) {
     out->back().rule = rule;  // replaces a zero-width predecessor
@@ -159,18 +166,33 @@ absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
     EHP_ASSIGN_OR_RETURN(eh_rows, FlattenSection(*eh, options.max_rows, &table));
     table.from_eh_frame = !eh_rows.empty();
   }
-  EHP_ASSIGN_OR_RETURN(auto dbg, LocateDebugFrame(elf));
+  // .debug_frame only fills gaps: one that cannot be read (corrupt, or
+  // compressed past what a section may expand to) is said, not fatal.
+  std::optional<CfiSectionRef> dbg;
+  if (absl::StatusOr<std::optional<CfiSectionRef>> d = LocateDebugFrame(elf); d.ok()) {
+    dbg = *d;
+  } else if (absl::IsResourceExhausted(d.status())) {
+    Refuse(&table, std::string(d.status().message()));
+  } else {
+    Warn(&table, std::string(d.status().message()));
+  }
   // Owns the bytes `dbg` points into until its rows are built.
   std::optional<ElfFile> debug_elf;
   if (!dbg && options.find_debug_file) {
-    if (auto path = FindSeparateDebugFile(elf, options.debug_root)) {
-      auto f = ElfFile::Open(*path);
+    std::vector<std::string> refused;
+    std::optional<DebugFile> found = FindSeparateDebugFile(elf, options.debug_root, &refused);
+    for (std::string& r : refused) Refuse(&table, std::move(r));
+    if (found) {
+      const std::string path = found->path;
+      auto f = ElfFile::FromFd(std::move(found->fd), path);
       if (f.ok()) {
         debug_elf.emplace(std::move(*f));
         auto d = LocateDebugFrame(*debug_elf);
         if (d.ok()) {
           dbg = *d;
-          table.debug_file = *path;
+          table.debug_file = path;
+        } else if (absl::IsResourceExhausted(d.status())) {
+          Refuse(&table, std::string(d.status().message()));
         } else {
           Warn(&table, std::string(d.status().message()));
         }

@@ -54,6 +54,11 @@ struct UnwindTable {
   // Problems that did not stop the build (overlapping FDEs, a separate debug
   // file that could not be read, ...), each naming file and section.
   std::vector<std::string> warnings;
+  // Those of the warnings that say a part of the input was refused as
+  // unsafe to read (a FIFO, device or symlink where a debug file was
+  // looked for; a section that would expand past the cap): the file's
+  // owner may have put it there, and the agent says so.
+  std::vector<std::string> refused;
 
   std::string source() const;  // "eh_frame", "eh_frame+debug_frame", ...
 };

@@ -19,6 +19,7 @@
 #include "agent/process/proc_root.h"
 #include "agent/process/root_debug_file.h"
 #include "agent/process/vdso_file.h"
+#include "base/untrusted_file.h"
 #include "bpf/ehprof_abi.h"
 
 namespace ehprof {
@@ -69,8 +70,16 @@ absl::StatusOr<FileKey> ProcessTracker::OpenMappedFile(uint32_t pid, const MapsE
   // map_files reaches the very file mapped, even deleted or replaced since,
   // but opening it needs CAP_CHECKPOINT_RESTORE (or CAP_SYS_ADMIN), and
   // CAP_DAC_READ_SEARCH for another user's process.
-  UniqueFd fd(::open(absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end).c_str(),
-                     O_RDONLY | O_CLOEXEC));
+  // A magic link to the very file mapped: followed, but a process may map
+  // a device, so only a regular file is opened for reading.
+  absl::StatusOr<UniqueFd> mapped = OpenUntrustedFile(
+      absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end), LinkPolicy::kFollow);
+  UniqueFd fd;
+  if (mapped.ok()) fd = *std::move(mapped);
+  if (absl::IsFailedPrecondition(mapped.status()) || absl::IsResourceExhausted(mapped.status())) {
+    *topic = "not_regular";
+    return absl::FailedPreconditionError(absl::StrCat("pid ", pid, ": ", mapped.status().message()));
+  }
   if (!fd.valid()) {
     if (e.path.rfind("/memfd:", 0) == 0 || e.deleted) {
       // Its path names another file or none: reading that would be wrong.
@@ -101,10 +110,10 @@ absl::StatusOr<FileKey> ProcessTracker::OpenMappedFile(uint32_t pid, const MapsE
 }
 
 absl::StatusOr<FileKey> ProcessTracker::OpenFileByPath(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  absl::StatusOr<UniqueFd> fd = OpenUntrustedFile(path, LinkPolicy::kFollow);
+  if (!fd.ok()) return absl::NotFoundError(fd.status().message());
   bool added = false;
-  return KeepAndRegister(std::move(fd), path, &added);
+  return KeepAndRegister(*std::move(fd), path, &added);
 }
 
 absl::StatusOr<FileKey> ProcessTracker::KeepAndRegister(UniqueFd fd, const std::string& path, bool* added) {

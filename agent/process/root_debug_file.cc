@@ -21,7 +21,7 @@ absl::StatusOr<UniqueFd> OpenDebugFileInRoot(const ProcessRoot& root, const std:
   const std::string dir = std::filesystem::path(path).lexically_normal().parent_path().string();
   for (const std::string& candidate : DebugFileCandidates(build_id, elf->DebugLink(), dir)) {
     absl::StatusOr<UniqueFd> fd = root.OpenFile(candidate);
-    if (fd.ok() && AcceptableDebugFile(FdPath(*fd), FdPath(mapped), build_id)) return fd;
+    if (fd.ok() && AcceptableDebugFile(*fd, candidate, mapped.get(), build_id)) return fd;
   }
   return absl::NotFoundError(absl::StrCat("pid ", root.pid(), ": no separate debug file of ", path,
                                           " in its root"));

@@ -195,6 +195,10 @@ FileTables::Done FileTables::Build(Job& job) {
     done.table = table.status();
     return done;
   }
+  if (!table->refused.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (std::string& r : table->refused) worker_warnings_.push_back(std::move(r));
+  }
   done.rows = table->rows.size();
   done.table = EncodeCompactTable(table->rows, job.name);
   // The rows (32 bytes each: 30 MB for libLLVM) go before the cache entry

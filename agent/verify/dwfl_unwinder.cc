@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/untrusted_file.h"
+#include "symbolizer/safe_debuginfo.h"
 
 namespace ehprof {
 namespace {
@@ -22,12 +24,13 @@ constexpr uint64_t kPageSize = 4096;
 
 // The files are reported directly (dwfl_report_elf preinstalls their Elf),
 // so find_elf is not called; find_debuginfo supplies .debug_frame for pcs
-// .eh_frame lacks (build-id, then .gnu_debuglink; debuginfod too, but only
-// when DEBUGINFOD_URLS is set).
+// .eh_frame lacks (build-id, then a plain .gnu_debuglink name, each opened
+// so that a FIFO or device a user put there is refused; debuginfod too,
+// but only when DEBUGINFOD_URLS is set: symbolizer/safe_debuginfo.h).
 char* debuginfo_path = nullptr;
 const Dwfl_Callbacks kOfflineCallbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = FindDebuginfoSafely,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = &debuginfo_path,
 };
@@ -124,18 +127,30 @@ absl::Status DwflUnwinder::Setup(const std::vector<DwflMapping>& mappings) {
     dwfl_.reset(dwfl_begin(&kOfflineCallbacks));
     if (!dwfl_) return absl::InternalError(absl::StrCat("dwfl_begin: ", DwflError()));
     reported_paths_.clear();
+    debug_searches_.clear();
     bool misplaced = false;
     dwfl_report_begin(dwfl_.get());
     for (auto it = files.begin(); it != files.end();) {
       const auto& [path, bias] = it->first;
+      // Opened by us (never blocking, a regular file); libdwfl opens it
+      // through our fd's /proc/self/fd link, this very inode.
+      absl::StatusOr<UniqueFd> file = OpenUntrustedFile(path, LinkPolicy::kFollow);
+      if (!file.ok()) {
+        it = files.erase(it);
+        continue;
+      }
+      const std::string fd_path = absl::StrCat("/proc/self/fd/", file->get());
       // add_p_vaddr=true makes the module's bias equal `base` for ET_DYN;
       // with false, base would be where the first PT_LOAD starts instead.
       Dwfl_Module* mod =
-          dwfl_report_elf(dwfl_.get(), path.c_str(), path.c_str(), -1, bias, true);
+          dwfl_report_elf(dwfl_.get(), path.c_str(), fd_path.c_str(), -1, bias, true);
       if (mod == nullptr) {  // gone, unreadable or not ELF: skipped
         it = files.erase(it);
         continue;
       }
+      void** userdata = nullptr;
+      dwfl_module_info(mod, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+      if (userdata != nullptr) *userdata = &debug_searches_.emplace_back(DebugSearch{path, -1, 0, {}});
       if (!ModuleMatches(mod, bias, it->second)) {
         misplaced = true;
         it = files.erase(it);

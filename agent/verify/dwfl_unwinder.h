@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/scoped_handle.h"
+#include "symbolizer/safe_debuginfo.h"
 
 // libdwfl.h typedefs these incomplete structs; declaring them here keeps
 // elfutils' headers out of every includer.
@@ -101,6 +103,10 @@ class DwflUnwinder {
   ScopedHandle<Dwfl, EndDwfl> dwfl_;
   absl::Status setup_status_;
   std::vector<std::string> reported_paths_;
+  // Each module's userdata: its file's name, where FindDebuginfoSafely
+  // looks for a .gnu_debuglink name (the module's file name is a
+  // /proc/self/fd link that is closed by then). A deque: never moved.
+  std::deque<DebugSearch> debug_searches_;
   const StackCapture* capture_ = nullptr;  // only during Unwind
   bool read_failed_ = false;  // since the last frame was collected
   uint64_t failed_read_addr_ = 0;
