@@ -33,9 +33,17 @@ absl::StatusOr<size_t> LinkedStrtab(const ElfImage& img, const ImageSection& sym
   return strtab->index;
 }
 
-size_t SymbolCount(const ElfImage& img, const Elf_Data* d) {
-  size_t ent = gelf_fsize(img.elf(), ELF_T_SYM, 1, EV_CURRENT);
-  return ent ? d->d_size / ent : 0;
+// The number of `type` entries in `d`; an error past kMaxTableEntries.
+absl::StatusOr<size_t> EntryCount(const ElfImage& img, const ImageSection& s, const Elf_Data* d,
+                                  Elf_Type type) {
+  const size_t ent = gelf_fsize(img.elf(), type, 1, EV_CURRENT);
+  const size_t n = ent ? d->d_size / ent : 0;
+  if (n > kMaxTableEntries) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        img.name(), ": section ", std::string(s.name), " holds ", n, " entries, over the ",
+        kMaxTableEntries, " a table may have: not read"));
+  }
+  return n;
 }
 
 // GOT slot address -> symbol name, from the relocations the PLT stubs jump
@@ -44,7 +52,8 @@ absl::StatusOr<absl::flat_hash_map<uint64_t, std::string>> GotSlotNames(
     const ElfImage& img) {
   absl::flat_hash_map<uint64_t, std::string> names;
   for (const ImageSection& rs : img.sections()) {
-    if (rs.header.sh_type != SHT_RELA) continue;
+    // Compressed relocations are debug sections' (ET_REL), never the PLT's.
+    if (rs.header.sh_type != SHT_RELA || (rs.header.sh_flags & SHF_COMPRESSED)) continue;
     const ImageSection* symtab = img.SectionAt(rs.header.sh_link);
     if (!symtab || (symtab->header.sh_type != SHT_DYNSYM &&
                     symtab->header.sh_type != SHT_SYMTAB)) {
@@ -53,8 +62,7 @@ absl::StatusOr<absl::flat_hash_map<uint64_t, std::string>> GotSlotNames(
     EHP_ASSIGN_OR_RETURN(size_t strndx, LinkedStrtab(img, *symtab));
     EHP_ASSIGN_OR_RETURN(Elf_Data * rd, img.Data(rs));
     EHP_ASSIGN_OR_RETURN(Elf_Data * sd, img.Data(*symtab));
-    size_t ent = gelf_fsize(img.elf(), ELF_T_RELA, 1, EV_CURRENT);
-    size_t n = ent ? rd->d_size / ent : 0;
+    EHP_ASSIGN_OR_RETURN(size_t n, EntryCount(img, rs, rd, ELF_T_RELA));
     for (size_t i = 0; i < n; ++i) {
       GElf_Rela r;
       if (!gelf_getrela(rd, static_cast<int>(i), &r)) break;
@@ -142,7 +150,7 @@ absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type
   if (!symtab) return false;
   EHP_ASSIGN_OR_RETURN(size_t strndx, LinkedStrtab(img, *symtab));
   EHP_ASSIGN_OR_RETURN(Elf_Data * d, img.Data(*symtab));
-  size_t n = SymbolCount(img, d);
+  EHP_ASSIGN_OR_RETURN(size_t n, EntryCount(img, *symtab, d, ELF_T_SYM));
   for (size_t i = 1; i < n; ++i) {
     GElf_Sym sym;
     if (!gelf_getsym(d, static_cast<int>(i), &sym)) {
@@ -202,6 +210,11 @@ absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out,
     }
     uint64_t entsize = s->header.sh_entsize;
     if (entsize != 8 && entsize != 16) entsize = 16;
+    if (d->d_size / entsize > kMaxTableEntries) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          img.name(), ": section ", std::string(s->name), " holds ", d->d_size / entsize,
+          " PLT entries, over the ", kMaxTableEntries, " a table may have: not read"));
+    }
     for (uint64_t off = 0; off + entsize <= d->d_size; off += entsize) {
       uint64_t addr = s->header.sh_addr + off;
       auto slot = JumpSlot(bytes + off, entsize, addr);

@@ -27,9 +27,16 @@ struct RawSymbol {
   int rank = 0;
 };
 
+// The most entries one symbol table or relocation section may have here.
+// The largest real tables hold a few million (a browser's debug file); a
+// file may claim up to its size / 24 (a sparse file costs its owner
+// nothing), each of which would cost a RawSymbol and a scan.
+inline constexpr uint64_t kMaxTableEntries = uint64_t{8} << 20;
+
 // Appends the defined STT_FUNC / STT_GNU_IFUNC symbols with a non-zero
 // address from the first section of type `sh_type` (SHT_SYMTAB or
-// SHT_DYNSYM). Returns false when there is no such section.
+// SHT_DYNSYM). Returns false when there is no such section; an error
+// naming the file and section when it has more than kMaxTableEntries.
 absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type,
                                            std::vector<RawSymbol>* out);
 

@@ -23,9 +23,9 @@ class LzmaStream {
   lzma_stream strm_ = LZMA_STREAM_INIT;
 };
 
-// The decoder's own memory (dictionary) limit; xz's largest preset needs
-// 64 MiB.
-constexpr uint64_t kDecoderMemLimit = uint64_t{256} << 20;
+// The decoder's own memory (dictionary) limit: xz's largest preset (-9,
+// a 64 MiB dictionary) needs about 65 MiB to decode.
+constexpr uint64_t kDecoderMemLimit = uint64_t{80} << 20;
 
 }  // namespace
 
@@ -54,6 +54,10 @@ absl::StatusOr<std::vector<uint8_t>> XzDecompress(const std::string& name,
     lzma_ret ret = lzma_code(s, LZMA_FINISH);
     out.resize(out.size() - s->avail_out);
     if (ret == LZMA_STREAM_END) return out;
+    if (ret == LZMA_MEMLIMIT_ERROR) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          name, ": xz data needs more than ", kDecoderMemLimit >> 20, " MiB to decode"));
+    }
     if (ret != LZMA_OK) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, ": corrupt xz data (liblzma error ", static_cast<int>(ret), ")"));
