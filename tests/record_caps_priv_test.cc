@@ -31,7 +31,7 @@ using testing::ReadFile;
 using testing::RequireRootForBpf;
 using testing::TestdataPath;
 
-constexpr char kSetpriv[] = "/usr/bin/setpriv";
+using testing::kSetpriv;
 constexpr char kMinimalCaps[] = "+bpf,+perfmon,+sys_ptrace";
 constexpr uid_t kNobody = 65534;
 
@@ -46,11 +46,7 @@ class RecordCaps : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!RequireRootForBpf()) GTEST_SKIP();
-    if (::access(kSetpriv, X_OK) != 0) {
-      const char* ci = std::getenv("CI");
-      if (ci && std::string(ci) == "true") FAIL() << kSetpriv << " missing (util-linux)";
-      GTEST_SKIP() << kSetpriv << " missing (util-linux)";
-    }
+    if (!testing::RequireSetpriv()) GTEST_SKIP();
     dir_ = ::testing::TempDir() + "/record_caps." + std::to_string(getpid());
     fs::remove_all(dir_);
     fs::create_directories(dir_);

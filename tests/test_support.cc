@@ -101,6 +101,11 @@ bool RequireNode() {
          Missing("CI=true and no /usr/bin/node (scripts/install_deps.sh installs nodejs)", "no /usr/bin/node (nodejs)");
 }
 
+bool RequireSetpriv() {
+  return access(kSetpriv, X_OK) == 0 || Missing("CI=true and no /usr/bin/setpriv (util-linux)",
+                                                "no /usr/bin/setpriv (util-linux)");
+}
+
 void RecordingTest::SetUp() {
   if (!RequireRootForBpf()) GTEST_SKIP();
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

@@ -47,6 +47,10 @@ bool RequireRootForBpf();
 // For the JIT tests: true when /usr/bin/node is there; otherwise as above
 // (CI must run them: scripts/install_deps.sh installs nodejs).
 bool RequireNode();
+// util-linux's setpriv, through which tests act as another uid (65534).
+inline constexpr char kSetpriv[] = "/usr/bin/setpriv";
+// For those tests: true when kSetpriv is there; otherwise as above.
+bool RequireSetpriv();
 
 // Prints `figure: KEY = VALUE`, a figure the README may quote:
 // scripts/test_figures.py collects these lines into a result file.
