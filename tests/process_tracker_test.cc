@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "agent/session/table_store.h"
@@ -28,6 +31,10 @@ class ProcessTrackerTest : public ::testing::Test {
  protected:
   std::string PathAt(uint64_t time_ns, uint64_t addr) {
     auto r = tracker_.Resolve(kPid, time_ns, addr);
+    return r ? r->mapping->path : "(none)";
+  }
+  std::string PathAtOf(uint32_t pid, uint64_t time_ns, uint64_t addr) {
+    auto r = tracker_.Resolve(pid, time_ns, addr);
     return r ? r->mapping->path : "(none)";
   }
   FileTables files_{nullptr};
@@ -80,6 +87,65 @@ TEST_F(ProcessTrackerTest, UnsampledProcessThatExecdLeavesNothing) {
   tracker_.Apply(kPid, {Exec(0x5000, 0x6000, "/bin/child")}, 160);
   tracker_.Exit(kPid, 200, /*keep_history=*/false);
   EXPECT_EQ(tracker_.history_size(), 0u);
+}
+
+// A file mapped by this very process (opened inside its root, as for any
+// process without map_files): kept while a snapshot maps it, handed back
+// once none does.
+TEST_F(ProcessTrackerTest, AFileIsReleasedOnceNoRememberedProcessMapsIt) {
+  const std::string path = testing::TestdataPath("plt_calls");
+  const auto self = static_cast<uint32_t>(getpid());
+  tracker_.Apply(self, {Exec(0x1000, 0x2000, path)}, 100);
+  ASSERT_EQ(tracker_.kept_files(), 1u);
+  EXPECT_TRUE(tracker_.ReleaseUnmappedFiles(0).empty()) << "its process lives";
+  tracker_.Exit(self, 200, /*keep_history=*/false);
+  std::vector<ReleasedFile> released = tracker_.ReleaseUnmappedFiles(0);
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(tracker_.kept_files(), 0u);
+  // Open until its new owner closes it, on the very file.
+  struct stat held, on_disk;
+  ASSERT_EQ(fstat(released[0].fd.get(), &held), 0);
+  ASSERT_EQ(stat(path.c_str(), &on_disk), 0);
+  EXPECT_EQ(held.st_ino, on_disk.st_ino);
+  EXPECT_EQ(released[0].path, "/proc/self/fd/" + std::to_string(released[0].fd.get()));
+  // The next process mapping it opens it anew.
+  tracker_.Apply(self, {Exec(0x1000, 0x2000, path)}, 300);
+  EXPECT_EQ(tracker_.kept_files(), 1u);
+  const auto* maps = tracker_.MappingsAt(self, 300);
+  ASSERT_TRUE(maps && maps->size() == 1);
+  EXPECT_NE((*maps)[0].kept_path, released[0].path);
+}
+
+// A long-lived process that unmaps a library and maps another: the
+// snapshot that held the first goes once replaced long enough ago, and
+// with it the fd.
+TEST_F(ProcessTrackerTest, ALibraryALiveProcessUnmappedIsReleased) {
+  const std::string a = testing::TestdataPath("plt_calls"), b = testing::TestdataPath("deep_recursion");
+  const auto self = static_cast<uint32_t>(getpid());
+  tracker_.Apply(self, {Exec(0x1000, 0x2000, a)}, 100);
+  tracker_.Apply(self, {Exec(0x5000, 0x6000, b)}, 300);
+  EXPECT_TRUE(tracker_.ReleaseUnmappedFiles(250).empty()) << "replaced after 250";
+  EXPECT_EQ(PathAtOf(self, 200, 0x1500), a);
+  std::vector<ReleasedFile> released = tracker_.ReleaseUnmappedFiles(300);
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(tracker_.kept_files(), 1u);
+  EXPECT_EQ(PathAtOf(self, 400, 0x5500), b);
+  // An exec not followed by a read of the new image keeps the old one:
+  // nothing after the exec resolves against it.
+  tracker_.ImageEnded(self, 500);
+  EXPECT_TRUE(tracker_.ReleaseUnmappedFiles(600).empty());
+  EXPECT_EQ(PathAtOf(self, 550, 0x5500), "(none)");
+  EXPECT_EQ(PathAtOf(self, 450, 0x5500), b);
+}
+
+TEST_F(ProcessTrackerTest, AnExitedProcessWithSamplesKeepsItsFiles) {
+  const std::string path = testing::TestdataPath("plt_calls");
+  const auto self = static_cast<uint32_t>(getpid());
+  tracker_.Apply(self, {Exec(0x1000, 0x2000, path)}, 100);
+  tracker_.Exit(self, 200, /*keep_history=*/true);  // `record`: resolved at the end
+  EXPECT_TRUE(tracker_.ReleaseUnmappedFiles(0).empty());
+  EXPECT_EQ(tracker_.kept_files(), 1u);
+  EXPECT_EQ(PathAtOf(self, 150, 0x1500), path);
 }
 
 TEST_F(ProcessTrackerTest, RereadingAnUnchangedImageAddsNoSnapshot) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/guarded.h"
 #include "agent/continuous/metrics_server.h"
+#include "agent/continuous/state_metrics.h"
 #include "agent/output/output_pprof.h"
 #include "agent/sink/otlp_profiles.h"
 #include "agent/sink/secret_file.h"
@@ -256,6 +257,7 @@ std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) 
                       static_cast<double>(dir_failures_.load()));
   }
   out += MemoryMetrics(c);
+  out += StateMetrics(c.state);
   out += PromMetric("ehprof_cpu_seconds_total", "counter", "CPU time of the agent since it started.",
                     cpu_ns / 1e9);
   return out;

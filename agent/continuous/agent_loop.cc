@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -132,8 +133,16 @@ void AgentLoop::HandOver(uint64_t now_ns) {
   // Frames still in no mapping are located again: the maps their samples
   // asked for have been read since.
   IntervalProfile p = aggregator_.Take(now_ns, recorder_ ? recorder_->tracker() : nullptr);
-  // Its Python frames are named: the code objects go with the interval.
-  if (recorder_) recorder_->ForgetPythonCodes();
+  TrackedState state;
+  if (recorder_) {
+    // Its Python frames are named: the code objects go with the interval.
+    recorder_->ForgetPythonCodes();
+    // Its frames are located: files no process maps now go with it too.
+    // Snapshots replaced before the previous interval ended are kept no
+    // longer (a sample arriving late was taken after that).
+    p.released = recorder_->ReleaseUnmappedFiles(p.start_ns);
+    state = recorder_->tracked_state();
+  }
   const size_t services = services_.services();
   const uint64_t overflowed = services_.overflowed();
   if (overflowed > 0 && !said_overflow_) {
@@ -150,8 +159,15 @@ void AgentLoop::HandOver(uint64_t now_ns) {
     counters_.services_overflowed = overflowed;
     counters_.samples += p.samples;
     counters_.stacks_dropped += p.dropped;
+    counters_.state = state;
     if (queue_.size() >= kMaxQueued) {
+      // Its released fds are closed after the next one instead: until the
+      // symbolizer has forgotten their paths, their numbers must not be
+      // given to other files.
+      std::vector<ReleasedFile> released = std::move(queue_.front().released);
       queue_.pop_front();
+      auto& next = queue_.empty() ? p.released : queue_.front().released;
+      std::move(released.begin(), released.end(), std::back_inserter(next));
       ++counters_.intervals_dropped;
     }
     queue_.push_back(std::move(p));
@@ -189,6 +205,7 @@ void AgentLoop::Worker() {
       p = std::move(queue_.front());
       queue_.pop_front();
     }
+    std::vector<ReleasedFile> released = std::move(p.released);
     // An exception while resolving or exporting one interval costs that
     // interval (counted as dropped), not the agent.
     const absl::Status st = Guarded("the interval worker", "that interval is dropped", [&] {
@@ -199,6 +216,14 @@ void AgentLoop::Worker() {
       std::lock_guard<std::mutex> lock(mu_);
       ++counters_.intervals_dropped;
     }
+    // Whatever the symbolizer keeps under a released fd's path goes before
+    // the fd closes (the number may name another file next), whether the
+    // interval was exported or not.
+    (void)Guarded("the interval worker", "its released files are closed", [&] {
+      for (const ReleasedFile& f : released) symbolizer.Forget(f.path);
+      return absl::OkStatus();
+    });
+    released.clear();
   }
 }
 

@@ -69,6 +69,8 @@ struct AgentCounters {
   IntervalSymbolizer::Usage symbols;
   uint64_t interval_bytes = 0;    // the aggregated interval (ids, counts)
   uint64_t output_bytes = 0;      // its resolved profile, handed to the sinks
+  // As of the last hand-over: the processes and files the recording keeps.
+  TrackedState state;
 };
 
 // This process's resident memory.

@@ -60,6 +60,10 @@ struct IntervalProfile : Stacks<LocatedFrame> {
   uint64_t start_ns = 0, end_ns = 0;  // CLOCK_MONOTONIC, as the samples
   uint64_t samples = 0;
   std::vector<LocatedMapping> mappings;
+  // Kept fds no process maps any more, released when the interval was
+  // handed over: closed once it is symbolized (the last samples naming
+  // them are in it or before it).
+  std::vector<ReleasedFile> released;
   // Its heap, estimated from its contents (--metrics).
   uint64_t Bytes() const;
 };

@@ -58,6 +58,8 @@ class IntervalSymbolizer {
   // heap are freed, never a file the last Resolve used. Returns the files
   // and bytes evicted.
   std::pair<size_t, uint64_t> EvictFor(uint64_t bytes) { return symbols_.EvictFor(bytes); }
+  // Drops what is kept for `file` (a kept fd's path about to be closed).
+  void Forget(const std::string& file) { symbols_.Forget(file); }
 
  private:
   // The file a frame in `m` is looked up in first (its debug file, else

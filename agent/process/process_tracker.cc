@@ -368,6 +368,46 @@ std::map<std::string, std::string> ProcessTracker::BuildIds() const {
   return out;
 }
 
+std::vector<ReleasedFile> ProcessTracker::ReleaseUnmappedFiles(uint64_t superseded_ns) {
+  std::set<FileKey> mapped;
+  for (auto it = history_.begin(); it != history_.end();) {
+    auto& [pid, hist] = *it;
+    size_t replaced = 0;
+    while (replaced + 1 < hist.snaps.size() && hist.snaps[replaced + 1].from_ns <= superseded_ns) ++replaced;
+    if (replaced > 0) {
+      // The ends before the first snapshot kept go too: they only told
+      // older samples from it. (Only the latest snapshot holds references.)
+      hist.snaps.erase(hist.snaps.begin(), hist.snaps.begin() + static_cast<ptrdiff_t>(replaced));
+      const uint64_t first = hist.snaps.front().from_ns;
+      std::erase_if(hist.ends, [&](uint64_t e) { return e <= first; });
+    }
+    // An exec or a kernel mapping seen for a process never read, whose
+    // exit event was lost: nothing to resolve with, and gone.
+    if (hist.snaps.empty() && !live_.count(pid) && !Running(pid)) {
+      it = history_.erase(it);
+      continue;
+    }
+    for (const Snapshot& snap : hist.snaps) {
+      for (const TrackedMapping& m : snap.mappings) {
+        if (m.file) mapped.insert(*m.file);
+      }
+    }
+    ++it;
+  }
+  std::vector<ReleasedFile> out;
+  for (auto* kept : {&kept_, &kept_debug_}) {
+    for (auto it = kept->begin(); it != kept->end();) {
+      if (mapped.count(it->first)) {
+        ++it;
+        continue;
+      }
+      out.push_back({absl::StrCat("/proc/self/fd/", it->second.get()), std::move(it->second)});
+      it = kept->erase(it);
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> ProcessTracker::TakeWarnings() { return warnings_.Take(); }
 
 }  // namespace ehprof

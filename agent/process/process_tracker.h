@@ -44,6 +44,15 @@ struct TrackedMapping {
   std::string debug_path;
 };
 
+// A kept fd no remembered mapping needs any more, handed to whoever
+// symbolizes the last samples that named its path: it closes the fd after
+// them (and forgets what it cached under the path, which the next file
+// kept may be given).
+struct ReleasedFile {
+  std::string path;  // "/proc/self/fd/N"
+  UniqueFd fd;
+};
+
 struct ResolvedAddr {
   const TrackedMapping* mapping = nullptr;
   uint64_t elf_vaddr = 0;
@@ -88,6 +97,7 @@ class ProcessTracker {
   void TablesChanged(const std::vector<FileKey>& keys);
   bool tracking(uint32_t pid) const { return live_.count(pid) > 0; }
   std::vector<uint32_t> live_pids() const;
+  size_t live_count() const { return live_.size(); }
 
   // The executable mappings of pid in force at time_ns (empty if unknown).
   const std::vector<TrackedMapping>* MappingsAt(uint32_t pid, uint64_t time_ns) const;
@@ -104,7 +114,17 @@ class ProcessTracker {
   // another file has been renamed over the path.
   absl::StatusOr<FileKey> OpenFileByPath(const std::string& path);
   size_t history_size() const { return history_.size(); }
-  size_t kept_files() const { return kept_.size(); }
+  size_t kept_files() const { return kept_.size() + kept_debug_.size(); }
+  // For a caller that locates every sample as it arrives (the agent, at
+  // each interval's end): forgets the snapshots a later one replaced at or
+  // before `superseded_ns` (a long-lived process that maps and unmaps
+  // library after library keeps its current mappings, not all it ever
+  // had) and processes that left nothing but image ends behind, then takes
+  // out the fds of files no remembered snapshot maps. Samples located
+  // before may still name those files' paths: the caller closes the fds
+  // only after symbolizing them. The next process mapping such a file
+  // opens it anew. `ehprof record` never calls it: it resolves at the end.
+  std::vector<ReleasedFile> ReleaseUnmappedFiles(uint64_t superseded_ns);
   // Build-ids of every file any tracked process mapped: path -> hex.
   std::map<std::string, std::string> BuildIds() const;
 
@@ -179,8 +199,8 @@ class ProcessTracker {
   static constexpr size_t kMaxTopics = 1024;
   Warnings warnings_{kMaxTopics};
   std::vector<uint8_t> vdso_image_;
-  // An fd on every file a process mapped, for symbolizing after the
-  // process (or the file's name) is gone.
+  // An fd on every file a remembered snapshot maps, for symbolizing after
+  // the process (or the file's name) is gone; until ReleaseUnmappedFiles.
   std::map<FileKey, UniqueFd> kept_;
   std::map<FileKey, UniqueFd> kept_debug_;
 };

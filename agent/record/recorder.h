@@ -126,6 +126,17 @@ struct RecordSummary {
   uint64_t ring_bytes = 0;
 };
 
+// What a long recording keeps per process and per file, which must follow
+// what runs now, not what ever ran (the agent's metrics).
+struct TrackedState {
+  size_t processes = 0;     // live, each with a BPF process entry
+  size_t remembered = 0;    // processes whose mappings are kept for resolving
+  size_t kept_files = 0;    // fds held on mapped files (and their debug files)
+  size_t kernel_files = 0;  // entries of the BPF file_tables map
+  FileTables::Stats tables;
+  TableStore::Usage store;  // the BPF table maps' use
+};
+
 // The BPF session a recording needs (resolves --cgroup: NotFound names it).
 absl::StatusOr<SessionOptions> SessionOptionsFor(const RecordOptions& o);
 
@@ -150,6 +161,13 @@ class Recorder {
   void ForgetPythonCodes() {
     if (python_) python_->ForgetCodes();
   }
+  // ProcessTracker::ReleaseUnmappedFiles (the agent, between intervals;
+  // on the recording thread).
+  std::vector<ReleasedFile> ReleaseUnmappedFiles(uint64_t superseded_ns) {
+    return tracker_ ? tracker_->ReleaseUnmappedFiles(superseded_ns) : std::vector<ReleasedFile>{};
+  }
+  // On the recording thread.
+  TrackedState tracked_state() const;
   const RecordSummary& summary() const { return summary_; }
   // The BPF counters (enum ehp_stat) now, while recording.
   std::vector<uint64_t> LiveBpfStats() const {

@@ -1,5 +1,5 @@
 // What a recording says while it runs: warnings as they happen, once each
-// and bounded, and the live status line.
+// and bounded, the live status line, and the state it keeps.
 #include <cstdio>
 #include <string>
 
@@ -30,6 +30,19 @@ void Recorder::PrintStatus(uint64_t now_ns, bool final_line) {
                sample_count_ == 0 ? 0.0 : 100.0 * complete_ / sample_count_,
                final_line ? "\n" : "");
   std::fflush(stderr);
+}
+
+TrackedState Recorder::tracked_state() const {
+  TrackedState t;
+  if (tracker_) {
+    t.processes = tracker_->live_count();
+    t.remembered = tracker_->history_size();
+    t.kept_files = tracker_->kept_files();
+  }
+  if (kernel_index_) t.kernel_files = kernel_index_->size();
+  if (files_) t.tables = files_->stats();
+  if (store_) t.store = store_->usage();
+  return t;
 }
 
 }  // namespace ehprof

@@ -40,15 +40,27 @@ uint32_t AddressSymbolizer::FileId(const std::string& path) {
   return it->second;
 }
 
-void AddressSymbolizer::Evict(uint32_t id) {
+void AddressSymbolizer::Evict(uint32_t id, bool counted) {
   auto it = files_.find(id);
   if (it == files_.end()) return;
   for (std::string& w : dwarf_->TakeWarnings()) warnings_.push_back(std::move(w));
-  bytes_evicted_ += names_->FileBytes(it->second.path);
+  if (counted) {
+    bytes_evicted_ += names_->FileBytes(it->second.path);
+    ++files_evicted_;
+  }
   dwarf_->Evict(it->second.path);
-  ++files_evicted_;
   file_ids_.erase(it->second.path);
   files_.erase(it);
+}
+
+void AddressSymbolizer::Forget(const std::string& file) {
+  if (auto it = file_ids_.find(file); it != file_ids_.end()) {
+    Evict(it->second, /*counted=*/false);
+  } else {
+    // Looked up only by the debug-file search, or never: the caches may
+    // still have tried it.
+    dwarf_->Evict(file);
+  }
 }
 
 std::pair<size_t, uint64_t> AddressSymbolizer::EvictFor(uint64_t bytes) {

@@ -72,6 +72,10 @@ class AddressSymbolizer {
   // heap are freed, never a file of the current round. Returns the files
   // and bytes evicted.
   std::pair<size_t, uint64_t> EvictFor(uint64_t bytes);
+  // Drops `file`'s symbol data and DWARF session (not counted as evicted):
+  // its path is about to name another file (a closed fd's number reused).
+  // Its address cache entries are never looked up again.
+  void Forget(const std::string& file);
   std::vector<std::string> TakeWarnings();
 
  private:
@@ -80,7 +84,8 @@ class AddressSymbolizer {
     uint64_t last_used = 0;  // the round that last used it
   };
   uint32_t FileId(const std::string& path);
-  void Evict(uint32_t id);
+  // Drops the file's data; `counted`: for the budget (files_evicted_).
+  void Evict(uint32_t id, bool counted = true);
 
   Options options_;
   std::shared_ptr<SymbolCache> names_;
