@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/memory_map_writer.h"
@@ -129,6 +130,71 @@ TEST_F(FileTablesTest, AFileWithoutCfiLoadsNoTable) {
   EXPECT_EQ(store_->usage().tables, 0u);
   EXPECT_TRUE(files_->TakeWarnings().empty()) << "no CFI is normal for such a file, not a failure";
   std::remove(path.c_str());
+}
+
+// Distinct files mapped and unmapped faster than their tables are built:
+// builds no process waits for are dropped once they queue up, so the queue
+// (each build holding its file open) follows what is mapped.
+TEST_F(FileTablesTest, QueuedBuildsOfFilesNoLongerMappedAreDropped) {
+  MakeTables(4);
+  const std::string dir = ::testing::TempDir() + "/queued." + std::to_string(::getpid());
+  testing::ShellOutput("mkdir -p " + dir);
+  std::vector<FileKey> keys;
+  for (int i = 0; i < 200; ++i) {
+    const std::string path = dir + "/" + std::to_string(i);
+    testing::ShellOutput("cp " + TestdataPath("deep_recursion") + " " + path);
+  }
+  // A big build first: the small ones queue behind it.
+  const std::string big = testing::DebianLibLlvm();
+  auto first = files_->Register(big, big);
+  ASSERT_TRUE(first.ok()) << first.status();
+  files_->AddRef(*first);
+  for (int i = 0; i < 200; ++i) {
+    const std::string path = dir + "/" + std::to_string(i);
+    auto key = files_->Register(path, path);
+    ASSERT_TRUE(key.ok()) << key.status();
+    files_->AddRef(*key);
+    keys.push_back(*key);
+  }
+  for (const FileKey& k : keys) files_->Release(k);
+  EXPECT_GT(files_->stats().dropped_builds, 100u);
+  Settle();
+  // The rest were built and, no process mapping them, not kept: only the
+  // big file, still mapped, is known.
+  EXPECT_EQ(files_->stats().files, 1u);
+  testing::ShellOutput("rm -rf " + dir);
+}
+
+// Files without a table are remembered as long as unused tables are, then
+// forgotten: a long run keeps no entry for every file it ever saw.
+TEST_F(FileTablesTest, FilesWithoutATableAreForgottenWhenUnused) {
+  MakeTables(4);
+  const std::string not_elf = ::testing::TempDir() + "/not_elf." + std::to_string(::getpid());
+  testing::ShellOutput("echo not an ELF file > " + not_elf);
+  auto failed = files_->Register(not_elf, not_elf);
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(StateOf(*failed), FileInfo::State::kFailed);
+  files_->AddRef(*failed);
+  files_->Release(*failed);
+  EXPECT_EQ(files_->stats().idle, 1u);
+  // Mapped again meanwhile: remembered, not built again.
+  files_->AddRef(*failed);
+  EXPECT_EQ(files_->stats().idle, 0u);
+  files_->Release(*failed);
+  now_ += std::chrono::seconds(FileTables::kUnusedTableSeconds - 1);
+  files_->CollectFinished();
+  EXPECT_NE(files_->Find(*failed), nullptr) << "forgotten too early";
+  now_ += std::chrono::seconds(2);
+  files_->CollectFinished();
+  EXPECT_EQ(files_->Find(*failed), nullptr);
+  // One registered and never mapped goes the same way.
+  auto never = files_->Register(not_elf, not_elf);
+  ASSERT_TRUE(never.ok());
+  now_ += std::chrono::seconds(FileTables::kUnusedTableSeconds + 1);
+  files_->CollectFinished();
+  EXPECT_EQ(files_->Find(*never), nullptr);
+  EXPECT_EQ(files_->stats().files, 0u);
+  std::remove(not_elf.c_str());
 }
 
 }  // namespace

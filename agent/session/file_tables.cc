@@ -3,6 +3,7 @@
 #include <elf.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -47,6 +48,9 @@ absl::StatusOr<FileKey> FileTables::Register(const std::string& open_path,
   }
   if (auto it = files_.find(key); it != files_.end()) {
     if (it->second.refs == 0 && it->second.state == FileInfo::State::kReady) ++stats_.reused;
+    // The path it was first opened by may be closed by now (a kept fd of
+    // the process tracker's): a retry reads it by the newest.
+    if (image.empty()) it->second.open_path = open_path;
     return key;
   }
   auto elf = image.empty() ? ElfFile::Open(open_path)
@@ -56,6 +60,10 @@ absl::StatusOr<FileKey> FileTables::Register(const std::string& open_path,
   if (!elf.ok()) {
     info.state = FileInfo::State::kFailed;
     info.error = std::string(elf.status().message());
+    // No process holds it yet: idle until one does (AddRef takes it out).
+    idle_.push_front(key);
+    info.unused = idle_.begin();
+    info.unused_since = now_();
     files_.emplace(key, std::move(info));
     return key;
   }
@@ -87,7 +95,9 @@ void FileTables::AddRef(const FileKey& key) {
   auto it = files_.find(key);
   if (it == files_.end()) return;
   FileInfo& f = it->second;
-  if (f.refs++ == 0 && f.state == FileInfo::State::kReady) unused_.erase(f.unused);
+  if (f.refs++ > 0) return;
+  if (f.state == FileInfo::State::kReady) unused_.erase(f.unused);
+  if (f.state == FileInfo::State::kFailed || f.state == FileInfo::State::kNoCfi) idle_.erase(f.unused);
 }
 
 void FileTables::Release(const FileKey& key) {
@@ -107,9 +117,32 @@ void FileTables::Release(const FileKey& key) {
     case FileInfo::State::kNoSpace:
       files_.erase(it);  // the next process mapping it tries again
       break;
-    default:
-      break;  // pending: dropped when its build ends; failed: remembered
+    case FileInfo::State::kFailed:
+    case FileInfo::State::kNoCfi:
+      // Remembered for a while, as a ready table is: no build again for
+      // the next process mapping it.
+      idle_.push_front(key);
+      f.unused = idle_.begin();
+      f.unused_since = now_();
+      break;
+    case FileInfo::State::kPending:
+      // Built anyway (the next process running it finds it ready), unless
+      // builds queue up: then one no process waits for is dropped. A
+      // stream of distinct short-lived binaries would otherwise queue
+      // builds faster than they are made, each holding its file open.
+      if (DropQueuedBuild(key)) files_.erase(it);  // else dropped when its build ends
+      break;
   }
+}
+
+bool FileTables::DropQueuedBuild(const FileKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (jobs_.size() < kBusyQueue) return false;
+  auto job = std::find_if(jobs_.begin(), jobs_.end(), [&](const Job& j) { return j.key == key; });
+  if (job == jobs_.end()) return false;  // being built
+  jobs_.erase(job);
+  ++dropped_builds_;
+  return true;
 }
 
 bool FileTables::EvictOne() {
@@ -131,8 +164,10 @@ FileTables::Stats FileTables::stats() const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     s.from_cache = from_cache_;
+    s.dropped_builds = dropped_builds_;
   }
   s.unused = unused_.size();
+  s.idle = idle_.size();
   s.files = files_.size();
   return s;
 }
@@ -221,15 +256,8 @@ std::vector<FileKey> FileTables::CollectFinished() {
   }
   std::vector<FileKey> ready;
   const auto now = now_();
-  while (!unused_.empty()) {
-    auto it = files_.find(unused_.back());
-    if (it != files_.end() &&
-        now - it->second.unused_since < std::chrono::seconds(kUnusedTableSeconds)) {
-      break;
-    }
-    EvictOne();
-    ++stats_.expired;
-  }
+  stats_.expired += Expire(&unused_, now);
+  Expire(&idle_, now);
   if (retry_no_space_ && now - last_retry_ > std::chrono::seconds(2)) {
     // Tables became evictable: files refused for room get another build
     // (not more often than this: a build costs milliseconds).
@@ -292,6 +320,25 @@ std::vector<FileKey> FileTables::CollectFinished() {
     ready.push_back(d.key);
   }
   return ready;
+}
+
+uint64_t FileTables::Expire(std::list<FileKey>* list, std::chrono::steady_clock::time_point now) {
+  uint64_t n = 0;
+  while (!list->empty()) {
+    auto it = files_.find(list->back());
+    if (it != files_.end() &&
+        now - it->second.unused_since < std::chrono::seconds(kUnusedTableSeconds)) {
+      break;
+    }
+    if (list == &unused_) {
+      EvictOne();
+    } else {
+      list->pop_back();
+      if (it != files_.end()) files_.erase(it);
+    }
+    ++n;
+  }
+  return n;
 }
 
 std::vector<std::string> FileTables::TakeWarnings() {

@@ -3,7 +3,11 @@
 // delay sampling or event handling. A table no process uses stays loaded
 // (the next short-lived process running that binary finds it ready) until
 // the maps run out of room (least recently used first) or it has been
-// unused for kUnusedTableSeconds. Tables in use are never evicted.
+// unused for kUnusedTableSeconds. Tables in use are never evicted. A file
+// without a table (its build failed, or it has no CFI) is remembered as
+// long, so the next process mapping it does not build again; then it is
+// forgotten: a long run keeps what its live processes map, not every file
+// it ever saw.
 #ifndef EHPROF_AGENT_SESSION_FILE_TABLES_H_
 #define EHPROF_AGENT_SESSION_FILE_TABLES_H_
 
@@ -48,7 +52,8 @@ struct FileInfo {
   std::string error;       // when kFailed / kNoSpace
   uint32_t refs = 0;       // processes mapping it
   uint64_t rows = 0, table_bytes = 0;
-  std::list<FileKey>::iterator unused;  // in FileTables::unused_ when refs == 0 and ready
+  // In FileTables::unused_ (ready) or idle_ (failed, no CFI) when refs == 0.
+  std::list<FileKey>::iterator unused;
   std::chrono::steady_clock::time_point unused_since;
   // Where it was read from, for a retry when the maps were full.
   std::string open_path;
@@ -60,6 +65,9 @@ class FileTables {
   // How long a table no process uses stays loaded for the next process
   // mapping the file; then the maps are back to what live processes need.
   static constexpr int kUnusedTableSeconds = 10;
+  // Queued builds past which one whose file no process maps any more is
+  // dropped instead of made.
+  static constexpr size_t kBusyQueue = 64;
 
   // cache (may be null): built tables are looked up there before a build
   // and stored after one, so the next run of a binary finds its table at
@@ -101,6 +109,8 @@ class FileTables {
     uint64_t no_space = 0;      // files left without a table for lack of room
     uint64_t from_cache = 0;    // builds served by the on-disk table cache
     size_t unused = 0;          // unused tables loaded now
+    size_t idle = 0;            // unused files without a table, remembered now
+    uint64_t dropped_builds = 0;  // queued builds dropped: no process mapped the file any more
     size_t files = 0;           // files known now
   };
   Stats stats() const;
@@ -127,7 +137,13 @@ class FileTables {
   Done Build(Job& job);
   void WorkerLoop();
   bool EvictOne();
+  // Takes key's build out of a queue of at least kBusyQueue; false when it
+  // is not queued (being built) or the queue is short.
+  bool DropQueuedBuild(const FileKey& key);
   void Queue(const FileKey& key, const FileInfo& info, std::optional<ElfFile> elf = std::nullopt);
+  // Forgets the unused files of `list` that have been unused for
+  // kUnusedTableSeconds at `now` (unloading their tables); returns how many.
+  uint64_t Expire(std::list<FileKey>* list, std::chrono::steady_clock::time_point now);
 
   TableStore* store_;
   const TableBuildOptions build_;
@@ -136,6 +152,7 @@ class FileTables {
   std::unique_ptr<TableCache> cache_;  // the worker's only
   std::map<FileKey, FileInfo> files_;
   std::list<FileKey> unused_;  // ready tables no process uses, most recent first
+  std::list<FileKey> idle_;    // files without a table no process uses, likewise
   bool retry_no_space_ = false;
   std::chrono::steady_clock::time_point last_retry_{};
   Stats stats_;
@@ -143,6 +160,7 @@ class FileTables {
   mutable std::mutex mu_;
   std::vector<std::string> worker_warnings_;  // guarded by mu_ (the cache's)
   uint64_t from_cache_ = 0;                   // guarded by mu_
+  uint64_t dropped_builds_ = 0;               // guarded by mu_
   std::condition_variable cv_;
   std::deque<Job> jobs_;
   std::vector<Done> done_;
