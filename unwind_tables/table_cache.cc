@@ -127,11 +127,14 @@ absl::Status TableCache::Store(const TableFileKey& key, const StoredTable& table
     return absl::InternalError(absl::StrCat("table cache: writing ", path, ": ", err));
   }
   ++stats_.stored;
+  known_bytes_ += bytes.size();
+  ++known_entries_;
   Trim();
   return absl::OkStatus();
 }
 
 void TableCache::Trim() {
+  if (listed_ && known_bytes_ <= max_bytes_ && known_entries_ <= kMaxEntries) return;
   struct Entry {
     std::string path;
     uint64_t bytes;
@@ -150,18 +153,28 @@ void TableCache::Trim() {
     total += static_cast<uint64_t>(st.st_size);
   }
   d.reset();
-  if (total <= max_bytes_) return;
+  listed_ = true;
+  known_bytes_ = total;
+  known_entries_ = entries.size();
+  if (total <= max_bytes_ && entries.size() <= kMaxEntries) return;
+  // Down to nine tenths: the next listing is a tenth of the budget away.
+  const uint64_t target = max_bytes_ - max_bytes_ / 10;
+  const uint64_t target_entries = kMaxEntries - kMaxEntries / 10;
+  uint64_t left = entries.size();
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.mtime.tv_sec != b.mtime.tv_sec ? a.mtime.tv_sec < b.mtime.tv_sec
                                             : a.mtime.tv_nsec < b.mtime.tv_nsec;
   });
   for (const Entry& e : entries) {
-    if (total <= max_bytes_) break;
+    if (total <= target && left <= target_entries) break;
     if (::unlink(e.path.c_str()) == 0) {
       total -= e.bytes;
+      --left;
       ++stats_.evicted;
     }
   }
+  known_bytes_ = total;
+  known_entries_ = left;
 }
 
 }  // namespace ehprof

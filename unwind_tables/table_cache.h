@@ -7,7 +7,10 @@
 // this builder version and ABI, intact (CRC-32) and structurally valid. An
 // entry failing any of that is removed and the table rebuilt. The cache is
 // bounded: the least recently used entries go when a store passes the
-// budget.
+// budget or kMaxEntries entries, down to nine tenths of either. The
+// directory is listed only then (and at the first store): a run that stores
+// a table per distinct binary (100,000 of them) must not list every entry
+// at each store, nor leave an entry (an inode, a block) for each.
 #ifndef EHPROF_UNWIND_TABLES_TABLE_CACHE_H_
 #define EHPROF_UNWIND_TABLES_TABLE_CACHE_H_
 
@@ -29,6 +32,10 @@ std::optional<std::string> ServiceTableCacheDir();
 
 class TableCache {
  public:
+  // Entries kept at most, however small: a host's binaries and libraries
+  // that run again are far fewer.
+  static constexpr uint64_t kMaxEntries = 16384;
+
   struct Stats {
     uint64_t hits = 0;
     uint64_t misses = 0;
@@ -59,6 +66,11 @@ class TableCache {
 
   std::string dir_;
   uint64_t max_bytes_;
+  // The entries' total size as of the last listing plus what this cache
+  // stored since (others' stores are seen at the next listing).
+  uint64_t known_bytes_ = 0;
+  uint64_t known_entries_ = 0;
+  bool listed_ = false;
   Stats stats_;
 };
 
