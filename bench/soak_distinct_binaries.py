@@ -21,6 +21,7 @@ records them (binaries_run) beside the count asked for.
 """
 import argparse
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -28,7 +29,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 
@@ -90,43 +90,27 @@ def bpf_hash_entries(pid):
     return out
 
 
-class Load:
-    """COUNT distinct binaries, PARALLEL at a time, each deleted when it exits."""
-
-    def __init__(self, image, directory, count, parallel, busy_us, stop_at):
-        self.image = bytearray(image)
-        self.note_at = self.image.find(NOTE)
-        self.dir = directory
-        self.count, self.parallel, self.busy_us, self.stop_at = count, parallel, busy_us, stop_at
-        self.started = 0
-        self.failed = 0
-        self.done = threading.Event()
-
-    def binary(self, i):
-        if self.note_at >= 0:
-            at = self.note_at + len(NOTE)
-            self.image[at:at + 8] = i.to_bytes(8, "little")
-        path = os.path.join(self.dir, f"b{i}")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
-        os.write(fd, self.image)
-        os.close(fd)
-        return path
-
-    def run(self):
-        running = {}
-        try:
-            while (self.started < self.count and time.monotonic() < self.stop_at) or running:
-                while (len(running) < self.parallel and self.started < self.count
-                       and time.monotonic() < self.stop_at):
-                    path = self.binary(self.started)
-                    pid = os.posix_spawn(path, [path, str(self.busy_us)], {})
-                    running[pid] = path
-                    self.started += 1
-                pid, status = os.wait()
-                os.unlink(running.pop(pid))
-                self.failed += status != 0
-        finally:
-            self.done.set()
+def run_load(image, directory, count, parallel, busy_us, stop_at, started, failed):
+    """COUNT distinct binaries, PARALLEL at a time, each deleted when it
+    exits. In a process of its own: its wait() reaps only these."""
+    image = bytearray(image)
+    note_at = image.find(NOTE)
+    running = {}
+    while (started.value < count and time.monotonic() < stop_at) or running:
+        while len(running) < parallel and started.value < count and time.monotonic() < stop_at:
+            i = started.value
+            if note_at >= 0:
+                at = note_at + len(NOTE)
+                image[at:at + 8] = i.to_bytes(8, "little")
+            path = os.path.join(directory, f"b{i}")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755)
+            os.write(fd, image)
+            os.close(fd)
+            running[os.posix_spawn(path, [path, str(busy_us)], {})] = path
+            started.value = i + 1
+        pid, status = os.wait()
+        os.unlink(running.pop(pid))
+        failed.value += status != 0
 
 
 def fit_slope(xs, ys):
@@ -174,17 +158,21 @@ def main():
     start = time.monotonic()
     stop_at = start + a.minutes * 60 if a.minutes else float("inf")
     with open(os.path.join(a.testdata, "churn_child.stripped"), "rb") as f:
-        load = Load(f.read(), bins, a.count, a.parallel, a.busy_us, stop_at)
-    threading.Thread(target=load.run, daemon=True).start()
+        image = f.read()
+    started, failed = multiprocessing.Value("q", 0), multiprocessing.Value("q", 0)
+    load = multiprocessing.Process(target=run_load, args=(image, bins, a.count, a.parallel, a.busy_us, stop_at,
+                                                          started, failed))
+    load.start()
     points = []
     try:
         while agent.poll() is None:
-            finished = load.done.wait(a.sample_s)
+            load.join(a.sample_s)
+            finished = not load.is_alive()
             fds, deleted = agent_fds(agent.pid)
             rss, cpu = rss_cpu(agent.pid)
             met = scrape(port)
             bpf = bpf_hash_entries(agent.pid)
-            p = {"t_s": round(time.monotonic() - start, 1), "binaries": load.started, "fds": fds,
+            p = {"t_s": round(time.monotonic() - start, 1), "binaries": started.value, "fds": fds,
                  "fds_deleted": deleted, "rss_mb": round(rss, 1), "cpu_s": round(cpu, 2),
                  "kept_files": met.get("ehprof_kept_files", -1),
                  "remembered_processes": met.get("ehprof_remembered_processes", -1),
@@ -200,6 +188,8 @@ def main():
             if finished:
                 break
     finally:
+        if load.is_alive():
+            load.terminate()
         died = agent.poll()
         if died is None:
             agent.send_signal(signal.SIGTERM)
@@ -208,13 +198,13 @@ def main():
         shutil.rmtree(bins, ignore_errors=True)
     if died is not None:
         sys.exit(f"soak: the agent ended by itself (status {died}); its log: {err_path}")
-    warm = [p for p in points if p["binaries"] >= a.warm_fraction * load.started]
+    warm = [p for p in points if p["binaries"] >= a.warm_fraction * started.value]
     if len(warm) < 2:
         sys.exit("soak: too few points once warm")
-    figures = {"count_asked": a.count, "binaries_run": load.started, "binaries_failed": load.failed,
+    figures = {"count_asked": a.count, "binaries_run": started.value, "binaries_failed": failed.value,
                "parallel": a.parallel, "busy_us": a.busy_us, "frequency_hz": a.frequency,
                "minutes": round(points[-1]["t_s"] / 60, 1),
-               "binaries_per_s": round(load.started / max(points[-1]["t_s"], 1), 1),
+               "binaries_per_s": round(started.value / max(points[-1]["t_s"], 1), 1),
                "agent_exit": agent.returncode}
     for key in SERIES:
         xs = [p["binaries"] for p in warm]
@@ -225,7 +215,7 @@ def main():
         figures[f"{key}_slope_per_10k"] = round(fit_slope(xs, ys) * 10000, 3)
         print(f"soak: {key}: warm {ys[0]}, end {ys[-1]}, max {figures[f'{key}_max']}, "
               f"slope {figures[f'{key}_slope_per_10k']} per 10k binaries")
-    print(f"soak: {load.started} binaries in {figures['minutes']} min ({figures['binaries_per_s']}/s); "
+    print(f"soak: {started.value} binaries in {figures['minutes']} min ({figures['binaries_per_s']}/s); "
           f"files in {out}")
     if not a.no_result:
         path = result_file.write("soak_distinct_binaries", figures, a.note, a.result)
