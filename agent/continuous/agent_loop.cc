@@ -1,5 +1,6 @@
 #include "agent/continuous/agent_loop.h"
 
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,7 +80,9 @@ std::string MemoryMetrics(const AgentCounters& c) {
 }
 
 AgentLoop::AgentLoop(AgentOptions options)
-    : options_(std::move(options)), services_("/proc", options_.max_services) {
+    : options_(std::move(options)),
+      services_("/proc", options_.max_services),
+      placeholder_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {
   worker_ = std::thread([this] { Worker(); });
 }
 
@@ -163,9 +166,15 @@ void AgentLoop::HandOver(uint64_t now_ns) {
     if (queue_.size() >= kMaxQueued) {
       // Its released fds are closed after the next one instead: until the
       // symbolizer has forgotten their paths, their numbers must not be
-      // given to other files.
+      // given to other files. Nothing symbolizes their files now: each fd
+      // is made /dev/null's meanwhile (a stalled worker must not keep
+      // deleted files' space; the interval it is on may lose those files'
+      // names, never get another file's).
       std::vector<ReleasedFile> released = std::move(queue_.front().released);
       queue_.pop_front();
+      for (ReleasedFile& f : released) {
+        if (placeholder_.valid()) ::dup3(placeholder_.get(), f.fd.get(), O_CLOEXEC);
+      }
       auto& next = queue_.empty() ? p.released : queue_.front().released;
       std::move(released.begin(), released.end(), std::back_inserter(next));
       ++counters_.intervals_dropped;

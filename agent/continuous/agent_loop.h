@@ -26,6 +26,7 @@
 #include "agent/continuous/interval_symbolizer.h"
 #include "agent/continuous/service_name.h"
 #include "agent/record/recorder.h"
+#include "base/unique_fd.h"
 
 namespace ehprof {
 
@@ -119,6 +120,10 @@ class AgentLoop : private SampleSink {
   std::deque<IntervalProfile> queue_;  // guarded by mu_
   bool done_ = false;                  // guarded by mu_
   AgentCounters counters_;             // guarded by mu_
+  // /dev/null: put in place of a dropped interval's released fds, which
+  // then pin no file while their numbers wait for the worker to forget
+  // their paths.
+  UniqueFd placeholder_;
   std::thread worker_;
 };
 
