@@ -134,7 +134,13 @@ def main():
     ap.add_argument("--minutes", type=float, default=0, help="stop starting binaries after this (0: never)")
     ap.add_argument("--warm-fraction", type=float, default=0.1)
     result_file.add_argument(ap, "soak_distinct_binaries")
+    ap.add_argument("--from-log", help="write the result from a run's printed points (its agent hung at stop)")
+    ap.add_argument("--run-command", help="with --from-log: the command of that run, recorded as the result's")
     a = ap.parse_args()
+    if a.from_log:
+        points = points_from_log(a.from_log)
+        write_result(a, points, int(points[-1]["binaries"]), -1, -9, a.from_log)
+        return
     out = tempfile.mkdtemp(prefix="ehprof-soak-distinct-")
     bins = tempfile.mkdtemp(prefix="ehprof-soak-bins-", dir="/dev/shm")
     cache = os.path.join(out, "table-cache")
@@ -193,19 +199,40 @@ def main():
         died = agent.poll()
         if died is None:
             agent.send_signal(signal.SIGTERM)
-            agent.wait(timeout=120)
+            try:
+                agent.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                # Recorded (agent_exit -9): the series up to here still hold.
+                print(f"soak: the agent did not stop within 120 s of SIGTERM; killed; its log: {err_path}")
+                agent.kill()
+                agent.wait()
         log.close()
         shutil.rmtree(bins, ignore_errors=True)
     if died is not None:
         sys.exit(f"soak: the agent ended by itself (status {died}); its log: {err_path}")
-    warm = [p for p in points if p["binaries"] >= a.warm_fraction * started.value]
+    write_result(a, points, started.value, failed.value, agent.returncode, out)
+
+
+def points_from_log(path):
+    """The points a run printed ("soak: t_s ..., binaries ..., ..."): its
+    result written again from its output."""
+    points = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("soak: t_s "):
+                points.append({k: float(v) for k, v in re.findall(r"(\w+) (-?[\d.]+)", line[6:])})
+    return points
+
+
+def write_result(a, points, started, failed, agent_exit, out):
+    warm = [p for p in points if p["binaries"] >= a.warm_fraction * started]
     if len(warm) < 2:
         sys.exit("soak: too few points once warm")
-    figures = {"count_asked": a.count, "binaries_run": started.value, "binaries_failed": failed.value,
+    figures = {"count_asked": a.count, "binaries_run": started, "binaries_failed": failed,
                "parallel": a.parallel, "busy_us": a.busy_us, "frequency_hz": a.frequency,
                "minutes": round(points[-1]["t_s"] / 60, 1),
-               "binaries_per_s": round(started.value / max(points[-1]["t_s"], 1), 1),
-               "agent_exit": agent.returncode}
+               "binaries_per_s": round(started / max(points[-1]["t_s"], 1), 1),
+               "agent_exit": agent_exit}
     for key in SERIES:
         xs = [p["binaries"] for p in warm]
         ys = [p[key] for p in warm]
@@ -215,7 +242,7 @@ def main():
         figures[f"{key}_slope_per_10k"] = round(fit_slope(xs, ys) * 10000, 3)
         print(f"soak: {key}: warm {ys[0]}, end {ys[-1]}, max {figures[f'{key}_max']}, "
               f"slope {figures[f'{key}_slope_per_10k']} per 10k binaries")
-    print(f"soak: {started.value} binaries in {figures['minutes']} min ({figures['binaries_per_s']}/s); "
+    print(f"soak: {started} binaries in {figures['minutes']} min ({figures['binaries_per_s']}/s); "
           f"files in {out}")
     if not a.no_result:
         path = result_file.write("soak_distinct_binaries", figures, a.note, a.result)
@@ -223,6 +250,9 @@ def main():
             doc = json.load(f)
         doc["series"] = {key: [[p["binaries"], p["t_s"], p[key]] for p in points] for key in SERIES}
         doc["series_columns"] = ["binaries", "t_s", "value"]
+        if a.from_log and a.run_command:
+            doc["command"] = a.run_command
+            doc["written_from_log"] = True
         with open(path + ".tmp", "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
