@@ -45,7 +45,15 @@ PerfMapFile OpenPerfMap(uint32_t pid, const std::string& dir) {
     return f;
   }
   const std::optional<uint32_t> ns_pid = InnermostPid(pid);
-  if (!ns_pid) return f;
+  if (!ns_pid) {
+    // The process is gone (`record` names its JIT code after it exited):
+    // its root with it, so the map is looked for in ehprof's own /tmp, as
+    // a process that shared it left it. The caller's owner rule still
+    // holds: with /proc/PID gone, only root's or ehprof's user's map is read.
+    f.name = absl::StrCat("/tmp/perf-", pid, ".map");
+    f.fd.reset(::open(f.name.c_str(), kFileFlags));
+    return f;
+  }
   const std::string file = absl::StrCat("perf-", *ns_pid, ".map");
   f.name = absl::StrCat("/tmp/", file);
   // The process's root (a magic link: followed), then its tmp and the map,

@@ -30,8 +30,9 @@ struct PerfMapFile {
 };
 
 // The perf map of pid: with `dir` empty, the process's own
-// /tmp/perf-NSPID.map (named so); else DIR/perf-PID.map (a directory the
-// caller chose, pids as ehprof sees them).
+// /tmp/perf-NSPID.map (named so), or ehprof's /tmp/perf-PID.map once the
+// process is gone; else DIR/perf-PID.map (a directory the caller chose,
+// pids as ehprof sees them).
 PerfMapFile OpenPerfMap(uint32_t pid, const std::string& dir);
 
 }  // namespace ehprof
