@@ -106,8 +106,9 @@ bool ZeroFill(uintptr_t addr) {
   if (fd < 0) return false;
   char buf[4096];
   char line[1024];
+  // A line longer than `line` (a long path: the user chose it) keeps its
+  // first 1 KiB: the fields that decide come first, the path is cut.
   size_t len = 0;
-  bool overlong = false;  // the current line did not fit: skip it
   bool found = false, ok = false;
   const char* name = nullptr;
   size_t name_len = 0;
@@ -115,28 +116,20 @@ bool ZeroFill(uintptr_t addr) {
   while (!found && (n = ::read(fd, buf, sizeof(buf))) > 0) {
     for (ssize_t i = 0; i < n && !found; ++i) {
       if (buf[i] != '\n') {
-        if (len < sizeof(line)) {
-          line[len++] = buf[i];
-        } else {
-          overlong = true;
-        }
+        if (len < sizeof(line)) line[len++] = buf[i];
         continue;
       }
-      if (!overlong) {
-        const char* end = line + len;
-        // Only the first fields decide; a path that did not fit is cut.
-        if (CoversAsReadOnlyFile(line, end, addr, &name, &name_len)) {
-          found = ok = true;
-        } else {
-          const char* p = line;
-          const uint64_t start = ParseHex(p, end);
-          ++p;
-          const uint64_t stop = ParseHex(p, end);
-          found = addr >= start && addr < stop;  // covered, but not ours to fix
-        }
+      const char* end = line + len;
+      if (CoversAsReadOnlyFile(line, end, addr, &name, &name_len)) {
+        found = ok = true;
+      } else {
+        const char* p = line;
+        const uint64_t start = ParseHex(p, end);
+        ++p;
+        const uint64_t stop = ParseHex(p, end);
+        found = addr >= start && addr < stop;  // covered, but not ours to fix
       }
       len = 0;
-      overlong = false;
     }
   }
   ::close(fd);
