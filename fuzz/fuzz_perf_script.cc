@@ -15,6 +15,7 @@
 
 #include "agent/output/output_perf_script.h"
 #include "agent/output/perf_script_reader.h"
+#include "base/printable_text.h"
 
 namespace {
 
@@ -53,14 +54,16 @@ bool FrameMatchesLine(const ResolvedFrame& f, std::string_view line) {
 }
 
 // Samples the writer prints as they were read. It deliberately departs
-// from the text for three kinds (output_perf_script.h): a '\r' in a name
-// becomes '?', an empty symbol or dso becomes "[unknown]", and the tid is
+// from the text for three kinds (output_perf_script.h): a name that is not
+// printable UTF-8 (a '\r', any control byte, invalid UTF-8) is escaped as
+// the profile interns it (PrintableText), an empty symbol or dso becomes
+// "[unknown]", and the tid is
 // printed signed ("%5d", like perf), so one above INT32_MAX reads back as
 // a negative number the reader rejects. ('\n' cannot occur: the reader
 // splits lines on it.)
 bool Printable(const ResolvedSample& s) {
   auto clean = [](const std::string& name) {
-    return !name.empty() && name.find('\r') == std::string::npos;
+    return !name.empty() && ehprof::IsPrintableText(name);
   };
   if (s.tid > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()) || !clean(s.comm)) {
     return false;

@@ -52,8 +52,9 @@ TEST(FlameGraphSvgInfoTest, TooltipLinesAreCappedAndFilesCleaned) {
                               At(User("main"), "m\x01.cc", line)}));
   }
   const Svg svg = Render(samples);
+  // The control byte comes escaped from the profile's strings (PrintableText).
   EXPECT_EQ(svg.Find("main")->tip,
-            "main (5 samples, 100.00%)\nuser code in /bin/app\nm?.cc:10, 20, 30, ...");
+            "main (5 samples, 100.00%)\nuser code in /bin/app\nm\\x01.cc:10, 20, 30, ...");
 }
 
 // Geometry of <g id="legend">'s swatches and names, top to bottom.
