@@ -133,7 +133,7 @@ TEST(RecordEndingOutput, AFailedWriteKeepsTheProfileElsewhere) {
                            testing::TestdataPath("plt_calls"), "0.5"},
                           0, 0);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("/dev/full"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("write failed"), std::string::npos) << r.err;
   const std::string marker = "the profile was written to ";
   const size_t at = r.err.find(marker);
   ASSERT_NE(at, std::string::npos) << r.err;
