@@ -82,13 +82,16 @@ check "the Pyroscope token reached the agent as a credential, not on its command
   "$results/processes"
 check "node's perf map is in its own /tmp, none in the agent's" \
   test "$(value node_tmp_maps processes)" = 1 -a "$(value agent_tmp_has_map processes)" = 0
-named=0 perf_map=0
+named=0 by_name=0 perf_map=0
 for f in "$results"/profiles/*.pb.gz; do
   [[ -e $f ]] || continue
-  zcat "$f" | grep -aq hotA && zcat "$f" | grep -aq hotB && named=$((named + 1))
+  # hotA and hotB by name until TurboFan inlines them into the script's
+  # loop, then that loop (JS:* nodework.js:1): JS named from node's map.
+  zcat "$f" | grep -aq "JS:[^ ]* /opt/ehprof-test/nodework.js" && named=$((named + 1))
+  zcat "$f" | grep -aq hotA && zcat "$f" | grep -aq hotB && by_name=$((by_name + 1))
   zcat "$f" | grep -aq "/tmp/perf-[0-9]*\.map" && perf_map=$((perf_map + 1))
 done
-check "intervals name node's hotA and hotB ($named)" test "$named" -ge 3
+check "intervals name node's JS functions from its perf map ($named; hotA and hotB by name in $by_name)" test "$named" -ge 3 -a "$by_name" -ge 1
 check "their JIT frames come from the perf map ($perf_map)" test "$perf_map" -ge 3
 entries=$(grep -c '\.ehpt$' "$results/cache-first.stat" || true)
 check "built tables stored in the CacheDirectory ($entries entries)" test "$entries" -ge 1

@@ -10,8 +10,10 @@ out=/var/lib/ehprof/profiles
 cache=/var/cache/ehprof/tables
 say() { echo "collect: $(date +%T) $*"; }
 
-# Intervals that name node's JS functions: the agent has started, found
-# node and read its perf map. Each file is looked at once (zcat is slow
+# Intervals that name node's JS functions (nodework.js's, from its perf
+# map: hotA and hotB until TurboFan inlines them into the script's loop,
+# then that loop, JS:* nodework.js): the agent has started, found node and
+# read its perf map. Each file is looked at once (zcat is slow
 # in an emulated guest).
 checked=/run/ehprof-test-checked named_list=/run/ehprof-test-named
 : > "$checked"
@@ -21,14 +23,14 @@ named() {
     [ -e "$f" ] || continue
     grep -qxF "$f" "$checked" && continue
     echo "$f" >> "$checked"
-    zcat "$f" | grep -aq hotA && echo "$f" >> "$named_list"
+    zcat "$f" | grep -aq "JS:[^ ]* /opt/ehprof-test/nodework.js" && echo "$f" >> "$named_list"
   done
   wc -l < "$named_list"
 }
 wait_named() {  # wait_named COUNT SECONDS (of the guest's clock)
   end=$(($(date +%s) + $2))
   while [ "$(named)" -lt "$1" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 2; done
-  say "$(named) intervals name hotA"
+  say "$(named) intervals name nodework.js functions"
 }
 
 say "waiting for the agent's intervals"
