@@ -34,7 +34,7 @@ wait_named() {  # wait_named COUNT SECONDS (of the guest's clock)
 }
 
 say "waiting for the agent's intervals"
-wait_named 2 480
+wait_named 3 480
 ls -ln "$cache" > "$res/cache-first.ls" 2>&1
 stat -c '%i %Y %n' "$cache"/*.ehpt > "$res/cache-first.stat" 2>&1
 # Restarted, it loads the tables it stored instead of building them again:
