@@ -87,9 +87,11 @@ for f in "$results"/profiles/*.pb.gz; do
   [[ -e $f ]] || continue
   # hotA and hotB by name until TurboFan inlines them into the script's
   # loop, then that loop (JS:* nodework.js:1): JS named from node's map.
-  zcat "$f" | grep -aq "JS:[^ ]* /opt/ehprof-test/nodework.js" && named=$((named + 1))
-  zcat "$f" | grep -aq hotA && zcat "$f" | grep -aq hotB && by_name=$((by_name + 1))
-  zcat "$f" | grep -aq "/tmp/perf-[0-9]*\.map" && perf_map=$((perf_map + 1))
+  # grep reads all (no -q): under pipefail, zcat killed by SIGPIPE when
+  # grep -q stops early would count a match as none.
+  zcat "$f" | grep -a "JS:[^ ]* /opt/ehprof-test/nodework.js" >/dev/null && named=$((named + 1))
+  zcat "$f" | grep -a hotA >/dev/null && zcat "$f" | grep -a hotB >/dev/null && by_name=$((by_name + 1))
+  zcat "$f" | grep -a "/tmp/perf-[0-9]*\.map" >/dev/null && perf_map=$((perf_map + 1))
 done
 check "intervals name node's JS functions from its perf map ($named; hotA and hotB by name in $by_name)" test "$named" -ge 3 -a "$by_name" -ge 1
 check "their JIT frames come from the perf map ($perf_map)" test "$perf_map" -ge 3
