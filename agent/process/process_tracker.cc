@@ -116,6 +116,12 @@ absl::StatusOr<FileKey> ProcessTracker::OpenFileByPath(const std::string& path) 
   return KeepAndRegister(*std::move(fd), path, &added);
 }
 
+absl::StatusOr<FileKey> ProcessTracker::RegisterVdso() {
+  if (vdso_image_.empty()) vdso_image_ = ReadOwnVdso();
+  if (vdso_image_.empty()) return absl::NotFoundError("no [vdso] in /proc/self/maps");
+  return files_->Register("", "[vdso]", vdso_image_);
+}
+
 absl::StatusOr<FileKey> ProcessTracker::KeepAndRegister(UniqueFd fd, const std::string& path, bool* added) {
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
@@ -161,8 +167,7 @@ TrackedMapping ProcessTracker::Track(uint32_t pid, const MapsEntry& e) {
   m.end = e.end;
   absl::StatusOr<FileKey> key = absl::NotFoundError("anonymous");
   if (e.path == "[vdso]") {
-    if (vdso_image_.empty()) vdso_image_ = ReadOwnVdso();
-    if (!vdso_image_.empty()) key = files_->Register("", "[vdso]", vdso_image_);
+    key = RegisterVdso();
     m.path = "[vdso]";
   } else if (e.path.empty() || e.path[0] == '[') {
     m.path = "//anon";  // JIT or other generated code: frame pointers only

@@ -113,6 +113,10 @@ class ProcessTracker {
   // reports later is then symbolized from this very file, even once
   // another file has been renamed over the path.
   absl::StatusOr<FileKey> OpenFileByPath(const std::string& path);
+  // Registers the vDSO (the same image in every process on the machine)
+  // before any process is read, so its table can be ready for an exec's
+  // first samples: the kernel side maps it at exec (bpf/proc_learn.bpf.h).
+  absl::StatusOr<FileKey> RegisterVdso();
   size_t history_size() const { return history_.size(); }
   size_t kept_files() const { return kept_.size() + kept_debug_.size(); }
   // For a caller that locates every sample as it arrives (the agent, at

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include <sys/sysmacros.h>
 
+#include <optional>
 #include <set>
 
 #include "agent/process/exec_closure.h"
@@ -71,6 +72,15 @@ void Recorder::PrefetchCommandTables() {
   if (!options_.table_cache_dir.empty()) {
     for (std::string& e : ReadExecHints(options_.table_cache_dir, exe)) executables.push_back(std::move(e));
   }
+  // The vDSO first (the builds run in order): every exec maps it before
+  // its first instruction, and a clock_gettime-heavy command (fio) spends
+  // its first moments there, in the one image that takes no time to build.
+  std::optional<FileKey> vdso;
+  if (auto key = tracker_->RegisterVdso(); key.ok()) {
+    files_->AddRef(*key);
+    prefetched_.push_back(*key);
+    vdso = *key;
+  }
   std::set<std::string> seen;
   for (const std::string& executable : executables) {
     for (const std::string& path : ExecClosure(executable)) {
@@ -95,7 +105,11 @@ void Recorder::PrefetchCommandTables() {
   if (!kernel_index_) return;
   for (const FileKey& key : prefetched_) {
     const FileInfo* f = files_->Find(key);
-    if (f) kernel_index_->Publish({EHP_KDEV(major(key.dev), minor(key.dev)), key.inode}, key, *f);
+    if (!f) continue;
+    const KernelFileKey kkey = vdso && key == *vdso
+                                   ? KernelFileKey{EHP_VDSO_KEY_DEV, EHP_VDSO_KEY_INO}
+                                   : KernelFileKey{EHP_KDEV(major(key.dev), minor(key.dev)), key.inode};
+    kernel_index_->Publish(kkey, key, *f);
   }
 }
 
