@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -173,11 +174,15 @@ struct DwarfSymbolizer::Module {
   // Dwfl address = ELF virtual address + bias (see Load).
   GElf_Addr bias = 0;
   bool has_dwarf = false;
+  uint64_t expanded = 0;  // its compressed DWARF (and its debug file's), expanded
 
-  absl::Status Load(const std::string& path, uint64_t max_expanded_dwarf);
+  // `cap`: the expanded compressed DWARF it may take (0: any); `cap_said`
+  // names that limit in the messages.
+  absl::Status Load(const std::string& path, uint64_t cap, const std::string& cap_said);
 };
 
-absl::Status DwarfSymbolizer::Module::Load(const std::string& path, uint64_t max_expanded_dwarf) {
+absl::Status DwarfSymbolizer::Module::Load(const std::string& path, uint64_t cap,
+                                           const std::string& cap_said) {
   // Opened by us (never blocking, a regular file of a sane size); libdwfl
   // then opens it through our fd's /proc/self/fd link, which reaches this
   // very inode whatever happens to `path` meanwhile.
@@ -203,29 +208,30 @@ absl::Status DwarfSymbolizer::Module::Load(const std::string& path, uint64_t max
   if (elf_kind(elf) != ELF_K_ELF) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not an ELF file"));
   }
-  if (max_expanded_dwarf != 0) {
-    if (const uint64_t n = ExpandedDwarfBytes(elf); n > max_expanded_dwarf) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          path, ": DWARF not read: its compressed debug sections would expand to ", n >> 20,
-          " MB, over the ", max_expanded_dwarf >> 20, " MB a file may take; its symbol tables name "
-          "its functions (no source lines)"));
-    }
+  const uint64_t own = ExpandedDwarfBytes(elf);
+  if (cap != 0 && own > cap) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        path, ": DWARF not read: its compressed debug sections would expand to ", own >> 20,
+        " MB, over ", cap_said, "; its symbol tables name its functions (no source lines)"));
   }
-  DebugSearch cap{path, file->get(), max_expanded_dwarf, {}};
+  // The debug file takes what the file's own sections leave (at least a
+  // byte: 0 would mean no cap).
+  DebugSearch search{path, file->get(), cap == 0 ? 0 : std::max<uint64_t>(cap - own, 1), {}};
   void** userdata = nullptr;
   dwfl_module_info(m, &userdata, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
-  if (userdata != nullptr) *userdata = &cap;
+  if (userdata != nullptr) *userdata = &search;
   // This finds the separate debug file (and asks debuginfod) when the file
   // has no DWARF of its own; nullptr means none was found or it was unusable.
   Dwarf_Addr dwarf_bias = 0;
   const bool found = dwfl_module_getdwarf(m, &dwarf_bias) != nullptr;
   if (userdata != nullptr) *userdata = nullptr;
-  if (!cap.skipped.empty()) {
+  if (!search.skipped.empty()) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        path, ": DWARF not read: ", cap.skipped, ", over the ", max_expanded_dwarf >> 20,
-        " MB a file may take; its symbol tables name its functions (no source lines)"));
+        path, ": DWARF not read: ", search.skipped, ", over ", cap_said,
+        "; its symbol tables name its functions (no source lines)"));
   }
   if (!found) return absl::OkStatus();
+  expanded = own + search.expanded;
   dwfl = std::move(session);
   mod = m;
   this->bias = bias;
@@ -254,9 +260,23 @@ std::shared_ptr<DwarfSymbolizer::Module> DwarfSymbolizer::Get(const std::string&
   std::lock_guard<std::mutex> lock(module->mu);
   if (!module->loaded) {
     module->loaded = true;
-    if (absl::Status status = module->Load(path, max_expanded_dwarf_); !status.ok()) {
+    // What this file may take: the per-file cap, or what is left of the
+    // total when that is less.
+    uint64_t cap = max_expanded_dwarf_;
+    std::string cap_said = absl::StrCat("the ", cap >> 20, " MB a file may take");
+    if (max_expanded_dwarf_total_ != 0) {
+      const uint64_t open = expanded_open_.load();
+      const uint64_t left = open < max_expanded_dwarf_total_ ? max_expanded_dwarf_total_ - open : 0;
+      if (cap == 0 || left < cap) {
+        cap = left == 0 ? 1 : left;  // 0 would mean no cap
+        cap_said = absl::StrCat("the ", left >> 20, " MB left of the ", max_expanded_dwarf_total_ >> 20,
+                                " MB all files may take at once");
+      }
+    }
+    if (absl::Status status = module->Load(path, cap, cap_said); !status.ok()) {
       warnings_.Add(std::string(status.message()));
     }
+    if (module->has_dwarf) expanded_open_ += module->expanded;
   }
   return module;
 }
@@ -328,6 +348,8 @@ void DwarfSymbolizer::CloseSession(const std::string& path) {
   }
   std::lock_guard<std::mutex> lock(module->mu);
   if (!module->has_dwarf) return;
+  expanded_open_ -= module->expanded;
+  module->expanded = 0;
   module->dwfl.reset();
   module->mod = nullptr;
   module->has_dwarf = false;
@@ -335,6 +357,7 @@ void DwarfSymbolizer::CloseSession(const std::string& path) {
 }
 
 void DwarfSymbolizer::Evict(const std::string& path) {
+  CloseSession(path);  // its DWARF leaves the total now, not when the last user lets go
   {
     std::lock_guard<std::mutex> lock(mu_);
     modules_.erase(path);

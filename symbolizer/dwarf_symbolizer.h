@@ -15,6 +15,7 @@
 #ifndef EHPROF_SYMBOLIZER_DWARF_SYMBOLIZER_H_
 #define EHPROF_SYMBOLIZER_DWARF_SYMBOLIZER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,14 @@ class DwarfSymbolizer : public Symbolizer {
   // them when it opens them) is symbolized from its symbol tables only,
   // and a warning says so. 0 (the default): no cap. Set before lookups.
   void SetMaxExpandedDwarf(uint64_t bytes) { max_expanded_dwarf_ = bytes; }
+  // The same for all files whose DWARF sessions are open at once (a
+  // file's session counts until CloseSession or Evict): past it, further
+  // files are named from their symbol tables. 0 (the default): no cap.
+  // Concurrent first lookups in different files may each take what is
+  // left: the overshoot is bounded by the number of lookup threads.
+  void SetMaxExpandedDwarfTotal(uint64_t bytes) { max_expanded_dwarf_total_ = bytes; }
+  // The expanded compressed DWARF of the files whose sessions are open.
+  uint64_t expanded_dwarf_open() const { return expanded_open_.load(); }
 
   // Whether `path` (loading it if needed) has DWARF, its own or found.
   bool HasDwarf(const std::string& path);
@@ -92,6 +101,8 @@ class DwarfSymbolizer : public Symbolizer {
   // the stripped build's included.
   GoTables go_;
   uint64_t max_expanded_dwarf_ = 0;
+  uint64_t max_expanded_dwarf_total_ = 0;
+  std::atomic<uint64_t> expanded_open_{0};
   // std::mutex rather than absl::Mutex: see SymbolCache.
   std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Module>> modules_;  // guarded by mu_

@@ -82,11 +82,12 @@ int FindDebuginfoSafely(Dwfl_Module* mod, void** userdata, const char* modname, 
       return -1;
     }
   }
-  if (search->max_bytes != 0) {
+  {
     Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
     const uint64_t expanded = elf ? ExpandedDwarfBytes(elf) : 0;
     elf_end(elf);
-    if (expanded > search->max_bytes) {
+    search->expanded = expanded;
+    if (search->max_bytes != 0 && expanded > search->max_bytes) {
       search->skipped = absl::StrCat(found.empty() ? "its debug file" : found, " would expand to ",
                                      expanded >> 20, " MB");
       ::close(fd);

@@ -30,6 +30,7 @@ struct DebugSearch {
   int fd = -1;             // the file, opened by the caller (-1: unknown)
   uint64_t max_bytes = 0;  // the cap on expanded compressed DWARF; 0: none
   std::string skipped;     // set when a debug file was refused by the cap
+  uint64_t expanded = 0;   // the accepted debug file's compressed DWARF, expanded
 };
 
 // A Dwfl_Callbacks::find_debuginfo.

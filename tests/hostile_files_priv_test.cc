@@ -132,10 +132,15 @@ class HostileFiles : public ::testing::Test {
 
   // `ehprof agent` over the whole machine for `run_ms`, one profile a
   // second, then (after `before_sigint`, if given, returns) SIGINT.
+  // Without the shared table cache: these tests count what this agent says
+  // when it builds each hostile file's table, and another test's agent
+  // (ctest -j runs them side by side, each over the whole machine) may
+  // have built and cached it first.
   AgentRun RunAgent(int run_ms, const std::function<void()>& before_sigint = nullptr) {
     AgentRun a;
     std::chrono::steady_clock::time_point sigint;
-    a.r = testing::RunEhprof({"agent", "--output-dir", out_, "--interval", "1", "-F", "199"},
+    a.r = testing::RunEhprof({"agent", "--output-dir", out_, "--interval", "1", "-F", "199",
+                              "--no-table-cache"},
                              SIGINT, run_ms, [&](pid_t agent) {
                                if (before_sigint) before_sigint();
                                a.peak_rss_kb = PeakRssKb(agent);

@@ -133,6 +133,12 @@ void AddOutputOptions(CLI::App& app, RecordFlags* f, RecordOutput* out) {
           },
           ""));
   app.add_flag("--no-demangle", f->no_demangle, "keep C++ names as the binaries spell them");
+  app.add_option("--max-dwarf-mb", out->max_dwarf_mb,
+                 "compressed debug sections all files may expand to in memory at once; past it "
+                 "files are named from their symbol tables, said once (default: a quarter of the "
+                 "machine's memory, at least 256)")
+      ->type_name("MB")
+      ->check(Positive());
   app.add_flag("--srcline", out->srcline,
                "perf-script: each frame's file:line on the next line (as perf script -F +srcline); "
                "folded: name (file:line)");

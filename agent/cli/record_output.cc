@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -32,6 +33,13 @@
 
 namespace ehprof {
 namespace {
+
+uint64_t DwarfBudgetBytes(uint64_t mb) {
+  if (mb != 0) return mb << 20;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  const uint64_t quarter = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * page / 4 : 0;
+  return std::max<uint64_t>(quarter, uint64_t{256} << 20);
+}
 
 void PrintWarnings(const std::vector<std::string>& warnings) {
   // Not all of them went through a Warnings (which makes them printable).
@@ -107,8 +115,11 @@ void Resolve(const Recorder& rec, const RecordOutput& out, RecordTargets& target
                  std::string(kallsyms.status().message()).c_str());
   }
   const Kallsyms* ksyms = kallsyms.ok() ? &*kallsyms : nullptr;
-  // The agent's path, without its budget: one recording, named once.
-  AddressSymbolizer symbols({.demangle = out.demangle});
+  // The agent's path, without its per-interval budget: one recording,
+  // named once, with every DWARF session open to the end. What the files
+  // (under -a or -p, other users') may expand is capped all together.
+  AddressSymbolizer symbols({.max_expanded_dwarf_total = DwarfBudgetBytes(out.max_dwarf_mb),
+                             .demangle = out.demangle});
   if (targets.compare || targets.diff) {
     // Both walks of every sample, side by side.
     std::vector<ResolvedSample> resolved = ResolveSamples(rec.samples(), *rec.tracker(), symbols, ksyms, ro);

@@ -28,6 +28,9 @@ struct RecordOutput {
   mode_t mode = 0600;
   bool fp_walk = false;  // write the frame-pointer walk (--unwinder both)
   bool demangle = true;
+  // The compressed DWARF all files may expand to at once, in MB (0: a
+  // quarter of the machine's memory, at least 256 MB).
+  uint64_t max_dwarf_mb = 0;
   bool srcline = false;
   bool folded_annotate = false;  // _[k] _[i] _[j] in folded names
   std::string compare_path;  // FP-vs-CFI report

@@ -22,6 +22,7 @@ AddressSymbolizer::AddressSymbolizer(Options options) : options_(std::move(optio
   names_ = std::make_shared<SymbolCache>();
   dwarf_ = std::make_unique<DwarfSymbolizer>(names_);
   dwarf_->SetMaxExpandedDwarf(options_.max_expanded_dwarf);
+  dwarf_->SetMaxExpandedDwarfTotal(options_.max_expanded_dwarf_total);
 }
 
 uint32_t AddressSymbolizer::FileId(const std::string& path) {

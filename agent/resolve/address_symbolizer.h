@@ -38,6 +38,8 @@ class AddressSymbolizer {
     // A file whose compressed DWARF would expand past this is named from
     // its symbol tables only (0: no limit).
     uint64_t max_expanded_dwarf = 0;
+    // The same for all files with open DWARF sessions together (0: no limit).
+    uint64_t max_expanded_dwarf_total = 0;
     bool demangle = true;
   };
   struct Symbolized {
