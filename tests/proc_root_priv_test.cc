@@ -62,6 +62,9 @@ class ProcRoot : public ::testing::Test {
     fs::create_symlink("../../../../../../../../.." + secret_, root_ + "/lib/up.so");
     fs::create_symlink("/proc/self/root" + secret_, root_ + "/lib/magic.so");
     ASSERT_EQ(::mkfifo((root_ + "/lib/fifo.so").c_str(), 0600), 0);
+    // Sparse: claims more than any real ELF file, holds nothing.
+    WriteText(root_ + "/lib/huge.so", "");
+    ASSERT_EQ(::truncate((root_ + "/lib/huge.so").c_str(), off_t{9} << 30), 0);
     fs::create_directories(root_ + "/proc");
 
     int ready[2];
@@ -163,6 +166,15 @@ TEST_F(ProcRoot, FifoIsRefusedWithoutBlocking) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
   ASSERT_FALSE(fd.ok());
   EXPECT_NE(fd.status().message().find("not a regular file"), std::string::npos) << fd.status();
+}
+
+TEST_F(ProcRoot, AFileClaimingMoreThanAnyElfIsRefused) {
+  auto fd = OpenInProcessRoot(child_, "/lib/huge.so");
+  ASSERT_FALSE(fd.ok());
+  EXPECT_EQ(fd.status().code(), absl::StatusCode::kResourceExhausted) << fd.status();
+  EXPECT_NE(fd.status().message().find("/lib/huge.so in its root: not read: 9663676416 bytes, over the"),
+            std::string::npos)
+      << fd.status();
 }
 
 TEST_F(ProcRoot, MissingProcessIsNotFound) {

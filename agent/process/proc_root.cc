@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "agent/process/resolve_in_root.h"
+#include "base/untrusted_file.h"
 
 namespace ehprof {
 namespace {
@@ -59,15 +60,16 @@ absl::StatusOr<UniqueFd> ProcessRoot::OpenFile(const std::string& path) const {
     return OpenError(pid_, what, err, err == ELOOP ? " (a magic link or too many symlinks)" : "");
   }
   UniqueFd path_fd(static_cast<int>(fd));
-  struct stat st;
-  if (::fstat(path_fd.get(), &st) != 0) return OpenError(pid_, what, errno);
-  if (!S_ISREG(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("pid ", pid_, ": cannot open ", what, ": not a regular file"));
+  // A regular file of a sane size (a sparse file claiming terabytes makes
+  // every size read from it a lie), as every file a user controls.
+  if (absl::Status ok = CheckUntrustedFd(path_fd.get(), absl::StrCat("pid ", pid_, ": ", what)); !ok.ok()) {
+    return ok;
   }
   // Reopening the O_PATH fd through its /proc/self/fd link opens exactly
-  // the inode found above, with our own permission checks.
-  UniqueFd file(::open(absl::StrCat("/proc/self/fd/", path_fd.get()).c_str(), O_RDONLY | O_CLOEXEC));
+  // the inode found above, with our own permission checks (O_NONBLOCK: a
+  // mandatory lock cannot make the read wait).
+  UniqueFd file(::open(absl::StrCat("/proc/self/fd/", path_fd.get()).c_str(),
+                       O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (!file.valid()) return OpenError(pid_, what, errno);
   return file;
 }
