@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "tests/pprof_stacks.h"
 #include "tests/test_support.h"
+#include "tests/hostile_user.h"
 #include "unwind_tables/elf_file.h"
 
 extern char** environ;
@@ -38,7 +39,7 @@ using testing::RequireRootForBpf;
 using testing::TestdataPath;
 
 using testing::kSetpriv;
-constexpr uid_t kNobody = 65534;
+using testing::kNobody;
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -87,7 +88,7 @@ class HostileFiles : public ::testing::Test {
         (fs::path(::testing::TempDir()) / absl::StrCat("hostile_files.", getpid())).lexically_normal();
     dir_ = base + ".user";
     out_ = base + ".out";
-    for (const std::string& d : {dir_, out_}) fs::remove_all(d);
+    for (const std::string& d : {dir_, out_, out_ + ".normal"}) fs::remove_all(d);
     fs::create_directories(dir_);
     fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                               fs::perms::others_read | fs::perms::others_exec);
@@ -100,14 +101,21 @@ class HostileFiles : public ::testing::Test {
     }
     ASSERT_EQ(chown(dir_.c_str(), kNobody, kNobody), 0);
     // The normal program, root's: its stacks must stay whole throughout.
-    normal_ = Spawn({TestdataPath("deep_recursion"), "40", "20"});
+    // A copy of this test's own (in out_, root's), told apart by its path
+    // from other tests' deep_recursion at other depths, which the agent
+    // samples too (it profiles the whole machine; agent profiles carry no
+    // pid).
+    fs::create_directories(out_ + ".normal");
+    normal_path_ = out_ + ".normal/deep_recursion";
+    fs::copy_file(TestdataPath("deep_recursion"), normal_path_);
+    normal_ = Spawn({normal_path_, "40", "20"});
     ASSERT_GT(normal_, 0);
   }
   void TearDown() override {
     if (normal_ > 0) pids_.push_back(normal_);
     for (pid_t p : pids_) kill(-p, SIGKILL);  // its group: a shell's children too
     for (pid_t p : pids_) waitpid(p, nullptr, 0);
-    for (const std::string& d : {dir_, out_}) {
+    for (const std::string& d : {dir_, out_, out_ + ".normal"}) {
       if (!d.empty()) fs::remove_all(d);
     }
   }
@@ -214,7 +222,11 @@ class HostileFiles : public ::testing::Test {
         uint64_t here = 0, here_whole = 0;
         std::string here_broken;
         for (const auto& [count, frames] : testing::PprofStacks(profiles[i])) {
-          if (frames.empty() || !frames[0].mapping.ends_with("/" + name)) continue;
+          if (frames.empty()) continue;
+          if (name == "deep_recursion" ? frames[0].mapping != normal_path_
+                                       : !frames[0].mapping.ends_with("/" + name)) {
+            continue;
+          }
           here += count;
           size_t recurses = 0;
           bool main = false;
@@ -246,6 +258,7 @@ class HostileFiles : public ::testing::Test {
 
   std::string dir_, out_;
   pid_t normal_ = 0;
+  std::string normal_path_;
   std::vector<pid_t> pids_;
 };
 

@@ -20,6 +20,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
+#include "tests/hostile_user.h"
 
 namespace ehprof {
 namespace {
@@ -29,7 +30,7 @@ using testing::RequireRootForBpf;
 using testing::RunEhprof;
 using testing::TestdataPath;
 
-constexpr uid_t kNobody = 65534;
+using testing::kNobody;
 
 // "N stack walks cut short by their time budget": N, or 0 without the line.
 uint64_t WalksCut(const std::string& err) {
@@ -66,7 +67,7 @@ class HostileLockup : public ::testing::Test {
     argv.push_back(nullptr);
     const pid_t pid = fork();
     if (pid == 0) {
-      if (uid != 0 && (setgroups(0, nullptr) != 0 || setgid(uid) != 0 || setuid(uid) != 0)) _exit(126);
+      if (uid != 0 && !testing::BecomeUser(uid)) _exit(126);
       execv(argv[0], argv.data());
       _exit(127);
     }

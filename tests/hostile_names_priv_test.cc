@@ -31,6 +31,7 @@
 #include "tests/pyroscope_server.h"
 #include "tests/server_process.h"
 #include "tests/test_support.h"
+#include "tests/hostile_user.h"
 
 namespace ehprof {
 namespace {
@@ -39,7 +40,7 @@ using testing::RunEhprof;
 using testing::RunResult;
 using testing::TestdataPath;
 
-constexpr uid_t kNobody = 65534;
+using testing::kNobody;
 constexpr char kOverflow[] = "ehprof-other-services";
 
 // A child of uid/gid 65534 running fn (which does not return, or the child
@@ -47,7 +48,7 @@ constexpr char kOverflow[] = "ehprof-other-services";
 pid_t AsNobody(const std::function<void()>& fn) {
   const pid_t pid = fork();
   if (pid == 0) {
-    if (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(2);
+    if (!testing::BecomeUser()) _exit(2);
     alarm(120);  // whatever happens to the test, it ends
     fn();
     _exit(0);

@@ -18,6 +18,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
+#include "tests/hostile_user.h"
 
 namespace ehprof::hostile {
 
@@ -28,14 +29,14 @@ using testing::RunEhprof;
 using testing::RunResult;
 using testing::TestdataPath;
 
-inline constexpr uid_t kNobody = 65534;
+using testing::kNobody;
 inline constexpr char kPrecious[] = "root's file: must not change\n";
 
 // Runs `attack` in a child as uid/gid 65534; true when it returned true.
 inline bool AsNobody(const std::function<bool()>& attack) {
   const pid_t pid = fork();
   if (pid == 0) {
-    if (::setgroups(0, nullptr) != 0 || ::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) _exit(2);
+    if (!testing::BecomeUser()) _exit(2);
     _exit(attack() ? 0 : 1);
   }
   int status = 0;

@@ -31,6 +31,7 @@
 #include "gtest/gtest.h"
 #include "tests/loopback_http.h"
 #include "tests/test_support.h"
+#include "tests/hostile_user.h"
 
 extern char** environ;
 
@@ -40,7 +41,7 @@ namespace {
 using testing::RunEhprof;
 using testing::TestdataPath;
 
-constexpr uid_t kNobody = 65534;
+using testing::kNobody;
 constexpr int kBinaries = 1500;
 constexpr int kIdleConnections = 2000;
 
@@ -74,10 +75,7 @@ pid_t AsNobody(rlim_t fds, const std::function<int()>& fn) {
   const pid_t pid = fork();
   if (pid != 0) return pid;
   const rlimit lim{fds, fds};
-  if (setrlimit(RLIMIT_NOFILE, &lim) != 0 || setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 ||
-      setuid(kNobody) != 0) {
-    _exit(100);
-  }
+  if (setrlimit(RLIMIT_NOFILE, &lim) != 0 || !testing::BecomeUser()) _exit(100);
   _exit(fn());
 }
 

@@ -30,11 +30,12 @@
 #include "tests/pprof_stacks.h"
 #include "tests/server_process.h"
 #include "tests/test_support.h"
+#include "tests/hostile_user.h"
 
 namespace ehprof {
 namespace {
 
-constexpr uid_t kNobody = 65534;
+using testing::kNobody;
 
 // An endless loop that keeps a frame pointer, as JIT code does.
 #if defined(__aarch64__)
@@ -66,12 +67,7 @@ uint64_t MapSpin() {
 }
 
 void BecomeNobody() {
-  if (setgroups(0, nullptr) != 0 || setresgid(kNobody, kNobody, kNobody) != 0 ||
-      setresuid(kNobody, kNobody, kNobody) != 0) {
-    _exit(12);
-  }
-  // As a process that started as 65534 is: its /proc/self files its own.
-  prctl(PR_SET_DUMPABLE, 1);
+  if (!testing::BecomeUser()) _exit(12);
 }
 
 // Becomes uid/gid 65534, then root of a user and mount namespace of its

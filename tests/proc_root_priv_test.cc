@@ -18,6 +18,7 @@
 #include "agent/process/proc_root.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
+#include "tests/hostile_user.h"
 
 namespace ehprof {
 namespace {
@@ -196,7 +197,7 @@ TEST_F(ProcRoot, AnotherUsersProcessNeedsSysPtrace) {
   ASSERT_GE(probe, 0);
   if (probe == 0) {
     ::close(out[0]);
-    if (::setgid(65534) != 0 || ::setuid(65534) != 0) _exit(2);
+    if (!testing::BecomeUser()) _exit(2);
     auto fd = OpenInProcessRoot(child_, "/lib/real.so");
     const std::string msg = fd.ok() ? "opened" : std::string(fd.status().message());
     (void)!::write(out[1], msg.data(), msg.size());
