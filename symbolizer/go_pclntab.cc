@@ -139,8 +139,11 @@ bool GoPclntab::WalkPcValues(uint32_t table, uint32_t entry, uint64_t end,
     uint32_t uvdelta = 0, pcdelta = 0;
     if (!Uvarint(&r, &uvdelta)) return false;
     if (uvdelta == 0 && !first) return true;  // the table's end
-    // Zig-zag: the low bit is the sign.
-    value += static_cast<int32_t>((uvdelta & 1) ? ~(uvdelta >> 1) : (uvdelta >> 1));
+    // Zig-zag: the low bit is the sign. Added as Go's runtime adds it, in
+    // 32 bits that wrap (a hostile table's deltas may overflow; signed
+    // overflow would be undefined).
+    const uint32_t delta = (uvdelta & 1) ? ~(uvdelta >> 1) : (uvdelta >> 1);
+    value = static_cast<int32_t>(static_cast<uint32_t>(value) + delta);
     if (!Uvarint(&r, &pcdelta)) return false;
     const uint64_t next = pc + pcdelta;  // times the instruction quantum, 1 on x86
     if (!step(pc, std::min(next, end), value)) return true;
