@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the README's overhead table from bench/results/overhead.json,
+"""Prints docs/FIGURES.md's overhead table from bench/results/overhead.json,
 every figure marked for scripts/check_figures.py (paste it over the old
 table after `python3 bench/overhead.py` rewrote the file)."""
 import json

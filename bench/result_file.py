@@ -1,10 +1,10 @@
-"""Bench results as data: bench/results/NAME.json, read by the README check.
+"""Bench results as data: bench/results/NAME.json, read by the figures check.
 
 Each bench calls write(NAME, figures, note=...) once at its end. The file
 records the machine (kind, kernel, CPU model, CPUs, memory, load average
 before and after), the UTC date, the git commit (with "-dirty" when the
 tree had changes), the command line and the figures, a flat {key: number}
-map. README figures carry a marker naming FILE/KEY right after the number
+map. Figures in README.md and docs/*.md carry a marker naming FILE/KEY right after the number
 (see scripts/check_figures.py), so a figure changes only with its file.
 Standard library only.
 """

@@ -2,7 +2,7 @@
 // and interpreter, then the rows through the compact encoding.
 //
 // Input: one control byte (bit 0 set: .debug_frame, else .eh_frame), then
-// the section's bytes. Seeds: testdata/seeds/cfi (see README.md).
+// the section's bytes. Seeds: testdata/seeds/cfi (see docs/RELIABILITY.md).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -8,7 +8,7 @@
 // form cannot hold, and long runs that force pages to split (more than
 // EHP_MAX_PAGE_ROWS rows or EHP_PALETTE_MAX rules in one page).
 // The checks are CheckCompactRoundTrip's (round_trip.cc), shared with
-// fuzz_cfi and fuzz_elf. Seeds: testdata/seeds/compact (see README.md).
+// fuzz_cfi and fuzz_elf. Seeds: testdata/seeds/compact (see docs/RELIABILITY.md).
 #include <cstddef>
 #include <cstdint>
 #include <limits>

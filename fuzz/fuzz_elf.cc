@@ -2,7 +2,7 @@
 // (section lookup, PT_GNU_EH_FRAME fallback, compressed sections, the
 // .eh_frame/.debug_frame overlay), then the rows through the compact encoding.
 //
-// Input: the image. Seeds: testdata/seeds/elf (see README.md).
+// Input: the image. Seeds: testdata/seeds/elf (see docs/RELIABILITY.md).
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -6,7 +6,8 @@
 # until the flame graph is written, each phase's seconds (packages,
 # configure+build, record; wall clock and CPU), and the demo's hottest
 # stacks, and writes them to bench/results/first_flame_graph_CODENAME.json
-# (scripts/demo_result.py; the README's figures are checked against it).
+# (scripts/demo_result.py; docs/INSTALL.md's and the README's figures are
+# checked against it).
 #   demo_fresh_root.sh [CODENAME] [NOTE]   bookworm (Debian 12, default) or
 #   trixie (13); NOTE goes into the result file (e.g. how loaded the machine was)
 # Needs root.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns the output of a fresh-root demo (scripts/demo_fresh_root.sh) into
-bench/results/first_flame_graph_CODENAME.json, the file the README's
-first-flame-graph figures are checked against (scripts/check_figures.py).
+bench/results/first_flame_graph_CODENAME.json, the file docs/INSTALL.md's
+(and the README's) first-flame-graph figures are checked against (scripts/check_figures.py).
 
   demo_result.py CODENAME [--note TEXT] < OUTPUT
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Re-runs the commands behind the README's figures, one after another.
+"""Re-runs the commands behind the figures of README.md and docs/, one after another.
 
 Each bench/results/NAME.json records the command that wrote it; this runs
 those commands again (their --note replaced by this run's), so every
-result file is re-derived on the machine at hand, then says which README
-figures moved (`scripts/check_figures.py README.md`; `--write` there
+result file is re-derived on the machine at hand, then says which
+figures moved (`scripts/check_figures.py README.md docs/*.md`; `--write` there
 brings them to the new results). The kernel matrices run through their
 shell wrappers, which set up the guests' environment.
 
@@ -89,7 +89,8 @@ def main():
     if a.list:
         return 0
     subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "check_figures.py"),
-                    os.path.join(ROOT, "README.md")], cwd=ROOT)
+                    os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))),
+                   cwd=ROOT)
     if failed:
         print(f"rerun_figures: failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

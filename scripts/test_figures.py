@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Figures a test prints, as a bench result file (bench/results/NAME.json).
 
-Some README figures are measured by tests (the Go, node and kernel-maps
+Some figures in docs/ are measured by tests (the Go, node and kernel-maps
 recordings): each prints its figures as lines `figure: KEY = VALUE`
 (tests/test_support.h's PrintFigure). This runs a test command --repeat
 times, collects those lines and writes them through bench/result_file.py,
-so the README marks them like any bench figure (FILE/KEY). With more than
+so the docs mark them like any bench figure (FILE/KEY). With more than
 one run each key gets the median of the runs, KEY_min and KEY_max.
 
   python3 scripts/test_figures.py record_go -- build/tests/record_go_priv_test

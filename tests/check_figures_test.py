@@ -54,6 +54,31 @@ expect(*run(GOOD + "write `1.5<!--fig:NAME/KEY-->`\n```\n2<!--fig:x/y-->\n```\n"
        "3 marked figures")
 
 
+def run_pages(pages, results):
+    """The check over several files at once (README.md and docs/ pages)."""
+    with tempfile.TemporaryDirectory() as d:
+        os.makedirs(os.path.join(d, "results"))
+        os.makedirs(os.path.join(d, "docs"))
+        for name, figures in results.items():
+            with open(os.path.join(d, "results", name + ".json"), "w") as f:
+                json.dump({"bench": name, "figures": figures}, f)
+        paths = []
+        for rel, doc in pages.items():
+            paths.append(os.path.join(d, rel))
+            with open(paths[-1], "w") as f:
+                f.write(doc)
+        r = subprocess.run([sys.executable, CHECKER, "--results", os.path.join(d, "results")] + paths,
+                           capture_output=True, text=True)
+        return r.returncode, r.stdout + r.stderr
+
+
+# Figures are counted over every file given, and a mismatch names its page.
+PAGES = {"README.md": GOOD, "docs/FIGURES.md": "the walk: 99.5<!--fig:walk/complete_pct--> %\n"}
+expect(*run_pages(PAGES, RESULTS), 0, "4 marked figures, each equal")
+PAGES["docs/FIGURES.md"] = "intro\nthe walk: 99.6<!--fig:walk/complete_pct--> %\n"
+expect(*run_pages(PAGES, RESULTS), 1, "FIGURES.md:2: walk/complete_pct", "1 disagree")
+
+
 def run_write(doc, results):
     """--write on doc: (exit status, the doc afterwards, then a plain check's status)."""
     with tempfile.TemporaryDirectory() as d:

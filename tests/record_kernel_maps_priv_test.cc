@@ -135,7 +135,7 @@ TEST_F(RecordKernelMaps, ExecdChildrenAndTheirLibrariesUnwindFromTheFirstSample)
   EXPECT_GT(warmup_samples, 50u);
   ASSERT_GT(exec_on.total, 50u) << with.substr(0, 2000);
   ASSERT_GT(dl_on.total, 50u);
-  // README quotes bench/results/record_kernel_maps.json (these figures, by
+  // docs/RECORD.md quotes bench/results/record_kernel_maps.json (these figures, by
   // scripts/test_figures.py). After the warm-up runs: 99.6-100 % of both in
   // 7 runs, 4 of them beside two busy loops and another privileged test
   // (2026-11-26); before the warm-up was counted apart, a CI run saw 94.6 %.

@@ -52,7 +52,7 @@ inline constexpr char kSetpriv[] = "/usr/bin/setpriv";
 // For those tests: true when kSetpriv is there; otherwise as above.
 bool RequireSetpriv();
 
-// Prints `figure: KEY = VALUE`, a figure the README may quote:
+// Prints `figure: KEY = VALUE`, a figure the docs may quote:
 // scripts/test_figures.py collects these lines into a result file.
 void PrintFigure(const std::string& key, double value);
 

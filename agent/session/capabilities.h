@@ -1,7 +1,7 @@
 // Which capabilities ehprof holds, to say which one is missing when the
 // kernel refuses something (rather than "needs root").
 //
-// What each is for (see the README's privileges section):
+// What each is for (see docs/KERNELS.md, "Kernel requirements and privileges"):
 //   CAP_BPF          BPF maps and programs
 //   CAP_PERFMON      perf events, the tracing programs, /proc/PID/maps of
 //                    other users' processes

@@ -27,7 +27,7 @@ import guest_vm  # noqa: E402
 import judge  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "bench"))
-import result_file  # noqa: E402  (bench/result_file.py: the README's figures)
+import result_file  # noqa: E402  (bench/result_file.py: the figures docs/ quotes)
 
 RELEASES = {"12": "Debian 12's fio", "13": "Debian 13's fio (PAC, BTI)"}
 
@@ -138,7 +138,7 @@ def _problems(row, min_complete, min_agree, min_agree_fp):
         # Agreement is asked where perf's own stacks are complete: perf
         # (Debian 12's, libdw; Debian 13's, libunwind) does not strip PAC
         # signatures, so in Debian 13's fio it stops at the first signed
-        # return address (reported in the table, README: arm64).
+        # return address (reported in the table, docs/KERNELS.md: arm64).
         if not row.get("with_perf", True):
             continue
         perf_job = fio["perf"].get("job", {})
@@ -208,7 +208,7 @@ def table(row):
 
 
 def figures(row):
-    """A guest's run as README figures: d12_* and d13_* per Debian fio."""
+    """A guest's run as docs/KERNELS.md's figures: d12_* and d13_* per Debian fio."""
     out = {"guest_seconds": row["seconds"]}
     if "ehprof_sample" in row["check"]["programs"]:
         out["sampler_insns"] = row["check"]["programs"]["ehprof_sample"]
@@ -258,7 +258,7 @@ def main():
                          "references run under the first")
     ap.add_argument("--result", nargs="?",
                     const=os.path.join(result_file.RESULTS, "kernel_matrix_arm64.json"),
-                    help="also write the README's figures (default path with no value: %(const)s); "
+                    help="also write docs/KERNELS.md's figures (default path with no value: %(const)s); "
                          "not written unless asked, so a CI run leaves the committed file alone")
     ap.add_argument("--note", default="", help="said in the result file (e.g. the machine was loaded)")
     a = ap.parse_args()

@@ -26,7 +26,7 @@ import kernels  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "bench"))
-import result_file  # noqa: E402  (bench/result_file.py: the README's figures)
+import result_file  # noqa: E402  (bench/result_file.py: the figures docs/ quotes)
 # name -> (kernel line, None for the newest; suites its linux-image-amd64
 # comes from; who runs it; expectation). Kernels without bpf_loop (5.10)
 # run the tail-call build.
@@ -173,7 +173,7 @@ def table(rows):
 
 
 def figures(rows, wall):
-    """The matrix as README figures: ROW_KEY per kernel line (5_10, 6_1,
+    """The matrix as docs/KERNELS.md's figures: ROW_KEY per kernel line (5_10, 6_1,
     6_12, newest, host)."""
     out = {"wall_seconds": round(wall)}
     for r in rows:
@@ -211,7 +211,7 @@ def main():
     ap.add_argument("--ehprof", help="the ehprof binary (default: BUILD/ehprof; BUILD is "
                     "$EHPROF_BUILD_DIR or build)")
     ap.add_argument("--result", nargs="?", const=os.path.join(result_file.RESULTS, "kernel_matrix.json"),
-                    help="also write the README's figures (default path with no value: %(const)s); "
+                    help="also write docs/KERNELS.md's figures (default path with no value: %(const)s); "
                          "not written unless asked, so a CI run leaves the committed file alone")
     ap.add_argument("--note", default="", help="said in the result file (e.g. the machine was loaded)")
     a = ap.parse_args()

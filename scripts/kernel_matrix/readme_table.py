@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's kernel-matrix table from bench/results/kernel_matrix.json
+"""docs/KERNELS.md's kernel-matrix table ("Tested kernels") from bench/results/kernel_matrix.json
 (`scripts/kernel_matrix.sh --check --result`), every figure with its marker
 (scripts/check_figures.py), ready to paste:
 
@@ -10,7 +10,7 @@ import os
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ROWS = [  # result key prefix, the README's kernel column, the walk it runs
+ROWS = [  # result key prefix, the table's kernel column, the walk it runs
     ("host", "6.18 (this machine)", "bpf_loop"),
     ("6_1", "6.1 (Debian 12 stock)", "bpf_loop"),
     ("6_12", "6.12 (Debian 12 bookworm-backports)", "bpf_loop"),
@@ -20,7 +20,7 @@ ROWS = [  # result key prefix, the README's kernel column, the walk it runs
 
 
 def fig(figures, key, fmt=None):
-    """The figure as the README writes it (integers with thousands
+    """The figure as docs/KERNELS.md writes it (integers with thousands
     separators, percentages to one decimal unless fmt says), marked."""
     v = figures[key]
     text = (fmt or ("{:.1f}" if isinstance(v, float) else "{:,}")).format(v)
