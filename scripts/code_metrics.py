@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""The codebase's shape, measured: what docs/ARCHITECTURE.md's "Shape" table reports.
+
+Reads a configured build directory through CMake's file API (the targets,
+their sources and what each links, transitively) and the source tree:
+  - libraries whose link closure holds libbpf (or the BPF skeleton);
+  - ELF readers: product files that open an ELF with libelf (elf_begin or
+    elf_memory);
+  - table builds: product call sites that turn an ELF file into unwind rows;
+  - test binaries: how many, and which of the project's libraries each links;
+  - lines per library (its own .cc/.h/.c sources and the headers beside them);
+  - the longest functions (scripts/function_lengths.py when the tree has it);
+  - README lines.
+
+usage: scripts/code_metrics.py BUILD_DIR [--json OUT]
+The build directory must belong to the source tree it measures (cmake -S SRC -B BUILD_DIR);
+it is re-configured once with the file-API query in place.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+PRODUCT_DIRS = ("agent", "base", "bpf", "elf", "symbolizer", "unwind_tables")
+# bpf_skel (an INTERFACE target, absent from the code model) links libbpf and
+# depends on bpf_skeleton, which is there.
+LIBBPF_TARGETS = ("bpf_skel", "bpf_skeleton")
+
+
+def codemodel(build):
+    query = os.path.join(build, ".cmake", "api", "v1", "query", "codemodel-v2")
+    os.makedirs(os.path.dirname(query), exist_ok=True)
+    open(query, "a").close()
+    subprocess.run(["cmake", build], check=True, stdout=subprocess.DEVNULL)
+    reply = os.path.join(build, ".cmake", "api", "v1", "reply")
+    index = max(glob.glob(os.path.join(reply, "index-*.json")))
+    with open(index) as f:
+        cm_file = json.load(f)["reply"]["codemodel-v2"]["jsonFile"]
+    with open(os.path.join(reply, cm_file)) as f:
+        model = json.load(f)
+    source_dir = model["paths"]["source"]
+    targets = {}
+    for ref in model["configurations"][0]["targets"]:
+        with open(os.path.join(reply, ref["jsonFile"])) as f:
+            t = json.load(f)
+        targets[t["id"]] = t
+    return source_dir, targets
+
+
+def link_closure(targets):
+    """name -> set of target names it depends on, transitively."""
+    by_id = {i: t["name"] for i, t in targets.items()}
+    direct = {t["name"]: {by_id[d["id"]] for d in t.get("dependencies", [])}
+              for t in targets.values()}
+    closure = {}
+
+    def walk(name, seen):
+        for d in direct.get(name, ()):
+            if d not in seen:
+                seen.add(d)
+                walk(d, seen)
+        return seen
+
+    for name in direct:
+        closure[name] = walk(name, set())
+    return closure
+
+
+def links_libbpf(t):
+    frags = t.get("link", {}).get("commandFragments", [])
+    return any(re.search(r"(^|/|-l)bpf(\.so|\.a|$)|libbpf", f["fragment"]) for f in frags)
+
+
+def lines_of(paths):
+    n = 0
+    for p in paths:
+        with open(p, errors="replace") as f:
+            n += sum(1 for _ in f)
+    return n
+
+
+def product_files(src):
+    for d in PRODUCT_DIRS:
+        for root, _, files in os.walk(os.path.join(src, d)):
+            for name in files:
+                if name.endswith((".cc", ".c", ".h")):
+                    yield os.path.join(root, name)
+
+
+def grep_files(src, pattern):
+    rx = re.compile(pattern)
+    hits = []
+    for p in product_files(src):
+        with open(p, errors="replace") as f:
+            for i, line in enumerate(f, 1):
+                if rx.search(line) and not line.lstrip().startswith("//"):
+                    hits.append(f"{os.path.relpath(p, src)}:{i}")
+    return hits
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    src, targets = codemodel(args.build)
+    closure = link_closure(targets)
+    libs = {t["name"]: t for t in targets.values() if t["type"] == "STATIC_LIBRARY"}
+    ours = {n: t for n, t in libs.items()
+            if any(s["path"].split("/")[0] in PRODUCT_DIRS for s in t.get("sources", []))
+            and not n.endswith("_fuzz")}
+    tests = {t["name"]: t for t in targets.values()
+             if t["type"] == "EXECUTABLE" and t["name"].endswith("_test")}
+    skel = set(LIBBPF_TARGETS)
+    libbpf_libs = sorted(n for n in ours if links_libbpf(libs[n]) or closure[n] & skel)
+    out = {"source": src}
+    out["libraries"] = len(ours)
+    out["libraries_linking_libbpf"] = libbpf_libs
+    out["elf_readers"] = sorted({h.rsplit(":", 1)[0] for h in
+                                 grep_files(src, r"\belf_(begin|memory)\s*\(")})
+    # Call sites outside the library that defines the builders.
+    out["table_builds"] = [h for h in grep_files(src, r"\b(BuildUnwindTable\w*|BuildCompactTable)\s*\(")
+                           if not h.startswith("unwind_tables/") and ".h:" not in h]
+    lines = {}
+    for n, t in sorted(ours.items()):
+        dirs = {os.path.dirname(s["path"]) for s in t.get("sources", [])
+                if not s["path"].startswith("/")}
+        files = set()
+        for d in dirs:
+            for ext in ("*.cc", "*.c", "*.h"):
+                files.update(glob.glob(os.path.join(src, d, ext)))
+        lines[n] = lines_of(sorted(files))
+    out["lines_per_library"] = lines
+    test_links = {}
+    for n, t in sorted(tests.items()):
+        test_links[n] = sorted(d for d in closure[n] if d in ours)
+    out["test_binaries"] = len(tests)
+    out["tests_linking_every_library"] = sum(1 for v in test_links.values() if set(v) >= set(ours))
+    out["tests_linking_libbpf"] = sum(1 for n in tests
+                                      if links_libbpf(tests[n]) or closure[n] & skel)
+    out["test_links"] = test_links
+    fl = os.path.join(src, "scripts", "function_lengths.py")
+    if os.path.exists(fl):
+        r = subprocess.run([sys.executable, fl, "--top", "5"], cwd=src, capture_output=True, text=True)
+        out["longest_functions"] = r.stdout.strip().splitlines()
+    with open(os.path.join(src, "README.md")) as f:
+        out["readme_lines"] = sum(1 for _ in f)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1, sort_keys=True)
+            f.write("\n")
+    summary = {k: v for k, v in out.items() if k != "test_links"}
+    print(json.dumps(summary, indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
