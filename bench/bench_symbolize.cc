@@ -50,8 +50,9 @@ MapSizes SmallSizes() {
 // still records the mappings, which is all that resolving reads.
 struct Recording {
   TableStore store{BpfTableMaps(MapFds{}), SmallSizes()};
-  FileTables files{&store};
-  ProcessTracker tracker{&files, nullptr};
+  Warnings warnings;
+  FileTables files{&store, &warnings};
+  ProcessTracker tracker{&files, nullptr, &warnings};
   std::vector<RawSample> samples;
   std::string error;
 };
@@ -80,8 +81,7 @@ Recording* MakeRecording() {
     rec->files.CollectFinished();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  rec->files.TakeWarnings();
-  rec->tracker.TakeWarnings();
+  rec->warnings.Take();
 
   const std::string self = std::filesystem::read_symlink("/proc/self/exe");
   std::vector<const TrackedMapping*> text;
@@ -155,7 +155,8 @@ void BM_ResolveCold(benchmark::State& state) {
     state.PauseTiming();
     out.clear();  // freeing the last output is not symbolizing
     state.ResumeTiming();
-    AddressSymbolizer symbols({});
+    Warnings warnings;
+    AddressSymbolizer symbols({}, &warnings);
     out = Resolve(rec, symbols);
     benchmark::DoNotOptimize(out.data());
   }
@@ -166,7 +167,8 @@ BENCHMARK(BM_ResolveCold)->Iterations(3)->Unit(benchmark::kMillisecond);
 void BM_ResolveWarm(benchmark::State& state) {
   const Recording& rec = GetRecording();
   if (!rec.error.empty()) return state.SkipWithError(rec.error.c_str());
-  AddressSymbolizer symbols({});
+  Warnings warnings;
+  AddressSymbolizer symbols({}, &warnings);
   // One untimed pass opens the files, fills libdw's lazily built per-CU
   // tables and the address cache (as the agent's next interval finds it).
   std::vector<ResolvedSample> out = Resolve(rec, symbols);

@@ -242,8 +242,10 @@ absl::Status DwarfSymbolizer::Module::Load(const std::string& path, uint64_t cap
 // The debuginfod bounds are set by main() before any thread starts
 // (BoundDebuginfodTimeout): this may run on a worker thread, where setenv
 // would race getenv in the others.
-DwarfSymbolizer::DwarfSymbolizer(std::shared_ptr<SymbolCache> symbols)
-    : symbols_(symbols ? std::move(symbols) : std::make_shared<SymbolCache>()) {}
+DwarfSymbolizer::DwarfSymbolizer(Warnings* warnings, std::shared_ptr<SymbolCache> symbols)
+    : symbols_(symbols ? std::move(symbols) : std::make_shared<SymbolCache>(warnings)),
+      go_(warnings),
+      warnings_(warnings) {}
 
 DwarfSymbolizer::~DwarfSymbolizer() = default;
 
@@ -274,7 +276,7 @@ std::shared_ptr<DwarfSymbolizer::Module> DwarfSymbolizer::Get(const std::string&
       }
     }
     if (absl::Status status = module->Load(path, cap, cap_said); !status.ok()) {
-      warnings_.Add(std::string(status.message()));
+      warnings_->Add(std::string(status.message()));
     }
     if (module->has_dwarf) expanded_open_ += module->expanded;
   }
@@ -331,11 +333,6 @@ bool DwarfSymbolizer::HasDwarf(const std::string& path) {
   std::shared_ptr<Module> module = Get(path);
   std::lock_guard<std::mutex> lock(module->mu);
   return module->has_dwarf;
-}
-
-std::vector<std::string> DwarfSymbolizer::TakeWarnings() {
-  for (std::string& w : go_.TakeWarnings()) warnings_.Add(std::move(w));
-  return warnings_.Take();
 }
 
 void DwarfSymbolizer::CloseSession(const std::string& path) {

@@ -35,9 +35,11 @@ class DwarfSymbolizer : public Symbolizer {
  public:
   // `symbols` names addresses in files without DWARF (it reads .symtab,
   // MiniDebugInfo and separate debug files, and names PLT stubs); pass the
-  // profile's own to share its tables. nullptr: a private one. Sets the
-  // debuginfod variables above if unset: construct before starting threads.
-  explicit DwarfSymbolizer(std::shared_ptr<SymbolCache> symbols = nullptr);
+  // profile's own to share its tables. nullptr: a private one. Load
+  // errors, each naming its file, go to `warnings` (not owned; it outlives
+  // the symbolizer). Sets the debuginfod variables above if unset:
+  // construct before starting threads.
+  explicit DwarfSymbolizer(Warnings* warnings, std::shared_ptr<SymbolCache> symbols = nullptr);
   ~DwarfSymbolizer() override;
   DwarfSymbolizer(const DwarfSymbolizer&) = delete;
   DwarfSymbolizer& operator=(const DwarfSymbolizer&) = delete;
@@ -70,11 +72,9 @@ class DwarfSymbolizer : public Symbolizer {
   // Whether `path` (loading it if needed) has DWARF, its own or found.
   bool HasDwarf(const std::string& path);
 
-  // Load errors not yet taken, oldest first; each names its file.
   // From the ELF symbol tables (DWARF's low_pc would name inline
   // instances' starts too; the symbol is what perf shows offsets from).
   std::optional<uint64_t> FunctionStart(const std::string& path, uint64_t elf_vaddr) override;
-  std::vector<std::string> TakeWarnings();
   // Closes `path`'s DWARF session and forgets its symbol tables (the
   // agent's memory budget); the next lookup opens them again.
   void Evict(const std::string& path);
@@ -106,7 +106,7 @@ class DwarfSymbolizer : public Symbolizer {
   // std::mutex rather than absl::Mutex: see SymbolCache.
   std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Module>> modules_;  // guarded by mu_
-  Warnings warnings_;
+  Warnings* warnings_;
 };
 
 }  // namespace ehprof

@@ -135,8 +135,8 @@ std::shared_ptr<const GoTables::Entry> GoTables::Get(const std::string& path) {
     }
     if (!entry->table) entry->elf.reset();
   }
+  if (!warning.empty()) warnings_->Add(std::move(warning));
   std::lock_guard<std::mutex> lock(mu_);
-  if (!warning.empty()) warnings_.push_back(std::move(warning));
   return entries_.emplace(path, std::move(entry)).first->second;
 }
 
@@ -156,13 +156,6 @@ std::vector<Symbolizer::SourceFrame> GoTables::Frames(const std::string& path,
 std::optional<uint64_t> GoTables::FunctionStart(const std::string& path, uint64_t elf_vaddr) {
   std::shared_ptr<const Entry> e = Get(path);
   return e->table ? e->table->FunctionStart(elf_vaddr) : std::nullopt;
-}
-
-std::vector<std::string> GoTables::TakeWarnings() {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::string> out;
-  out.swap(warnings_);
-  return out;
 }
 
 }  // namespace ehprof

@@ -15,6 +15,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "base/warnings.h"
 #include "symbolizer/go_pclntab.h"
 #include "unwind_tables/elf_file.h"
 
@@ -32,11 +33,12 @@ absl::StatusOr<std::optional<GoPclntab>> FindGoPclntab(const ElfFile& elf);
 
 class GoTables {
  public:
+  // Errors of Go tables that do not parse go to `warnings` (not owned; it
+  // outlives the tables), each naming its file.
+  explicit GoTables(Warnings* warnings) : warnings_(warnings) {}
   // Empty when `path` is not a Go binary (or cannot be read).
   std::vector<Symbolizer::SourceFrame> Frames(const std::string& path, uint64_t elf_vaddr);
   std::optional<uint64_t> FunctionStart(const std::string& path, uint64_t elf_vaddr);
-  // Errors of Go tables that did not parse, each naming its file.
-  std::vector<std::string> TakeWarnings();
   // Every kept binary's pages read so far leave this process's RSS (the
   // tables read them again from the page cache).
   void DropResidentPages();
@@ -50,7 +52,7 @@ class GoTables {
 
   std::mutex mu_;  // std::mutex: see SymbolCache
   absl::flat_hash_map<std::string, std::shared_ptr<const Entry>> entries_;  // guarded by mu_
-  std::vector<std::string> warnings_;                                        // guarded by mu_
+  Warnings* warnings_;
 };
 
 }  // namespace ehprof

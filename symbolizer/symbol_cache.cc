@@ -41,7 +41,7 @@ void SymbolCache::Load(const std::string& path, Slot* slot) {
   if (table.ok()) {
     slot->table = *std::move(table);
   } else {
-    warnings_.Add(std::string(table.status().message()));
+    warnings_->Add(std::string(table.status().message()));
     return;
   }
   auto elf = ElfFile::Open(path);
@@ -105,7 +105,6 @@ std::optional<ElfSymbol> SymbolCache::FromCfi(const std::string& path, Slot* slo
   return sym;
 }
 
-std::vector<std::string> SymbolCache::TakeWarnings() { return warnings_.Take(); }
 
 uint64_t SymbolCache::FileBytes(const std::string& path) {
   std::shared_ptr<Slot> slot;

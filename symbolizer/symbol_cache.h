@@ -26,14 +26,15 @@ CfiFunctions UncoveredRanges(const CfiFunctions& cfi,
 
 class SymbolCache : public Symbolizer {
  public:
-  SymbolCache() = default;
+  // Load errors go to `warnings` (not owned; it outlives the cache).
+  explicit SymbolCache(Warnings* warnings) : warnings_(warnings) {}
   SymbolCache(const SymbolCache&) = delete;
   SymbolCache& operator=(const SymbolCache&) = delete;
 
   // nullopt when the file cannot be read or neither a symbol nor an FDE
   // covers `vaddr` (code no symbol names is "basename+0xFDE_START", its
   // FDE's start as an ELF virtual address). A file that fails to load is
-  // tried once; its error goes to TakeWarnings().
+  // tried once; its error goes to the warnings.
   std::optional<std::string> Symbolize(const std::string& path, uint64_t vaddr);
   // The symbol holding vaddr: the debug file's first, then the file's own,
   // then the FDE's.
@@ -50,8 +51,6 @@ class SymbolCache : public Symbolizer {
   // The file's table, loading it if needed; nullptr when it failed to load.
   std::shared_ptr<const ElfSymbols> Get(const std::string& path);
 
-  // Load errors not yet taken, oldest first.
-  std::vector<std::string> TakeWarnings();
   // Forgets `path`'s tables (the agent's memory budget); the next lookup
   // loads them again. Lookups in progress keep theirs until they return.
   void Evict(const std::string& path);
@@ -87,7 +86,7 @@ class SymbolCache : public Symbolizer {
   // reports false races.
   std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Slot>> slots_;  // guarded by mu_
-  Warnings warnings_;
+  Warnings* warnings_;
 };
 
 }  // namespace ehprof

@@ -20,7 +20,8 @@ TEST(AddressSymbolizer, NamesAnAddressOnceAndCachesIt) {
   const std::string file = TestdataPath("inline_work");
   auto sym = FindSymbol(file, "work_outer");
   ASSERT_TRUE(sym);
-  AddressSymbolizer symbols({});
+  Warnings warnings;
+  AddressSymbolizer symbols({}, &warnings);
   const AddressSymbolizer::Symbolized& s = symbols.Lookup(file, sym->addr);
   ASSERT_FALSE(s.frames.empty());
   EXPECT_EQ(s.frames.back().function, "work_outer");
@@ -36,7 +37,8 @@ TEST(AddressSymbolizer, AnInlinedCallIsTheInnermostFrame) {
   const int hot = SourceLineWith("testdata/inline_work.c", "/* HOT */");
   auto outer = FindSymbol(file, "work_outer");
   ASSERT_TRUE(outer);
-  AddressSymbolizer symbols({});
+  Warnings warnings;
+  AddressSymbolizer symbols({}, &warnings);
   // Somewhere in work_outer is the inlined spin_inlined, at its HOT line.
   bool found = false;
   for (uint64_t a = outer->addr; a < outer->addr + outer->size && !found; ++a) {
@@ -53,7 +55,8 @@ TEST(AddressSymbolizer, KeepsItsFileBudgetAndRetiresBetweenRounds) {
   AddressSymbolizer::Options o;
   o.max_files = 2;
   o.address_cache_bytes = 1;  // every round retires the one before
-  AddressSymbolizer symbols(o);
+  Warnings warnings;
+  AddressSymbolizer symbols(o, &warnings);
   for (const std::string& f : files) {
     auto main = FindSymbol(f, "main");
     ASSERT_TRUE(main) << f;
@@ -75,7 +78,8 @@ TEST(AddressSymbolizer, KeepsItsFileBudgetAndRetiresBetweenRounds) {
 }
 
 TEST(AddressSymbolizer, NoFileNoFrames) {
-  AddressSymbolizer symbols({});
+  Warnings warnings;
+  AddressSymbolizer symbols({}, &warnings);
   EXPECT_TRUE(symbols.Lookup("/nonexistent/ehprof-test", 0x1000).frames.empty());
 }
 

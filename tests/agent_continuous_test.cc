@@ -110,8 +110,9 @@ RawSample Sample(std::vector<uint64_t> user, uint64_t time_ns = 1000) {
 }
 
 TEST(StackAggregator, CountsDistinctStacksLocatedInTheirMappings) {
-  FileTables files(nullptr);
-  ProcessTracker tracker(&files, nullptr);
+  Warnings warnings;
+  FileTables files(nullptr, &warnings);
+  ProcessTracker tracker(&files, nullptr, &warnings);
   tracker.Apply(kPid, {Exec(0x400000, 0x500000, "/bin/work", 0x1000)}, 10);
   StackAggregator agg;
   const uint64_t leaf = 0x401234 | EHP_FRAME_EXACT, ret = 0x402001;
@@ -150,8 +151,9 @@ TEST(StackAggregator, CountsDistinctStacksLocatedInTheirMappings) {
 }
 
 TEST(StackAggregator, BoundsDistinctStacksAndCountsTheRest) {
-  FileTables files(nullptr);
-  ProcessTracker tracker(&files, nullptr);
+  Warnings warnings;
+  FileTables files(nullptr, &warnings);
+  ProcessTracker tracker(&files, nullptr, &warnings);
   StackAggregator agg(/*max_stacks=*/10);
   for (uint64_t i = 0; i < 25; ++i) agg.Add(Sample({(0x1000 + i) | EHP_FRAME_EXACT}), tracker, "s");
   IntervalProfile p = agg.Take(1);

@@ -93,7 +93,8 @@ TEST(IntervalSymbolizer, EvictsTheLeastRecentlyUsedFilesFirst) {
                                           TestdataPath("exec_child")};
   IntervalSymbolizer::Options o;
   o.max_files = 2;
-  IntervalSymbolizer symbolizer(o);
+  Warnings warnings;
+  IntervalSymbolizer symbolizer(o, &warnings);
   // Three files over two intervals with room for two: the oldest goes.
   Resolve(symbolizer, ProfileAt({files[0]}, "main"));
   auto out = Resolve(symbolizer, ProfileAt({files[1], files[2]}, "main"));

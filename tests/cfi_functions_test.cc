@@ -76,7 +76,8 @@ TEST(CfiFunctions, SymbolCacheNamesUnnamedFunctionsByFileAndFdeStart) {
   auto inner = FindSymbol(TestdataPath("plt_calls"), "plt_inner");
   auto main_sym = FindSymbol(TestdataPath("plt_calls"), "main");
   ASSERT_TRUE(inner && main_sym);
-  SymbolCache cache;
+  Warnings warnings;
+  SymbolCache cache(&warnings);
   std::string stripped = TestdataPath("plt_calls.stripped");
   auto a = cache.Lookup(stripped, inner->addr + 2);
   auto b = cache.Lookup(stripped, main_sym->addr + 1);

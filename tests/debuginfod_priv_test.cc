@@ -179,7 +179,8 @@ class DebuginfodTest : public ::testing::Test {
   // returns the seconds it took.
   double Symbolize(std::vector<Symbolizer::SourceFrame>* frames, bool* has_dwarf) {
     auto start = Clock::now();
-    DwarfSymbolizer symbolizer;
+    Warnings warnings;
+    DwarfSymbolizer symbolizer(&warnings);
     *frames = symbolizer.Frames(stripped_, plt_inner_);
     *has_dwarf = symbolizer.HasDwarf(stripped_);
     return std::chrono::duration<double>(Clock::now() - start).count();
@@ -232,7 +233,8 @@ TEST_F(DebuginfodTest, DebugFileComesFromTheServer) {
   EXPECT_THAT(frames[0].file, ::testing::EndsWith("testdata/plt_calls.c"));
   EXPECT_GT(frames[0].line, 0u);
   // The same answer as from the unstripped program.
-  DwarfSymbolizer local;
+  Warnings warnings;
+  DwarfSymbolizer local(&warnings);
   EXPECT_EQ(frames[0].line,
             local.Frames(testing::TestdataPath("plt_calls"), plt_inner_).at(0).line);
   EXPECT_TRUE(fs::exists(dir_ + "/cache/" + build_id_ + "/debuginfo"));
@@ -379,7 +381,8 @@ TEST(DebuginfodTimeout, ASymbolizerLeavesTheEnvironmentAlone) {
   if (pid == 0) {
     unsetenv("DEBUGINFOD_TIMEOUT");
     unsetenv("DEBUGINFOD_RETRY_LIMIT");
-    DwarfSymbolizer symbolizer;
+    Warnings warnings;
+    DwarfSymbolizer symbolizer(&warnings);
     _exit(getenv("DEBUGINFOD_TIMEOUT") == nullptr && getenv("DEBUGINFOD_RETRY_LIMIT") == nullptr ? 0 : 1);
   }
   int status = 0;

@@ -79,13 +79,14 @@ TEST_F(DwarfBudget, AFilePastWhatIsLeftOfTheTotalIsNamedFromItsSymbolTables) {
   const uint64_t each = ExpandedOf(a);
   ASSERT_GT(each, 1024u) << "inline_work has no compressed DWARF to expand";
 
-  DwarfSymbolizer symbols;
+  Warnings sink;
+  DwarfSymbolizer symbols(&sink);
   symbols.SetMaxExpandedDwarfTotal(each + each / 2);  // room for one file, not two
   EXPECT_TRUE(symbols.HasDwarf(a));
   EXPECT_EQ(symbols.expanded_dwarf_open(), each);
   EXPECT_FALSE(symbols.HasDwarf(b));
   EXPECT_EQ(symbols.expanded_dwarf_open(), each);
-  const std::vector<std::string> warnings = symbols.TakeWarnings();
+  const std::vector<std::string> warnings = sink.Take();
   ASSERT_EQ(warnings.size(), 1u) << absl::StrJoin(warnings, "\n");
   EXPECT_TRUE(absl::StartsWith(warnings[0], b + ": DWARF not read: its compressed debug sections would expand to"))
       << warnings[0];
@@ -117,10 +118,11 @@ TEST_F(DwarfBudget, AFilePastWhatIsLeftOfTheTotalIsNamedFromItsSymbolTables) {
 TEST_F(DwarfBudget, APerFileCapRefusesAFileThatAloneExceedsIt) {
   const std::string a = Compressed("a");
   const uint64_t each = ExpandedOf(a);
-  DwarfSymbolizer symbols;
+  Warnings sink;
+  DwarfSymbolizer symbols(&sink);
   symbols.SetMaxExpandedDwarf(each - 1);
   EXPECT_FALSE(symbols.HasDwarf(a));
-  const std::vector<std::string> warnings = symbols.TakeWarnings();
+  const std::vector<std::string> warnings = sink.Take();
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_TRUE(absl::StrContains(warnings[0], " MB a file may take; ")) << warnings[0];
   EXPECT_EQ(symbols.expanded_dwarf_open(), 0u);
@@ -128,11 +130,12 @@ TEST_F(DwarfBudget, APerFileCapRefusesAFileThatAloneExceedsIt) {
 
 TEST_F(DwarfBudget, WithoutCapsEveryFileKeepsItsDwarf) {
   const std::string a = Compressed("a"), b = Compressed("b");
-  DwarfSymbolizer symbols;
+  Warnings sink;
+  DwarfSymbolizer symbols(&sink);
   EXPECT_TRUE(symbols.HasDwarf(a));
   EXPECT_TRUE(symbols.HasDwarf(b));
   EXPECT_EQ(symbols.expanded_dwarf_open(), 2 * ExpandedOf(a));
-  EXPECT_TRUE(symbols.TakeWarnings().empty());
+  EXPECT_TRUE(sink.Take().empty());
 }
 
 }  // namespace

@@ -117,7 +117,8 @@ int ExpectMatchesAddr2line(DwarfSymbolizer& symbolizer, const std::string& file,
 
 TEST(DwarfSymbolizerTest, PieProgramsMatchEuAddr2line) {
   ASSERT_TRUE(kNoDebuginfod);
-  DwarfSymbolizer symbolizer;
+  Warnings warnings;
+  DwarfSymbolizer symbolizer(&warnings);
   int inlines = 0;
   // libdlwork.so: a shared library, the other kind of ET_DYN.
   for (const auto& [name, functions] :
@@ -133,11 +134,12 @@ TEST(DwarfSymbolizerTest, PieProgramsMatchEuAddr2line) {
   }
   // td_now() is inlined into plt_outer and the mains: the chain was walked.
   EXPECT_GT(inlines, 0);
-  EXPECT_TRUE(symbolizer.TakeWarnings().empty());
+  EXPECT_TRUE(warnings.Take().empty());
 }
 
 TEST(DwarfSymbolizerTest, InlinedFrameNamesTheCallerAsFunction) {
-  DwarfSymbolizer symbolizer;
+  Warnings warnings;
+  DwarfSymbolizer symbolizer(&warnings);
   std::string plt = TestdataPath("plt_calls");
   int seen = 0;
   for (uint64_t a : Addresses(plt, {"plt_outer"}, 1)) {
@@ -164,7 +166,8 @@ TEST(DwarfSymbolizerTest, NonPieProgramMatchesEuAddr2line) {
     fs::remove_all(dir);
     FAIL() << "gcc could not build a non-PIE program (scripts/install_deps.sh installs gcc): " << cmd;
   }
-  DwarfSymbolizer symbolizer;
+  Warnings warnings;
+  DwarfSymbolizer symbolizer(&warnings);
   auto addrs = Addresses(exe, {"plt_compare", "plt_inner", "plt_outer", "main"}, 4);
   ASSERT_FALSE(addrs.empty());
   EXPECT_GE(addrs[0], 0x400000u) << "not linked at a fixed address";
@@ -173,8 +176,9 @@ TEST(DwarfSymbolizerTest, NonPieProgramMatchesEuAddr2line) {
 }
 
 TEST(DwarfSymbolizerTest, StrippedFileFallsBackToSymbolTables) {
-  DwarfSymbolizer symbolizer;
-  SymbolCache symbols;
+  Warnings warnings;
+  DwarfSymbolizer symbolizer(&warnings);
+  SymbolCache symbols(&warnings);
   std::string stripped = TestdataPath("plt_calls.stripped");
   EXPECT_FALSE(symbolizer.HasDwarf(stripped));
   for (uint64_t a : Addresses(TestdataPath("plt_calls"), {"plt_inner", "main"}, 8)) {
@@ -182,7 +186,7 @@ TEST(DwarfSymbolizerTest, StrippedFileFallsBackToSymbolTables) {
     for (const Frame& f : symbolizer.Frames(stripped, a))
       EXPECT_EQ(f.file + ":" + std::to_string(f.line), ":0");
   }
-  EXPECT_TRUE(symbolizer.TakeWarnings().empty());
+  EXPECT_TRUE(warnings.Take().empty());
   // DWARF does not describe PLT stubs; SymbolCache synthesizes foo@plt.
   std::string plt = TestdataPath("plt_calls");
   int named = 0;
@@ -198,7 +202,8 @@ TEST(DwarfSymbolizerTest, StrippedFileFallsBackToSymbolTables) {
 TEST(DwarfSymbolizerTest, LibcFromBuildIdDebugFile) {
   std::optional<testing::SymbolRange> malloc_sym = FindSymbol(kLibc, "malloc");
   ASSERT_TRUE(malloc_sym);
-  DwarfSymbolizer symbolizer;
+  Warnings warnings;
+  DwarfSymbolizer symbolizer(&warnings);
   // libc6-dbg is a dependency (scripts/install_deps.sh): its debug file not
   // being found is a lookup failure, not a missing machine feature.
   ASSERT_TRUE(symbolizer.HasDwarf(kLibc))
@@ -255,7 +260,8 @@ TEST(DwarfSymbolizerTest, CorruptDebugFileDoesNotCrash) {
       fs::copy_file(TestdataPath("debugframe_only.stripped"), exe);
       fs::copy_file(TestdataPath("debugframe_only.debug"), dir / "debugframe_only.debug");
       if (*section) Corrupt((dir / "debugframe_only.debug").string(), section, pattern);
-      DwarfSymbolizer symbolizer;
+      Warnings warnings;
+      DwarfSymbolizer symbolizer(&warnings);
       for (uint64_t a : addrs) symbolizer.Frames(exe, a);
       // Its own .symtab (strip --strip-debug keeps it) still names it.
       EXPECT_EQ(symbolizer.FunctionName(exe, inner->addr), "plt_inner");
@@ -274,7 +280,8 @@ TEST(DwarfSymbolizerTest, ConcurrentLookupsAgree) {
     for (uint64_t a : Addresses(TestdataPath(name), {"main"}, 3))
       queries.emplace_back(TestdataPath(name), a);
   }
-  DwarfSymbolizer reference, shared;
+  Warnings warnings;
+  DwarfSymbolizer reference(&warnings), shared(&warnings);
   std::vector<std::string> want;
   for (const auto& [file, a] : queries) want.push_back(FramesText(reference.Frames(file, a)));
   std::vector<std::thread> threads;
@@ -292,10 +299,11 @@ TEST(DwarfSymbolizerTest, ConcurrentLookupsAgree) {
 }
 
 TEST(DwarfSymbolizerTest, UnreadableFileIsAWarning) {
-  DwarfSymbolizer symbolizer;
+  Warnings warnings;
+  DwarfSymbolizer symbolizer(&warnings);
   EXPECT_EQ(symbolizer.FunctionName("/nonexistent/ehprof", 0x1000), std::nullopt);
   EXPECT_TRUE(symbolizer.Frames("/nonexistent/ehprof", 0x1000).empty());
-  EXPECT_THAT(symbolizer.TakeWarnings(),
+  EXPECT_THAT(warnings.Take(),
               ::testing::ElementsAre(::testing::HasSubstr("/nonexistent/ehprof")));
 }
 

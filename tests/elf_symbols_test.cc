@@ -364,7 +364,8 @@ TEST(SymbolCacheTest, LoadsOnceAndReportsFailuresOnce) {
   std::string bin = TestdataPath("plt_calls");
   auto inner = FindSymbol(bin, "plt_inner");
   ASSERT_TRUE(inner);
-  SymbolCache cache;
+  Warnings warnings;
+  SymbolCache cache(&warnings);
   Symbolizer& symbolizer = cache;
   EXPECT_EQ(symbolizer.FunctionName(bin, inner->addr + 3), "plt_inner");
   EXPECT_EQ(cache.Get(bin), cache.Get(bin));
@@ -373,10 +374,10 @@ TEST(SymbolCacheTest, LoadsOnceAndReportsFailuresOnce) {
   std::string missing = TestdataPath("no_such_file");
   EXPECT_FALSE(cache.Symbolize(missing, 0x1000));
   EXPECT_FALSE(cache.Symbolize(missing, 0x2000));
-  auto warnings = cache.TakeWarnings();
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_THAT(warnings[0], HasSubstr("no_such_file"));
-  EXPECT_TRUE(cache.TakeWarnings().empty());
+  auto said = warnings.Take();
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_THAT(said[0], HasSubstr("no_such_file"));
+  EXPECT_TRUE(warnings.Take().empty());
 }
 
 TEST(SymbolCacheTest, ConcurrentLookupsShareOneLoad) {
@@ -385,7 +386,8 @@ TEST(SymbolCacheTest, ConcurrentLookupsShareOneLoad) {
   auto inner = FindSymbol(bin, "plt_inner");
   auto entry = FindSymbol(lib, "dlwork_entry");
   ASSERT_TRUE(inner && entry);
-  SymbolCache cache;
+  Warnings warnings;
+  SymbolCache cache(&warnings);
   std::vector<std::thread> threads;
   std::vector<int> good(8, 0);
   for (int t = 0; t < 8; ++t) {
@@ -399,7 +401,7 @@ TEST(SymbolCacheTest, ConcurrentLookupsShareOneLoad) {
   }
   for (std::thread& t : threads) t.join();
   for (int g : good) EXPECT_EQ(g, 600);
-  EXPECT_EQ(cache.TakeWarnings().size(), 1u);
+  EXPECT_EQ(warnings.Take().size(), 1u);
 }
 
 }  // namespace
@@ -413,7 +415,8 @@ TEST(SymbolCacheDebugFile, StrippedFileIsNamedThroughItsSeparateDebugFile) {
   // debugframe_only.debug, whose .symtab has the static functions.
   auto inner = testing::FindSymbol(testing::TestdataPath("debugframe_only"), "plt_inner");
   ASSERT_TRUE(inner);
-  SymbolCache cache;
+  Warnings warnings;
+  SymbolCache cache(&warnings);
   EXPECT_EQ(cache.FunctionName(testing::TestdataPath("debugframe_only.stripped"), inner->addr + 1),
             "plt_inner");
   // Without a debug file no symbol names it: its FDE does (cfi_functions.h).

@@ -57,8 +57,8 @@ class EventHandlerReplay : public ::testing::Test {
   }
   std::string path_;
   Warnings warnings_;
-  FileTables files_{nullptr};
-  ProcessTracker tracker_{&files_, nullptr};
+  FileTables files_{nullptr, &warnings_};
+  ProcessTracker tracker_{&files_, nullptr, &warnings_};
   SampleList list_{/*aggregate=*/false};
   std::vector<uint64_t> counted_;
   size_t bytes_ = 0;

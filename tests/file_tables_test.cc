@@ -29,7 +29,7 @@ class FileTablesTest : public ::testing::Test {
     sizes.tables = table_slots;
     MemoryTableMaps views;
     store_ = std::make_unique<TableStore>(MakeMemoryTableMaps(sizes, &views), sizes);
-    files_ = std::make_unique<FileTables>(store_.get());
+    files_ = std::make_unique<FileTables>(store_.get(), &warnings_);
     files_->SetClock([this] { return now_; });
   }
   FileKey Map(const std::string& name) {
@@ -54,6 +54,7 @@ class FileTablesTest : public ::testing::Test {
     return f ? f->state : FileInfo::State::kFailed;
   }
   Time now_ = std::chrono::steady_clock::now();
+  Warnings warnings_;
   std::unique_ptr<TableStore> store_;
   std::unique_ptr<FileTables> files_;
 };
@@ -86,7 +87,7 @@ TEST_F(FileTablesTest, TablesInUseStayAndARefusedFileIsRetriedWhenRoomAppears) {
   Settle();
   EXPECT_EQ(StateOf(a), FileInfo::State::kReady) << "a table in use was evicted";
   EXPECT_EQ(StateOf(c), FileInfo::State::kNoSpace);
-  std::vector<std::string> warnings = files_->TakeWarnings();
+  std::vector<std::string> warnings = warnings_.Take();
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("raise --table-memory"), std::string::npos) << warnings[0];
   files_->Release(a);
@@ -128,7 +129,7 @@ TEST_F(FileTablesTest, AFileWithoutCfiLoadsNoTable) {
   Settle();
   EXPECT_EQ(StateOf(*key), FileInfo::State::kNoCfi);
   EXPECT_EQ(store_->usage().tables, 0u);
-  EXPECT_TRUE(files_->TakeWarnings().empty()) << "no CFI is normal for such a file, not a failure";
+  EXPECT_TRUE(warnings_.Take().empty()) << "no CFI is normal for such a file, not a failure";
   std::remove(path.c_str());
 }
 

@@ -44,15 +44,17 @@ class FrameLocator : public ::testing::Test {
     out << text;
   }
   JitSymbols Jit(size_t max_entries = SIZE_MAX, size_t max_bytes = SIZE_MAX) const {
-    return JitSymbols({max_entries, dir_, max_bytes});
+    return JitSymbols({max_entries, dir_, max_bytes}, &warnings_);
   }
 
   std::string dir_;
+  mutable Warnings warnings_;
 };
 
 TEST_F(FrameLocator, ReturnAddressesAtTheCallSiteInFileAnonOrNoMapping) {
-  FileTables files(nullptr);
-  ProcessTracker tracker(&files, nullptr);
+  Warnings warnings;
+  FileTables files(nullptr, &warnings);
+  ProcessTracker tracker(&files, nullptr, &warnings);
   tracker.Apply(kPidA, {testing::TextMapping(0x400000, 0x500000, "/bin/work", 0x1000), Anon(kJit, kJit + 0x10000)},
                 10);
   EXPECT_EQ(FrameSite(0x401234 | EHP_FRAME_EXACT), 0x401234u);
@@ -95,7 +97,7 @@ TEST_F(FrameLocator, APerfMapOfAnotherUserIsNotRead) {
   EXPECT_EQ(jit.Frame(pid, kJit + 4, true).symbol, "JS:*own a.js:1");
   // kPidA (no such process, let alone one of uid 65534): not read.
   EXPECT_EQ(jit.Frame(kPidA, kJit + 4, true).dso, "[anon]");
-  const std::vector<std::string> warnings = jit.TakeWarnings();
+  const std::vector<std::string> warnings = warnings_.Take();
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find(MapPath(kPidA) + ": owned by uid 65534"), std::string::npos) << warnings[0];
   kill(child, SIGKILL);
@@ -122,7 +124,7 @@ TEST_F(FrameLocator, EachProcessNamesItsOwnJitCode) {
   EXPECT_EQ(none.dso, "[unknown]");
   EXPECT_EQ(none.symbol, "[unknown]");
   EXPECT_FALSE(none.jit);
-  EXPECT_TRUE(jit.TakeWarnings().empty());
+  EXPECT_TRUE(warnings_.Take().empty());
 }
 
 TEST_F(FrameLocator, AGrowingMapIsReadAgainEachRoundWholeLinesOnly) {
@@ -144,7 +146,7 @@ TEST_F(FrameLocator, AGrowingMapIsReadAgainEachRoundWholeLinesOnly) {
   EXPECT_EQ(jit.Frame(kPidA, 0x4004, true).symbol, "fourth");
   EXPECT_EQ(jit.Frame(kPidA, 0x1004, true).symbol, "[unknown]");
   EXPECT_EQ(jit.entries(), 1u);
-  EXPECT_TRUE(jit.TakeWarnings().empty());
+  EXPECT_TRUE(warnings_.Take().empty());
 }
 
 TEST_F(FrameLocator, MissingMapIsQuietAndBrokenLinesOneWarning) {
@@ -153,14 +155,14 @@ TEST_F(FrameLocator, MissingMapIsQuietAndBrokenLinesOneWarning) {
     for (int i = 0; i < 5; ++i) EXPECT_EQ(jit.Frame(kPidA, 0x1004 + i, false).symbol, "[unknown]");
     jit.NextRound();
   }
-  EXPECT_TRUE(jit.TakeWarnings().empty());
+  EXPECT_TRUE(warnings_.Take().empty());
   // Appearing later, it is read.
   Write(kPidA, "1000 10 late\nnot a line\n");
   EXPECT_EQ(jit.Frame(kPidA, 0x1004, false).symbol, "late");
   Write(kPidA, "also broken\n1100 10 later\n", /*append=*/true);
   jit.NextRound();
   EXPECT_EQ(jit.Frame(kPidA, 0x1104, false).symbol, "later");
-  std::vector<std::string> w = jit.TakeWarnings();
+  std::vector<std::string> w = warnings_.Take();
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0], absl::StrCat(MapPath(kPidA), " (pid ", kPidA, "): 1 malformed or overlong lines skipped"));
 }
@@ -185,8 +187,9 @@ TEST_F(FrameLocator, EntriesAreBoundedLeastRecentlyUsedFirst) {
 TEST_F(FrameLocator, TheAgentLocatesAndNamesFramesAsRecordDoes) {
   Write(kPidA, absl::StrCat(absl::Hex(kJit), " 40 JS:*hotA a.js:1\n"));
   Write(kPidB, absl::StrCat(absl::Hex(kJit), " 40 JS:*other b.js:9\n"));
-  FileTables files(nullptr);
-  ProcessTracker tracker(&files, nullptr);
+  Warnings warnings;
+  FileTables files(nullptr, &warnings);
+  ProcessTracker tracker(&files, nullptr, &warnings);
   tracker.Apply(kPidA, {Anon(kJit, kJit + 0x10000)}, 10);
   tracker.Apply(kPidB, {Anon(kJit, kJit + 0x10000)}, 10);
   std::vector<RawSample> raws;
@@ -220,12 +223,12 @@ TEST_F(FrameLocator, TheAgentLocatesAndNamesFramesAsRecordDoes) {
 
   IntervalSymbolizer::Options o;
   o.perf_map_dir = dir_;
-  IntervalSymbolizer symbolizer(o);
+  IntervalSymbolizer symbolizer(o, &warnings);
   IntervalOutput out;
   symbolizer.Resolve(p, &out);
   ResolveOptions ro;
   ro.perf_map_dir = dir_;
-  AddressSymbolizer symbols(AddressSymbolizer::Options{});
+  AddressSymbolizer symbols(AddressSymbolizer::Options{}, &warnings);
   const std::vector<ResolvedSample> recorded = ResolveSamples(raws, tracker, symbols, nullptr, ro);
   std::vector<std::vector<std::string>> agent_stacks, record_stacks;
   for (const InternedProfile::Sample& s : out.profile.samples) {

@@ -44,7 +44,8 @@ TEST_F(JitSymbolsBounds, BytesAreBoundedLeastRecentlyUsedFirst) {
   // Few entries with long names: the byte bound, not the entry bound, acts.
   Write(kPidA, Entries("a", 4, 1000));
   Write(kPidB, Entries("b", 4, 1000));
-  JitSymbols jit({/*max_entries=*/1000, dir_, /*max_bytes=*/6000});
+  Warnings warnings;
+  JitSymbols jit({/*max_entries=*/1000, dir_, /*max_bytes=*/6000}, &warnings);
   EXPECT_EQ(jit.Frame(kPidA, 0x1004, true).symbol.substr(0, 2), "a0");
   const size_t one_map = jit.bytes();
   EXPECT_GE(one_map, 4000u);
@@ -55,7 +56,7 @@ TEST_F(JitSymbolsBounds, BytesAreBoundedLeastRecentlyUsedFirst) {
   // Read again when needed.
   EXPECT_EQ(jit.Frame(kPidA, 0x1014, true).symbol.substr(0, 2), "a1");
   EXPECT_LE(jit.bytes(), 6000u);
-  EXPECT_TRUE(jit.TakeWarnings().empty());
+  EXPECT_TRUE(warnings.Take().empty());
 }
 
 TEST_F(JitSymbolsBounds, OneMapPastTheByteBoundIsNotReadFurther) {
@@ -63,7 +64,8 @@ TEST_F(JitSymbolsBounds, OneMapPastTheByteBoundIsNotReadFurther) {
   // that reaches it; the lines after it name nothing, and later rounds read
   // no more of the file.
   Write(kPidA, Entries("a", 64, 1000));
-  JitSymbols jit({1000, dir_, 16 << 10});
+  Warnings warnings;
+  JitSymbols jit({1000, dir_, 16 << 10}, &warnings);
   EXPECT_EQ(jit.Frame(kPidA, 0x1004, true).symbol.substr(0, 2), "a0");
   const size_t kept = jit.entries();
   EXPECT_GE(kept, 14u);
@@ -75,19 +77,20 @@ TEST_F(JitSymbolsBounds, OneMapPastTheByteBoundIsNotReadFurther) {
   jit.NextRound();
   EXPECT_EQ(jit.Frame(kPidA, 0x1004, true).symbol.substr(0, 2), "a0");
   EXPECT_EQ(jit.entries(), kept);
-  EXPECT_TRUE(jit.TakeWarnings().empty());
+  EXPECT_TRUE(warnings.Take().empty());
 }
 
 TEST_F(JitSymbolsBounds, ALineLongerThanAChunkIsSkippedAndTheRestRead) {
   const std::string huge(3u << 20, 'z');  // 3 MiB: three chunks without a newline
   Write(kPidA, absl::StrCat("1000 10 before\n2000 10 ", huge, "\n3000 10 after\n"));
-  JitSymbols jit({1000, dir_, SIZE_MAX});
+  Warnings warnings;
+  JitSymbols jit({1000, dir_, SIZE_MAX}, &warnings);
   EXPECT_EQ(jit.Frame(kPidA, 0x1004, true).symbol, "before");
   EXPECT_EQ(jit.Frame(kPidA, 0x3004, true).symbol, "after");
   EXPECT_EQ(jit.Frame(kPidA, 0x2004, true).symbol, "[unknown]");
   EXPECT_EQ(jit.entries(), 2u);
   EXPECT_LT(jit.bytes(), 1000u);
-  const std::vector<std::string> w = jit.TakeWarnings();
+  const std::vector<std::string> w = warnings.Take();
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0], absl::StrCat(MapPath(kPidA), " (pid ", kPidA, "): 1 malformed or overlong lines skipped"));
 }
@@ -96,14 +99,15 @@ TEST_F(JitSymbolsBounds, ALineLongerThanAChunkIsSkippedAndTheRestRead) {
 // counted until the JIT ends it; the lines after it are read when it is.
 TEST_F(JitSymbolsBounds, ALongLineBeingWrittenIsWaitedFor) {
   Write(kPidA, absl::StrCat("1000 10 before\n2000 10 ", std::string(100 << 10, 'y')));
-  JitSymbols jit({1000, dir_, SIZE_MAX});
+  Warnings warnings;
+  JitSymbols jit({1000, dir_, SIZE_MAX}, &warnings);
   EXPECT_EQ(jit.Frame(kPidA, 0x1004, true).symbol, "before");
   EXPECT_EQ(jit.entries(), 1u);
   std::ofstream(MapPath(kPidA), std::ios::app) << "\n3000 10 after\n";
   jit.NextRound();
   EXPECT_EQ(jit.Frame(kPidA, 0x3004, true).symbol, "after");
   EXPECT_EQ(jit.Frame(kPidA, 0x2004, true).symbol, std::string(100 << 10, 'y'));
-  EXPECT_TRUE(jit.TakeWarnings().empty());
+  EXPECT_TRUE(warnings.Take().empty());
 }
 
 }  // namespace

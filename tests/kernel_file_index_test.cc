@@ -48,7 +48,7 @@ class KernelFileIndexTest : public ::testing::Test {
     sizes.tables = 2;
     MemoryTableMaps views;
     store_ = std::make_unique<TableStore>(MakeMemoryTableMaps(sizes, &views), sizes);
-    files_ = std::make_unique<FileTables>(store_.get());
+    files_ = std::make_unique<FileTables>(store_.get(), &warnings_);
     files_->SetClock([this] { return now_; });
     auto map = std::make_unique<MemoryIndexMap>(&bpf_);
     map->writes_ = &writes_;
@@ -83,7 +83,7 @@ class KernelFileIndexTest : public ::testing::Test {
   std::unique_ptr<ProcessTracker> TrackerWithEntry(MemoryMapWriter** map) {
     auto procs = std::make_unique<MemoryMapWriter>(sizeof(ehp_proc), 16, MemoryMapWriter::Kind::kHash);
     *map = procs.get();
-    auto tracker = std::make_unique<ProcessTracker>(files_.get(), std::move(procs));
+    auto tracker = std::make_unique<ProcessTracker>(files_.get(), std::move(procs), &warnings_);
     tracker->SetKernelIndex(index_.get());
     const FileKey exe = Ready("deep_recursion.stripped");
     index_->Publish(kExe, exe, *files_->Find(exe));
@@ -95,6 +95,7 @@ class KernelFileIndexTest : public ::testing::Test {
     return it == bpf_.end() ? nullptr : &it->second;
   }
   std::chrono::steady_clock::time_point now_ = std::chrono::steady_clock::now();
+  Warnings warnings_;
   std::unique_ptr<TableStore> store_;
   std::unique_ptr<FileTables> files_;
   std::map<std::pair<uint64_t, uint64_t>, ehp_file_info> bpf_;
@@ -167,7 +168,8 @@ TEST_F(KernelFileIndexTest, PublishesOnceWithTheInterpreterAndUnpublishesBeforeU
 TEST_F(KernelFileIndexTest, TrackerResolvesWhatTheKernelMappedBeforeAnyRead) {
   const FileKey exe = Ready("deep_recursion.stripped");
   index_->Publish(kExe, exe, *files_->Find(exe));
-  ProcessTracker tracker(files_.get(), nullptr);
+  Warnings warnings;
+  ProcessTracker tracker(files_.get(), nullptr, &warnings);
   tracker.SetKernelIndex(index_.get());
   const ehp_file_info info = *InMap(kExe);
   const uint64_t bias = 0x555555554000;
@@ -193,7 +195,8 @@ TEST_F(KernelFileIndexTest, TrackerResolvesWhatTheKernelMappedBeforeAnyRead) {
 TEST_F(KernelFileIndexTest, ReadingAForkedChildsMapsRewritesTheKernelsEntry) {
   auto procs = std::make_unique<MemoryMapWriter>(sizeof(ehp_proc), 16, MemoryMapWriter::Kind::kHash);
   MemoryMapWriter* map = procs.get();
-  ProcessTracker tracker(files_.get(), std::move(procs));
+  Warnings warnings;
+  ProcessTracker tracker(files_.get(), std::move(procs), &warnings);
   tracker.SetKernelIndex(index_.get());
   MapsEntry e;
   e.start = 0x1000;

@@ -37,8 +37,9 @@ class ProcessTrackerTest : public ::testing::Test {
     auto r = tracker_.Resolve(pid, time_ns, addr);
     return r ? r->mapping->path : "(none)";
   }
-  FileTables files_{nullptr};
-  ProcessTracker tracker_{&files_, nullptr};
+  Warnings warnings_;
+  FileTables files_{nullptr, &warnings_};
+  ProcessTracker tracker_{&files_, nullptr, &warnings_};
 };
 
 TEST_F(ProcessTrackerTest, ReusedPidNeverResolvesAgainstTheExitedProcess) {
@@ -167,7 +168,7 @@ TEST_F(ProcessTrackerTest, OverTheLimitWarnsOnceAndCoversEveryMapping) {
   tracker_.Apply(kPid, maps, 100);
   maps.pop_back();  // changed: written again
   tracker_.Apply(kPid, maps, 200);
-  std::vector<std::string> warnings = tracker_.TakeWarnings();
+  std::vector<std::string> warnings = warnings_.Take();
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("more than the 1024"), std::string::npos) << warnings[0];
   // Every mapping stays known to user space (no re-read storms for pcs in
@@ -208,10 +209,11 @@ TEST(ChooseEntryMappingsTest, EveryFilesFirstMappingBeforeAnyFilesSecond) {
 // once and counted, an exit's entry removed, a refused process written once
 // there is room.
 TEST(ProcessTrackerProcsMap, FullMapIsCountedOnceAndRoomIsUsedAgain) {
-  FileTables files{nullptr};
+  Warnings warnings;
+  FileTables files{nullptr, &warnings};
   auto map = std::make_unique<MemoryMapWriter>(sizeof(ehp_proc), 2, MemoryMapWriter::Kind::kHash);
   MemoryMapWriter* procs = map.get();
-  ProcessTracker tracker(&files, std::move(map));
+  ProcessTracker tracker(&files, std::move(map), &warnings);
   tracker.Apply(kPid, {Exec(0x5000, 0x6000, "/b"), Exec(0x1000, 0x2000, "/a")}, 100);
   tracker.Apply(kPid + 1, {Exec(0x1000, 0x2000, "/a")}, 100);
   ASSERT_TRUE(procs->Has(kPid));
@@ -225,9 +227,9 @@ TEST(ProcessTrackerProcsMap, FullMapIsCountedOnceAndRoomIsUsedAgain) {
   tracker.Apply(kPid + 3, {Exec(0x1000, 0x2000, "/a")}, 100);
   tracker.Apply(kPid + 2, {Exec(0x1000, 0x2000, "/a")}, 110);  // refused again: not recounted
   EXPECT_EQ(tracker.procs_refused(), 2u);
-  std::vector<std::string> warnings = tracker.TakeWarnings();
-  ASSERT_EQ(warnings.size(), 1u) << "a full map is said once";
-  EXPECT_NE(warnings[0].find("raise --max-procs"), std::string::npos) << warnings[0];
+  std::vector<std::string> said = warnings.Take();
+  ASSERT_EQ(said.size(), 1u) << "a full map is said once";
+  EXPECT_NE(said[0].find("raise --max-procs"), std::string::npos) << said[0];
 
   tracker.Exit(kPid, 200);
   EXPECT_FALSE(procs->Has(kPid));

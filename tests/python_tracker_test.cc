@@ -70,7 +70,8 @@ class PythonTrackerTest : public ::testing::Test {
 TEST_F(PythonTrackerTest, NamesACodeObjectOfALiveProcessAndSurvivesItsExit) {
   Child c;
   Start(&c);
-  PythonTracker t(-1);
+  Warnings warnings;
+  PythonTracker t(-1, &warnings);
   auto attached = t.Attach(c.pid);
   ASSERT_TRUE(attached.ok()) << attached.status();
   ASSERT_TRUE(*attached);
@@ -101,7 +102,8 @@ TEST_F(PythonTrackerTest, AnUnchangedCodeObjectKeepsItsEntryAfterTheRecheck) {
   Child c;
   Start(&c);
   ProcessMemory mem(c.pid);
-  PythonTracker t(-1);
+  Warnings warnings;
+  PythonTracker t(-1, &warnings);
   ASSERT_TRUE(t.Attach(c.pid).ok());
   std::vector<uint64_t> frames = {EHP_PY_FRAME(c.code, 0)};
   t.NameFrames(c.pid, 1, &frames);
@@ -160,7 +162,8 @@ TEST_F(PythonTrackerTest, ACodeObjectFreedAndItsAddressReusedIsNamedAnewAtTheChe
   close(in[0]);
   uint64_t first = 0, second = 0;
   ASSERT_TRUE(absl::SimpleAtoi(ReadLine(out[0]), &first));
-  PythonTracker t(-1);
+  Warnings warnings;
+  PythonTracker t(-1, &warnings);
   ASSERT_TRUE(t.Attach(c.pid).ok());
   std::vector<uint64_t> before = {EHP_PY_FRAME(first, 0)};
   t.NameFrames(c.pid, 1, &before);

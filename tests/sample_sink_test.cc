@@ -40,8 +40,8 @@ class SampleSinkReplay : public ::testing::Test {
   }
   std::string path_;
   Warnings warnings_;
-  FileTables files_{nullptr};
-  ProcessTracker tracker_{&files_, nullptr};
+  FileTables files_{nullptr, &warnings_};
+  ProcessTracker tracker_{&files_, nullptr, &warnings_};
 };
 
 const std::vector<Bytes> kStream = {

@@ -92,8 +92,9 @@ TEST(StackCounter, ArrivalOrderCapAndTake) {
 // The agent's use: a service's stacks apart from another's, blocked time
 // apart from CPU time, threads of one service together.
 TEST(StackCounter, TheAgentKeysByServiceAndKindNotByThread) {
-  FileTables files(nullptr);
-  ProcessTracker tracker(&files, nullptr);
+  Warnings warnings;
+  FileTables files(nullptr, &warnings);
+  ProcessTracker tracker(&files, nullptr, &warnings);
   StackAggregator agg;
   RawSample s;
   s.pid = 10;

@@ -273,14 +273,17 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   }
   InstallStopSignalHandlers();
   RaiseFileLimit();
-  Recorder rec(std::move(o));
+  // The one sink every part of the recording and its symbolization says
+  // its problems to.
+  Warnings warnings;
+  Recorder rec(std::move(o), &warnings);
   absl::Status run = rec.Run();
-  for (const std::string& w : rec.TakeWarnings()) std::fprintf(stderr, "ehprof: warning: %s\n", w.c_str());
-  if (!run.ok()) {
-    std::fprintf(stderr, "ehprof record: %s\n", std::string(run.message()).c_str());
-    if (rec.list().empty()) return kExitFailure;
-  }
-  return WriteRecording(rec, out, *std::move(targets), run.ok());
+  rec.ReportWarnings();
+  int rc = kExitFailure;
+  if (!run.ok()) std::fprintf(stderr, "ehprof record: %s\n", std::string(run.message()).c_str());
+  if (run.ok() || !rec.list().empty()) rc = WriteRecording(rec, out, *std::move(targets), run.ok());
+  rec.ReportWarnings(/*last=*/true);
+  return rc;
 }
 
 }  // namespace ehprof

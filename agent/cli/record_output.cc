@@ -41,11 +41,6 @@ uint64_t DwarfBudgetBytes(uint64_t mb) {
   return std::max<uint64_t>(quarter, uint64_t{256} << 20);
 }
 
-void PrintWarnings(const std::vector<std::string>& warnings) {
-  // Not all of them went through a Warnings (which makes them printable).
-  for (const std::string& w : warnings) std::fprintf(stderr, "ehprof: warning: %s\n", PrintableText(w).c_str());
-}
-
 // Finishes a report; a failure is said, naming the file.
 void CommitReport(OutputTarget& target) {
   if (absl::Status s = target.Commit(); !s.ok()) {
@@ -103,23 +98,22 @@ void SaveRecordedCaptures(const Recorder& rec, const std::string& dir) {
 void Resolve(const Recorder& rec, const RecordOutput& out, RecordTargets& targets,
              absl::FunctionRef<void(ResolvedSample&&)> each) {
   const VdsoFile vdso_file(ReadOwnVdso());
-  std::vector<std::string> resolve_warnings;
   ResolveOptions ro;
   ro.use_fp_walk = out.fp_walk;
-  ro.warnings = &resolve_warnings;
+  ro.warnings = rec.warnings();
   ro.python = rec.python_codes();
   if (!vdso_file.path().empty()) ro.symbol_file_alias["[vdso]"] = vdso_file.path();
   auto kallsyms = Kallsyms::Load();
   if (!kallsyms.ok() && rec.summary().samples) {
-    std::fprintf(stderr, "ehprof: warning: kernel symbols unavailable: %s\n",
-                 std::string(kallsyms.status().message()).c_str());
+    rec.warnings()->Add(absl::StrCat("kernel symbols unavailable: ", kallsyms.status().message()));
   }
   const Kallsyms* ksyms = kallsyms.ok() ? &*kallsyms : nullptr;
   // The agent's path, without its per-interval budget: one recording,
   // named once, with every DWARF session open to the end. What the files
   // (under -a or -p, other users') may expand is capped all together.
   AddressSymbolizer symbols({.max_expanded_dwarf_total = DwarfBudgetBytes(out.max_dwarf_mb),
-                             .demangle = out.demangle});
+                             .demangle = out.demangle},
+                            rec.warnings());
   if (targets.compare || targets.diff) {
     // Both walks of every sample, side by side.
     std::vector<ResolvedSample> resolved = ResolveSamples(rec.samples(), *rec.tracker(), symbols, ksyms, ro);
@@ -130,8 +124,6 @@ void Resolve(const Recorder& rec, const RecordOutput& out, RecordTargets& target
   }
   if (!rec.captures().empty()) WriteVerification(rec, targets.verify);
   if (!out.captures_dir.empty()) SaveRecordedCaptures(rec, out.captures_dir);
-  PrintWarnings(resolve_warnings);
-  PrintWarnings(symbols.TakeWarnings());
 }
 
 OutputSettings MakeSettings(const Recorder& rec, const RecordOutput& out) {

@@ -204,7 +204,7 @@ void AgentLoop::LogMetrics(uint64_t now_ns) {
 }
 
 void AgentLoop::Worker() {
-  IntervalSymbolizer symbolizer(options_.symbols);
+  IntervalSymbolizer symbolizer(options_.symbols, &warnings_);
   for (;;) {
     IntervalProfile p;
     {
@@ -250,10 +250,6 @@ void AgentLoop::Export(IntervalSymbolizer& symbolizer, IntervalProfile& p) {
     // Keyed as the profile names the file (ProfileBuilder::String).
     if (!m.build_id.empty()) out.build_ids.emplace(PrintableText(m.path), m.build_id);
   }
-  for (const std::string& w : symbolizer.TakeWarnings()) {
-    // Not all of them went through a Warnings (which makes them printable).
-    std::fprintf(stderr, "ehprof agent: warning: %s\n", PrintableText(w).c_str());
-  }
   const uint64_t output_bytes = out.profile.Bytes();
   if (options_.sink) options_.sink(out);
   out = IntervalOutput();
@@ -289,16 +285,14 @@ absl::Status AgentLoop::Run() {
   ro.sink = this;
   ro.on_tick = [this](uint64_t now) { OnTick(now); };
   started_cpu_ns_ = CpuTimeNs();
-  Recorder rec(std::move(ro));
+  Recorder rec(std::move(ro), &warnings_);
   recorder_ = &rec;
   absl::Status st = rec.Run();
   // The last, partial interval, unless it caught no sample: stopped just
   // after a boundary it may be a few ms long, and an empty profile is
   // nothing to write or push.
   if (aggregator_.pending_samples() > 0) HandOver(Clock(CLOCK_MONOTONIC));
-  for (const std::string& w : rec.TakeWarnings()) {
-    std::fprintf(stderr, "ehprof agent: warning: %s\n", w.c_str());
-  }
+  rec.ReportWarnings(/*last=*/true);
   recorder_ = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);

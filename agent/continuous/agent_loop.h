@@ -27,6 +27,7 @@
 #include "agent/continuous/service_name.h"
 #include "agent/record/recorder.h"
 #include "base/unique_fd.h"
+#include "base/warnings.h"
 
 namespace ehprof {
 
@@ -104,6 +105,9 @@ class AgentLoop : private SampleSink {
   void LogMetrics(uint64_t now_ns);
 
   AgentOptions options_;
+  // The one sink the recording and the interval worker's symbolization
+  // say their problems to (thread-safe); the recorder prints them.
+  Warnings warnings_;
   Recorder* recorder_ = nullptr;
   StackAggregator aggregator_;
   ServiceNames services_;

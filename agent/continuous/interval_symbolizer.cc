@@ -21,15 +21,15 @@ AddressSymbolizer::Options AddressOptions(const IntervalSymbolizer::Options& o) 
 
 }  // namespace
 
-IntervalSymbolizer::IntervalSymbolizer(Options options)
+IntervalSymbolizer::IntervalSymbolizer(Options options, Warnings* warnings)
     : options_(std::move(options)),
-      symbols_(AddressOptions(options_)),
-      jit_({options_.max_jit_entries, options_.perf_map_dir, options_.max_jit_bytes}) {
+      symbols_(AddressOptions(options_), warnings),
+      jit_({options_.max_jit_entries, options_.perf_map_dir, options_.max_jit_bytes}, warnings) {
   auto k = Kallsyms::Load();
   if (k.ok()) {
     kallsyms_ = std::move(*k);
   } else {
-    warnings_.push_back(absl::StrCat("kernel symbols unavailable: ", k.status().message()));
+    warnings->Add(absl::StrCat("kernel symbols unavailable: ", k.status().message()));
   }
 }
 
@@ -135,12 +135,6 @@ void IntervalSymbolizer::Resolve(const IntervalProfile& p, IntervalOutput* out) 
   }
   builder.Finish(out);
   if (options_.close_dwarf_sessions) symbols_.CloseSessions();
-}
-
-std::vector<std::string> IntervalSymbolizer::TakeWarnings() {
-  for (std::string& w : symbols_.TakeWarnings()) warnings_.push_back(std::move(w));
-  for (std::string& w : jit_.TakeWarnings()) warnings_.push_back(std::move(w));
-  return std::exchange(warnings_, {});
 }
 
 }  // namespace ehprof

@@ -45,12 +45,13 @@ class IntervalSymbolizer {
     // Empty: each process's own /tmp/perf-PID.map (JitSymbols::Options).
     std::string perf_map_dir;
   };
-  explicit IntervalSymbolizer(Options options);
+  // Files, perf maps and kernel symbols that fail to load go to `warnings`
+  // (not owned; it outlives the symbolizer).
+  IntervalSymbolizer(Options options, Warnings* warnings);
 
   // The interval's stacks (count = occurrences in the interval) into
   // out->profile, by service.
   void Resolve(const IntervalProfile& p, IntervalOutput* out);
-  std::vector<std::string> TakeWarnings();
 
   using Usage = AddressSymbolizer::Usage;
   Usage usage() const { return symbols_.usage(); }
@@ -75,7 +76,6 @@ class IntervalSymbolizer {
   std::optional<Kallsyms> kallsyms_;
   AddressSymbolizer symbols_;
   JitSymbols jit_;
-  std::vector<std::string> warnings_;
 };
 
 }  // namespace ehprof

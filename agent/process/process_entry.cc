@@ -88,7 +88,7 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
   const std::vector<const TrackedMapping*> chosen =
       ChooseEntryMappings(all, EHP_MAX_MAPPINGS, loader_like);
   if (chosen.size() < all.size() && over_limit_warned_.insert(pid).second) {
-    warnings_.Add(absl::StrCat(
+    warnings_->Add(absl::StrCat(
         "pid ", pid, ": ", all.size(), " executable mappings, more than the ", EHP_MAX_MAPPINGS,
         " a process entry holds: every file's first mapping kept, stacks stop in the other ",
         all.size() - chosen.size()));
@@ -126,7 +126,7 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
     // A full map is said once for the whole recording (the summary counts
     // the processes); other errors once per process.
     if (first && (!full || procs_full_ == 1)) {
-      warnings_.Add(absl::StrCat(
+      warnings_->Add(absl::StrCat(
           "pid ", pid, ": cannot add to the BPF process map: ", st.message(),
           full ? " (map full: the user stacks of processes without an entry stop at "
                  "the leaf until one exits; raise --max-procs)"

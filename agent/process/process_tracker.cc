@@ -54,8 +54,8 @@ bool Running(uint32_t pid) {
 
 }  // namespace
 
-ProcessTracker::ProcessTracker(FileTables* files, std::unique_ptr<MapWriter> procs)
-    : files_(files), procs_(std::move(procs)) {}
+ProcessTracker::ProcessTracker(FileTables* files, std::unique_ptr<MapWriter> procs, Warnings* warnings)
+    : files_(files), procs_(std::move(procs)), warnings_(warnings) {}
 
 absl::Status ProcessTracker::Refresh(uint32_t pid, uint64_t now_ns) {
   auto maps = ReadProcMaps(static_cast<int>(pid));
@@ -158,7 +158,7 @@ void ProcessTracker::SetKeptPaths(const FileKey& key, TrackedMapping* m) const {
 void ProcessTracker::WarnOnce(const std::string& topic, std::string warning) {
   // Bounded: a message naming a pid is its own topic, and a machine that
   // starts processes all day would otherwise grow this without end.
-  warnings_.AddOnce(topic, std::move(warning));
+  warnings_->AddOnce(topic, std::move(warning));
 }
 
 TrackedMapping ProcessTracker::Track(uint32_t pid, const MapsEntry& e) {
@@ -413,6 +413,5 @@ std::vector<ReleasedFile> ProcessTracker::ReleaseUnmappedFiles(uint64_t supersed
   return out;
 }
 
-std::vector<std::string> ProcessTracker::TakeWarnings() { return warnings_.Take(); }
 
 }  // namespace ehprof

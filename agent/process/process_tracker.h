@@ -61,8 +61,9 @@ struct ResolvedAddr {
 class ProcessTracker {
  public:
   // procs: the BPF procs map (BpfMapWriter), an in-memory one in tests, or
-  // null to track without writing entries (resolving only).
-  ProcessTracker(FileTables* files, std::unique_ptr<MapWriter> procs);
+  // null to track without writing entries (resolving only). Problems go
+  // to `warnings` (not owned; it outlives the tracker), each topic once.
+  ProcessTracker(FileTables* files, std::unique_ptr<MapWriter> procs, Warnings* warnings);
 
   // index (may be null): told which kernel file each ready table belongs
   // to, and which interpreter each executable runs with, so the kernel side
@@ -103,7 +104,6 @@ class ProcessTracker {
   const std::vector<TrackedMapping>* MappingsAt(uint32_t pid, uint64_t time_ns) const;
   // addr as mapped in pid at time_ns; nullopt when no mapping holds it.
   std::optional<ResolvedAddr> Resolve(uint32_t pid, uint64_t time_ns, uint64_t addr) const;
-  std::vector<std::string> TakeWarnings();
   // Processes the full BPF map refused an entry: their samples stop at the
   // leaf ("process not yet known") until there is room.
   uint64_t procs_refused() const { return procs_full_; }
@@ -200,8 +200,7 @@ class ProcessTracker {
   std::set<uint32_t> over_limit_warned_;
   std::set<uint32_t> refused_;  // live pids the BPF map had no room for
   uint64_t procs_full_ = 0;     // processes it refused
-  static constexpr size_t kMaxTopics = 1024;
-  Warnings warnings_{kMaxTopics};
+  Warnings* warnings_;
   std::vector<uint8_t> vdso_image_;
   // An fd on every file a remembered snapshot maps, for symbolizing after
   // the process (or the file's name) is gone; until ReleaseUnmappedFiles.

@@ -166,7 +166,7 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
     const std::string open = absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end);
     auto bin = Binary(open, e.path, e.inode);
     auto refuse = [&](std::string why) -> absl::StatusOr<bool> {
-      warnings_.AddOnce(e.path, absl::StrCat(why, "; its stacks are native only"));
+      warnings_->AddOnce(e.path, absl::StrCat(why, "; its stacks are native only"));
       proc.state = Proc::kRefused;
       return absl::FailedPreconditionError(why);
     };
@@ -207,7 +207,7 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
     }
     if (!DataStackHolds(mem, p, interp)) p.tstate_datastack = EHP_PY_NO_DATASTACK;
     if (map_fd_ >= 0 && bpf_map_update_elem(map_fd_, &pid, &p, BPF_ANY) != 0) {
-      warnings_.AddOnce("py_procs", absl::StrCat("Python processes: the BPF map is full (", pid, ")"));
+      warnings_->AddOnce("py_procs", absl::StrCat("Python processes: the BPF map is full (", pid, ")"));
       return false;
     }
     proc.fields = *fields;

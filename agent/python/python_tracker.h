@@ -58,8 +58,9 @@ struct PythonFound {
 class PythonTracker {
  public:
   // py_procs_fd < 0: names nothing and writes no map (tests of the
-  // reading side alone).
-  explicit PythonTracker(int py_procs_fd) : map_fd_(py_procs_fd) {}
+  // reading side alone). Interpreters refused and a full map go to
+  // `warnings` (not owned; it outlives the tracker), each once.
+  PythonTracker(int py_procs_fd, Warnings* warnings) : map_fd_(py_procs_fd), warnings_(warnings) {}
   // Looks at a process the first time it is sampled (again after an exec,
   // and while it is not Python yet, every second); rewrites the Python
   // frames of user (EHP_FRAME_PYTHON) to code indexes.
@@ -78,7 +79,6 @@ class PythonTracker {
   void ForgetCodes();
   // Interpreter binaries seen so far (by path).
   std::vector<PythonFound> Found() const;
-  std::vector<std::string> TakeWarnings() { return warnings_.Take(); }
 
  private:
   struct Proc {
@@ -105,7 +105,7 @@ class PythonTracker {
   std::map<uint32_t, Proc> procs_;
   // "path:inode" -> the binary (nullopt: no Python), or why it is refused.
   std::map<std::string, absl::StatusOr<std::optional<PythonBinary>>> binaries_;
-  Warnings warnings_;
+  Warnings* warnings_;
 };
 
 }  // namespace ehprof

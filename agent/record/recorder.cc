@@ -61,7 +61,7 @@ absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
     if (pid == static_cast<uint32_t>(getpid())) continue;
     absl::Status st = TrackProcess(tracker_.get(), python_.get(), pid, now_ns);
     if (!st.ok() && !absl::IsNotFound(st) && !options_.all) {
-      warnings_.Add(std::string(st.message()));
+      warnings_->Add(std::string(st.message()));
     }
   }
   return absl::OkStatus();
@@ -152,21 +152,23 @@ absl::Status Recorder::StartSession() {
     if (c.ok()) {
       cache = std::make_unique<TableCache>(*std::move(c));
     } else if (options_.table_cache_explicit || geteuid() == 0) {
-      warnings_.Add(absl::StrCat(c.status().message(), " (tables are built every run)"));
+      warnings_->Add(absl::StrCat(c.status().message(), " (tables are built every run)"));
     }
   }
   // Go's pclntab gives rows where Go code has no CFI (stripped Go).
-  files_ = std::make_unique<FileTables>(store_.get(), std::move(cache), WithGoRows({}));
+  files_ = std::make_unique<FileTables>(store_.get(), warnings_, std::move(cache), WithGoRows({}));
   if (options_.kernel_maps) {
     kernel_index_ = std::make_unique<KernelFileIndex>(BpfFileIndexMap(session_->maps().file_tables));
     files_->SetUnloadHook([index = kernel_index_.get()](const FileKey& key) { index->Unpublish(key); });
   }
   tracker_ = std::make_unique<ProcessTracker>(
       files_.get(),
-      std::make_unique<BpfMapWriter>(session_->maps().procs, sizeof(ehp_proc), "procs"));
+      std::make_unique<BpfMapWriter>(session_->maps().procs, sizeof(ehp_proc), "procs"), warnings_);
   tracker_->SetKernelIndex(kernel_index_.get());
-  if (options_.python && options_.user) python_ = std::make_unique<PythonTracker>(session_->maps().py_procs);
-  events_ = std::make_unique<EventHandler>(tracker_.get(), sink_, python_.get(), &warnings_, EventHooks());
+  if (options_.python && options_.user) {
+    python_ = std::make_unique<PythonTracker>(session_->maps().py_procs, warnings_);
+  }
+  events_ = std::make_unique<EventHandler>(tracker_.get(), sink_, python_.get(), warnings_, EventHooks());
   return absl::OkStatus();
 }
 
@@ -199,7 +201,7 @@ void Recorder::Loop(EventSource& events, uint64_t start, uint64_t deadline) {
     const uint64_t now = NowNs();
     summary_.seconds = (now - start) / 1e9;
     if (n < 0 && n != -EINTR) {
-      warnings_.Add(absl::StrCat("ring buffer poll: ", std::strerror(-n)));
+      warnings_->Add(absl::StrCat("ring buffer poll: ", std::strerror(-n)));
     }
     ProcessPending(now);
     if (options_.on_tick) options_.on_tick(now);
@@ -247,26 +249,14 @@ void Recorder::FinishSummary() {
   summary_.kept_files = tracker_->kept_files();
 }
 
-// The warnings not yet seen, from the recorder, the tables and the
-// tracker, each distinct one once over the whole recording. Past the cap
-// nothing more is remembered for deduplication, only counted (see Warnings).
+// The warnings not yet seen, each distinct one once over the whole
+// recording. Past the sink's cap nothing more is remembered for
+// deduplication, only counted (see Warnings).
 std::vector<std::string> Recorder::NewWarnings() {
-  if (files_) warnings_.AddAll(files_->TakeWarnings());
-  if (tracker_) warnings_.AddAll(tracker_->TakeWarnings());
-  if (python_) warnings_.AddAll(python_->TakeWarnings());
   // Process-wide: whichever thread met the truncated file.
-  warnings_.AddAll(TakeSigbusGuardWarnings());
-  warnings_suppressed_ += warnings_.TakeDropped();
-  return warnings_.Take();
-}
-
-std::vector<std::string> Recorder::TakeWarnings() {
-  std::vector<std::string> out = NewWarnings();
-  if (warnings_suppressed_ > 0) {
-    out.push_back(absl::StrCat(warnings_suppressed_, " further distinct warnings not shown"));
-    warnings_suppressed_ = 0;
-  }
-  return out;
+  warnings_->AddAll(TakeSigbusGuardWarnings());
+  warnings_suppressed_ += warnings_->TakeDropped();
+  return warnings_->Take();
 }
 
 }  // namespace ehprof

@@ -142,8 +142,12 @@ absl::StatusOr<SessionOptions> SessionOptionsFor(const RecordOptions& o);
 
 class Recorder {
  public:
-  explicit Recorder(RecordOptions options)
+  // Every part of the recording (tables, tracker, Python, events) says its
+  // problems to `warnings`, the command's one sink (not owned; it outlives
+  // the recorder); the recorder prints them as they come.
+  Recorder(RecordOptions options, Warnings* warnings)
       : options_(std::move(options)),
+        warnings_(warnings),
         list_(options_.aggregate),
         sink_(options_.sink != nullptr ? options_.sink : &list_) {}
   ~Recorder();
@@ -173,7 +177,11 @@ class Recorder {
   std::vector<uint64_t> LiveBpfStats() const {
     return session_ ? session_->ReadStats() : std::vector<uint64_t>(EHP_STAT_COUNT, 0);
   }
-  std::vector<std::string> TakeWarnings();
+  // The sink's new warnings to stderr, each distinct one once and at most
+  // 50 in all; `last`: then how many more were not shown. Run reports as it
+  // goes; the command calls it last once what it does after Run is done.
+  void ReportWarnings(bool last = false);
+  Warnings* warnings() const { return warnings_; }
 
  private:
   // The steps of Run.
@@ -195,6 +203,7 @@ class Recorder {
   void SaveExecHints();
 
   RecordOptions options_;
+  Warnings* warnings_;
   std::unique_ptr<BpfSession> session_;
   std::unique_ptr<TableStore> store_;
   std::unique_ptr<KernelFileIndex> kernel_index_;
@@ -203,20 +212,16 @@ class Recorder {
   std::unique_ptr<PythonTracker> python_;
   SampleList list_;
   SampleSink* sink_;
-  void ReportWarnings();
   std::vector<std::string> NewWarnings();
 
   std::unique_ptr<EventHandler> events_;
   std::set<uint32_t> followed_;
-  static constexpr size_t kMaxRememberedWarnings = 1000;
   uint64_t warnings_shown_ = 0, warnings_suppressed_ = 0;
   std::vector<FileKey> prefetched_;
   // The command's executable and what its processes exec'd (exec hints
   // for the next recording of it, agent/record/exec_hints.h).
   std::string command_exe_;
   std::set<std::string> execs_seen_;
-  // From here, the tables and the tracker; each distinct one once.
-  Warnings warnings_{kMaxRememberedWarnings};
   RecordSummary summary_;
   int child_pid_ = -1;
   // The command's process before its exec runs ehprof's own code (and

@@ -9,7 +9,7 @@ namespace ehprof {
 
 // Warnings go out as they happen (a long recording should not keep them
 // to the end), each distinct one once, and at most kMaxWarnings of them.
-void Recorder::ReportWarnings() {
+void Recorder::ReportWarnings(bool last) {
   constexpr size_t kMaxWarnings = 50;
   for (std::string& w : NewWarnings()) {
     if (warnings_shown_++ < kMaxWarnings) {
@@ -17,6 +17,11 @@ void Recorder::ReportWarnings() {
     } else {
       ++warnings_suppressed_;
     }
+  }
+  if (last && warnings_suppressed_ > 0) {
+    std::fprintf(stderr, "ehprof: warning: %llu further distinct warnings not shown\n",
+                 static_cast<unsigned long long>(warnings_suppressed_));
+    warnings_suppressed_ = 0;
   }
 }
 

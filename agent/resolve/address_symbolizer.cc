@@ -18,9 +18,9 @@ uint64_t FramesBytes(const std::vector<Symbolizer::SourceFrame>& frames) {
 
 }  // namespace
 
-AddressSymbolizer::AddressSymbolizer(Options options) : options_(std::move(options)) {
-  names_ = std::make_shared<SymbolCache>();
-  dwarf_ = std::make_unique<DwarfSymbolizer>(names_);
+AddressSymbolizer::AddressSymbolizer(Options options, Warnings* warnings) : options_(std::move(options)) {
+  names_ = std::make_shared<SymbolCache>(warnings);
+  dwarf_ = std::make_unique<DwarfSymbolizer>(warnings, names_);
   dwarf_->SetMaxExpandedDwarf(options_.max_expanded_dwarf);
   dwarf_->SetMaxExpandedDwarfTotal(options_.max_expanded_dwarf_total);
 }
@@ -44,7 +44,6 @@ uint32_t AddressSymbolizer::FileId(const std::string& path) {
 void AddressSymbolizer::Evict(uint32_t id, bool counted) {
   auto it = files_.find(id);
   if (it == files_.end()) return;
-  for (std::string& w : dwarf_->TakeWarnings()) warnings_.push_back(std::move(w));
   if (counted) {
     bytes_evicted_ += names_->FileBytes(it->second.path);
     ++files_evicted_;
@@ -136,11 +135,6 @@ void AddressSymbolizer::NextRound() {
 void AddressSymbolizer::CloseSessions() {
   for (const auto& [id, f] : files_) dwarf_->CloseSession(f.path);
   dwarf_->DropResidentPages();
-}
-
-std::vector<std::string> AddressSymbolizer::TakeWarnings() {
-  for (std::string& w : dwarf_->TakeWarnings()) warnings_.push_back(std::move(w));
-  return std::exchange(warnings_, {});
 }
 
 }  // namespace ehprof

@@ -56,7 +56,9 @@ class AddressSymbolizer {
     std::vector<std::pair<std::string, uint64_t>> largest;  // the 3 largest files, largest first
   };
 
-  explicit AddressSymbolizer(Options options);
+  // Files that fail to load go to `warnings` (not owned; it outlives the
+  // symbolizer), each once.
+  AddressSymbolizer(Options options, Warnings* warnings);
 
   // `file` must be a path ("/..."); no frames when it has no symbols.
   const Symbolized& Lookup(const std::string& file, uint64_t vaddr);
@@ -78,7 +80,6 @@ class AddressSymbolizer {
   // its path is about to name another file (a closed fd's number reused).
   // Its address cache entries are never looked up again.
   void Forget(const std::string& file);
-  std::vector<std::string> TakeWarnings();
 
  private:
   struct File {
@@ -102,7 +103,6 @@ class AddressSymbolizer {
   using Cache = absl::flat_hash_map<std::pair<uint32_t, uint64_t>, Symbolized>;
   Cache current_, previous_;
   uint64_t current_bytes_ = 0, previous_bytes_ = 0;
-  std::vector<std::string> warnings_;
 };
 
 }  // namespace ehprof

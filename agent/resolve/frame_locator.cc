@@ -48,7 +48,8 @@ FrameLocation LocateSite(const ProcessTracker& tracker, uint32_t pid, uint64_t t
   return l;
 }
 
-JitSymbols::JitSymbols(Options options) : options_(std::move(options)) {}
+JitSymbols::JitSymbols(Options options, Warnings* warnings)
+    : options_(std::move(options)), warnings_(warnings) {}
 
 ResolvedFrame JitSymbols::Frame(uint32_t pid, uint64_t site, bool anon) {
   ResolvedFrame f;
@@ -90,7 +91,7 @@ void JitSymbols::Refresh(uint32_t pid, Cached* c) {
   if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
     struct stat proc;
     if (::stat(absl::StrCat("/proc/", pid).c_str(), &proc) != 0 || proc.st_uid != st.st_uid) {
-      warnings_.AddOnce(file.name, absl::StrCat(file.name, ": owned by uid ", st.st_uid, ", neither root nor pid ",
+      warnings_->AddOnce(file.name, absl::StrCat(file.name, ": owned by uid ", st.st_uid, ", neither root nor pid ",
                                                 pid, "'s user: not read"));
       return;
     }
@@ -115,7 +116,7 @@ void JitSymbols::Refresh(uint32_t pid, Cached* c) {
   c->name = std::move(file.name);
   ReadLines(file.fd.get(), std::min(size, kMaxFileBytes), c);
   if (c->map.bad_lines() + c->long_lines > 0) {
-    warnings_.AddOnce(c->name, absl::StrCat(c->name, " (pid ", pid, "): ", c->map.bad_lines() + c->long_lines,
+    warnings_->AddOnce(c->name, absl::StrCat(c->name, " (pid ", pid, "): ", c->map.bad_lines() + c->long_lines,
                                             " malformed or overlong lines skipped"));
   }
 }

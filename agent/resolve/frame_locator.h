@@ -74,14 +74,15 @@ class JitSymbols {
     std::string dir;
     size_t max_bytes = SIZE_MAX;  // PerfMap::bytes() for all processes
   };
-  explicit JitSymbols(Options options);
+  // Malformed maps and maps refused for their owner go to `warnings` (not
+  // owned; it outlives the symbols).
+  JitSymbols(Options options, Warnings* warnings);
 
   // The frame at `site` in pid's anonymous memory (`anon`) or in no
   // mapping: named from the perf map (jit, its dso the map), else
   // "[unknown]" in "[anon]" or "[unknown]".
   ResolvedFrame Frame(uint32_t pid, uint64_t site, bool anon);
   void NextRound() { ++round_; }
-  std::vector<std::string> TakeWarnings() { return warnings_.Take(); }
   // Entries, and the bytes they hold, kept for all processes.
   size_t entries() const { return entries_; }
   size_t bytes() const { return bytes_; }
@@ -112,7 +113,7 @@ class JitSymbols {
   absl::flat_hash_map<uint32_t, Cached> maps_;
   uint64_t round_ = 1, clock_ = 0;
   size_t entries_ = 0, bytes_ = 0;
-  Warnings warnings_;
+  Warnings* warnings_;
 };
 
 }  // namespace ehprof

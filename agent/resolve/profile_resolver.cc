@@ -63,7 +63,11 @@ const std::string& ElsewhereThanPath(const TrackedMapping& m) {
 class Resolver {
  public:
   Resolver(const ProcessTracker& t, AddressSymbolizer& s, const Kallsyms* k, const ResolveOptions& o)
-      : tracker_(t), symbols_(s), kernel_(k), options_(o), jit_({SIZE_MAX, o.perf_map_dir}) {}
+      : tracker_(t),
+        symbols_(s),
+        kernel_(k),
+        options_(o),
+        jit_({SIZE_MAX, o.perf_map_dir}, o.warnings ? o.warnings : &unheard_) {}
 
   ResolvedSample Resolve(const RawSample& raw) {
     ResolvedSample out;
@@ -83,13 +87,6 @@ class Resolver {
         [&](uint64_t value, std::vector<ResolvedFrame>* frames) { AddUserFrames(raw, value, frames); },
         &out.frames);
     return out;
-  }
-
-  // The warnings of the perf maps read, into options_.warnings.
-  void TakeWarnings() {
-    for (std::string& w : jit_.TakeWarnings()) {
-      if (options_.warnings) options_.warnings->push_back(std::move(w));
-    }
   }
 
  private:
@@ -151,6 +148,7 @@ class Resolver {
   AddressSymbolizer& symbols_;
   const Kallsyms* kernel_;
   const ResolveOptions& options_;
+  Warnings unheard_;  // options_.warnings when that is null
   JitSymbols jit_;
   // "path:dev:inode:mtime" -> the path still holds that file.
   absl::flat_hash_map<std::string, bool> same_file_;
@@ -220,7 +218,6 @@ std::vector<ResolvedSample> ResolveSamples(const std::vector<RawSample>& samples
   std::vector<ResolvedSample> out;
   out.reserve(samples.size());
   for (const RawSample& s : samples) out.push_back(r.Resolve(s));
-  r.TakeWarnings();
   return out;
 }
 
@@ -229,7 +226,6 @@ void ResolveEach(RawSamples for_each, const ProcessTracker& tracker, AddressSymb
                  absl::FunctionRef<void(ResolvedSample&&)> each) {
   Resolver r(tracker, symbols, kernel, options);
   for_each([&](const RawSample& s) { each(r.Resolve(s)); });
-  r.TakeWarnings();
 }
 
 }  // namespace ehprof

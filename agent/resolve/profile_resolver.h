@@ -26,8 +26,9 @@ struct ResolveOptions {
   bool use_fp_walk = false;
   // Files to read symbols from instead of the path in the maps ("[vdso]").
   std::map<std::string, std::string> symbol_file_alias;
-  // Problems worth one line each (a perf map with broken lines), appended.
-  std::vector<std::string>* warnings = nullptr;
+  // Where problems worth one line each go (a perf map with broken lines);
+  // null: nowhere.
+  Warnings* warnings = nullptr;
   // The code objects the samples' Python frames name (Recorder's); null:
   // Python frames are shown as such, unnamed.
   const PythonCodeTable* python = nullptr;

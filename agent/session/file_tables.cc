@@ -14,8 +14,9 @@
 
 namespace ehprof {
 
-FileTables::FileTables(TableStore* store, std::unique_ptr<TableCache> cache, TableBuildOptions build)
-    : store_(store), build_(std::move(build)), cache_(std::move(cache)) {
+FileTables::FileTables(TableStore* store, Warnings* warnings, std::unique_ptr<TableCache> cache,
+                       TableBuildOptions build)
+    : store_(store), build_(std::move(build)), cache_(std::move(cache)), warnings_(warnings) {
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
@@ -152,7 +153,7 @@ bool FileTables::EvictOne() {
   if (it != files_.end()) {
     if (on_unload_) on_unload_(it->first);
     if (absl::Status s = store_->Unload(it->second.table_id); !s.ok()) {
-      warnings_.push_back(absl::StrCat(it->second.path, ": ", s.message()));
+      warnings_->Add(absl::StrCat(it->second.path, ": ", s.message()));
     }
     files_.erase(it);
   }
@@ -215,7 +216,7 @@ FileTables::Done FileTables::Build(Job& job) {
     }
     if (!why.empty()) {
       std::lock_guard<std::mutex> lock(mu_);
-      worker_warnings_.push_back(absl::StrCat(why, " (rebuilt)"));
+      warnings_->Add(absl::StrCat(why, " (rebuilt)"));
     }
   }
   auto elf = job.elf ? absl::StatusOr<ElfFile>(std::move(*job.elf))
@@ -232,7 +233,7 @@ FileTables::Done FileTables::Build(Job& job) {
   }
   if (!table->refused.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (std::string& r : table->refused) worker_warnings_.push_back(std::move(r));
+    for (std::string& r : table->refused) warnings_->Add(std::move(r));
   }
   done.rows = table->rows.size();
   done.table = EncodeCompactTable(table->rows, job.name);
@@ -242,7 +243,7 @@ FileTables::Done FileTables::Build(Job& job) {
   if (cacheable && done.table.ok()) {
     if (absl::Status st = cache_->Store(tkey, {*done.table, done.rows}); !st.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
-      worker_warnings_.push_back(std::string(st.message()));
+      warnings_->Add(std::string(st.message()));
     }
   }
   return done;
@@ -281,7 +282,7 @@ std::vector<FileKey> FileTables::CollectFinished() {
     if (!d.table.ok()) {
       f.state = FileInfo::State::kFailed;
       f.error = std::string(d.table.status().message());
-      warnings_.push_back(absl::StrCat("no unwind table for ", f.path, ": ", f.error,
+      warnings_->Add(absl::StrCat("no unwind table for ", f.path, ": ", f.error,
                                        " (frame pointers used there)"));
       ready.push_back(d.key);
       continue;
@@ -304,7 +305,7 @@ std::vector<FileKey> FileTables::CollectFinished() {
       // Said once: with -a a full map refuses many files; the summary
       // counts them.
       if (stats_.no_space++ == 0 || !absl::IsResourceExhausted(id.status())) {
-        warnings_.push_back(absl::StrCat(f.error, " (files without a table are unwound with frame "
+        warnings_->Add(absl::StrCat(f.error, " (files without a table are unwound with frame "
                                                   "pointers; raise --table-memory)"));
       }
       ready.push_back(d.key);
@@ -339,15 +340,6 @@ uint64_t FileTables::Expire(std::list<FileKey>* list, std::chrono::steady_clock:
     ++n;
   }
   return n;
-}
-
-std::vector<std::string> FileTables::TakeWarnings() {
-  std::vector<std::string> out;
-  out.swap(warnings_);
-  std::lock_guard<std::mutex> lock(mu_);
-  for (std::string& w : worker_warnings_) out.push_back(std::move(w));
-  worker_warnings_.clear();
-  return out;
 }
 
 size_t FileTables::pending() const {

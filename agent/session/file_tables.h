@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/session/table_store.h"
+#include "base/warnings.h"
 #include "unwind_tables/elf_file.h"
 #include "unwind_tables/table_builder.h"
 #include "unwind_tables/table_cache.h"
@@ -73,8 +74,10 @@ class FileTables {
   // and stored after one, so the next run of a binary finds its table at
   // once. Used by the worker thread only.
   // build: how tables are built (the recorder adds Go's pclntab rows).
-  explicit FileTables(TableStore* store, std::unique_ptr<TableCache> cache = nullptr,
-                      TableBuildOptions build = {});
+  // Problems worth one line each (failed builds, full maps) go to
+  // `warnings` (not owned; it outlives the tables), from both threads.
+  FileTables(TableStore* store, Warnings* warnings, std::unique_ptr<TableCache> cache = nullptr,
+             TableBuildOptions build = {});
   ~FileTables();  // stops the worker
 
   // The clock expiry and retries go by (steady_clock by default); tests
@@ -97,8 +100,6 @@ class FileTables {
   // Loads finished builds into the BPF maps; returns the keys that became
   // ready (their processes' entries need rewriting). Main thread only.
   std::vector<FileKey> CollectFinished();
-  // Problems worth one line each (failed builds, full maps), drained.
-  std::vector<std::string> TakeWarnings();
   size_t pending() const;
 
   struct Stats {
@@ -156,9 +157,8 @@ class FileTables {
   bool retry_no_space_ = false;
   std::chrono::steady_clock::time_point last_retry_{};
   Stats stats_;
-  std::vector<std::string> warnings_;
+  Warnings* warnings_;
   mutable std::mutex mu_;
-  std::vector<std::string> worker_warnings_;  // guarded by mu_ (the cache's)
   uint64_t from_cache_ = 0;                   // guarded by mu_
   uint64_t dropped_builds_ = 0;               // guarded by mu_
   std::condition_variable cv_;
