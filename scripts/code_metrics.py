@@ -12,17 +12,21 @@ their sources and what each links, transitively) and the source tree:
   - the longest functions (scripts/function_lengths.py when the tree has it);
   - README lines.
 
-usage: scripts/code_metrics.py BUILD_DIR [--json OUT]
-The build directory must belong to the source tree it measures (cmake -S SRC -B BUILD_DIR);
-it is re-configured once with the file-API query in place.
+usage: scripts/code_metrics.py [--rev REV] [--result NAME] [--json OUT]
+Configures the tree (this checkout, or REV checked out in a temporary git
+worktree) with its tests into a temporary build directory (configure only,
+no compiling) and reads it there. --result writes bench/results/NAME.json,
+whose figures docs/ARCHITECTURE.md's "Shape" table marks.
 """
 import argparse
+import datetime
 import glob
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 
 PRODUCT_DIRS = ("agent", "base", "bpf", "elf", "symbolizer", "unwind_tables")
 # bpf_skel (an INTERFACE target, absent from the code model) links libbpf and
@@ -101,12 +105,29 @@ def grep_files(src, pattern):
     return hits
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("build")
-    ap.add_argument("--json")
-    args = ap.parse_args()
-    src, targets = codemodel(args.build)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def configure(src, build):
+    env = dict(os.environ, CC="gcc", CXX="clang++")
+    r = subprocess.run(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+                        "-DEHPROF_TESTS=ON"], env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"code_metrics: cmake could not configure {src}:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+
+
+def function_lengths(src):
+    """The 5 longest functions of src's product code, by scripts/function_lengths.py of this tree."""
+    script = os.path.join(ROOT, "scripts", "function_lengths.py")
+    if not os.path.exists(script):
+        return []
+    r = subprocess.run([sys.executable, script, "--root", src, "--top", "5"], capture_output=True, text=True)
+    return r.stdout.strip().splitlines()
+
+
+def measure(src, build):
+    src_from_model, targets = codemodel(build)
+    src = src_from_model
     closure = link_closure(targets)
     libs = {t["name"]: t for t in targets.values() if t["type"] == "STATIC_LIBRARY"}
     ours = {n: t for n, t in libs.items()
@@ -145,12 +166,73 @@ def main():
     out["tests_linking_every_library"] = sum(1 for v in test_links.values() if set(v) >= set(ours))
     out["tests_linking_libbpf"] = sum(1 for n in tests if links_libbpf(tests[n]))
     out["test_links"] = test_links
-    fl = os.path.join(src, "scripts", "function_lengths.py")
-    if os.path.exists(fl):
-        r = subprocess.run([sys.executable, fl, "--top", "5"], cwd=src, capture_output=True, text=True)
-        out["longest_functions"] = r.stdout.strip().splitlines()
+    out["longest_functions"] = function_lengths(src)
     with open(os.path.join(src, "README.md")) as f:
         out["readme_lines"] = sum(1 for _ in f)
+    return out
+
+
+def figures(out):
+    f = {
+        "libraries": out["libraries"],
+        "libraries_linking_libbpf": len(out["libraries_linking_libbpf"]),
+        "elf_readers": len(out["elf_readers"]),
+        "table_builds": len(out["table_builds"]),
+        "test_binaries": out["test_binaries"],
+        "tests_linking_every_library": out["tests_linking_every_library"],
+        "tests_linking_libbpf": out["tests_linking_libbpf"],
+        "readme_lines": out["readme_lines"],
+        "product_lines": sum(out["lines_per_library"].values()),
+    }
+    for lib, n in out["lines_per_library"].items():
+        f[f"lines_{lib}"] = n
+    for i, line in enumerate(out["longest_functions"][:5]):
+        m = re.match(r"\s*(\d+)", line)
+        if m:
+            f[f"longest_function_{i + 1}"] = int(m.group(1))
+    return f
+
+
+def git(*args, cwd=ROOT):
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rev", help="measure this commit instead of the checkout")
+    ap.add_argument("--result", help="write bench/results/NAME.json")
+    ap.add_argument("--json", help="write everything measured here")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="code_metrics.") as tmp:
+        src = ROOT
+        if args.rev:
+            src = os.path.join(tmp, "src")
+            git("worktree", "add", "--detach", src, args.rev)
+        try:
+            build = os.path.join(tmp, "build")
+            configure(src, build)
+            out = measure(src, build)
+            commit = git("rev-parse", "--short=12", "HEAD", cwd=src)
+        finally:
+            if args.rev:
+                git("worktree", "remove", "--force", src)
+    out["source"] = args.rev or "checkout"
+    if args.result:
+        result = {
+            "bench": args.result,
+            "command": " ".join(["python3 scripts/code_metrics.py"] +
+                                (["--rev", args.rev] if args.rev else []) + ["--result", args.result]),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "commit": commit,
+            "figures": figures(out),
+            "libraries_linking_libbpf": out["libraries_linking_libbpf"],
+            "elf_readers": out["elf_readers"],
+            "table_builds": out["table_builds"],
+            "longest_functions": out["longest_functions"],
+        }
+        with open(os.path.join(ROOT, "bench", "results", args.result + ".json"), "w") as f:
+            json.dump(result, f, indent=1, sort_keys=True)
+            f.write("\n")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1, sort_keys=True)
