@@ -2,8 +2,8 @@
 # Builds every C++ target with g++ (Debian's default compiler) into
 # build-gcc/ (or $EHPROF_GCC_BUILD_DIR), as the conventional
 # `cmake -S . -B build && cmake --build build` does, so code that only
-# clang accepts fails CI. Nothing is run from it: the suite runs once, on
-# the clang build (scripts/build.sh). The libFuzzer targets need clang and
+# clang accepts fails CI. scripts/test.sh runs its unit tests after the
+# whole suite on the clang build (scripts/build.sh). The libFuzzer targets need clang and
 # are left out by fuzz/CMakeLists.txt. ccache is used when installed.
 # Cost, measured 2026-11-26 from a cold ccache: 13.4 CPU-minutes (user+sys)
 # for every target, about 7 minutes on 2 idle CPUs (101 min of wall time on
