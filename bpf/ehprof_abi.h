@@ -260,7 +260,7 @@ struct ehp_py_proc {
 EHP_ASSERT(sizeof(struct ehp_py_proc) == 72, "ehp_py_proc is 72 bytes");
 
 /* Why a user walk stopped: X(enumerator, value, name for reports). The one
- * list: the enum below and StopReasonName (agent/resolve/stop_reasons.h)
+ * list: the enum below and StopReasonName (bpf/stop_reasons.h)
  * are both made from it, so a new reason cannot go unnamed. */
 #define EHP_STOP_REASONS(X)                                                                        \
 	X(EHP_STOP_NONE, 0, "none") /* still walking (internal) */                                 \

@@ -1,4 +1,4 @@
-// libFuzzer target: text through ParseCapture (agent/replay/capture.h), the
+// libFuzzer target: text through ParseCapture (bpf/host/capture.h), the
 // format `ehprof record --save-captures` writes and `ehprof replay` and the
 // replay test read.
 //
@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "agent/replay/capture.h"
+#include "bpf/host/capture.h"
 
 namespace {
 

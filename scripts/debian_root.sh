@@ -9,13 +9,16 @@
 #   removes the root. Exit status: COMMAND's. Needs root.
 #   EHPROF_ROOT_KEEP=DIR: the root is made in DIR (new or empty) and left
 #   there, unmounted, for the caller (e.g. to boot it).
+#   EHPROF_ROOT_PACKAGES=P1,P2,...: these packages too, in a base root of
+#   their own (cached under a name with a hash of the list).
 set -euo pipefail
 [[ $# -ge 3 ]] || { echo "usage: debian_root.sh CODENAME DIR COMMAND [ARG...]" >&2; exit 2; }
 codename=$1 src=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${EHPROF_ROOT_CACHE:-/var/cache/ehprof/roots}
-tarball=$cache/debian-$codename-apt-systemd.tar
+packages=${EHPROF_ROOT_PACKAGES:-}
+tarball=$cache/debian-$codename-apt-systemd${packages:+-$(printf %s "$packages" | md5sum | cut -c1-8)}.tar
 mkdir -p "$cache"
 exec 8>"$cache/.lock-$codename"
 flock 8
@@ -24,7 +27,7 @@ if [[ ! -s $tarball ]]; then
   security=$(python3 "$here/debian_archive.py" --security)
   echo "debian_root.sh: making the $codename base root (once; cached in $tarball)" >&2
   # (mmdebstrap picks the output format by the name's extension)
-  mmdebstrap --quiet --variant=apt --include=systemd "$codename" "$tarball.part.tar" \
+  mmdebstrap --quiet --variant=apt --include="systemd${packages:+,$packages}" "$codename" "$tarball.part.tar" \
     "deb $archive $codename main" "deb $archive $codename-updates main" \
     "deb $security $codename-security main"
   mv "$tarball.part.tar" "$tarball"

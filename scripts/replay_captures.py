@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Records the walker-replay captures in testdata/captures/ (needs root).
 
-Each workload runs under `ehprof record -F 299 --verify=2 --save-captures DIR`; of
-its captures one is picked by what it is there to show (below), its testdata
-program paths are rewritten to @testdata/NAME (the build tree differs between
-machines) and it is written to testdata/captures/NAME.capture. The replay
-test (tests/replay_test.cc) replays each without root and compares with
-libdwfl. Record again when a Debian update changes a captured file's
-build-id: the test names the file.
+Each workload runs under `ehprof record -F 299 --verify=2 --save-captures DIR`,
+which completes each capture while its files are at hand: the table map
+entries the walk reads and libdwfl's frames of the same stack go into it
+(agent/replay/capture_tables.h). Of its captures one is picked by what it
+is there to show (below), its testdata program paths are rewritten to
+@testdata/NAME (names only: the build tree differs between machines) and it
+is written to testdata/captures/NAME.capture. The replay test
+(tests/replay_test.cc) replays each from its own entries, without root or
+the captured files, on any machine; record again only to capture something
+new (or after a change of the table format or the capture format).
 
 usage: scripts/replay_captures.py BUILD_DIR [NAME...]
 """
@@ -45,11 +48,13 @@ def parse(path):
         for line in f:
             key, _, rest = line.rstrip("\n").partition(" ")
             if key == "mapping":
-                start, end, bias, build_id, mpath = rest.split(" ", 4)
+                start, end, bias, _table, _build_id, mpath = rest.split(" ", 5)
                 c["mappings"].append((int(start, 16), int(end, 16), int(bias, 16), mpath))
             elif key == "walk":
                 words = [int(w, 16) for w in rest.split()]
                 c["stop"], c["frames"] = words[0], words[1:]
+            elif key == "libdwfl":
+                c["libdwfl"] = [int(w, 16) for w in rest.split()]
             elif key == "stack":
                 break
     return c
@@ -73,7 +78,13 @@ def section_range(binary, name):
 
 
 def complete(c):
-    return c["stop"] == END_OF_STACK
+    # The kernel's walk reached the end of the stack and libdwfl found the
+    # same frames: the capture's expected frames agree. Not a leaf in the
+    # vDSO: the kernel has its table (read from the process), a capture
+    # none (no file), so the replay leaves it by frame pointer instead.
+    leaf = mapping_of(c, c["frames"][0] & ADDR_MASK) if c["frames"] else None
+    return (c["stop"] == END_OF_STACK and [f & ADDR_MASK for f in c["frames"]] == c.get("libdwfl")
+            and not (leaf and leaf[3] == "[vdso]"))
 
 
 def pick_deepest(caps):
@@ -163,7 +174,8 @@ def main():
             dest = os.path.join(out_dir, name + ".capture")
             with open(dest, "w") as f:
                 f.write(text)
-            print(f"{name}: {len(chosen['frames'])} frames, from {len(caps)} captures -> {dest}")
+            print(f"{name}: {len(chosen['frames'])} frames, {os.path.getsize(dest)} bytes, "
+                  f"from {len(caps)} captures -> {dest}")
 
 
 if __name__ == "__main__":

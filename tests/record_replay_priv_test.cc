@@ -1,6 +1,6 @@
 // `ehprof record --verify --save-captures`: the saved captures replay in user
-// space (agent/replay/) to exactly the walk the kernel recorded, and agree
-// with libdwfl. Records testdata programs, so it needs root.
+// space from their own tables (bpf/host/) to exactly the walk the kernel
+// recorded, and agree with the libdwfl frames saved with them. Records testdata programs, so it needs root.
 #include <dirent.h>
 
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "agent/replay/replay.h"
+#include "bpf/host/replay.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
 
@@ -42,12 +42,11 @@ void RecordReplay::RecordAndReplay(const std::string& program) {
   const std::vector<std::string> files = CaptureFiles(dir);
   ASSERT_GE(files.size(), 10u) << r.err;
   EXPECT_TRUE(absl::StrContains(r.err, "captures saved in " + dir)) << r.err;
-  Replayer replayer({});
   size_t equal = 0, agree = 0, unmapped = 0, late = 0, in_vdso = 0;
   for (const std::string& f : files) {
     auto c = ReadCaptureFile(f);
     ASSERT_TRUE(c.ok()) << c.status();
-    auto rr = replayer.Replay(*c);
+    auto rr = ReplayCapture(*c);
     ASSERT_TRUE(rr.ok()) << f << ": " << rr.status();
     // A sample in the program's first milliseconds can find a library not
     // yet known to the kernel (its mapping or its table); the replay has

@@ -1,4 +1,4 @@
-#include "agent/resolve/stop_reasons.h"
+#include "bpf/stop_reasons.h"
 
 #include <set>
 #include <string>

@@ -1,16 +1,15 @@
 // TableStore's policy without root: placement in the shared maps, packing
 // of pages into row chunks, running out of room, rollback of a load that
 // fails part way, unload and id reuse. The maps are in-memory
-// (memory_map_writer.h); the lookup below reads them the way
-// bpf/lookup.bpf.h's find_rule reads the BPF maps, with the same search
-// code (bpf/compact_lookup.h), so a placement bug shows as a wrong rule.
+// (memory_map_writer.h), read by bpf/lookup.bpf.h's own find_rule compiled
+// as C (bpf/host/walk_replay.h), so a placement bug shows as a wrong rule.
 #include "agent/session/table_store.h"
 
 #include <random>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "bpf/compact_lookup.h"
+#include "bpf/host/walk_replay.h"
 #include "gtest/gtest.h"
 #include "tests/memory_map_writer.h"
 #include "tests/test_support.h"
@@ -29,29 +28,32 @@ std::unique_ptr<TableStore> MakeStore(const MapSizes& sizes, Maps* maps) {
   return std::make_unique<TableStore>(MakeMemoryTableMaps(sizes, maps), sizes);
 }
 
-// find_rule (bpf/lookup.bpf.h) over the in-memory maps.
+// The value at key of one of the in-memory maps, for find_rule's C build:
+// zeroes when never written, as a BPF array reads.
+void* LookupIn(void* ctx, ehp_replay_map map, uint32_t key) {
+  const Maps& m = *static_cast<const Maps*>(ctx);
+  const MemoryMapWriter* w = map == EHP_REPLAY_MAP_TABLES     ? m.tables
+                             : map == EHP_REPLAY_MAP_PAGES    ? m.pages
+                             : map == EHP_REPLAY_MAP_BUCKETS  ? m.buckets
+                             : map == EHP_REPLAY_MAP_ROWS     ? m.rows
+                             : map == EHP_REPLAY_MAP_PALETTES ? m.palettes
+                             : map == EHP_REPLAY_MAP_RULES    ? m.rules
+                                                              : nullptr;
+  if (!w) return nullptr;
+  static std::vector<uint8_t> zero(size_t{EHP_ROW_CHUNK_ROWS} * EHP_ROW_BYTES);
+  const std::vector<uint8_t>* v = w->Bytes(key);
+  return v ? const_cast<uint8_t*>(v->data()) : zero.data();
+}
+
+// find_rule (bpf/lookup.bpf.h, compiled as C in bpf/host/) over the
+// in-memory maps; a zero rule when it finds none.
 ehp_rule LookupThroughMaps(const Maps& m, uint32_t id, uint64_t addr) {
-  const auto t = m.tables->Get<ehp_table_info>(id);
-  uint32_t page = 0;
-  uint16_t key = 0;
-  if (t.page_shift < EHP_PAGE_SHIFT_MIN || t.page_shift > EHP_PAGE_SHIFT_MAX) return {};
-  if (!ehp_page_of(addr, t.start, t.end, t.page_shift, &page, &key) || page >= t.num_pages) {
-    return {};
-  }
-  const uint32_t gp = t.page_base + page;
-  const auto pg = m.pages->Get<ehp_page>(gp);
-  const auto bk = m.buckets->Get<ehp_buckets>(gp);
-  uint32_t lo = 0, hi = 0;
-  ehp_bucket_range(&bk, pg.num_rows, t.page_shift, key, &lo, &hi);
-  const std::vector<uint8_t>* chunk = m.rows->Bytes(pg.first_row / EHP_ROW_CHUNK_ROWS);
-  if (!chunk || hi <= lo) return {};
-  const uint32_t first = (pg.first_row + lo) % EHP_ROW_CHUNK_ROWS;
-  const uint32_t row = ehp_search_rows(chunk->data(), first, hi - lo, key);
-  const uint32_t gpal = pg.first_palette + ehp_row_palette(chunk->data(), row);
-  const auto word = m.palettes->Get<uint64_t>(gpal / EHP_PALETTE_PER_WORD);
-  const uint32_t gr =
-      t.rule_base + static_cast<uint16_t>(word >> (16 * (gpal % EHP_PALETTE_PER_WORD)));
-  return m.rules->Get<ehp_rule>(gr);
+  ehp_replay_env env{};
+  env.lookup = &LookupIn;
+  env.ctx = const_cast<Maps*>(&m);
+  ehp_rule rule{};
+  ehp_replay_find_rule(&env, id, addr, &rule);
+  return rule;
 }
 
 CompactTable TableOf(const std::string& path) {

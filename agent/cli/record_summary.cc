@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "agent/resolve/stop_reasons.h"
+#include "bpf/stop_reasons.h"
 
 namespace ehprof {
 

@@ -1,15 +1,12 @@
 #include "agent/replay/save_captures.h"
 
 #include "absl/strings/str_cat.h"
-#include "agent/replay/replay.h"
+#include "agent/replay/capture_tables.h"
 #include "base/output_target.h"
 #include "base/status_macros.h"
 
 namespace ehprof {
 namespace {
-
-// Bytes kept past the highest word the replayed walk read.
-constexpr uint64_t kTrimSlack = 64;
 
 std::string FileSafe(const std::string& comm) {
   std::string out;
@@ -31,7 +28,7 @@ absl::StatusOr<Capture> MakeCapture(const RawSample& sample, const VerifyCapture
   c.exact = vc.exact;
   std::copy(std::begin(vc.regs), std::end(vc.regs), c.regs);
   for (const TrackedMapping& m : *mappings) {
-    c.mappings.push_back({m.start, m.end, m.bias, m.build_id, m.path});
+    c.mappings.push_back({m.start, m.end, m.bias, m.build_id, m.path, std::nullopt});
   }
   c.bpf_stop = sample.stop_reason;
   c.bpf_frames = sample.user;
@@ -39,34 +36,23 @@ absl::StatusOr<Capture> MakeCapture(const RawSample& sample, const VerifyCapture
   return c;
 }
 
-Capture TrimCapture(Replayer& replayer, Capture c) {
-  auto full = replayer.Replay(c);
-  if (!full.ok() || full->read_end <= c.regs[EHP_REG_RSP]) return c;
-  const uint64_t keep = full->read_end - c.regs[EHP_REG_RSP] + kTrimSlack;
-  if (keep >= c.stack.size()) return c;
-  Capture cut = c;
-  cut.stack.resize(keep);
-  auto trimmed = replayer.Replay(cut);
-  if (!trimmed.ok() || trimmed->frames != full->frames || trimmed->stop != full->stop ||
-      trimmed->libdwfl != full->libdwfl) {
-    return c;
-  }
-  return cut;
-}
-
 absl::StatusOr<size_t> SaveCaptures(const std::vector<RawSample>& samples,
                                     const std::vector<VerifyCapture>& captures,
                                     const ProcessTracker& tracker, const std::string& dir) {
   EHP_RETURN_IF_ERROR(MakeOwnDirectory(dir, "--save-captures"));
   size_t written = 0;
-  Replayer replayer({});
+  CaptureTables tables;
   for (size_t i = 0; i < captures.size(); ++i) {
     const VerifyCapture& vc = captures[i];
     if (vc.sample >= samples.size()) continue;
     auto c = MakeCapture(samples[vc.sample], vc, tracker);
     if (!c.ok()) continue;
     const std::string path = absl::StrCat(dir, "/", FileSafe(c->comm), "-", c->pid, "-", i, ".capture");
-    EHP_RETURN_IF_ERROR(WriteCaptureFile(TrimCapture(replayer, *std::move(c)), path));
+    // A capture whose files changed since the sample (or that this machine
+    // cannot complete) is not saved: it could not be replayed honestly.
+    auto complete = CompleteCapture(tables, *std::move(c));
+    if (!complete.ok()) continue;
+    EHP_RETURN_IF_ERROR(WriteCaptureFile(*complete, path));
     ++written;
   }
   return written;

@@ -1,23 +1,31 @@
 /* What the BPF walk (bpf/walk.bpf.h and the headers it builds on) needs of
  * the kernel, for compiling that same source as ordinary C in user space
- * (agent/replay/walk_replay.c): the BPF types and map declaration macros,
- * the few kernel structs it reads (task, pt_regs, the signal frame), and the
+ * (bpf/host/walk_replay.c): the BPF types and map declaration macros, the
+ * few kernel structs it reads (task, pt_regs, the signal frame), and the
  * helpers as functions over a captured stack and in-memory maps (struct
- * ehp_replay_env, agent/replay/walk_replay.h). Only walk_replay.c includes
- * this; nothing here is seen by the BPF build. x86-64 only. */
-#ifndef EHPROF_AGENT_REPLAY_BPF_SHIM_H_
-#define EHPROF_AGENT_REPLAY_BPF_SHIM_H_
+ * ehp_replay_env, bpf/host/walk_replay.h). Only walk_replay.c includes
+ * this; nothing here is seen by the BPF build.
+ *
+ * The walk built here is x86-64's (captures are x86-64 stacks) on any host
+ * architecture: the x86-64 user ABI structs are declared below, not taken
+ * from the host's <asm/...> headers, and only architecture-neutral uapi
+ * headers are included. Host and capture must share the byte order (both
+ * little-endian: x86-64, arm64). */
+#ifndef EHPROF_BPF_HOST_BPF_SHIM_H_
+#define EHPROF_BPF_HOST_BPF_SHIM_H_
 
-#if !defined(__x86_64__)
-#error "the walk replay covers x86-64 only"
+#if defined(__TARGET_ARCH_arm64)
+#error "the host walk replays x86-64 captures: build it without __TARGET_ARCH_arm64"
 #endif
 #ifndef __TARGET_ARCH_x86
 #define __TARGET_ARCH_x86 1
 #endif
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "captures hold x86-64's little-endian words"
+#endif
 
-#include <asm/sigcontext.h> /* struct sigcontext_64: the kernel's user ABI */
-#include <linux/bpf.h>	    /* BPF_MAP_TYPE_*, BPF_ANY, BPF_RB_* */
-#include <linux/types.h>    /* __u8 ... __s64 */
+#include <linux/bpf.h>	 /* BPF_MAP_TYPE_*, BPF_ANY, BPF_RB_*: the same on every arch */
+#include <linux/types.h> /* __u8 ... __s64 */
 #include <stddef.h>
 
 #define EHP_INLINE static inline __attribute__((always_inline))
@@ -43,6 +51,20 @@ struct pt_regs {
 	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
 	__u64 ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
 };
+/* x86-64's struct sigcontext_64 (arch/x86/include/uapi/asm/sigcontext.h):
+ * what a signal frame saves, read by bpf/walk.bpf.h through ehp_sigcontext. */
+struct sigcontext_64 {
+	__u64 r8, r9, r10, r11, r12, r13, r14, r15;
+	__u64 di, si, bp, bx, dx, ax, cx, sp, ip, flags;
+	__u16 cs, gs, fs, ss;
+	__u64 err, trapno, oldmask, cr2;
+	__u64 fpstate;
+	__u64 reserved1[8];
+};
+_Static_assert(sizeof(struct sigcontext_64) == 256, "x86-64's sigcontext is 256 bytes");
+_Static_assert(__builtin_offsetof(struct sigcontext_64, ip) == 128, "x86-64's sigcontext has ip at 128");
+_Static_assert(sizeof(struct pt_regs) == 21 * 8, "x86-64's pt_regs is 21 words");
+
 /* The kernel's struct ucontext (include/uapi/asm-generic/ucontext.h) up to
  * uc_mcontext; glibc's is ucontext_t, so the name is free. */
 struct ucontext {
@@ -86,4 +108,4 @@ static long bpf_get_stack(void *ctx, void *buf, __u32 size, __u64 flags);
 static struct task_struct *bpf_get_current_task_btf(void);
 static long bpf_task_pt_regs(struct task_struct *task);
 
-#endif /* EHPROF_AGENT_REPLAY_BPF_SHIM_H_ */
+#endif /* EHPROF_BPF_HOST_BPF_SHIM_H_ */

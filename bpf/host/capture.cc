@@ -1,5 +1,6 @@
-#include "agent/replay/capture.h"
+#include "bpf/host/capture.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -11,11 +12,13 @@
 #include "absl/strings/string_view.h"
 #include "base/exclusive_file.h"
 #include "base/status_macros.h"
+#include "bpf/host/host_maps.h"
 
 namespace ehprof {
 namespace {
 
 constexpr size_t kStackBytesPerLine = 64;
+constexpr size_t kEntryBytesPerLine = 64;
 // The largest capture: every bound at its maximum, as hex text.
 constexpr size_t kMaxCaptureFileBytes = 4 << 20;
 
@@ -95,22 +98,58 @@ class Parser {
 };
 
 absl::Status ParseMapping(Parser& p, absl::string_view rest, Capture* c) {
-  std::vector<absl::string_view> f = absl::StrSplit(rest, absl::MaxSplits(' ', 4));
+  std::vector<absl::string_view> f = absl::StrSplit(rest, absl::MaxSplits(' ', 5));
   CaptureMapping m;
-  if (f.size() != 5 || !ParseHex(f[0], &m.start) || !ParseHex(f[1], &m.end) ||
-      !ParseHex(f[2], &m.bias) || f[4].empty()) {
-    return p.Error("a mapping is <start> <end> <bias> <build-id|-> <path>, in hex");
+  if (f.size() != 6 || !ParseHex(f[0], &m.start) || !ParseHex(f[1], &m.end) ||
+      !ParseHex(f[2], &m.bias) || f[5].empty()) {
+    return p.Error("a mapping is <start> <end> <bias> <table|-> <build-id|-> <path>, in hex");
   }
   if (m.start >= m.end) return p.Error("a mapping ends before it starts");
   if (f[3] != "-") {
-    if (f[3].size() > 128 || !IsHexString(f[3])) return p.Error("a build-id is not hex");
-    m.build_id = std::string(f[3]);
+    uint64_t id;
+    if (!ParseHex(f[3], &id) || id >= EHP_DEFAULT_TABLES) {
+      return p.Error(absl::StrCat("a table id is hex, below ", EHP_DEFAULT_TABLES));
+    }
+    m.table_id = static_cast<uint32_t>(id);
   }
-  m.path = std::string(f[4]);
+  if (f[4] != "-") {
+    if (f[4].size() > 128 || !IsHexString(f[4])) return p.Error("a build-id is not hex");
+    m.build_id = std::string(f[4]);
+  }
+  m.path = std::string(f[5]);
   if (c->mappings.size() >= EHP_MAX_MAPPINGS) {
     return p.Error(absl::StrCat("more than ", EHP_MAX_MAPPINGS, " mappings"));
   }
   c->mappings.push_back(std::move(m));
+  return absl::OkStatus();
+}
+
+// entry <map> <key> <offset> <bytes>: within the map's capacity and value.
+absl::Status ParseEntry(Parser& p, absl::string_view rest, Capture* c) {
+  std::vector<absl::string_view> f = absl::StrSplit(rest, ' ');
+  uint64_t key, offset;
+  if (f.size() != 4 || !ParseHex(f[1], &key) || !ParseHex(f[2], &offset)) {
+    return p.Error("an entry is <map> <key> <offset> <bytes>, in hex");
+  }
+  const std::optional<ehp_replay_map> map = HostMapNamed(f[0]);
+  if (!map) return p.Error(absl::StrCat("an entry of '", f[0], "', which is no table map"));
+  const HostMapShape& shape = ShapeOf(*map);
+  const absl::string_view hex = f[3];
+  if (hex.empty() || hex.size() % 2 || hex.size() > 2 * kEntryBytesPerLine || !IsHexString(hex)) {
+    return p.Error("an entry's bytes are hex, 1 to 64 of them");
+  }
+  if (key >= shape.capacity || offset > shape.value_size || hex.size() / 2 > shape.value_size - offset) {
+    return p.Error(absl::StrCat("an entry past ", shape.name, "'s ", shape.capacity, " keys of ",
+                                shape.value_size, " bytes"));
+  }
+  CaptureEntry e;
+  e.map = *map;
+  e.key = static_cast<uint32_t>(key);
+  e.offset = static_cast<uint32_t>(offset);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    e.bytes.push_back(static_cast<uint8_t>(HexDigit(hex[i]) << 4 | HexDigit(hex[i + 1])));
+  }
+  c->entries.push_back(std::move(e));
   return absl::OkStatus();
 }
 
@@ -130,12 +169,25 @@ std::string FormatCapture(const Capture& c) {
   for (uint64_t r : c.regs) absl::StrAppendFormat(&out, " %x", r);
   out += "\n";
   for (const CaptureMapping& m : c.mappings) {
-    absl::StrAppendFormat(&out, "mapping %x %x %x %s %s\n", m.start, m.end, m.bias,
+    absl::StrAppendFormat(&out, "mapping %x %x %x %s %s %s\n", m.start, m.end, m.bias,
+                          m.table_id ? absl::StrFormat("%x", *m.table_id) : "-",
                           m.build_id.empty() ? "-" : m.build_id, OneLine(m.path));
   }
   absl::StrAppendFormat(&out, "walk %x", c.bpf_stop);
   for (uint64_t f : c.bpf_frames) absl::StrAppendFormat(&out, " %x", f);
-  absl::StrAppendFormat(&out, "\nstack %d\n", c.stack.size());
+  out += "\nlibdwfl";
+  for (uint64_t f : c.libdwfl_frames) absl::StrAppendFormat(&out, " %x", f);
+  absl::StrAppendFormat(&out, "\nlibdwfl-stop %s\n", OneLine(c.libdwfl_stop));
+  for (const CaptureEntry& e : c.entries) {
+    for (size_t at = 0; at < e.bytes.size(); at += kEntryBytesPerLine) {
+      absl::StrAppendFormat(&out, "entry %s %x %x ", ShapeOf(e.map).name, e.key, e.offset + at);
+      for (size_t i = at; i < std::min(e.bytes.size(), at + kEntryBytesPerLine); ++i) {
+        absl::StrAppendFormat(&out, "%02x", e.bytes[i]);
+      }
+      out += "\n";
+    }
+  }
+  absl::StrAppendFormat(&out, "stack %d\n", c.stack.size());
   for (size_t i = 0; i < c.stack.size(); ++i) {
     absl::StrAppendFormat(&out, "%02x", c.stack[i]);
     if (i % kStackBytesPerLine == kStackBytesPerLine - 1 || i + 1 == c.stack.size()) out += "\n";
@@ -149,6 +201,10 @@ absl::StatusOr<Capture> ParseCapture(absl::string_view text, absl::string_view n
   Capture c;
   absl::string_view rest;
   EHP_RETURN_IF_ERROR(p.Expect("ehprof-capture", &rest));
+  if (rest == "1") {
+    return p.Error(absl::StrCat("version 1, without the walk's tables and libdwfl's frames; this ehprof "
+                                "reads version ", kCaptureVersion, ": record the capture again"));
+  }
   if (rest != absl::StrCat(kCaptureVersion)) {
     return p.Error(absl::StrCat("version '", rest, "'; this ehprof reads version ", kCaptureVersion));
   }
@@ -176,7 +232,16 @@ absl::StatusOr<Capture> ParseCapture(absl::string_view text, absl::string_view n
   if (walk.empty() || walk[0] >= EHP_STOP_REASON_COUNT) return p.Error("walk starts with a stop reason");
   c.bpf_stop = static_cast<uint32_t>(walk[0]);
   c.bpf_frames.assign(walk.begin() + 1, walk.end());
-  EHP_RETURN_IF_ERROR(p.Expect("stack", &rest));
+  EHP_RETURN_IF_ERROR(p.Expect("libdwfl", &rest));
+  EHP_RETURN_IF_ERROR(p.Words(rest, "libdwfl", EHP_MAX_USER_FRAMES, &c.libdwfl_frames));
+  EHP_RETURN_IF_ERROR(p.Expect("libdwfl-stop", &rest));
+  c.libdwfl_stop = std::string(rest);
+  while (true) {
+    if (!p.Next(&key, &rest)) return p.Error("ends before 'stack'");
+    if (key == "stack") break;
+    if (key != "entry") return p.Error(absl::StrCat("'", key, "' where an entry or 'stack' belongs"));
+    EHP_RETURN_IF_ERROR(ParseEntry(p, rest, &c));
+  }
   size_t len = 0;
   if (!absl::SimpleAtoi(rest, &len) || len > EHP_VERIFY_STACK_MAX) {
     return p.Error(absl::StrCat("stack length is a number up to ", EHP_VERIFY_STACK_MAX));

@@ -1,7 +1,7 @@
 // Human names of enum ehp_stop_reason, for summaries and reports, from the
 // one list in bpf/ehprof_abi.h.
-#ifndef EHPROF_AGENT_RESOLVE_STOP_REASONS_H_
-#define EHPROF_AGENT_RESOLVE_STOP_REASONS_H_
+#ifndef EHPROF_BPF_STOP_REASONS_H_
+#define EHPROF_BPF_STOP_REASONS_H_
 
 #include "bpf/ehprof_abi.h"
 
@@ -27,4 +27,4 @@ inline const char* StopReasonName(unsigned reason) {
 
 }  // namespace ehprof
 
-#endif  // EHPROF_AGENT_RESOLVE_STOP_REASONS_H_
+#endif  // EHPROF_BPF_STOP_REASONS_H_

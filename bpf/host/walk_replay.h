@@ -1,12 +1,12 @@
 /* The BPF user-stack walk run in user space: bpf/stacks.bpf.h's
  * collect_stacks and everything under it (bpf/walk.bpf.h, bpf/lookup.bpf.h,
  * bpf/compact_lookup.h, bpf/fp_fallback.bpf.h, bpf/python.bpf.h), compiled
- * as C with agent/replay/bpf_shim.h for the helpers: bpf_probe_read_user
- * reads a captured stack, map lookups go to tables user space built. The
+ * as C with bpf/host/bpf_shim.h for the helpers: bpf_probe_read_user
+ * reads a captured stack, map lookups go to in-memory maps (host_maps.h). The
  * same source as the BPF object, so a walk can be stepped in gdb and
  * unit-tested without root. A C API, callable from C++. */
-#ifndef EHPROF_AGENT_REPLAY_WALK_REPLAY_H_
-#define EHPROF_AGENT_REPLAY_WALK_REPLAY_H_
+#ifndef EHPROF_BPF_HOST_WALK_REPLAY_H_
+#define EHPROF_BPF_HOST_WALK_REPLAY_H_
 
 #include "bpf/ehprof_abi.h"
 
@@ -55,8 +55,14 @@ struct ehp_replay_result {
 int ehp_replay_walk(struct ehp_replay_env *env, const ehp_u64 regs[EHP_REG_RIP + 1], int exact,
 		    ehp_u32 pid, struct ehp_replay_result *out);
 
+/* bpf/lookup.bpf.h's find_rule over env's maps (only lookup and ctx are
+ * read): the rule of table table_id for ELF address addr copied into *out,
+ * 1; 0 when the maps hold none. */
+int ehp_replay_find_rule(struct ehp_replay_env *env, ehp_u32 table_id, ehp_u64 addr,
+			 struct ehp_rule *out);
+
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* EHPROF_AGENT_REPLAY_WALK_REPLAY_H_ */
+#endif /* EHPROF_BPF_HOST_WALK_REPLAY_H_ */

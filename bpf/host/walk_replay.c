@@ -1,7 +1,7 @@
-/* The BPF walk compiled as C (agent/replay/walk_replay.h): the shim's
+/* The BPF walk compiled as C (bpf/host/walk_replay.h): the shim's
  * helpers, then the very headers bpf/profiler.bpf.c includes for its
  * stack-recording programs, in the same order and with the same defines. */
-#include "agent/replay/bpf_shim.h"
+#include "bpf/host/bpf_shim.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@
 #include "bpf/python.bpf.h"
 #include "bpf/stacks.bpf.h"
 
-#include "agent/replay/walk_replay.h"
+#include "bpf/host/walk_replay.h"
 
 /* The walk in progress on this thread. */
 static __thread struct ehp_replay_env *replay_env;
@@ -167,4 +167,15 @@ int ehp_replay_walk(struct ehp_replay_env *env, const ehp_u64 regs[EHP_REG_RIP +
 	free(s);
 	replay_env = 0;
 	return 0;
+}
+
+int ehp_replay_find_rule(struct ehp_replay_env *env, ehp_u32 table_id, ehp_u64 addr,
+			 struct ehp_rule *out)
+{
+	replay_env = env;
+	struct ehp_rule *r = find_rule(table_id, addr);
+	if (r)
+		*out = *r;
+	replay_env = 0;
+	return r != 0;
 }
