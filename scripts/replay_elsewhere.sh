@@ -8,6 +8,11 @@
 # libelf or libdw), and its tests run (ctest: replay_test). The captures carry
 # their tables and expected frames, so none of the captured files is needed.
 #   scripts/replay_elsewhere.sh [CODENAME]      needs root (mmdebstrap, chroot)
+#   scripts/replay_elsewhere.sh --arm64         the same clean clone cross-built
+#     for arm64 (cmake/aarch64-linux-gnu.cmake; GoogleTest from libgtest-dev's
+#     sources) and its tests run under qemu-user: x86-64 captures replayed
+#     by an aarch64 build. Needs the arm64 multiarch absl
+#     (scripts/install_arm64_deps.sh) and qemu-user, not root.
 # EHPROF_REPLAY_REV=REV: that commit instead of HEAD. Prints the seconds
 # taken; exit status: the tests'.
 set -euo pipefail
@@ -21,6 +26,16 @@ trap 'rm -rf "$clone"' EXIT
 git clone --quiet --no-local "$repo" "$clone"
 git -C "$clone" -c advice.detachedHead=false checkout --quiet "$rev"
 status=0
+if [[ $codename == --arm64 ]]; then
+  cmake -S "$clone" -B "$clone/build-arm64" -DEHPROF_REPLAY_ONLY=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_TOOLCHAIN_FILE="$clone/cmake/aarch64-linux-gnu.cmake" \
+    -DCMAKE_CROSSCOMPILING_EMULATOR=qemu-aarch64 >"$clone/build.log"
+  cmake --build "$clone/build-arm64" -j"$(nproc)" >>"$clone/build.log" 2>&1 || { tail -n 50 "$clone/build.log"; exit 1; }
+  file -b "$clone/build-arm64/replay_test" | cut -d, -f1-2
+  (cd "$clone/build-arm64" && ctest --output-on-failure) || status=$?
+  echo "replay_elsewhere.sh: arm64 under qemu-user, commit ${rev:0:12}: exit status $status after $(( $(date +%s) - start )) s" >&2
+  exit $status
+fi
 EHPROF_ROOT_PACKAGES=g++,cmake,make,libabsl-dev,libgtest-dev \
   bash "$here/debian_root.sh" "$codename" "$clone" sh -ec '
     echo "Debian $(cat /etc/debian_version), $(g++ --version | head -n1), $(uname -m)"
