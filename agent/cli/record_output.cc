@@ -88,7 +88,11 @@ void SaveRecordedCaptures(const Recorder& rec, const std::string& dir) {
   if (!n.ok()) {
     std::fprintf(stderr, "ehprof record: --save-captures: %s\n", std::string(n.status().message()).c_str());
   } else {
-    std::fprintf(stderr, "ehprof record: %zu captures saved in %s\n", *n, dir.c_str());
+    std::fprintf(stderr, "ehprof record: %zu captures saved in %s\n", n->written, dir.c_str());
+    if (n->left_out > 0) {
+      std::fprintf(stderr, "ehprof record: %zu captures left out (first: %s)\n", n->left_out,
+                   n->first_left_out.c_str());
+    }
   }
 }
 

@@ -36,11 +36,11 @@ absl::StatusOr<Capture> MakeCapture(const RawSample& sample, const VerifyCapture
   return c;
 }
 
-absl::StatusOr<size_t> SaveCaptures(const std::vector<RawSample>& samples,
+absl::StatusOr<SavedCaptures> SaveCaptures(const std::vector<RawSample>& samples,
                                     const std::vector<VerifyCapture>& captures,
                                     const ProcessTracker& tracker, const std::string& dir) {
   EHP_RETURN_IF_ERROR(MakeOwnDirectory(dir, "--save-captures"));
-  size_t written = 0;
+  SavedCaptures saved;
   CaptureTables tables;
   for (size_t i = 0; i < captures.size(); ++i) {
     const VerifyCapture& vc = captures[i];
@@ -49,13 +49,17 @@ absl::StatusOr<size_t> SaveCaptures(const std::vector<RawSample>& samples,
     if (!c.ok()) continue;
     const std::string path = absl::StrCat(dir, "/", FileSafe(c->comm), "-", c->pid, "-", i, ".capture");
     // A capture whose files changed since the sample (or that this machine
-    // cannot complete) is not saved: it could not be replayed honestly.
+    // cannot complete) is not saved: its expected frames would not be
+    // libdwfl's of the files the kernel walked.
     auto complete = CompleteCapture(tables, *std::move(c));
-    if (!complete.ok()) continue;
+    if (!complete.ok()) {
+      if (saved.left_out++ == 0) saved.first_left_out = std::string(complete.status().message());
+      continue;
+    }
     EHP_RETURN_IF_ERROR(WriteCaptureFile(*complete, path));
-    ++written;
+    ++saved.written;
   }
-  return written;
+  return saved;
 }
 
 }  // namespace ehprof

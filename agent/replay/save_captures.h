@@ -21,8 +21,16 @@ namespace ehprof {
 absl::StatusOr<Capture> MakeCapture(const RawSample& sample, const VerifyCapture& vc,
                                     const ProcessTracker& tracker);
 
-// Writes DIR/COMM-PID-N.capture for each capture; the number written.
-absl::StatusOr<size_t> SaveCaptures(const std::vector<RawSample>& samples,
+struct SavedCaptures {
+  size_t written = 0;
+  // Captures this machine could not complete (CompleteCapture's error; a
+  // file gone or changed since the sample): not written.
+  size_t left_out = 0;
+  std::string first_left_out;  // the first one's reason
+};
+
+// Writes DIR/COMM-PID-N.capture for each capture it completes.
+absl::StatusOr<SavedCaptures> SaveCaptures(const std::vector<RawSample>& samples,
                                     const std::vector<VerifyCapture>& captures,
                                     const ProcessTracker& tracker, const std::string& dir);
 
