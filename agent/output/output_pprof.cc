@@ -4,86 +4,25 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <string_view>
 #include <tuple>
 #include <utility>
 
 #include "base/scoped_handle.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "agent/output/interned_profile.h"
 #include "agent/output/pprof_fields.h"
+#include "agent/output/pprof_tables.h"
 #include "agent/output/protobuf_writer.h"
 
 namespace ehprof {
 namespace {
 
 using namespace pprof_fields;  // NOLINT: the field names read as the schema's
-
-// Every string in the profile is an index into one table whose entry 0
-// must be "" (the proto3 default of an unset index). The model's strings
-// are unique already; the table holds those a file uses, and the names of
-// its sample types and labels, each once.
-class StringTable {
- public:
-  explicit StringTable(const InternedProfile& p) : p_(p), remap_(p.strings.size(), -1) { Index(""); }
-  // A string of the writer's own (a copy is kept).
-  int64_t Index(std::string_view s) {
-    auto it = index_.find(s);
-    if (it != index_.end()) return it->second;
-    return Intern(own_.emplace_back(s));
-  }
-  // A string of the model.
-  int64_t Of(uint32_t id) {
-    if (id == 0) return 0;
-    if (remap_[id] < 0) {
-      auto it = index_.find(p_.strings[id]);
-      remap_[id] = it != index_.end() ? it->second : Intern(p_.strings[id]);
-    }
-    return remap_[id];
-  }
-  const std::vector<std::string_view>& strings() const { return strings_; }
-
- private:
-  // `s` outlives the table.
-  int64_t Intern(std::string_view s) {
-    index_.emplace(s, static_cast<int64_t>(strings_.size()));
-    strings_.push_back(s);
-    return static_cast<int64_t>(strings_.size() - 1);
-  }
-
-  const InternedProfile& p_;
-  std::deque<std::string> own_;
-  std::vector<int64_t> remap_;
-  absl::flat_hash_map<std::string_view, int64_t> index_;
-  std::vector<std::string_view> strings_;
-};
-
-// A model id -> the file's id (position + 1; 0 is reserved for "unset"),
-// handed out in first seen order so the same input always gives the same
-// bytes.
-class IdMap {
- public:
-  explicit IdMap(size_t n) : local_(n, 0) {}
-  // Whether it was new.
-  bool Map(uint32_t id, uint64_t* local) {
-    const bool fresh = local_[id] == 0;
-    if (fresh) {
-      order_.push_back(id);
-      local_[id] = order_.size();
-    }
-    *local = local_[id];
-    return fresh;
-  }
-  const std::vector<uint32_t>& order() const { return order_; }
-
- private:
-  std::vector<uint64_t> local_;
-  std::vector<uint32_t> order_;
-};
+using pprof_tables::IdMap;
+using pprof_tables::StringTable;
 
 // The pprof file of some of a model's samples: only the mappings,
 // locations, functions and strings they use.
@@ -94,93 +33,115 @@ class PprofEncoder {
         locations_(p.locations.size()), bottoms_(p.mappings.size(), 0), has_lines_(p.mappings.size(), false),
         has_inline_(p.mappings.size(), false) {}
 
+  // The steps in the file's order; strings last, once every other part has
+  // interned its own.
   absl::StatusOr<std::string> Encode(const std::vector<uint32_t>& samples) {
-    const int64_t period = static_cast<int64_t>(1'000'000'000 / options_.frequency_hz);
     ProtobufWriter profile;
-    ProtobufWriter msg;
-    ProtobufWriter inner;
+    WriteTypes(profile);
+    const SampleLabelKeys keys{strings_.Index("pid"), strings_.Index("tid"), strings_.Index("comm")};
+    for (uint32_t index : samples) {
+      if (p_.samples[index].count == 0) continue;
+      if (absl::Status s = WriteSample(p_.samples[index], keys, profile); !s.ok()) return s;
+    }
+    const std::vector<uint64_t> mapping_ids = WriteMappings(profile);
+    WriteLocations(mapping_ids, profile);
+    WriteFunctions(profile);
+    for (std::string_view s : strings_.strings()) profile.Bytes(kProfileStringTable, s);
+    return profile.data();
+  }
 
-    auto value_type = [&](const std::string& type, const std::string& unit) {
-      inner.Clear();
-      inner.Int64(kValueTypeType, strings_.Index(type));
-      inner.Int64(kValueTypeUnit, strings_.Index(unit));
-      return inner;
-    };
-    const bool probe = !options_.count_type.empty();
-    if (probe) {
-      profile.Message(kProfileSampleType, value_type("samples", "count"));
-      profile.Message(kProfileSampleType, value_type(options_.count_type, "count"));
-      profile.Message(kProfilePeriodType, value_type(options_.count_type, "count"));
+ private:
+  struct SampleLabelKeys {
+    int64_t pid, tid, comm;
+  };
+
+  bool probe() const { return !options_.count_type.empty(); }
+  int64_t period() const { return static_cast<int64_t>(1'000'000'000 / options_.frequency_hz); }
+
+  const ProtobufWriter& ValueType(const std::string& type, const std::string& unit) {
+    inner_.Clear();
+    inner_.Int64(kValueTypeType, strings_.Index(type));
+    inner_.Int64(kValueTypeUnit, strings_.Index(unit));
+    return inner_;
+  }
+
+  // Sample and period types (a probe's counts, or CPU or off-CPU time), the
+  // period, and the profile's time and duration when known.
+  void WriteTypes(ProtobufWriter& profile) {
+    if (probe()) {
+      profile.Message(kProfileSampleType, ValueType("samples", "count"));
+      profile.Message(kProfileSampleType, ValueType(options_.count_type, "count"));
+      profile.Message(kProfilePeriodType, ValueType(options_.count_type, "count"));
       profile.Int64(kProfilePeriod, static_cast<int64_t>(options_.count_period));
     } else {
       const bool in_ns = !options_.ns_type.empty();
       const std::string what = in_ns ? options_.ns_type : "cpu";
-      profile.Message(kProfileSampleType, value_type(what == "off_cpu" ? "blocks" : "samples", "count"));
-      profile.Message(kProfileSampleType, value_type(what, "nanoseconds"));
-      profile.Message(kProfilePeriodType, value_type(what, "nanoseconds"));
-      profile.Int64(kProfilePeriod, in_ns ? 1 : period);
+      profile.Message(kProfileSampleType, ValueType(what == "off_cpu" ? "blocks" : "samples", "count"));
+      profile.Message(kProfileSampleType, ValueType(what, "nanoseconds"));
+      profile.Message(kProfilePeriodType, ValueType(what, "nanoseconds"));
+      profile.Int64(kProfilePeriod, in_ns ? 1 : period());
     }
     if (options_.time_nanos != 0) profile.Int64(kProfileTimeNanos, options_.time_nanos);
     if (options_.duration_nanos != 0) {
       profile.Int64(kProfileDurationNanos, options_.duration_nanos);
     }
+  }
 
-    const int64_t pid_key = strings_.Index("pid");
-    const int64_t tid_key = strings_.Index("tid");
-    const int64_t comm_key = strings_.Index("comm");
+  // The sample's second value: its weight in nanoseconds, or count times
+  // the period. An error when either value does not fit pprof's int64.
+  absl::StatusOr<uint64_t> SecondValue(const InternedProfile::Sample& s) const {
     constexpr auto kMaxValue = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-    std::vector<uint64_t> location_ids;
-    for (uint32_t index : samples) {
-      const InternedProfile::Sample& s = p_.samples[index];
-      if (s.count == 0) continue;
-      uint64_t nanos = s.weight_ns;
-      const bool overflow =
-          s.count > kMaxValue ||
-          ((probe || options_.ns_type.empty()) &&
-           __builtin_mul_overflow(s.count, probe ? options_.count_period : static_cast<uint64_t>(period),
-                                  &nanos)) ||
-          nanos > kMaxValue;
-      if (overflow) {
-        return absl::OutOfRangeError(absl::StrCat("pprof: sample count ", s.count, " too large"));
-      }
-      location_ids.clear();
-      uint32_t bottom = UINT32_MAX;  // the mapping of the outermost user frame
-      for (uint32_t loc : s.locations) {
-        location_ids.push_back(Location(loc));
-        if (p_.locations[loc].kind != InternedProfile::Kind::kKernel) bottom = p_.locations[loc].mapping;
-      }
-      if (bottom != UINT32_MAX) bottoms_[bottom] += s.count;
-      msg.Clear();
-      msg.PackedVarints(kSampleLocationId, location_ids);
-      const uint64_t values[] = {s.count, nanos};
-      msg.PackedVarints(kSampleValue, values);
-      // pid 0 is never sampled: aggregated samples (ehprof agent) have none.
-      if (s.pid != 0) {
-        inner.Clear();
-        inner.Int64(kLabelKey, pid_key);
-        inner.Int64(kLabelNum, s.pid);
-        msg.Message(kSampleLabel, inner);
-        inner.Clear();
-        inner.Int64(kLabelKey, tid_key);
-        inner.Int64(kLabelNum, s.tid);
-        msg.Message(kSampleLabel, inner);
-      }
-      inner.Clear();
-      inner.Int64(kLabelKey, comm_key);
-      inner.Int64(kLabelStr, strings_.Of(s.comm));
-      msg.Message(kSampleLabel, inner);
-      for (const auto& [k, v] : s.labels) {
-        inner.Clear();
-        inner.Int64(kLabelKey, strings_.Of(k));
-        inner.Int64(kLabelStr, strings_.Of(v));
-        msg.Message(kSampleLabel, inner);
-      }
-      profile.Message(kProfileSample, msg);
-    }
+    uint64_t nanos = s.weight_ns;
+    const bool overflow =
+        s.count > kMaxValue ||
+        ((probe() || options_.ns_type.empty()) &&
+         __builtin_mul_overflow(s.count, probe() ? options_.count_period : static_cast<uint64_t>(period()),
+                                &nanos)) ||
+        nanos > kMaxValue;
+    if (overflow) return absl::OutOfRangeError(absl::StrCat("pprof: sample count ", s.count, " too large"));
+    return nanos;
+  }
 
-    // Mapping ids in the order pprof should see them: the main binary
-    // first (pprof takes the first mapping for it and titles the profile
-    // "File: ..."; it holds the _start of most samples), the kernel last.
+  void AddLabel(int64_t key, uint32_t field, int64_t value) {
+    inner_.Clear();
+    inner_.Int64(kLabelKey, key);
+    inner_.Int64(field, value);
+    msg_.Message(kSampleLabel, inner_);
+  }
+
+  // One sample: its locations (mapping them, and counting it for the
+  // mapping of its outermost user frame), values and labels.
+  absl::Status WriteSample(const InternedProfile::Sample& s, const SampleLabelKeys& keys,
+                           ProtobufWriter& profile) {
+    absl::StatusOr<uint64_t> nanos = SecondValue(s);
+    if (!nanos.ok()) return nanos.status();
+    location_ids_.clear();
+    uint32_t bottom = UINT32_MAX;  // the mapping of the outermost user frame
+    for (uint32_t loc : s.locations) {
+      location_ids_.push_back(Location(loc));
+      if (p_.locations[loc].kind != InternedProfile::Kind::kKernel) bottom = p_.locations[loc].mapping;
+    }
+    if (bottom != UINT32_MAX) bottoms_[bottom] += s.count;
+    msg_.Clear();
+    msg_.PackedVarints(kSampleLocationId, location_ids_);
+    const uint64_t values[] = {s.count, *nanos};
+    msg_.PackedVarints(kSampleValue, values);
+    // pid 0 is never sampled: aggregated samples (ehprof agent) have none.
+    if (s.pid != 0) {
+      AddLabel(keys.pid, kLabelNum, s.pid);
+      AddLabel(keys.tid, kLabelNum, s.tid);
+    }
+    AddLabel(keys.comm, kLabelStr, strings_.Of(s.comm));
+    for (const auto& [k, v] : s.labels) AddLabel(strings_.Of(k), kLabelStr, strings_.Of(v));
+    profile.Message(kProfileSample, msg_);
+    return absl::OkStatus();
+  }
+
+  // The mappings the samples used, in the order pprof should see them: the
+  // main binary first (pprof takes the first mapping for it and titles the
+  // profile "File: ..."; it holds the _start of most samples), the kernel
+  // last. Returns each model mapping's id in the file.
+  std::vector<uint64_t> WriteMappings(ProtobufWriter& profile) {
     std::vector<uint32_t> order = mappings_.order();
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
       const InternedProfile::Mapping &x = p_.mappings[a], &y = p_.mappings[b];
@@ -188,68 +149,70 @@ class PprofEncoder {
       return bottoms_[a] > bottoms_[b];
     });
     std::vector<uint64_t> new_id(p_.mappings.size(), 0);
-    for (size_t i = 0; i < order.size(); ++i) new_id[order[i]] = i + 1;
     for (size_t i = 0; i < order.size(); ++i) {
+      new_id[order[i]] = i + 1;
       const InternedProfile::Mapping& m = p_.mappings[order[i]];
-      msg.Clear();
-      msg.Varint(kMappingId, i + 1);
+      msg_.Clear();
+      msg_.Varint(kMappingId, i + 1);
       if (m.limit > m.start) {
-        msg.Varint(kMappingMemoryStart, m.start);
-        msg.Varint(kMappingMemoryLimit, m.limit);
-        msg.Varint(kMappingFileOffset, m.offset);
+        msg_.Varint(kMappingMemoryStart, m.start);
+        msg_.Varint(kMappingMemoryLimit, m.limit);
+        msg_.Varint(kMappingFileOffset, m.offset);
       }
-      msg.Int64(kMappingFilename, strings_.Of(m.dso));
+      msg_.Int64(kMappingFilename, strings_.Of(m.dso));
       const auto b = options_.build_ids.find(p_.strings[m.dso]);
       if (b != options_.build_ids.end() && !b->second.empty()) {
-        msg.Int64(kMappingBuildId, strings_.Index(b->second));
+        msg_.Int64(kMappingBuildId, strings_.Index(b->second));
       }
-      msg.Bool(kMappingHasFunctions, true);
+      msg_.Bool(kMappingHasFunctions, true);
       if (has_lines_[order[i]]) {
-        msg.Bool(kMappingHasFilenames, true);
-        msg.Bool(kMappingHasLineNumbers, true);
+        msg_.Bool(kMappingHasFilenames, true);
+        msg_.Bool(kMappingHasLineNumbers, true);
       }
-      if (has_inline_[order[i]]) msg.Bool(kMappingHasInlineFrames, true);
-      profile.Message(kProfileMapping, msg);
+      if (has_inline_[order[i]]) msg_.Bool(kMappingHasInlineFrames, true);
+      profile.Message(kProfileMapping, msg_);
     }
+    return new_id;
+  }
 
+  // The locations the samples used, each with its lines (innermost first),
+  // mapping the functions those name.
+  void WriteLocations(const std::vector<uint64_t>& mapping_ids, ProtobufWriter& profile) {
     const std::vector<uint32_t>& locations = locations_.order();
     for (size_t i = 0; i < locations.size(); ++i) {
       const InternedProfile::Location& loc = p_.locations[locations[i]];
-      msg.Clear();
-      msg.Varint(kLocationId, i + 1);
-      msg.Varint(kLocationMappingId, new_id[loc.mapping]);
-      msg.Varint(kLocationAddress, loc.address);
+      msg_.Clear();
+      msg_.Varint(kLocationId, i + 1);
+      msg_.Varint(kLocationMappingId, mapping_ids[loc.mapping]);
+      msg_.Varint(kLocationAddress, loc.address);
       for (uint32_t l = loc.first_line; l < loc.first_line + loc.num_lines; ++l) {
         const InternedProfile::Line& line = p_.lines[l];
         uint64_t function_id;
         functions_.Map(line.function, &function_id);
-        inner.Clear();
-        inner.Varint(kLineFunctionId, function_id);
-        if (line.line != 0) inner.Int64(kLineLine, line.line);
-        msg.Message(kLocationLine, inner);
+        inner_.Clear();
+        inner_.Varint(kLineFunctionId, function_id);
+        if (line.line != 0) inner_.Int64(kLineLine, line.line);
+        msg_.Message(kLocationLine, inner_);
       }
-      profile.Message(kProfileLocation, msg);
+      profile.Message(kProfileLocation, msg_);
     }
+  }
 
+  void WriteFunctions(ProtobufWriter& profile) {
     const std::vector<uint32_t>& functions = functions_.order();
     for (size_t i = 0; i < functions.size(); ++i) {
       const InternedProfile::Function& fn = p_.functions[functions[i]];
       const int64_t name = strings_.Of(fn.name);
-      msg.Clear();
-      msg.Varint(kFunctionId, i + 1);
-      msg.Int64(kFunctionName, name);
+      msg_.Clear();
+      msg_.Varint(kFunctionId, i + 1);
+      msg_.Int64(kFunctionName, name);
       // No separate mangled name: the symbolizer hands over one name.
-      msg.Int64(kFunctionSystemName, name);
-      if (fn.file != 0) msg.Int64(kFunctionFilename, strings_.Of(fn.file));
-      profile.Message(kProfileFunction, msg);
+      msg_.Int64(kFunctionSystemName, name);
+      if (fn.file != 0) msg_.Int64(kFunctionFilename, strings_.Of(fn.file));
+      profile.Message(kProfileFunction, msg_);
     }
-
-    // Last: every string above has been interned by now.
-    for (std::string_view s : strings_.strings()) profile.Bytes(kProfileStringTable, s);
-    return profile.data();
   }
 
- private:
   uint64_t Location(uint32_t id) {
     uint64_t local;
     if (locations_.Map(id, &local)) {
@@ -270,6 +233,10 @@ class PprofEncoder {
   IdMap mappings_, functions_, locations_;
   std::vector<uint64_t> bottoms_;
   std::vector<bool> has_lines_, has_inline_;
+  // Scratch writers for a message and a message inside it, and a sample's
+  // location ids: reused, so a sample allocates nothing once they have grown.
+  ProtobufWriter msg_, inner_;
+  std::vector<uint64_t> location_ids_;
 };
 
 }  // namespace
