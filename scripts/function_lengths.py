@@ -32,6 +32,7 @@ DEFAULT_ALLOW = os.path.join(REPO, "scripts", "function_lengths_allow.txt")
 RAW_STRING = re.compile(r'R"([^()\\ ]{0,16})\(')
 SCOPE_KEYWORD = re.compile(r"^(?:template\s*<.*>\s*)?(namespace|class|struct|union|enum|extern)\b",
                            re.S)
+ACCESS_LABELS = re.compile(r"\s*(?:(?:public|private|protected)\s*:(?!:)\s*)+")
 CONTROL = re.compile(r"^(?:if|for|while|switch|catch|do|else|return)\b")
 
 
@@ -114,8 +115,21 @@ def function_name(header):
     return m.group(1) if m else header[:paren].strip().split()[-1:] or "?"
 
 
+def strip_template(h):
+    """h without a leading template<...> (its default arguments hold '=')."""
+    m = re.match(r"template\s*<", h)
+    if not m:
+        return h
+    depth, i = 0, m.end() - 1
+    for i in range(m.end() - 1, len(h)):
+        depth += {"<": 1, ">": -1}.get(h[i], 0)
+        if depth == 0:
+            return h[i + 1:].strip()
+    return h
+
+
 def is_function(header):
-    h = header.strip()
+    h = strip_template(header.strip())
     if not h or "(" not in h or SCOPE_KEYWORD.match(h) or CONTROL.match(h):
         return False
     before = h[:h.find("(")]
@@ -158,6 +172,9 @@ def functions(path):
             if c in ";}":
                 header_start = i + 1
             elif c == "{":
+                # An access label ends no statement: it is not the header's.
+                label = ACCESS_LABELS.match(src, header_start, i)
+                header_start = label.end() if label else header_start
                 header = src[header_start:i]
                 if is_function(header):
                     end = match_brace(src, i)

@@ -64,17 +64,11 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   }
 }
 
-}  // namespace
-
-absl::StatusOr<Kallsyms> Kallsyms::Load(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadWholeFile(path);
-  if (!text.ok()) return text.status();
-  return Parse(*text, path);
-}
-
-absl::StatusOr<Kallsyms> Kallsyms::Parse(std::string_view text, const std::string& origin) {
-  Kallsyms k;
-  k.modules_.push_back("");
+// The symbols of every line with a text address, naming each module once
+// in *modules (its index is the line's module). Errors name the line that is
+// not "ADDRESS TYPE NAME [MODULE]", or say why no function has an address.
+absl::StatusOr<std::vector<RawLine>> ReadLines(std::string_view text, const std::string& origin,
+                                               std::vector<std::string>* modules) {
   absl::flat_hash_map<std::string_view, uint32_t> module_ids;
   std::vector<RawLine> lines;
   size_t functions = 0;
@@ -107,8 +101,8 @@ absl::StatusOr<Kallsyms> Kallsyms::Parse(std::string_view text, const std::strin
     if (f.size() == 4) {
       std::string_view m = f[3];
       if (m.size() >= 2 && m.front() == '[' && m.back() == ']') m = m.substr(1, m.size() - 2);
-      auto [it, inserted] = module_ids.try_emplace(m, static_cast<uint32_t>(k.modules_.size()));
-      if (inserted) k.modules_.emplace_back(m);
+      auto [it, inserted] = module_ids.try_emplace(m, static_cast<uint32_t>(modules->size()));
+      if (inserted) modules->emplace_back(m);
       module = it->second;
     }
     lines.push_back({addr, f[2], module, function, TypeRank(type)});
@@ -121,8 +115,12 @@ absl::StatusOr<Kallsyms> Kallsyms::Parse(std::string_view text, const std::strin
         origin, ": every address is 0: reading kernel addresses needs root (CAP_SYSLOG) "
         "and kernel.kptr_restrict < 2"));
   }
-  // Among symbols at one address a function wins (so it is not hidden by a
-  // data label), then global over weak over local, then the longer name.
+  return lines;
+}
+
+// Among symbols at one address a function wins (so it is not hidden by a
+// data label), then global over weak over local, then the longer name.
+void SortAliases(std::vector<RawLine>& lines) {
   std::sort(lines.begin(), lines.end(), [](const RawLine& a, const RawLine& b) {
     if (a.addr != b.addr) return a.addr < b.addr;
     if (a.function != b.function) return a.function;
@@ -130,6 +128,23 @@ absl::StatusOr<Kallsyms> Kallsyms::Parse(std::string_view text, const std::strin
     if (a.name.size() != b.name.size()) return a.name.size() > b.name.size();
     return a.name < b.name;
   });
+}
+
+}  // namespace
+
+absl::StatusOr<Kallsyms> Kallsyms::Load(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadWholeFile(path);
+  if (!text.ok()) return text.status();
+  return Parse(*text, path);
+}
+
+absl::StatusOr<Kallsyms> Kallsyms::Parse(std::string_view text, const std::string& origin) {
+  Kallsyms k;
+  k.modules_.push_back("");
+  absl::StatusOr<std::vector<RawLine>> read = ReadLines(text, origin, &k.modules_);
+  if (!read.ok()) return read.status();
+  std::vector<RawLine>& lines = *read;
+  SortAliases(lines);
   if (k.modules_.size() > UINT16_MAX >> 1) {
     return absl::ResourceExhaustedError(absl::StrCat(origin, ": more than 32767 modules"));
   }

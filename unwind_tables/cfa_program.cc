@@ -185,147 +185,183 @@ class Interpreter {
 
   absl::Status Execute(std::span<const uint8_t> program) {
     ByteReader r(program);
-    const int64_t da = cie_.data_align;
-    const uint64_t ca = cie_.code_align;
     while (!r.at_end() && !done_) {
       const uint8_t op = r.u8();
-      const uint8_t hi = op & 0xc0, low = op & 0x3f;
-      if (hi == DW_CFA_advance_loc) {
-        AdvanceTo(loc_ + low * ca);
-        continue;
-      }
-      if (hi == DW_CFA_offset) {
-        SetRegScaled(low, static_cast<int64_t>(r.uleb128()));
-        continue;
-      }
-      if (hi == DW_CFA_restore) {
-        RestoreReg(low);
-        continue;
-      }
-      switch (op) {
-        case DW_CFA_nop: break;
-        case DW_CFA_set_loc: {
-          uint64_t to = 0;
-          const uint64_t field = recs_.section_vaddr +
-              static_cast<uint64_t>(r.pos() - recs_.section_data.data());
-          uint8_t enc = recs_.kind == CfiSectionKind::kEhFrame ? cie_.fde_encoding
-                                                               : static_cast<uint8_t>(DW_EH_PE_absptr);
-          if (!ReadEncodedPointer(r, enc, field, &to)) return Error("bad DW_CFA_set_loc");
-          if (to < loc_) return Error("DW_CFA_set_loc moves backwards");
-          AdvanceTo(to);
-          break;
-        }
-        case DW_CFA_advance_loc1: AdvanceTo(loc_ + r.u8() * ca); break;
-        case DW_CFA_advance_loc2: AdvanceTo(loc_ + r.u16() * ca); break;
-        case DW_CFA_advance_loc4: AdvanceTo(loc_ + r.u32() * ca); break;
-        case DW_CFA_MIPS_advance_loc8: {
-          uint64_t d = r.u64();
-          AdvanceTo(d > fde_.pc_end - loc_ ? fde_.pc_end : loc_ + d * ca);
-          break;
-        }
-        case DW_CFA_offset_extended: {
-          uint64_t reg = r.uleb128();
-          SetRegScaled(reg, static_cast<int64_t>(r.uleb128()));
-          break;
-        }
-        case DW_CFA_offset_extended_sf: {
-          uint64_t reg = r.uleb128();
-          SetRegScaled(reg, r.sleb128());
-          break;
-        }
-        case DW_CFA_GNU_negative_offset_extended: {
-          uint64_t reg = r.uleb128();
-          SetRegScaled(reg, static_cast<int64_t>(0 - r.uleb128()));
-          break;
-        }
-        case DW_CFA_restore_extended: RestoreReg(r.uleb128()); break;
-        case DW_CFA_undefined: SetReg(r.uleb128(), EHP_RULE_UNDEFINED, 0); break;
-        case DW_CFA_same_value: SetReg(r.uleb128(), EHP_RULE_SAME, 0); break;
-        case DW_CFA_register: {
-          uint64_t reg = r.uleb128();
-          uint64_t from = r.uleb128();
-          SetReg(reg, reg == from ? EHP_RULE_SAME : EHP_RULE_OTHER, 0);
-          break;
-        }
-        case DW_CFA_val_offset:
-        case DW_CFA_val_offset_sf: {
-          uint64_t reg = r.uleb128();
-          if (op == DW_CFA_val_offset) r.uleb128(); else r.sleb128();
-          SetReg(reg, EHP_RULE_OTHER, 0);
-          break;
-        }
-        case DW_CFA_remember_state:
-          if (stack_.size() == kMaxRememberDepth) return Error("DW_CFA_remember_state nested too deep");
-          stack_.push_back({state_, cfa_});
-          break;
-        case DW_CFA_restore_state:
-          if (stack_.empty()) return Error("DW_CFA_restore_state without remember_state");
-          state_ = stack_.back().rule;
-          cfa_ = stack_.back().cfa;
-          stack_.pop_back();
-          break;
-        case DW_CFA_def_cfa: {
-          uint64_t reg = r.uleb128();
-          SetCfaReg(reg, static_cast<int64_t>(r.uleb128()));
-          break;
-        }
-        case DW_CFA_def_cfa_sf: {
-          uint64_t reg = r.uleb128();
-          SetCfaScaled(reg, r.sleb128());
-          break;
-        }
-        // After an expression, these use the last register+offset rule's
-        // values, as libgcc's unwinder and readelf do: the register alone
-        // switches back to reg+offset, the offset alone does not.
-        case DW_CFA_def_cfa_register:
-          SetCfaReg(r.uleb128(), cfa_.offset);
-          break;
-        case DW_CFA_def_cfa_offset:
-          cfa_.offset = static_cast<int64_t>(r.uleb128());
-          if (state_.cfa_kind == EHP_CFA_REG) state_.cfa_offset = cfa_.offset;
-          break;
-        case DW_CFA_def_cfa_offset_sf: {
-          int64_t off;
-          if (__builtin_mul_overflow(r.sleb128(), da, &off)) {
-            state_.cfa_kind = EHP_CFA_EXPR;
-            state_.cfa_reg = 0;
-            state_.cfa_offset = 0;
-            break;
-          }
-          cfa_.offset = off;
-          if (state_.cfa_kind == EHP_CFA_REG) state_.cfa_offset = cfa_.offset;
-          break;
-        }
-        case DW_CFA_def_cfa_expression: {
-          uint64_t len = r.uleb128();
-          ByteReader e = r.sub(len);
-          if (!r.ok()) return Error("truncated DW_CFA_def_cfa_expression");
-          ClassifyCfaExpression({e.pos(), e.remaining()}, &state_);
-          break;
-        }
-        case DW_CFA_expression:
-        case DW_CFA_val_expression: {
-          uint64_t reg = r.uleb128();
-          uint64_t len = r.uleb128();
-          ByteReader e = r.sub(len);
-          if (!r.ok()) return Error("truncated DW_CFA_expression");
-          if (op == DW_CFA_expression) ExpressionRule(reg, {e.pos(), e.remaining()});
-          else SetReg(reg, EHP_RULE_OTHER, 0);
-          break;
-        }
-        case DW_CFA_GNU_args_size: r.uleb128(); break;
-        // 0x2d: SPARC's window save, AArch64's DW_CFA_AARCH64_negate_ra_state
-        // (the return address is signed from here on, or no longer is). Part
-        // of the row, so remember_state/restore_state keep it too.
-        case DW_CFA_GNU_window_save:
-          if (a64_) state_.flags ^= EHP_RULE_FLAG_RA_SIGNED;
-          break;
-        default:
-          return Error(absl::StrFormat("unknown call frame instruction 0x%02x", op));
-      }
+      if (Primary(op, r)) continue;
+      if (absl::Status st = Extended(op, r); !st.ok()) return st;
       if (!r.ok()) return Error(absl::StrFormat("truncated operand of instruction 0x%02x", op));
     }
     if (!r.ok()) return Error("truncated call frame instructions");
+    return absl::OkStatus();
+  }
+
+  // The three instructions with an operand in their low 6 bits; false for
+  // any other.
+  bool Primary(uint8_t op, ByteReader& r) {
+    const uint8_t hi = op & 0xc0, low = op & 0x3f;
+    if (hi == DW_CFA_advance_loc) {
+      AdvanceTo(loc_ + low * cie_.code_align);
+    } else if (hi == DW_CFA_offset) {
+      SetRegScaled(low, static_cast<int64_t>(r.uleb128()));
+    } else if (hi == DW_CFA_restore) {
+      RestoreReg(low);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // Every other instruction, by what it changes: the location, a
+  // register's rule, the CFA rule, or the remembered states.
+  absl::Status Extended(uint8_t op, ByteReader& r) {
+    switch (op) {
+      case DW_CFA_nop: return absl::OkStatus();
+      case DW_CFA_set_loc:
+      case DW_CFA_advance_loc1:
+      case DW_CFA_advance_loc2:
+      case DW_CFA_advance_loc4:
+      case DW_CFA_MIPS_advance_loc8: return Advance(op, r);
+      case DW_CFA_offset_extended:
+      case DW_CFA_offset_extended_sf:
+      case DW_CFA_GNU_negative_offset_extended:
+      case DW_CFA_restore_extended:
+      case DW_CFA_undefined:
+      case DW_CFA_same_value:
+      case DW_CFA_register:
+      case DW_CFA_val_offset:
+      case DW_CFA_val_offset_sf:
+      case DW_CFA_expression:
+      case DW_CFA_val_expression: return RegisterRule(op, r);
+      case DW_CFA_def_cfa:
+      case DW_CFA_def_cfa_sf:
+      case DW_CFA_def_cfa_register:
+      case DW_CFA_def_cfa_offset:
+      case DW_CFA_def_cfa_offset_sf:
+      case DW_CFA_def_cfa_expression: return CfaRule(op, r);
+      case DW_CFA_remember_state:
+        if (stack_.size() == kMaxRememberDepth) return Error("DW_CFA_remember_state nested too deep");
+        stack_.push_back({state_, cfa_});
+        return absl::OkStatus();
+      case DW_CFA_restore_state:
+        if (stack_.empty()) return Error("DW_CFA_restore_state without remember_state");
+        state_ = stack_.back().rule;
+        cfa_ = stack_.back().cfa;
+        stack_.pop_back();
+        return absl::OkStatus();
+      case DW_CFA_GNU_args_size: r.uleb128(); return absl::OkStatus();
+      // 0x2d: SPARC's window save, AArch64's DW_CFA_AARCH64_negate_ra_state
+      // (the return address is signed from here on, or no longer is). Part
+      // of the row, so remember_state/restore_state keep it too.
+      case DW_CFA_GNU_window_save:
+        if (a64_) state_.flags ^= EHP_RULE_FLAG_RA_SIGNED;
+        return absl::OkStatus();
+      default:
+        return Error(absl::StrFormat("unknown call frame instruction 0x%02x", op));
+    }
+  }
+
+  absl::Status Advance(uint8_t op, ByteReader& r) {
+    const uint64_t ca = cie_.code_align;
+    switch (op) {
+      case DW_CFA_set_loc: {
+        uint64_t to = 0;
+        const uint64_t field = recs_.section_vaddr +
+            static_cast<uint64_t>(r.pos() - recs_.section_data.data());
+        uint8_t enc = recs_.kind == CfiSectionKind::kEhFrame ? cie_.fde_encoding
+                                                             : static_cast<uint8_t>(DW_EH_PE_absptr);
+        if (!ReadEncodedPointer(r, enc, field, &to)) return Error("bad DW_CFA_set_loc");
+        if (to < loc_) return Error("DW_CFA_set_loc moves backwards");
+        AdvanceTo(to);
+        break;
+      }
+      case DW_CFA_advance_loc1: AdvanceTo(loc_ + r.u8() * ca); break;
+      case DW_CFA_advance_loc2: AdvanceTo(loc_ + r.u16() * ca); break;
+      case DW_CFA_advance_loc4: AdvanceTo(loc_ + r.u32() * ca); break;
+      case DW_CFA_MIPS_advance_loc8: {
+        uint64_t d = r.u64();
+        AdvanceTo(d > fde_.pc_end - loc_ ? fde_.pc_end : loc_ + d * ca);
+        break;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RegisterRule(uint8_t op, ByteReader& r) {
+    const uint64_t reg = r.uleb128();
+    switch (op) {
+      case DW_CFA_offset_extended: SetRegScaled(reg, static_cast<int64_t>(r.uleb128())); break;
+      case DW_CFA_offset_extended_sf: SetRegScaled(reg, r.sleb128()); break;
+      case DW_CFA_GNU_negative_offset_extended:
+        SetRegScaled(reg, static_cast<int64_t>(0 - r.uleb128()));
+        break;
+      case DW_CFA_restore_extended: RestoreReg(reg); break;
+      case DW_CFA_undefined: SetReg(reg, EHP_RULE_UNDEFINED, 0); break;
+      case DW_CFA_same_value: SetReg(reg, EHP_RULE_SAME, 0); break;
+      case DW_CFA_register: {
+        uint64_t from = r.uleb128();
+        SetReg(reg, reg == from ? EHP_RULE_SAME : EHP_RULE_OTHER, 0);
+        break;
+      }
+      case DW_CFA_val_offset:
+      case DW_CFA_val_offset_sf:
+        if (op == DW_CFA_val_offset) r.uleb128(); else r.sleb128();
+        SetReg(reg, EHP_RULE_OTHER, 0);
+        break;
+      case DW_CFA_expression:
+      case DW_CFA_val_expression: {
+        uint64_t len = r.uleb128();
+        ByteReader e = r.sub(len);
+        if (!r.ok()) return Error("truncated DW_CFA_expression");
+        if (op == DW_CFA_expression) ExpressionRule(reg, {e.pos(), e.remaining()});
+        else SetReg(reg, EHP_RULE_OTHER, 0);
+        break;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CfaRule(uint8_t op, ByteReader& r) {
+    switch (op) {
+      case DW_CFA_def_cfa: {
+        uint64_t reg = r.uleb128();
+        SetCfaReg(reg, static_cast<int64_t>(r.uleb128()));
+        break;
+      }
+      case DW_CFA_def_cfa_sf: {
+        uint64_t reg = r.uleb128();
+        SetCfaScaled(reg, r.sleb128());
+        break;
+      }
+      // After an expression, these use the last register+offset rule's
+      // values, as libgcc's unwinder and readelf do: the register alone
+      // switches back to reg+offset, the offset alone does not.
+      case DW_CFA_def_cfa_register:
+        SetCfaReg(r.uleb128(), cfa_.offset);
+        break;
+      case DW_CFA_def_cfa_offset:
+        cfa_.offset = static_cast<int64_t>(r.uleb128());
+        if (state_.cfa_kind == EHP_CFA_REG) state_.cfa_offset = cfa_.offset;
+        break;
+      case DW_CFA_def_cfa_offset_sf: {
+        int64_t off;
+        if (__builtin_mul_overflow(r.sleb128(), cie_.data_align, &off)) {
+          state_.cfa_kind = EHP_CFA_EXPR;
+          state_.cfa_reg = 0;
+          state_.cfa_offset = 0;
+          break;
+        }
+        cfa_.offset = off;
+        if (state_.cfa_kind == EHP_CFA_REG) state_.cfa_offset = cfa_.offset;
+        break;
+      }
+      case DW_CFA_def_cfa_expression: {
+        uint64_t len = r.uleb128();
+        ByteReader e = r.sub(len);
+        if (!r.ok()) return Error("truncated DW_CFA_def_cfa_expression");
+        ClassifyCfaExpression({e.pos(), e.remaining()}, &state_);
+        break;
+      }
+    }
     return absl::OkStatus();
   }
 
