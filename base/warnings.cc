@@ -10,7 +10,7 @@ void Warnings::AddKeyed(std::string key, std::string warning) {
   // Warnings name paths, comms and symbols a user chose: what reaches the
   // terminal or the log is one line with no escape sequence in it.
   if (!IsPrintableText(warning)) warning = PrintableText(warning);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (seen_.size() >= remember_) {
     ++dropped_;
     return;
@@ -32,12 +32,12 @@ void Warnings::AddAll(std::vector<std::string> warnings) {
 }
 
 std::vector<std::string> Warnings::Take() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return std::exchange(pending_, {});
 }
 
 uint64_t Warnings::TakeDropped() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return std::exchange(dropped_, 0);
 }
 

@@ -12,11 +12,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace ehprof {
 
@@ -41,10 +42,10 @@ class Warnings {
   void AddKeyed(std::string key, std::string warning);
 
   const size_t remember_;
-  std::mutex mu_;
-  std::set<std::string> seen_;  // "w:" texts and "t:" topics
-  std::vector<std::string> pending_;
-  uint64_t dropped_ = 0;
+  Mutex mu_;
+  std::set<std::string> seen_ ABSL_GUARDED_BY(mu_);  // "w:" texts and "t:" topics
+  std::vector<std::string> pending_ ABSL_GUARDED_BY(mu_);
+  uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ehprof

@@ -167,18 +167,20 @@ std::optional<std::string> ElfSymbolName(Dwfl_Module* mod, Dwarf_Addr addr) {
 struct DwarfSymbolizer::Module {
   // libdw fills its caches (CUs, abbreviations, line tables) lazily and
   // without locks: one caller at a time per Dwfl.
-  std::mutex mu;
-  bool loaded = false;  // everything below is guarded by mu
-  DwflPtr dwfl;         // kept only when the file has DWARF
-  Dwfl_Module* mod = nullptr;
+  Mutex mu;
+  bool loaded ABSL_GUARDED_BY(mu) = false;
+  DwflPtr dwfl ABSL_GUARDED_BY(mu);  // kept only when the file has DWARF
+  Dwfl_Module* mod ABSL_GUARDED_BY(mu) = nullptr;
   // Dwfl address = ELF virtual address + bias (see Load).
-  GElf_Addr bias = 0;
-  bool has_dwarf = false;
-  uint64_t expanded = 0;  // its compressed DWARF (and its debug file's), expanded
+  GElf_Addr bias ABSL_GUARDED_BY(mu) = 0;
+  bool has_dwarf ABSL_GUARDED_BY(mu) = false;
+  // Its compressed DWARF (and its debug file's), expanded.
+  uint64_t expanded ABSL_GUARDED_BY(mu) = 0;
 
   // `cap`: the expanded compressed DWARF it may take (0: any); `cap_said`
   // names that limit in the messages.
-  absl::Status Load(const std::string& path, uint64_t cap, const std::string& cap_said);
+  absl::Status Load(const std::string& path, uint64_t cap, const std::string& cap_said)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 };
 
 absl::Status DwarfSymbolizer::Module::Load(const std::string& path, uint64_t cap,
@@ -252,14 +254,14 @@ DwarfSymbolizer::~DwarfSymbolizer() = default;
 std::shared_ptr<DwarfSymbolizer::Module> DwarfSymbolizer::Get(const std::string& path) {
   std::shared_ptr<Module> module;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::shared_ptr<Module>& slot = modules_[path];
     if (!slot) slot = std::make_shared<Module>();
     module = slot;
   }
   // Loaded under the file's own mutex, not mu_: a slow file (a large debug
   // file, a debuginfod download) does not stall lookups in other files.
-  std::lock_guard<std::mutex> lock(module->mu);
+  MutexLock lock(module->mu);
   if (!module->loaded) {
     module->loaded = true;
     // What this file may take: the per-file cap, or what is left of the
@@ -290,7 +292,7 @@ std::vector<Symbolizer::SourceFrame> DwarfSymbolizer::Lookup(const std::string& 
   Chain chain;
   std::optional<std::string> symbol;
   {
-    std::lock_guard<std::mutex> lock(module->mu);
+    MutexLock lock(module->mu);
     if (module->has_dwarf) {
       Dwarf_Addr addr = elf_vaddr + module->bias;
       chain = DwarfChain(module->mod, addr, with_lines);
@@ -331,19 +333,19 @@ std::vector<Symbolizer::SourceFrame> DwarfSymbolizer::Frames(const std::string& 
 
 bool DwarfSymbolizer::HasDwarf(const std::string& path) {
   std::shared_ptr<Module> module = Get(path);
-  std::lock_guard<std::mutex> lock(module->mu);
+  MutexLock lock(module->mu);
   return module->has_dwarf;
 }
 
 void DwarfSymbolizer::CloseSession(const std::string& path) {
   std::shared_ptr<Module> module;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = modules_.find(path);
     if (it == modules_.end()) return;
     module = it->second;
   }
-  std::lock_guard<std::mutex> lock(module->mu);
+  MutexLock lock(module->mu);
   if (!module->has_dwarf) return;
   expanded_open_ -= module->expanded;
   module->expanded = 0;
@@ -356,7 +358,7 @@ void DwarfSymbolizer::CloseSession(const std::string& path) {
 void DwarfSymbolizer::Evict(const std::string& path) {
   CloseSession(path);  // its DWARF leaves the total now, not when the last user lets go
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     modules_.erase(path);
   }
   symbols_->Evict(path);

@@ -18,12 +18,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "base/mutex.h"
 #include "base/warnings.h"
 #include "symbolizer/go_tables.h"
 #include "symbolizer/symbol_cache.h"
@@ -103,9 +103,9 @@ class DwarfSymbolizer : public Symbolizer {
   uint64_t max_expanded_dwarf_ = 0;
   uint64_t max_expanded_dwarf_total_ = 0;
   std::atomic<uint64_t> expanded_open_{0};
-  // std::mutex rather than absl::Mutex: see SymbolCache.
-  std::mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<Module>> modules_;  // guarded by mu_
+  // base/mutex.h's rather than absl::Mutex: see SymbolCache.
+  Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Module>> modules_ ABSL_GUARDED_BY(mu_);
   Warnings* warnings_;
 };
 

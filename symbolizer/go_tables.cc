@@ -118,7 +118,7 @@ absl::StatusOr<std::optional<GoPclntab>> FindGoPclntab(const ElfFile& elf) {
 
 std::shared_ptr<const GoTables::Entry> GoTables::Get(const std::string& path) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = entries_.find(path); it != entries_.end()) return it->second;
   }
   // Read outside the lock; two threads may both read a new file, the first
@@ -136,12 +136,12 @@ std::shared_ptr<const GoTables::Entry> GoTables::Get(const std::string& path) {
     if (!entry->table) entry->elf.reset();
   }
   if (!warning.empty()) warnings_->Add(std::move(warning));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return entries_.emplace(path, std::move(entry)).first->second;
 }
 
 void GoTables::DropResidentPages() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [path, entry] : entries_) {
     if (entry->elf) entry->elf->DropResidentPages();
   }

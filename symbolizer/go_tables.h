@@ -8,13 +8,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "base/warnings.h"
 #include "symbolizer/go_pclntab.h"
 #include "unwind_tables/elf_file.h"
@@ -50,8 +50,8 @@ class GoTables {
   };
   std::shared_ptr<const Entry> Get(const std::string& path);
 
-  std::mutex mu_;  // std::mutex: see SymbolCache
-  absl::flat_hash_map<std::string, std::shared_ptr<const Entry>> entries_;  // guarded by mu_
+  Mutex mu_;  // base/mutex.h's: see SymbolCache
+  absl::flat_hash_map<std::string, std::shared_ptr<const Entry>> entries_ ABSL_GUARDED_BY(mu_);
   Warnings* warnings_;
 };
 

@@ -23,12 +23,12 @@ CfiFunctions UncoveredRanges(const CfiFunctions& cfi,
 std::shared_ptr<const ElfSymbols> SymbolCache::Get(const std::string& path) {
   std::shared_ptr<Slot> slot;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::shared_ptr<Slot>& s = slots_[path];
     if (!s) s = std::make_shared<Slot>();
     slot = s;
   }
-  std::lock_guard<std::mutex> lock(slot->mu);
+  MutexLock lock(slot->mu);
   if (!slot->loaded) {
     slot->loaded = true;
     Load(path, slot.get());
@@ -62,12 +62,12 @@ std::optional<ElfSymbol> SymbolCache::Lookup(const std::string& path, uint64_t v
   Get(path);
   std::shared_ptr<Slot> slot;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     slot = slots_[path];
   }
   std::shared_ptr<const ElfSymbols> debug, table;
   {
-    std::lock_guard<std::mutex> lock(slot->mu);
+    MutexLock lock(slot->mu);
     debug = slot->debug_table;
     table = slot->table;
   }
@@ -81,7 +81,7 @@ std::optional<ElfSymbol> SymbolCache::Lookup(const std::string& path, uint64_t v
 std::optional<ElfSymbol> SymbolCache::FromCfi(const std::string& path, Slot* slot, uint64_t vaddr) {
   std::shared_ptr<const CfiFunctions> cfi;
   {
-    std::lock_guard<std::mutex> lock(slot->mu);
+    MutexLock lock(slot->mu);
     if (!slot->cfi_loaded) {
       slot->cfi_loaded = true;
       // Errors are the table build's to report; here they only mean no names.
@@ -109,12 +109,12 @@ std::optional<ElfSymbol> SymbolCache::FromCfi(const std::string& path, Slot* slo
 uint64_t SymbolCache::FileBytes(const std::string& path) {
   std::shared_ptr<Slot> slot;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = slots_.find(path);
     if (it == slots_.end()) return 0;
     slot = it->second;
   }
-  std::lock_guard<std::mutex> lock(slot->mu);
+  MutexLock lock(slot->mu);
   uint64_t n = sizeof(Slot) + path.size();
   for (const auto& t : {slot->table, slot->debug_table}) {
     if (t) n += sizeof(ElfSymbols) + t->heap_bytes();
@@ -126,11 +126,11 @@ uint64_t SymbolCache::FileBytes(const std::string& path) {
 void SymbolCache::DropResidentPages() {
   std::vector<std::shared_ptr<Slot>> slots;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [path, slot] : slots_) slots.push_back(slot);
   }
   for (const auto& slot : slots) {
-    std::lock_guard<std::mutex> lock(slot->mu);
+    MutexLock lock(slot->mu);
     for (const auto& t : {slot->table, slot->debug_table}) {
       if (t) t->DropResidentNames();
     }
@@ -138,7 +138,7 @@ void SymbolCache::DropResidentPages() {
 }
 
 void SymbolCache::Evict(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   slots_.erase(path);
 }
 

@@ -5,12 +5,12 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "base/mutex.h"
 #include "base/warnings.h"
 #include "symbolizer/elf_symbols.h"
 #include "symbolizer/symbolizer.h"
@@ -65,27 +65,28 @@ class SymbolCache : public Symbolizer {
   // One per path; loaded outside mu_ so that a large file does not stall
   // lookups in files already loaded.
   struct Slot {
-    std::mutex mu;
-    bool loaded = false;                      // guarded by mu
-    std::shared_ptr<const ElfSymbols> table;  // guarded by mu
+    Mutex mu;
+    bool loaded ABSL_GUARDED_BY(mu) = false;
+    std::shared_ptr<const ElfSymbols> table ABSL_GUARDED_BY(mu);
     // The separate debug file's (Debian's -dbg/-dbgsym, by build-id or
     // .gnu_debuglink): its .symtab names the static functions a stripped
-    // file lacks. Consulted first. Guarded by mu.
-    std::shared_ptr<const ElfSymbols> debug_table;
+    // file lacks. Consulted first.
+    std::shared_ptr<const ElfSymbols> debug_table ABSL_GUARDED_BY(mu);
     // The file's FDE ranges, read on the first address no symbol covers:
-    // unnamed functions are named "file+0xSTART" by them. Guarded by mu.
-    bool cfi_loaded = false;
-    std::shared_ptr<const CfiFunctions> cfi;
+    // unnamed functions are named "file+0xSTART" by them.
+    bool cfi_loaded ABSL_GUARDED_BY(mu) = false;
+    std::shared_ptr<const CfiFunctions> cfi ABSL_GUARDED_BY(mu);
   };
   // "basename+0xSTART" for the FDE holding vaddr.
-  std::optional<ElfSymbol> FromCfi(const std::string& path, Slot* slot, uint64_t vaddr);
-  void Load(const std::string& path, Slot* slot);
+  std::optional<ElfSymbol> FromCfi(const std::string& path, Slot* slot, uint64_t vaddr)
+      ABSL_LOCKS_EXCLUDED(slot->mu);
+  void Load(const std::string& path, Slot* slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slot->mu);
 
-  // std::mutex rather than absl::Mutex: Debian's prebuilt abseil is not
-  // TSan-instrumented, so TSan cannot see absl::Mutex's ordering and
-  // reports false races.
-  std::mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<Slot>> slots_;  // guarded by mu_
+  // base/mutex.h's (std::mutex underneath) rather than absl::Mutex: Debian's
+  // prebuilt abseil is not TSan-instrumented, so TSan cannot see
+  // absl::Mutex's ordering and reports false races.
+  Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   Warnings* warnings_;
 };
 

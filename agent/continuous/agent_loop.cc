@@ -88,7 +88,7 @@ AgentLoop::AgentLoop(AgentOptions options)
 
 AgentLoop::~AgentLoop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     done_ = true;
   }
   cv_.notify_all();
@@ -96,7 +96,7 @@ AgentLoop::~AgentLoop() {
 }
 
 AgentCounters AgentLoop::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   AgentCounters c = counters_;
   c.samples_lost = lost_.load();
   c.walks_cut = walks_cut_.load();
@@ -157,7 +157,7 @@ void AgentLoop::HandOver(uint64_t now_ns) {
   }
   services_.Prune();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     counters_.services = services;
     counters_.services_overflowed = overflowed;
     counters_.samples += p.samples;
@@ -188,7 +188,7 @@ void AgentLoop::LogMetrics(uint64_t now_ns) {
   const AgentCounters c = counters();
   size_t queued;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queued = queue_.size();
   }
   std::fprintf(stderr,
@@ -208,8 +208,8 @@ void AgentLoop::Worker() {
   for (;;) {
     IntervalProfile p;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      lock.Wait(cv_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_ || !queue_.empty(); });
       if (queue_.empty()) return;  // done, and nothing left
       p = std::move(queue_.front());
       queue_.pop_front();
@@ -222,7 +222,7 @@ void AgentLoop::Worker() {
       return absl::OkStatus();
     });
     if (!st.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++counters_.intervals_dropped;
     }
     // Whatever the symbolizer keeps under a released fd's path goes before
@@ -270,7 +270,7 @@ void AgentLoop::Export(IntervalSymbolizer& symbolizer, IntervalProfile& p) {
                    evicted.second / 1e6, ResidentBytes() / 1e6);
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++counters_.intervals;
   counters_.files_evicted += evicted.first;
   counters_.bytes_evicted += evicted.second;
@@ -295,7 +295,7 @@ absl::Status AgentLoop::Run() {
   rec.ReportWarnings(/*last=*/true);
   recorder_ = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     done_ = true;
   }
   cv_.notify_all();

@@ -14,7 +14,6 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +25,7 @@
 #include "agent/continuous/interval_symbolizer.h"
 #include "agent/continuous/service_name.h"
 #include "agent/record/recorder.h"
+#include "base/mutex.h"
 #include "base/unique_fd.h"
 #include "base/warnings.h"
 
@@ -119,11 +119,11 @@ class AgentLoop : private SampleSink {
   std::atomic<uint64_t> lost_{0};  // refreshed each second on the recording thread
   std::atomic<uint64_t> walks_cut_{0};  // likewise
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<IntervalProfile> queue_;  // guarded by mu_
-  bool done_ = false;                  // guarded by mu_
-  AgentCounters counters_;             // guarded by mu_
+  std::deque<IntervalProfile> queue_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  AgentCounters counters_ ABSL_GUARDED_BY(mu_);
   // /dev/null: put in place of a dropped interval's released fds, which
   // then pin no file while their numbers wait for the worker to forget
   // their paths.

@@ -14,7 +14,7 @@ PushQueue::PushQueue(Send send, Report report, Options options)
 
 PushQueue::~PushQueue() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -24,7 +24,7 @@ PushQueue::~PushQueue() {
 void PushQueue::Enqueue(std::string body) {
   auto item = std::make_shared<const std::string>(std::move(body));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // The one in flight stays; the oldest waiting ones make room.
     const size_t victim = sending_ ? 1 : 0;
     while (victim < queue_.size() && (queue_.size() >= options_.max_queued ||
@@ -40,13 +40,13 @@ void PushQueue::Enqueue(std::string body) {
 }
 
 size_t PushQueue::Flush(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return queue_.empty(); });
+  MutexLock lock(mu_);
+  lock.WaitFor(cv_, timeout, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return queue_.empty(); });
   return queue_.size();
 }
 
 PushQueue::Counters PushQueue::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Counters c = counters_;
   c.queued = queue_.size();
   c.queued_bytes = queued_bytes_;
@@ -63,18 +63,18 @@ void PushQueue::Said(const absl::Status& s) {
 
 void PushQueue::Run() {
   auto backoff = options_.min_backoff;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    lock.Wait(cv_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !queue_.empty(); });
     if (stop_) return;
     sending_ = true;
     // Held here too: Enqueue may drop others meanwhile, never this one.
     const std::shared_ptr<const std::string> body = queue_.front();
-    lock.unlock();
+    lock.Unlock();
     // An exception in sending is that push refused (not retried), not
     // the end of pushing.
     absl::Status st = Guarded("the push thread", "that push is dropped", [&] { return send_(*body); });
-    lock.lock();
+    lock.Lock();
     sending_ = false;
     const bool give_up = !st.ok() && absl::IsUnavailable(st) && ++attempts_ >= options_.max_attempts;
     if (st.ok() || !absl::IsUnavailable(st) || give_up) {
@@ -93,28 +93,28 @@ void PushQueue::Run() {
       cv_.notify_all();
     }
     if (give_up && report_) {
-      lock.unlock();
+      lock.Unlock();
       report_(absl::StrCat("push given up after ", options_.max_attempts, " attempts: ", st.message()));
-      lock.lock();
+      lock.Lock();
     }
     if (st.ok()) {
       backoff = options_.min_backoff;
       if (failures_since_ok_ > 0 && report_) {
-        lock.unlock();
+        lock.Unlock();
         report_(absl::StrCat("push recovered after ", failures_since_ok_, " failed attempts"));
-        lock.lock();
+        lock.Lock();
       }
       failures_since_ok_ = 0;
       said_.clear();
       continue;
     }
     ++counters_.attempts_failed;
-    lock.unlock();
+    lock.Unlock();
     Said(st);
-    lock.lock();
+    lock.Lock();
     if (!absl::IsUnavailable(st)) continue;
     // Retry the same request after the backoff (or sooner when stopping).
-    cv_.wait_for(lock, backoff, [&] { return stop_; });
+    lock.WaitFor(cv_, backoff, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; });
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
 }

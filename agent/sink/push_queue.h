@@ -14,12 +14,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 
 #include "absl/status/status.h"
+#include "base/mutex.h"
 
 namespace ehprof {
 
@@ -68,14 +68,14 @@ class PushQueue {
   Send send_;
   Report report_;
   Options options_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
   // Shared with the sender while in flight: a body is held once.
-  std::deque<std::shared_ptr<const std::string>> queue_;  // guarded by mu_
-  size_t queued_bytes_ = 0;                               // guarded by mu_
-  bool sending_ = false;           // guarded by mu_: front() is in flight
-  bool stop_ = false;              // guarded by mu_
-  Counters counters_;              // guarded by mu_
+  std::deque<std::shared_ptr<const std::string>> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool sending_ ABSL_GUARDED_BY(mu_) = false;  // front() is in flight
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  Counters counters_ ABSL_GUARDED_BY(mu_);
   std::set<absl::StatusCode> said_;  // sender thread only
   uint64_t failures_since_ok_ = 0;   // sender thread only
   int attempts_ = 0;                 // of the request at the front, sender thread only
