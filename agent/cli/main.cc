@@ -10,22 +10,38 @@
 
 namespace {
 
-constexpr char kHelp[] = R"(usage: ehprof COMMAND [ARGS]
+// The commands, in the order --help lists them: the dispatch and the list
+// (and so the man page and bash completion, generated from --help) come
+// from this one table.
+struct Command {
+  const char* name;
+  const char* operand;  // shown after the name in the list
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+constexpr Command kCommands[] = {
+    {"record", "", "sample CPU stacks (unwound in the kernel with CFI) and write a profile",
+     ehprof::RunRecordCommand},
+    {"agent", "", "profile continuously, one profile per interval (--output-dir)", ehprof::RunAgentCommand},
+    {"check", "", "can ehprof run here; verifier headroom of its BPF programs", ehprof::RunCheckCommand},
+    {"compare", "", "frame-pointer against CFI stacks of the same samples", ehprof::RunCompareCommand},
+    {"replay", "FILE", "the BPF walk of a saved --verify capture, run again beside libdwfl",
+     ehprof::RunReplayCommand},
+    {"tables", "FILE", "print the unwind rows built from an ELF file's CFI", ehprof::RunTablesCommand},
+};
 
-commands:
-  record         sample CPU stacks (unwound in the kernel with CFI) and write a profile
-  agent          profile continuously, one profile per interval (--output-dir)
-  check          can ehprof run here; verifier headroom of its BPF programs
-  compare        frame-pointer against CFI stacks of the same samples
-  replay FILE    the BPF walk of a saved --verify capture, run again beside libdwfl
-  tables FILE    print the unwind rows built from an ELF file's CFI
-
-'ehprof COMMAND --help' describes each command; 'ehprof --version' says which build.
-)";
+void PrintHelp(std::FILE* out) {
+  std::fputs("usage: ehprof COMMAND [ARGS]\n\ncommands:\n", out);
+  for (const Command& c : kCommands) {
+    const std::string head = *c.operand ? std::string(c.name) + " " + c.operand : c.name;
+    std::fprintf(out, "  %-14s %s\n", head.c_str(), c.summary);
+  }
+  std::fputs("\n'ehprof COMMAND --help' describes each command; 'ehprof --version' says which build.\n", out);
+}
 
 int Dispatch(int argc, char** argv) {
   if (argc < 2) {
-    std::fputs(kHelp, stderr);
+    PrintHelp(stderr);
     return ehprof::kExitUsage;
   }
   const std::string cmd = argv[1];
@@ -36,15 +52,12 @@ int Dispatch(int argc, char** argv) {
     return ehprof::kExitOk;
   }
   if (cmd == "--help" || cmd == "-h") {
-    std::fputs(kHelp, stdout);
+    PrintHelp(stdout);
     return ehprof::kExitOk;
   }
-  if (cmd == "tables") return ehprof::RunTablesCommand(args);
-  if (cmd == "record") return ehprof::RunRecordCommand(args);
-  if (cmd == "compare") return ehprof::RunCompareCommand(args);
-  if (cmd == "replay") return ehprof::RunReplayCommand(args);
-  if (cmd == "check") return ehprof::RunCheckCommand(args);
-  if (cmd == "agent") return ehprof::RunAgentCommand(args);
+  for (const Command& c : kCommands) {
+    if (cmd == c.name) return c.run(args);
+  }
   std::fprintf(stderr, "ehprof: unknown command '%s' (see 'ehprof --help')\n", cmd.c_str());
   return ehprof::kExitUsage;
 }
