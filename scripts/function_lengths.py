@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Lengths of the C++ function definitions in the product's .cc files.
 
-  function_lengths.py [--top N] [ROOT...]
+  function_lengths.py [--root TREE] [--top N] [DIR...]
       prints the N longest (default 20) as "LINES  FILE:LINE  NAME"
-  function_lengths.py --max-lines 80 --check [--allow FILE] [ROOT...]
+  function_lengths.py [--root TREE] --max-lines 80 --check [--allow FILE] [DIR...]
       exits 1 listing every function longer than the limit that the
       allow-list does not name
 
-ROOTs default to the product's C++ directories (agent, base, elf,
-symbolizer, unwind_tables; those that exist), relative to the repository.
+DIRs default to the product's C++ directories (agent, base, elf,
+symbolizer, unwind_tables; those that exist), relative to TREE: this
+repository, or another checkout of it (scripts/code_metrics.py --rev).
 A function's length runs from the first line of its signature to its
 closing brace, both included. Definitions are found by brace matching
 after comments, string and character literals and preprocessor lines are
@@ -16,8 +17,8 @@ blanked: a brace block at namespace or class scope whose header has a
 parameter list is a function (a constructor's brace initializers belong to
 it). No dependencies beyond python3.
 
-The allow-list (default scripts/function_lengths_allow.txt) holds one
-"PATH NAME  reason" a line, PATH relative to the repository, NAME as
+The allow-list (default TREE/scripts/function_lengths_allow.txt) holds one
+"PATH NAME  reason" a line, PATH relative to TREE, NAME as
 printed; '#' starts a comment. An entry that matches nothing is an error,
 so the list cannot outlive its functions."""
 import argparse
@@ -27,7 +28,6 @@ import sys
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 DEFAULT_ROOTS = ["agent", "base", "elf", "symbolizer", "unwind_tables"]
-DEFAULT_ALLOW = os.path.join(REPO, "scripts", "function_lengths_allow.txt")
 
 RAW_STRING = re.compile(r'R"([^()\\ ]{0,16})\(')
 SCOPE_KEYWORD = re.compile(r"^(?:template\s*<.*>\s*)?(namespace|class|struct|union|enum|extern)\b",
@@ -214,10 +214,10 @@ def functions(path):
     return found
 
 
-def collect(roots):
+def collect(tree, roots):
     out = []
     for root in roots:
-        top = root if os.path.isabs(root) else os.path.join(REPO, root)
+        top = root if os.path.isabs(root) else os.path.join(tree, root)
         if not os.path.isdir(top):
             continue
         for d, dirs, files in os.walk(top):
@@ -225,7 +225,7 @@ def collect(roots):
             for name in sorted(files):
                 if name.endswith(".cc"):
                     path = os.path.join(d, name)
-                    rel = os.path.relpath(path, REPO)
+                    rel = os.path.relpath(path, tree)
                     for fn, first, last in functions(path):
                         out.append((last - first + 1, rel, first, fn))
     out.sort(key=lambda r: (-r[0], r[1], r[2]))
@@ -250,20 +250,22 @@ def read_allow(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("roots", nargs="*", default=DEFAULT_ROOTS)
+    ap.add_argument("roots", nargs="*", default=DEFAULT_ROOTS, metavar="DIR")
+    ap.add_argument("--root", default=REPO, help="the tree to measure (default: this repository)")
     ap.add_argument("--top", type=int, default=20, help="how many to print (default 20)")
     ap.add_argument("--max-lines", type=int, help="the limit --check enforces")
     ap.add_argument("--check", action="store_true", help="exit 1 when a function is over the limit")
-    ap.add_argument("--allow", default=DEFAULT_ALLOW, help="allow-list file")
+    ap.add_argument("--allow", help="allow-list file (default TREE/scripts/function_lengths_allow.txt)")
     args = ap.parse_args()
-    rows = collect(args.roots)
+    rows = collect(args.root, args.roots)
     if not args.check:
         for length, rel, line, fn in rows[:args.top]:
             print(f"{length:5d}  {rel}:{line}  {fn}")
         return 0
     if args.max_lines is None:
         ap.error("--check needs --max-lines")
-    allow = read_allow(args.allow)
+    allow_path = args.allow or os.path.join(args.root, "scripts", "function_lengths_allow.txt")
+    allow = read_allow(allow_path)
     used, over = set(), []
     for length, rel, line, fn in rows:
         if length <= args.max_lines:
@@ -272,7 +274,7 @@ def main():
             used.add((rel, fn))
         else:
             over.append(f"{rel}:{line}: {fn} is {length} lines (limit {args.max_lines})")
-    stale = [f"{args.allow}:{n}: '{p} {fn}' names no function over the limit"
+    stale = [f"{allow_path}:{n}: '{p} {fn}' names no function over the limit"
              for (p, fn), n in sorted(allow.items(), key=lambda kv: kv[1]) if (p, fn) not in used]
     for msg in over + stale:
         print(msg)
