@@ -113,24 +113,26 @@ EHP_INLINE void offcpu_end_unseen(struct task_struct *prev, __u32 tid)
 	bpf_map_delete_elem(&offcpu_tasks, &tid);
 }
 
-/* For the task leaving the CPU (the current task). */
-EHP_INLINE void offcpu_switch_out(void *ctx, struct task_struct *prev, bool preempt)
+/* For the task leaving the CPU (the current task), before its stacks: ends
+ * a block still kept for it, then returns the scratch with its sample
+ * event begun, or NULL when this switch-out is not recorded. */
+EHP_INLINE struct scratch *offcpu_begin(struct task_struct *prev, bool preempt)
 {
 	__u32 pid = prev->tgid, tid = prev->pid;
 	if (tid == 0 || pid == cfg.self_pid) /* the idle task; ourselves */
-		return;
+		return NULL;
 	offcpu_end_unseen(prev, tid);
 	if (!(offcpu_state_bit(prev, preempt) & cfg.offcpu_states))
-		return;
+		return NULL;
 	if (!task_wanted(pid, tid)) /* prev is still the current task */
-		return;
-	__u32 zero = 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
-		return;
-	begin_event(s, EHP_EVENT_SAMPLE, pid, tid);
-	const __u64 started = s->ev.time_ns;
-	collect_stacks(ctx, s, 0);
+		return NULL;
+	return scratch_event(pid, tid);
+}
+
+/* Keeps s, the stacks of the task switched out (tid), walked since
+ * started, until it runs again. */
+EHP_INLINE void offcpu_keep(struct scratch *s, __u64 started, __u32 tid)
+{
 	s->ev.flags |= EHP_SAMPLE_OFF_CPU;
 	/* Only kernel and user frames are kept (--unwinder both is refused
 	 * with --off-cpu), and no more than there is room for. */
@@ -145,6 +147,17 @@ EHP_INLINE void offcpu_switch_out(void *ctx, struct task_struct *prev, bool pree
 		       "offcpu_stacks is a prefix of scratch");
 	if (bpf_map_update_elem(&offcpu_tasks, &tid, s, BPF_ANY))
 		count(EHP_STAT_OFFCPU_UNTRACKED);
+}
+
+/* For the task leaving the CPU: its stacks, kept. */
+EHP_INLINE void offcpu_switch_out(void *ctx, struct task_struct *prev, bool preempt)
+{
+	struct scratch *s = offcpu_begin(prev, preempt);
+	if (!s)
+		return;
+	const __u64 started = s->ev.time_ns;
+	collect_stacks(ctx, s, 0);
+	offcpu_keep(s, started, s->ev.tid);
 }
 
 #endif /* EHPROF_BPF_OFFCPU_BPF_H_ */

@@ -68,23 +68,32 @@ EHP_INLINE void verify_sample(struct scratch *s)
 	}
 }
 
-/* Records the current task's stacks as one sample event (flags added to
- * its own). Returns the scratch buffer once sent, else NULL. Classic
- * tracepoint and uprobe programs run with preemption off and never nest
- * with the perf_event sampler on a CPU (the kernel's bpf_prog_active), so
- * they all share the per-CPU scratch. */
-EHP_INLINE struct scratch *record_sample(void *ctx, __u32 pid, __u32 tid, int user_mode, __u32 flags)
+/* The per-CPU scratch with a sample event begun for the current task, or
+ * NULL when it is not recorded: ehprof itself, the idle task caught by the
+ * sampler (timer) unless cfg.include_idle, a task the filters leave out.
+ * Classic tracepoint and uprobe programs run with preemption off and never
+ * nest with the perf_event sampler on a CPU (the kernel's
+ * bpf_prog_active), so they all share the per-CPU scratch. */
+EHP_INLINE struct scratch *begin_sample(const int timer)
 {
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	if ((timer && pid == 0 && !cfg.include_idle) || pid == cfg.self_pid)
+		return NULL;
 	if (!task_wanted(pid, tid)) {
 		count(EHP_STAT_FILTERED);
 		return NULL;
 	}
-	__u32 zero = 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
-		return NULL;
-	count(EHP_STAT_SAMPLES);
-	begin_event(s, EHP_EVENT_SAMPLE, pid, tid);
+	struct scratch *s = scratch_event(pid, tid);
+	if (s)
+		count(EHP_STAT_SAMPLES);
+	return s;
+}
+
+/* Records the current task's stacks into s as one sample event (flags
+ * added to its own). Returns s once sent, else NULL. */
+EHP_INLINE struct scratch *record_sample(void *ctx, struct scratch *s, int user_mode, __u32 flags)
+{
 	const __u64 started = s->ev.time_ns;
 	__u64 size = collect_stacks(ctx, s, user_mode);
 	return send_sample(s, size, flags, started);
@@ -97,21 +106,18 @@ EHP_INLINE struct scratch *record_sample(void *ctx, __u32 pid, __u32 tid, int us
 SEC("perf_event")
 int ehprof_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	if ((pid == 0 && !cfg.include_idle) || pid == cfg.self_pid)
-		return 0;
-	verify_sample(record_sample(ctx, pid, tid, perf_hit_user_mode(ctx), 0));
+	struct scratch *s = begin_sample(1);
+	if (s)
+		verify_sample(record_sample(ctx, s, perf_hit_user_mode(ctx), 0));
 	return 0;
 }
 
 /* A probe hit: the current task's stacks, one event a hit. */
 EHP_INLINE int probe_hit(void *ctx, int user_mode)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	if (pid != cfg.self_pid)
-		record_sample(ctx, pid, tid, user_mode, EHP_SAMPLE_PROBE);
+	struct scratch *s = begin_sample(0);
+	if (s)
+		record_sample(ctx, s, user_mode, EHP_SAMPLE_PROBE);
 	return 0;
 }
 

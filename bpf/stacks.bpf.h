@@ -1,17 +1,32 @@
 /* One event's stacks for the current task, from any tracing context: the
  * kernel stack, the user registers saved at kernel entry, and the user walk
  * (bpf/walk.bpf.h). Every program that records a stack goes through
- * begin_event and collect_stacks. */
+ * begin_event, begin_stacks and begin_user_walk; the bpf_loop build then
+ * walks in collect_stacks, the tail-call build in a chain of programs
+ * (bpf/tailwalk.bpf.h). Also compiled as C for the walk replay. */
 #ifndef EHPROF_BPF_STACKS_BPF_H_
 #define EHPROF_BPF_STACKS_BPF_H_
 
+/* Ends a load of the user registers into s->regs: all of them valid, the
+ * pc theirs (exact: looked up as it is, else at pc - 1 like a return
+ * address), no stack window read yet. Returns whether there is a pc. */
+EHP_INLINE int user_regs_loaded(struct scratch *s, int exact)
+{
+	s->valid = ALL_REGS;
+	s->pc = s->regs[EHP_REG_RIP];
+	s->exact = exact;
+	s->win_len = 0;
+	return s->pc != 0;
+}
+
+#ifndef EHP_COMPAT
 /* Loads the user registers of the current task into s. On x86-64 every
  * entry from user mode (syscall, interrupt, the sampling timer's or an NMI,
  * a uprobe's breakpoint) saves the user registers at the top of the task's
  * kernel stack, so bpf_task_pt_regs() has them whether the event hit user
  * or kernel mode. user_mode: the event interrupted user code, so its pc is
  * exact. 0 for kernel threads. */
-EHP_INLINE int load_user_regs(struct scratch *s, int user_mode)
+EHP_INLINE int load_user_regs(void *ctx, struct scratch *s, int user_mode)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	if (!task->mm)
@@ -22,16 +37,40 @@ EHP_INLINE int load_user_regs(struct scratch *s, int user_mode)
 	if (!r)
 		return 0;
 	EHP_LOAD_GPRS(s->regs, r);
-	s->valid = ALL_REGS;
-	s->pc = s->regs[EHP_REG_RIP];
 	/* Inside a syscall (orig_ax holds its number, not -1) the user pc is
 	 * the instruction after `syscall`, which may lie past the end of its
 	 * function's FDE (__restore_rt's rt_sigreturn): look it up at pc - 1
 	 * like a return address. Interrupted user code keeps its exact pc. */
-	s->exact = user_mode || EHP_NOT_IN_SYSCALL(r);
-	s->win_len = 0;
-	return s->pc != 0;
+	return user_regs_loaded(s, user_mode || EHP_NOT_IN_SYSCALL(r));
 }
+#else
+/* The same without bpf_task_pt_regs (bpf/compat.bpf.h, x86-64 only): an
+ * event that interrupted user mode (a perf_event, a uprobe) has the user
+ * registers in ctx; otherwise they are at the top of the task's kernel
+ * stack. */
+EHP_INLINE int load_user_regs(void *ctx, struct scratch *s, int user_mode)
+{
+	struct task_struct *task = EHP_CURRENT_TASK();
+	if (!BPF_CORE_READ(task, mm))
+		return 0;
+	if (user_mode) {
+		/* Volatile: context loads stay full-width and apart from the
+		 * map loads below (one instruction may not read both). */
+		const volatile struct ehp_user_regs *u = ctx;
+		s->ev.flags |= EHP_SAMPLE_USER_MODE;
+		EHP_LOAD_GPRS(s->regs, u);
+		return user_regs_loaded(s, 1);
+	}
+	__u64 at = EHP_TASK_PT_REGS(task);
+	/* s->sig is free until a signal frame: room for the 168 bytes. */
+	_Static_assert(sizeof(s->sig) >= sizeof(struct ehp_user_regs), "pt_regs fits in sig");
+	if (!at || bpf_probe_read_kernel(&s->sig, sizeof(struct ehp_user_regs), (void *)at))
+		return 0;
+	const struct ehp_user_regs *r = (const void *)&s->sig;
+	EHP_LOAD_GPRS(s->regs, r);
+	return user_regs_loaded(s, EHP_NOT_IN_SYSCALL(r));
+}
+#endif /* EHP_COMPAT */
 
 /* Saves the leaf registers so a second walk can start from them. */
 struct leaf {
@@ -65,13 +104,23 @@ EHP_INLINE void begin_event(struct scratch *s, __u32 kind, __u32 pid, __u32 tid)
 	bpf_get_current_comm(s->ev.comm, sizeof(s->ev.comm));
 }
 
-/* Fills s's frames for the current task: the kernel stack from ctx (any
- * tracing program's context), then the user stack walked as cfg says,
- * then (EHP_UNWINDER_BOTH) the frame-pointer walk of the same registers.
- * Returns the bytes of s to send. */
-EHP_INLINE __u64 collect_stacks(void *ctx, struct scratch *s, int user_mode)
+/* The per-CPU scratch with a sample event begun in it for the current
+ * task, or NULL. */
+EHP_INLINE struct scratch *scratch_event(__u32 pid, __u32 tid)
 {
-	__u32 pid = s->ev.pid, tid = s->ev.tid;
+	__u32 zero = 0;
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (s)
+		begin_event(s, EHP_EVENT_SAMPLE, pid, tid);
+	return s;
+}
+
+/* An event's stacks up to the user walk: the kernel stack from ctx (any
+ * tracing program's context) into s's first frames, then the user
+ * registers into s. Returns the kernel frames' count; *walk says whether
+ * there is a user stack to walk (else s->ev.stop_reason says why not). */
+EHP_INLINE __u32 begin_stacks(void *ctx, struct scratch *s, int user_mode, int *walk)
+{
 	__u32 nk = 0;
 	if (cfg.kernel_stacks) {
 		long bytes =
@@ -82,54 +131,97 @@ EHP_INLINE __u64 collect_stacks(void *ctx, struct scratch *s, int user_mode)
 	if (nk > EHP_MAX_KERNEL_FRAMES)
 		nk = EHP_MAX_KERNEL_FRAMES;
 	s->ev.n_kernel = nk;
-
-	struct walk w = {.s = s, .base = nk, .pid = pid};
-	__u32 nu = 0, nfp = 0;
+	*walk = 0;
 	s->ev.stop_reason = EHP_STOP_NOT_WALKED;
 	if (cfg.user_stacks) {
-		if (!load_user_regs(s, user_mode)) {
+		if (!load_user_regs(ctx, s, user_mode))
 			s->ev.stop_reason = EHP_STOP_NO_USER_STACK;
-		} else {
-			struct leaf leaf = {s->regs[EHP_REG_RSP], s->regs[EHP_REG_RBP], s->pc};
-			/* --verify needs the leaf registers; the walk overwrites them. */
-			if (cfg.verify_every) {
-				__builtin_memcpy(s->leaf_regs, s->regs, sizeof(s->leaf_regs));
-				s->leaf_exact = s->exact;
-			}
-			push_frame(&w, s->pc | EHP_FRAME_EXACT);
-			if (cfg.unwinder != EHP_UNWINDER_FP) {
-				w.proc = bpf_map_lookup_elem(&procs, &pid);
-				if (!w.proc) {
-					w.stop = EHP_STOP_NO_PROC;
-					notify(EHP_EVENT_UNKNOWN_PID, pid, tid, 0);
-				} else {
-					w.python = python_begin(s, pid);
-					bpf_loop(EHP_MAX_USER_FRAMES, py_dwarf_step, &w, 0);
-				}
-			} else {
-				bpf_loop(EHP_MAX_USER_FRAMES, fp_step, &w, 0);
-			}
-			nu = w.n;
-			s->ev.stop_reason = w.stop ? w.stop : EHP_STOP_DEPTH_LIMIT;
-			if (cfg.unwinder == EHP_UNWINDER_BOTH) {
-				struct walk f = {.s = s, .base = nk + nu, .pid = pid};
-				s->regs[EHP_REG_RSP] = leaf.rsp;
-				s->regs[EHP_REG_RBP] = leaf.rbp;
-				s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
-				s->pc = leaf.pc;
-				push_frame(&f, leaf.pc | EHP_FRAME_EXACT);
-				bpf_loop(EHP_MAX_USER_FRAMES, fp_step, &f, 0);
-				nfp = f.n;
-				s->ev.fp_stop_reason = f.stop ? f.stop : EHP_STOP_DEPTH_LIMIT;
-			}
+		else
+			*walk = 1;
+	}
+	return nk;
+}
+
+/* The user walk's first frame, the leaf in s's registers (kept in leaf for
+ * the second walk of --unwinder both, and for --verify), and the process
+ * entry the CFI walk needs (w->stop set when there is none). */
+EHP_INLINE void begin_user_walk(struct walk *w, struct leaf *leaf, __u32 pid, __u32 tid)
+{
+	struct scratch *s = w->s;
+	leaf->rsp = s->regs[EHP_REG_RSP];
+	leaf->rbp = s->regs[EHP_REG_RBP];
+	leaf->pc = s->pc;
+	/* --verify needs the leaf registers; the walk overwrites them. */
+	if (cfg.verify_every) {
+		__builtin_memcpy(s->leaf_regs, s->regs, sizeof(s->leaf_regs));
+		s->leaf_exact = s->exact;
+	}
+	push_frame(w, s->pc | EHP_FRAME_EXACT);
+	if (cfg.unwinder != EHP_UNWINDER_FP) {
+		w->proc = bpf_map_lookup_elem(&procs, &pid);
+		if (!w->proc) {
+			w->stop = EHP_STOP_NO_PROC;
+			notify(EHP_EVENT_UNKNOWN_PID, pid, tid, 0);
+		}
+	}
+}
+
+/* --unwinder both's frame-pointer walk from the leaf again, its frames
+ * after the first walk's (f->base). */
+EHP_INLINE void begin_fp_rewalk(struct walk *f, const struct leaf *leaf)
+{
+	struct scratch *s = f->s;
+	s->regs[EHP_REG_RSP] = leaf->rsp;
+	s->regs[EHP_REG_RBP] = leaf->rbp;
+	s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
+	s->pc = leaf->pc;
+	push_frame(f, leaf->pc | EHP_FRAME_EXACT);
+}
+
+/* The bytes of the event in s to send for these frame counts. */
+EHP_INLINE __u64 event_size(__u32 nk, __u32 nu, __u32 nfp)
+{
+	__u64 size = sizeof(struct ehp_event) + (__u64)(nk + nu + nfp) * sizeof(__u64);
+	if (size > sizeof(struct ehp_event) + EHP_MAX_EVENT_FRAMES * sizeof(__u64))
+		size = sizeof(struct ehp_event) + EHP_MAX_EVENT_FRAMES * sizeof(__u64);
+	return size;
+}
+
+/* Fills s's frames for the current task: the kernel stack from ctx, then
+ * the user stack walked as cfg says, then (EHP_UNWINDER_BOTH) the
+ * frame-pointer walk of the same registers. Returns the bytes of s to
+ * send. */
+EHP_INLINE __u64 collect_stacks(void *ctx, struct scratch *s, int user_mode)
+{
+	__u32 pid = s->ev.pid, tid = s->ev.tid;
+	int walk;
+	__u32 nk = begin_stacks(ctx, s, user_mode, &walk);
+	/* Before the branch: declared in it, clang's code for this function
+	 * meets a verifier bug of 6.18 ("No program to jit", load refused). */
+	struct walk w = {.s = s, .base = nk, .pid = pid};
+	__u32 nu = 0, nfp = 0;
+	if (walk) {
+		struct leaf leaf;
+		begin_user_walk(&w, &leaf, pid, tid);
+		if (cfg.unwinder == EHP_UNWINDER_FP) {
+			bpf_loop(EHP_MAX_USER_FRAMES, fp_step, &w, 0);
+		} else if (w.proc) {
+			w.python = python_begin(s, pid);
+			bpf_loop(EHP_MAX_USER_FRAMES, py_dwarf_step, &w, 0);
+		}
+		nu = w.n;
+		s->ev.stop_reason = walk_stop_reason(&w);
+		if (cfg.unwinder == EHP_UNWINDER_BOTH) {
+			struct walk f = {.s = s, .base = nk + nu, .pid = pid};
+			begin_fp_rewalk(&f, &leaf);
+			bpf_loop(EHP_MAX_USER_FRAMES, fp_step, &f, 0);
+			nfp = f.n;
+			s->ev.fp_stop_reason = walk_stop_reason(&f);
 		}
 	}
 	s->ev.n_user = nu;
 	s->ev.n_user_fp = nfp;
-	__u64 size = sizeof(s->ev) + (__u64)(nk + nu + nfp) * sizeof(__u64);
-	if (size > sizeof(s->ev) + sizeof(s->frames))
-		size = sizeof(s->ev) + sizeof(s->frames);
-	return size;
+	return event_size(nk, nu, nfp);
 }
 
 #endif /* EHPROF_BPF_STACKS_BPF_H_ */

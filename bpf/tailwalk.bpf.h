@@ -9,7 +9,11 @@
  * EHP_TAIL_FRAMES user frames (--unwinder both: both walks share them).
  * A program type can only tail-call its own type: one array and one walk
  * program per type (perf_event, kprobe for uprobes, USDT and kprobes,
- * tracepoint, tp_btf for off-CPU). Included by profiler.bpf.c in place of
+ * tracepoint, tp_btf for off-CPU). The event begins and ends as in the
+ * bpf_loop build, through the same functions (begin_sample, send_sample:
+ * bpf/profiler.bpf.c; begin_stacks, begin_user_walk, begin_fp_rewalk:
+ * bpf/stacks.bpf.h; offcpu_begin, offcpu_keep: bpf/offcpu.bpf.h); only
+ * the walk between is this file's. Included by profiler.bpf.c in place of
  * its bpf_loop programs. */
 #ifndef EHPROF_BPF_TAILWALK_BPF_H_
 #define EHPROF_BPF_TAILWALK_BPF_H_
@@ -55,149 +59,6 @@ EHP_TAIL_PROGS(walk_kprobe);
 EHP_TAIL_PROGS(walk_tp);
 EHP_TAIL_PROGS(walk_switch);
 
-/* collect_stacks's parts (bpf/stacks.bpf.h), which the bpf_loop build keeps
- * as it was: the kernel stack from ctx into s's first frames; their count. */
-EHP_INLINE __u32 collect_kernel_stack(void *ctx, struct scratch *s)
-{
-	__u32 nk = 0;
-	if (cfg.kernel_stacks) {
-		long bytes =
-		    bpf_get_stack(ctx, s->frames, EHP_MAX_KERNEL_FRAMES * sizeof(__u64), 0);
-		if (bytes > 0)
-			nk = (__u32)bytes / sizeof(__u64);
-	}
-	if (nk > EHP_MAX_KERNEL_FRAMES)
-		nk = EHP_MAX_KERNEL_FRAMES;
-	s->ev.n_kernel = nk;
-	return nk;
-}
-
-/* The user walk's first frame, the leaf in s's registers (kept in leaf for
- * the second walk of --unwinder both, and for --verify), and the process
- * entry the CFI walk needs (w->stop set when there is none). */
-EHP_INLINE void begin_user_walk(struct walk *w, struct leaf *leaf, __u32 pid, __u32 tid)
-{
-	struct scratch *s = w->s;
-	leaf->rsp = s->regs[EHP_REG_RSP];
-	leaf->rbp = s->regs[EHP_REG_RBP];
-	leaf->pc = s->pc;
-	/* --verify needs the leaf registers; the walk overwrites them. */
-	if (cfg.verify_every) {
-		__builtin_memcpy(s->leaf_regs, s->regs, sizeof(s->leaf_regs));
-		s->leaf_exact = s->exact;
-	}
-	push_frame(w, s->pc | EHP_FRAME_EXACT);
-	if (cfg.unwinder != EHP_UNWINDER_FP) {
-		w->proc = bpf_map_lookup_elem(&procs, &pid);
-		if (!w->proc) {
-			w->stop = EHP_STOP_NO_PROC;
-			notify(EHP_EVENT_UNKNOWN_PID, pid, tid, 0);
-		}
-	}
-}
-
-/* --unwinder both's frame-pointer walk from the leaf again, its frames
- * after the first walk's (f->base). */
-EHP_INLINE void begin_fp_rewalk(struct walk *f, const struct leaf *leaf)
-{
-	struct scratch *s = f->s;
-	s->regs[EHP_REG_RSP] = leaf->rsp;
-	s->regs[EHP_REG_RBP] = leaf->rbp;
-	s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
-	s->pc = leaf->pc;
-	push_frame(f, leaf->pc | EHP_FRAME_EXACT);
-}
-
-/* The bytes of s to send for these frame counts. */
-EHP_INLINE __u64 event_size(__u32 nk, __u32 nu, __u32 nfp)
-{
-	__u64 size = sizeof(struct ehp_event) + (__u64)(nk + nu + nfp) * sizeof(__u64);
-	if (size > sizeof(struct ehp_event) + EHP_MAX_EVENT_FRAMES * sizeof(__u64))
-		size = sizeof(struct ehp_event) + EHP_MAX_EVENT_FRAMES * sizeof(__u64);
-	return size;
-}
-
-/* record_sample's start (bpf/profiler.bpf.c): the per-CPU scratch with a
- * sample event begun for the current task, or NULL when it is not
- * recorded. */
-EHP_INLINE struct scratch *begin_sample(__u32 pid, __u32 tid)
-{
-	if (!task_wanted(pid, tid)) {
-		count(EHP_STAT_FILTERED);
-		return NULL;
-	}
-	__u32 zero = 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
-		return NULL;
-	count(EHP_STAT_SAMPLES);
-	begin_event(s, EHP_EVENT_SAMPLE, pid, tid);
-	return s;
-}
-
-/* load_user_regs without bpf_task_pt_regs: an event that interrupted user
- * mode (a perf_event, a uprobe) has the user registers in ctx; otherwise
- * they are at the top of the task's kernel stack (bpf/compat.bpf.h). */
-EHP_INLINE int load_user_regs_compat(void *ctx, struct scratch *s, int user_mode)
-{
-	struct task_struct *task = EHP_CURRENT_TASK();
-	if (!BPF_CORE_READ(task, mm))
-		return 0;
-	if (user_mode) {
-		/* Volatile: context loads stay full-width and apart from the
-		 * map loads below (one instruction may not read both). */
-		const volatile struct ehp_user_regs *u = ctx;
-		s->ev.flags |= EHP_SAMPLE_USER_MODE;
-		EHP_LOAD_GPRS(s->regs, u);
-		s->exact = 1;
-	} else {
-		__u64 at = EHP_TASK_PT_REGS(task);
-		/* s->sig is free until a signal frame: room for the 168 bytes. */
-		_Static_assert(sizeof(s->sig) >= sizeof(struct ehp_user_regs), "pt_regs fits in sig");
-		if (!at || bpf_probe_read_kernel(&s->sig, sizeof(struct ehp_user_regs), (void *)at))
-			return 0;
-		const struct ehp_user_regs *r = (const void *)&s->sig;
-		EHP_LOAD_GPRS(s->regs, r);
-		/* As load_user_regs: inside a syscall the pc is a return. */
-		s->exact = (__s64)r->orig_ax < 0;
-	}
-	s->valid = ALL_REGS;
-	s->pc = s->regs[EHP_REG_RIP];
-	s->win_len = 0;
-	return s->pc != 0;
-}
-
-/* offcpu_switch_out's test (bpf/offcpu.bpf.h): whether the task leaving
- * the CPU (the current task) is recorded. */
-EHP_INLINE int offcpu_wanted(struct task_struct *prev, bool preempt, __u32 pid, __u32 tid)
-{
-	if (tid == 0 || pid == cfg.self_pid) /* the idle task; ourselves */
-		return 0;
-	if (!(offcpu_state_bit(prev, preempt) & cfg.offcpu_states))
-		return 0;
-	return task_wanted(pid, tid); /* prev is still the current task */
-}
-
-/* offcpu_switch_out's end (bpf/offcpu.bpf.h): keeps s, the switched-out
- * task's stacks walked since started, by its tid until it runs again. */
-EHP_INLINE void offcpu_keep(struct scratch *s, __u64 started, __u32 tid)
-{
-	s->ev.flags |= EHP_SAMPLE_OFF_CPU;
-	/* Only kernel and user frames are kept (--unwinder both is refused
-	 * with --off-cpu), and no more than there is room for. */
-	s->ev.n_user_fp = 0;
-	if (s->ev.n_kernel + s->ev.n_user > EHP_OFFCPU_MAX_FRAMES) {
-		s->ev.n_user = EHP_OFFCPU_MAX_FRAMES - s->ev.n_kernel;
-		s->ev.stop_reason = EHP_STOP_DEPTH_LIMIT;
-	}
-	s->ev.bpf_ns = event_done(started);
-	_Static_assert(__builtin_offsetof(struct scratch, frames) ==
-			       __builtin_offsetof(struct offcpu_stacks, frames),
-		       "offcpu_stacks is a prefix of scratch");
-	if (bpf_map_update_elem(&offcpu_tasks, &tid, s, BPF_ANY))
-		count(EHP_STAT_OFFCPU_UNTRACKED);
-}
-
 /* The last program's part: the event sent, or kept for switch-in. finish
  * is a constant in each program, so only off-CPU programs refer to the
  * off-CPU map (before 6.1 a perf_event program may not use a hash map that
@@ -219,7 +80,7 @@ EHP_INLINE void tail_finish(struct scratch *s, struct tail_state *st, const __u3
  * after the first; returns whether that walk is to go on. */
 EHP_INLINE int tail_walk_ended(struct scratch *s, struct tail_state *st, struct walk *w)
 {
-	__u8 stop = w->stop ? w->stop : EHP_STOP_DEPTH_LIMIT;
+	__u8 stop = walk_stop_reason(w);
 	if (st->phase) {
 		s->ev.n_user_fp = w->n;
 		s->ev.fp_stop_reason = stop;
@@ -255,22 +116,18 @@ EHP_INLINE void tail_walk_start(void *ctx, struct scratch *s, int user_mode, __u
 	st->phase = 0;
 	st->stop = 0;
 	st->has_last = 0;
-	__u32 nk = collect_kernel_stack(ctx, s);
+	int walk;
+	__u32 nk = begin_stacks(ctx, s, user_mode, &walk);
 	st->base = nk;
 	st->n = 0;
-	s->ev.stop_reason = EHP_STOP_NOT_WALKED;
-	if (cfg.user_stacks) {
-		if (!load_user_regs_compat(ctx, s, user_mode)) {
-			s->ev.stop_reason = EHP_STOP_NO_USER_STACK;
-		} else {
-			struct walk w = {.s = s, .base = nk, .pid = s->ev.pid};
-			begin_user_walk(&w, &st->leaf, s->ev.pid, s->ev.tid);
-			st->n = w.n;
-			if (!w.stop)
-				bpf_tail_call(ctx, progs, 0);
-			if (tail_walk_ended(s, st, &w))
-				bpf_tail_call(ctx, progs, 0);
-		}
+	if (walk) {
+		struct walk w = {.s = s, .base = nk, .pid = s->ev.pid};
+		begin_user_walk(&w, &st->leaf, s->ev.pid, s->ev.tid);
+		st->n = w.n;
+		if (!w.stop)
+			bpf_tail_call(ctx, progs, 0);
+		if (tail_walk_ended(s, st, &w))
+			bpf_tail_call(ctx, progs, 0);
 	}
 	tail_finish(s, st, finish);
 }
@@ -341,11 +198,7 @@ EHP_INLINE void tail_walk(void *ctx, void *progs, const __u32 finish)
 SEC("perf_event")
 int ehprof_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	if ((pid == 0 && !cfg.include_idle) || pid == cfg.self_pid)
-		return 0;
-	struct scratch *s = begin_sample(pid, tid);
+	struct scratch *s = begin_sample(1);
 	if (s)
 		tail_walk_start(ctx, s, perf_hit_user_mode(ctx), 0, EHP_TAIL_SEND_VERIFY, &walk_perf);
 	return 0;
@@ -361,9 +214,7 @@ int ehprof_sample_walk(struct bpf_perf_event_data *ctx)
 /* A probe hit (bpf/profiler.bpf.c's probe_hit), walked by progs. */
 EHP_INLINE int probe_hit_tail(void *ctx, int user_mode, void *progs)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	struct scratch *s = pid != cfg.self_pid ? begin_sample(pid, tid) : NULL;
+	struct scratch *s = begin_sample(0);
 	if (s)
 		tail_walk_start(ctx, s, user_mode, EHP_SAMPLE_PROBE, EHP_TAIL_SEND, progs);
 	return 0;
@@ -414,16 +265,9 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(ehprof_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	offcpu_switch_in(next);
-	__u32 pid = prev->tgid, tid = prev->pid, zero = 0;
-	if (tid != 0)
-		offcpu_end_unseen(prev, tid);
-	if (!offcpu_wanted(prev, preempt, pid, tid))
-		return 0;
-	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
-		return 0;
-	begin_event(s, EHP_EVENT_SAMPLE, pid, tid);
-	tail_walk_start(ctx, s, 0, 0, EHP_TAIL_OFFCPU, &walk_switch);
+	struct scratch *s = offcpu_begin(prev, preempt);
+	if (s)
+		tail_walk_start(ctx, s, 0, 0, EHP_TAIL_OFFCPU, &walk_switch);
 	return 0;
 }
 

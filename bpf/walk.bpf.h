@@ -35,6 +35,13 @@ EHP_INLINE int push_frame(struct walk *w, __u64 value)
 	return 1;
 }
 
+/* The stop reason of a walk that is over: its own, or the depth limit
+ * when it ran out of steps. */
+EHP_INLINE __u8 walk_stop_reason(const struct walk *w)
+{
+	return w->stop ? w->stop : EHP_STOP_DEPTH_LIMIT;
+}
+
 /* Walk steps between two looks at the clock: a clock read can cost as
  * much as a step (an emulated HPET), and 16 steps of a slow machine stay
  * well inside any budget worth setting. */
