@@ -18,11 +18,12 @@
 #include <thread>
 #include <vector>
 
-#include "agent/session/file_tables.h"
 #include "agent/process/process_tracker.h"
-#include "agent/resolve/profile_resolver.h"
 #include "agent/record/recorder.h"
-#include "agent/session/table_store.h"
+#include "agent/resolve/profile_resolver.h"
+#include "agent/session/bpf_map_writer.h"
+#include "agent/tables/file_tables.h"
+#include "agent/tables/table_store.h"
 #include "bpf/ehprof_abi.h"
 #include "symbolizer/debuginfod_client.h"
 

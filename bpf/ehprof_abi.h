@@ -518,7 +518,7 @@ enum ehp_target {
 };
 
 /* Default BPF map sizes: the BPF object's compiled-in max_entries and the
- * C++ defaults (MapSizes, agent/session/bpf_session.h) both come from here;
+ * C++ defaults (MapSizes, agent/tables/map_sizes.h) both come from here;
  * user space resizes the table maps from --table-memory before loading. */
 #define EHP_DEFAULT_TABLES 4096
 #define EHP_DEFAULT_PAGES (1 << 16)	    /* each up to 64 KiB of code */

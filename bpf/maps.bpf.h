@@ -2,8 +2,9 @@
  * Included once, by profiler.bpf.c, after vmlinux.h and bpf/ehprof_abi.h.
  *
  * Sizes here are the defaults from bpf/ehprof_abi.h; user space resizes the
- * table maps from --table-memory before loading (MapSizes and
- * BpfSession::Start, agent/session/bpf_session.cc). */
+ * table maps from --table-memory before loading (MapSizes,
+ * agent/tables/map_sizes.h, and BpfSession::Start,
+ * agent/session/bpf_session.cc). */
 #ifndef EHPROF_BPF_MAPS_BPF_H_
 #define EHPROF_BPF_MAPS_BPF_H_
 

@@ -14,7 +14,7 @@
 #include "agent/continuous/interval_profile.h"
 #include "agent/continuous/output_dir.h"
 #include "agent/continuous/service_name.h"
-#include "agent/session/table_store.h"
+#include "agent/tables/table_store.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
 

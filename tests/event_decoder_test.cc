@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "agent/record/event_decoder.h"
-#include "agent/record/event_source.h"
+#include "agent/record/recorded_events.h"
 #include "gtest/gtest.h"
 
 namespace ehprof {

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "agent/process/process_tracker.h"
-#include "agent/record/event_source.h"
+#include "agent/record/recorded_events.h"
 #include "agent/record/sample_sink.h"
-#include "agent/session/file_tables.h"
+#include "agent/tables/file_tables.h"
 #include "gtest/gtest.h"
 #include "tests/event_records.h"
 #include "tests/test_support.h"

@@ -1,6 +1,6 @@
 // BPF records built byte for byte as bpf/ehprof_abi.h lays them out, for
 // the tests that replay a stream of them without root, and the stream
-// written to a file of events (agent/record/event_source.h).
+// written to a file of events (agent/record/recorded_events.h).
 #ifndef EHPROF_TESTS_EVENT_RECORDS_H_
 #define EHPROF_TESTS_EVENT_RECORDS_H_
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/record/event_source.h"
+#include "agent/record/recorded_events.h"
 #include "bpf/ehprof_abi.h"
 #include "gtest/gtest.h"
 

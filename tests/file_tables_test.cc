@@ -3,7 +3,7 @@
 // while a process maps them, expired after kUnusedTableSeconds, and files
 // refused for room retried once room appears. The table store writes
 // in-memory maps (memory_map_writer.h); the clock is the test's.
-#include "agent/session/file_tables.h"
+#include "agent/tables/file_tables.h"
 
 #include <unistd.h>
 

@@ -1,9 +1,9 @@
 // What user space tells the kernel side about loaded tables (file_tables,
-// agent/session/kernel_file_index.h) and how the tracker keeps the
+// agent/tables/kernel_file_index.h) and how the tracker keeps the
 // mappings the kernel side adds, without root: the table store writes
 // in-memory maps, the file_tables map is an in-memory one. The ELF layout
 // the kernel places a file by is checked against readelf's program headers.
-#include "agent/session/kernel_file_index.h"
+#include "agent/tables/kernel_file_index.h"
 
 #include <elf.h>
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "agent/session/bpf_session.h"
-#include "agent/session/map_writer.h"
+#include "agent/tables/map_sizes.h"
+#include "agent/tables/map_writer.h"
 #include "bpf/ehprof_abi.h"
 
 namespace ehprof {

@@ -12,7 +12,7 @@
 
 #include <algorithm>
 
-#include "agent/session/table_store.h"
+#include "agent/tables/table_store.h"
 #include "tests/memory_map_writer.h"
 #include "tests/test_support.h"
 

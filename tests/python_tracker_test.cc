@@ -71,7 +71,7 @@ TEST_F(PythonTrackerTest, NamesACodeObjectOfALiveProcessAndSurvivesItsExit) {
   Child c;
   Start(&c);
   Warnings warnings;
-  PythonTracker t(-1, &warnings);
+  PythonTracker t(nullptr, &warnings);
   auto attached = t.Attach(c.pid);
   ASSERT_TRUE(attached.ok()) << attached.status();
   ASSERT_TRUE(*attached);
@@ -103,7 +103,7 @@ TEST_F(PythonTrackerTest, AnUnchangedCodeObjectKeepsItsEntryAfterTheRecheck) {
   Start(&c);
   ProcessMemory mem(c.pid);
   Warnings warnings;
-  PythonTracker t(-1, &warnings);
+  PythonTracker t(nullptr, &warnings);
   ASSERT_TRUE(t.Attach(c.pid).ok());
   std::vector<uint64_t> frames = {EHP_PY_FRAME(c.code, 0)};
   t.NameFrames(c.pid, 1, &frames);
@@ -163,7 +163,7 @@ TEST_F(PythonTrackerTest, ACodeObjectFreedAndItsAddressReusedIsNamedAnewAtTheChe
   uint64_t first = 0, second = 0;
   ASSERT_TRUE(absl::SimpleAtoi(ReadLine(out[0]), &first));
   Warnings warnings;
-  PythonTracker t(-1, &warnings);
+  PythonTracker t(nullptr, &warnings);
   ASSERT_TRUE(t.Attach(c.pid).ok());
   std::vector<uint64_t> before = {EHP_PY_FRAME(first, 0)};
   t.NameFrames(c.pid, 1, &before);

@@ -9,7 +9,7 @@
 
 #include "agent/continuous/interval_profile.h"
 #include "agent/process/process_tracker.h"
-#include "agent/session/file_tables.h"
+#include "agent/tables/file_tables.h"
 #include "gtest/gtest.h"
 
 namespace ehprof {

@@ -3,7 +3,7 @@
 // fails part way, unload and id reuse. The maps are in-memory
 // (memory_map_writer.h), read by bpf/lookup.bpf.h's own find_rule compiled
 // as C (bpf/host/walk_replay.h), so a placement bug shows as a wrong rule.
-#include "agent/session/table_store.h"
+#include "agent/tables/table_store.h"
 
 #include <random>
 #include <string>

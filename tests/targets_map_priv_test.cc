@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "agent/session/bpf_map_writer.h"
 #include "base/unique_fd.h"
 #include "bpf/ehprof_abi.h"
 #include "gtest/gtest.h"
@@ -26,16 +27,17 @@ TEST(TargetsMap, FullMapNamesThePidThatIsNotSampled) {
   if (!testing::RequireRootForBpf()) GTEST_SKIP();
   UniqueFd map = SmallTargetsMap(2);
   ASSERT_TRUE(map.valid()) << "bpf_map_create: " << std::strerror(errno);
-  EXPECT_TRUE(AddTarget(map.get(), 100, EHP_TARGET_PROCESS).ok());
-  EXPECT_TRUE(AddTarget(map.get(), 101, EHP_TARGET_THREAD).ok());
+  BpfMapWriter targets(map.get(), sizeof(uint8_t), "targets");
+  EXPECT_TRUE(AddTarget(targets, 100, EHP_TARGET_PROCESS).ok());
+  EXPECT_TRUE(AddTarget(targets, 101, EHP_TARGET_THREAD).ok());
   // Updating a present key needs no new entry.
-  EXPECT_TRUE(AddTarget(map.get(), 100, EHP_TARGET_PROCESS).ok());
+  EXPECT_TRUE(AddTarget(targets, 100, EHP_TARGET_PROCESS).ok());
 
-  absl::Status full = AddTarget(map.get(), 4242, EHP_TARGET_PROCESS);
+  absl::Status full = AddTarget(targets, 4242, EHP_TARGET_PROCESS);
   EXPECT_TRUE(absl::IsResourceExhausted(full)) << full;
   EXPECT_NE(full.message().find("pid 4242"), std::string::npos) << full;
   EXPECT_NE(full.message().find("targets map is full"), std::string::npos) << full;
-  absl::Status tid = AddTarget(map.get(), 4343, EHP_TARGET_THREAD);
+  absl::Status tid = AddTarget(targets, 4343, EHP_TARGET_THREAD);
   EXPECT_NE(tid.message().find("tid 4343"), std::string::npos) << tid;
 
   uint32_t key = 4242;
@@ -44,7 +46,8 @@ TEST(TargetsMap, FullMapNamesThePidThatIsNotSampled) {
 }
 
 TEST(TargetsMap, OtherFailuresNameThePidAndTheReason) {
-  absl::Status s = AddTarget(-1, 77, EHP_TARGET_PROCESS);
+  BpfMapWriter no_map(-1, sizeof(uint8_t), "targets");
+  absl::Status s = AddTarget(no_map, 77, EHP_TARGET_PROCESS);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("pid 77"), std::string::npos) << s;
   EXPECT_NE(s.message().find("Bad file descriptor"), std::string::npos) << s;

@@ -20,9 +20,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/process/proc_maps.h"
-#include "agent/session/file_tables.h"
-#include "agent/session/kernel_file_index.h"
-#include "agent/session/map_writer.h"
+#include "agent/tables/file_tables.h"
+#include "agent/tables/kernel_file_index.h"
+#include "agent/tables/map_writer.h"
 #include "base/unique_fd.h"
 #include "base/warnings.h"
 

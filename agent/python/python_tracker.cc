@@ -1,6 +1,5 @@
 #include "agent/python/python_tracker.h"
 
-#include <bpf/bpf.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -206,8 +205,10 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
                                  " frames do not hold code objects at the offsets ehprof knows"));
     }
     if (!DataStackHolds(mem, p, interp)) p.tstate_datastack = EHP_PY_NO_DATASTACK;
-    if (map_fd_ >= 0 && bpf_map_update_elem(map_fd_, &pid, &p, BPF_ANY) != 0) {
-      warnings_->AddOnce("py_procs", absl::StrCat("Python processes: the BPF map is full (", pid, ")"));
+    if (absl::Status st = py_procs_ ? py_procs_->Write(pid, &p, 1) : absl::OkStatus(); !st.ok()) {
+      warnings_->AddOnce("py_procs", absl::IsResourceExhausted(st)
+                                        ? absl::StrCat("Python processes: the BPF map is full (", pid, ")")
+                                        : absl::StrCat("Python processes: ", st.message()));
       return false;
     }
     proc.fields = *fields;
@@ -228,7 +229,7 @@ void PythonTracker::ForgetCodes() {
 void PythonTracker::Exit(uint32_t pid) {
   auto it = procs_.find(pid);
   if (it == procs_.end()) return;
-  if (it->second.state == Proc::kPython && map_fd_ >= 0) bpf_map_delete_elem(map_fd_, &pid);
+  if (it->second.state == Proc::kPython && py_procs_) py_procs_->Delete(pid);
   procs_.erase(it);
 }
 

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "agent/python/python_binary.h"
 #include "agent/python/python_code.h"
+#include "agent/tables/map_writer.h"
 #include "base/warnings.h"
 
 namespace ehprof {
@@ -57,10 +58,12 @@ struct PythonFound {
 
 class PythonTracker {
  public:
-  // py_procs_fd < 0: names nothing and writes no map (tests of the
-  // reading side alone). Interpreters refused and a full map go to
-  // `warnings` (not owned; it outlives the tracker), each once.
-  PythonTracker(int py_procs_fd, Warnings* warnings) : map_fd_(py_procs_fd), warnings_(warnings) {}
+  // py_procs: the BPF py_procs map (pid -> ehp_py_proc), from the session;
+  // null: names frames and writes no map (tests of the reading side alone).
+  // Interpreters refused and a full map go to `warnings` (not owned; it
+  // outlives the tracker), each once.
+  PythonTracker(std::unique_ptr<MapWriter> py_procs, Warnings* warnings)
+      : py_procs_(std::move(py_procs)), warnings_(warnings) {}
   // Looks at a process the first time it is sampled (again after an exec,
   // and while it is not Python yet, every second); rewrites the Python
   // frames of user (EHP_FRAME_PYTHON) to code indexes.
@@ -100,7 +103,7 @@ class PythonTracker {
   absl::StatusOr<std::optional<PythonBinary>> Binary(const std::string& open_path, const std::string& path,
                                                      uint64_t inode);
 
-  int map_fd_;
+  std::unique_ptr<MapWriter> py_procs_;
   PythonCodeTable codes_;
   std::map<uint32_t, Proc> procs_;
   // "path:inode" -> the binary (nullopt: no Python), or why it is refused.

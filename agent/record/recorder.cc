@@ -1,7 +1,5 @@
 #include "agent/record/recorder.h"
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "agent/process/exec_closure.h"
 #include "agent/record/targets_map.h"
+#include "agent/session/bpf_map_writer.h"
+#include "agent/session/ring_buffer_source.h"
 #include "base/scoped_handle.h"
 #include "base/sigbus_guard.h"
 #include "bpf/ehprof_abi.h"
@@ -33,11 +33,12 @@ Recorder::~Recorder() {
   files_.reset();
   kernel_index_.reset();
   store_.reset();
+  targets_.reset();
   session_.reset();
 }
 
 absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
-  const int targets = session_->maps().targets;
+  MapWriter& targets = *targets_;
   for (uint32_t pid : options_.pids) {
     if (!ProcessExists(pid)) return absl::NotFoundError(absl::StrCat("no process with pid ", pid));
     if (absl::Status s = AddTarget(targets, pid, EHP_TARGET_PROCESS); !s.ok()) return s;
@@ -96,7 +97,7 @@ EventHandler::Hooks Recorder::EventHooks() {
     NoteExec(pid);
   };
   h.exited = [this](uint32_t pid) {
-    if (!options_.all) bpf_map_delete_elem(session_->maps().targets, &pid);
+    if (!options_.all) targets_->Delete(pid);
   };
   return h;
 }
@@ -115,8 +116,8 @@ absl::Status Recorder::Run() {
   if (child_pid_ > 0) PrefetchCommandTables();
   const uint64_t start = NowNs();
   if (absl::Status st = AddInitialTargets(start); !st.ok()) return st;
-  auto events = RingBufferSource::Open(session_->maps().events,
-                                       [this](const void* data, size_t size) { events_->Handle(data, size); });
+  auto events = OpenRingBuffer(session_->maps().events,
+                               [this](const void* data, size_t size) { events_->Handle(data, size); });
   if (!events.ok()) return events.status();
   if (absl::Status st = ReleaseCommand(); !st.ok()) return st;
   // -D only: a sample stamped before now is still the recording's (an
@@ -145,6 +146,7 @@ absl::Status Recorder::StartSession() {
   auto session = BpfSession::Start(*so);
   if (!session.ok()) return session.status();
   session_ = std::move(*session);
+  targets_ = std::make_unique<BpfMapWriter>(session_->maps().targets, sizeof(uint8_t), "targets");
   store_ = std::make_unique<TableStore>(BpfTableMaps(session_->maps()), options_.sizes);
   std::unique_ptr<TableCache> cache;
   if (!options_.table_cache_dir.empty()) {
@@ -166,7 +168,10 @@ absl::Status Recorder::StartSession() {
       std::make_unique<BpfMapWriter>(session_->maps().procs, sizeof(ehp_proc), "procs"), warnings_);
   tracker_->SetKernelIndex(kernel_index_.get());
   if (options_.python && options_.user) {
-    python_ = std::make_unique<PythonTracker>(session_->maps().py_procs, warnings_);
+    const int py_procs = session_->maps().py_procs;
+    python_ = std::make_unique<PythonTracker>(
+        py_procs >= 0 ? std::make_unique<BpfMapWriter>(py_procs, sizeof(ehp_py_proc), "py_procs") : nullptr,
+        warnings_);
   }
   events_ = std::make_unique<EventHandler>(tracker_.get(), sink_, python_.get(), warnings_, EventHooks());
   return absl::OkStatus();

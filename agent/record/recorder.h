@@ -18,15 +18,15 @@
 #include "agent/process/process_tracker.h"
 #include "agent/python/python_tracker.h"
 #include "agent/record/event_handler.h"
-#include "agent/record/event_source.h"
 #include "agent/record/raw_sample.h"
 #include "agent/record/run_control.h"
 #include "agent/record/sample_sink.h"
 #include "agent/session/bpf_session.h"
-#include "agent/session/file_tables.h"
-#include "agent/session/kernel_file_index.h"
+#include "agent/session/event_source.h"
 #include "agent/session/probe_spec.h"
-#include "agent/session/table_store.h"
+#include "agent/tables/file_tables.h"
+#include "agent/tables/kernel_file_index.h"
+#include "agent/tables/table_store.h"
 #include "base/unique_fd.h"
 #include "base/warnings.h"
 
@@ -205,6 +205,7 @@ class Recorder {
   RecordOptions options_;
   Warnings* warnings_;
   std::unique_ptr<BpfSession> session_;
+  std::unique_ptr<MapWriter> targets_;  // the BPF targets map
   std::unique_ptr<TableStore> store_;
   std::unique_ptr<KernelFileIndex> kernel_index_;
   std::unique_ptr<FileTables> files_;

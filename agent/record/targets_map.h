@@ -6,13 +6,15 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "agent/tables/map_writer.h"
 
 namespace ehprof {
 
-// Adds id (kind EHP_TARGET_PROCESS: a pid; EHP_TARGET_THREAD: a tid). A
-// failed update (a full map: E2BIG) is an error naming the id and why,
-// never a target left unsampled without a word.
-absl::Status AddTarget(int targets_fd, uint32_t id, uint8_t kind);
+// Adds id (kind EHP_TARGET_PROCESS: a pid; EHP_TARGET_THREAD: a tid) to
+// targets (values of one byte, the kind). A failed update (a full map) is
+// an error naming the id and why, never a target left unsampled without a
+// word.
+absl::Status AddTarget(MapWriter& targets, uint32_t id, uint8_t kind);
 
 }  // namespace ehprof
 

@@ -6,8 +6,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "agent/session/map_writer.h"
-#include "agent/session/table_store.h"
+#include "agent/tables/map_writer.h"
+#include "agent/tables/table_store.h"
 #include "agent/verify/dwfl_unwinder.h"
 #include "base/status_macros.h"
 #include "unwind_tables/compact_table.h"

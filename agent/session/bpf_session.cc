@@ -32,13 +32,6 @@ namespace ehprof {
 void DestroyLink(bpf_link* l) { bpf_link__destroy(l); }
 void DestroySkeleton(ehprof_bpf* s) { ehprof_bpf__destroy(s); }
 
-uint64_t MapSizes::table_bytes() const {
-  return uint64_t{tables} * sizeof(ehp_table_info) + uint64_t{pages} * sizeof(ehp_page) +
-         uint64_t{pages} * sizeof(ehp_buckets) +
-         uint64_t{row_chunks} * EHP_ROW_CHUNK_ROWS * EHP_ROW_BYTES +
-         uint64_t{palette_words} * sizeof(uint64_t) + uint64_t{rules} * sizeof(ehp_rule);
-}
-
 std::vector<int> OnlineCpus() {
   std::vector<int> cpus;
   std::ifstream f("/sys/devices/system/cpu/online");

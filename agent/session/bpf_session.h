@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/session/probe_spec.h"
+#include "agent/tables/map_sizes.h"
 #include "base/scoped_handle.h"
 #include "bpf/ehprof_abi.h"
 
@@ -20,18 +21,6 @@ struct ehprof_bpf;
 struct bpf_link;
 
 namespace ehprof {
-
-struct MapSizes {
-  // Defaults from bpf/ehprof_abi.h, where the BPF object takes them too.
-  uint32_t tables = EHP_DEFAULT_TABLES;
-  uint32_t pages = EHP_DEFAULT_PAGES;
-  uint32_t row_chunks = EHP_DEFAULT_ROW_CHUNKS;
-  uint32_t palette_words = EHP_DEFAULT_PALETTE_WORDS;
-  uint32_t rules = EHP_DEFAULT_RULES;
-  uint32_t procs = EHP_DEFAULT_PROCS;
-  uint32_t ringbuf_bytes = EHP_DEFAULT_RINGBUF_BYTES;
-  uint64_t table_bytes() const;     // what the table maps lock in memory
-};
 
 struct SessionOptions {
   ehp_config config{};

@@ -8,8 +8,8 @@
 // long, so the next process mapping it does not build again; then it is
 // forgotten: a long run keeps what its live processes map, not every file
 // it ever saw.
-#ifndef EHPROF_AGENT_SESSION_FILE_TABLES_H_
-#define EHPROF_AGENT_SESSION_FILE_TABLES_H_
+#ifndef EHPROF_AGENT_TABLES_FILE_TABLES_H_
+#define EHPROF_AGENT_TABLES_FILE_TABLES_H_
 
 #include <chrono>
 #include <condition_variable>
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/session/table_store.h"
+#include "agent/tables/table_store.h"
 #include "base/warnings.h"
 #include "unwind_tables/elf_file.h"
 #include "unwind_tables/table_builder.h"
@@ -171,4 +171,4 @@ class FileTables {
 
 }  // namespace ehprof
 
-#endif  // EHPROF_AGENT_SESSION_FILE_TABLES_H_
+#endif  // EHPROF_AGENT_TABLES_FILE_TABLES_H_

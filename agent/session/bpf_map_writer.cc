@@ -1,4 +1,4 @@
-#include "agent/session/map_writer.h"
+#include "agent/session/bpf_map_writer.h"
 
 #include <bpf/bpf.h>
 
@@ -7,10 +7,31 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "agent/session/bpf_session.h"
 #include "bpf/ehprof_abi.h"
 
 namespace ehprof {
+namespace {
+
+class BpfIndexMap : public FileIndexMap {
+ public:
+  explicit BpfIndexMap(int fd) : fd_(fd) {}
+  absl::Status Put(const ehp_file_key& key, const ehp_file_info& info) override {
+    if (bpf_map_update_elem(fd_, &key, &info, BPF_ANY) != 0) {
+      const int err = errno;
+      auto make = err == E2BIG || err == ENOMEM ? absl::ResourceExhaustedError
+                                                : absl::InternalError;
+      return make(absl::StrCat("BPF map file_tables: writing ", key.dev, ":", key.ino, ": ",
+                               std::strerror(err)));
+    }
+    return absl::OkStatus();
+  }
+  void Remove(const ehp_file_key& key) override { bpf_map_delete_elem(fd_, &key); }
+
+ private:
+  int fd_;  // not owned: the session keeps the map
+};
+
+}  // namespace
 
 absl::Status BpfMapWriter::WriteOne(uint32_t key, const void* value) {
   if (bpf_map_update_elem(fd_, &key, value, BPF_ANY) == 0) return absl::OkStatus();
@@ -55,5 +76,7 @@ TableMaps BpfTableMaps(const MapFds& fds) {
   m.rules = std::make_unique<BpfMapWriter>(fds.rules, sizeof(ehp_rule), "rules");
   return m;
 }
+
+std::unique_ptr<FileIndexMap> BpfFileIndexMap(int fd) { return std::make_unique<BpfIndexMap>(fd); }
 
 }  // namespace ehprof

@@ -1,4 +1,4 @@
-#include "agent/session/table_store.h"
+#include "agent/tables/table_store.h"
 
 #include <cstring>
 

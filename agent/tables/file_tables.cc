@@ -1,4 +1,4 @@
-#include "agent/session/file_tables.h"
+#include "agent/tables/file_tables.h"
 
 #include <elf.h>
 #include <sys/stat.h>

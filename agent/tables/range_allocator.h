@@ -1,6 +1,6 @@
 // First-fit allocator of index ranges in a fixed-size BPF array map.
-#ifndef EHPROF_AGENT_SESSION_RANGE_ALLOCATOR_H_
-#define EHPROF_AGENT_SESSION_RANGE_ALLOCATOR_H_
+#ifndef EHPROF_AGENT_TABLES_RANGE_ALLOCATOR_H_
+#define EHPROF_AGENT_TABLES_RANGE_ALLOCATOR_H_
 
 #include <cstdint>
 #include <map>
@@ -55,4 +55,4 @@ class RangeAllocator {
 
 }  // namespace ehprof
 
-#endif  // EHPROF_AGENT_SESSION_RANGE_ALLOCATOR_H_
+#endif  // EHPROF_AGENT_TABLES_RANGE_ALLOCATOR_H_

@@ -1,6 +1,5 @@
-#include "agent/record/event_source.h"
+#include "agent/record/recorded_events.h"
 
-#include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -33,30 +32,6 @@ int ReadAll(int fd, void* buf, size_t n) {
 }
 
 }  // namespace
-
-absl::StatusOr<std::unique_ptr<RingBufferSource>> RingBufferSource::Open(int map_fd, Handler handler) {
-  std::unique_ptr<RingBufferSource> s(new RingBufferSource(std::move(handler)));
-  s->rb_ = ring_buffer__new(map_fd, &RingBufferSource::OnEvent, s.get(), nullptr);
-  if (s->rb_ == nullptr) return absl::InternalError(absl::StrCat("ring buffer: ", std::strerror(errno)));
-  return s;
-}
-
-RingBufferSource::~RingBufferSource() { ring_buffer__free(rb_); }
-
-int RingBufferSource::OnEvent(void* ctx, void* data, size_t size) {
-  static_cast<RingBufferSource*>(ctx)->handler_(data, size);
-  return 0;
-}
-
-int RingBufferSource::Poll(int timeout_ms) {
-  const int n = ring_buffer__poll(rb_, timeout_ms);
-  // Samples do not wake us (bpf/stacks.bpf.h: sample_wakeup) until the
-  // ring is a quarter full: take what arrived since, every round.
-  if (n >= 0 || n == -EINTR) ring_buffer__consume(rb_);
-  return n;
-}
-
-void RingBufferSource::Drain() { ring_buffer__consume(rb_); }
 
 absl::StatusOr<std::unique_ptr<RecordedEventSource>> RecordedEventSource::Open(const std::string& path,
                                                                                Handler handler, size_t per_poll) {

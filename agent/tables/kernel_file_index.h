@@ -5,8 +5,8 @@
 // Entries are written when a process maps a file whose table is ready and
 // removed before the table is unloaded, so the kernel never picks up a
 // table id that is gone.
-#ifndef EHPROF_AGENT_SESSION_KERNEL_FILE_INDEX_H_
-#define EHPROF_AGENT_SESSION_KERNEL_FILE_INDEX_H_
+#ifndef EHPROF_AGENT_TABLES_KERNEL_FILE_INDEX_H_
+#define EHPROF_AGENT_TABLES_KERNEL_FILE_INDEX_H_
 
 #include <compare>
 #include <cstdint>
@@ -15,7 +15,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
-#include "agent/session/file_tables.h"
+#include "agent/tables/file_tables.h"
 #include "bpf/ehprof_abi.h"
 
 namespace ehprof {
@@ -28,14 +28,14 @@ struct KernelFileKey {
   bool known() const { return ino != 0; }
 };
 
-// The file_tables map behind a seam: the BPF map, or an in-memory one.
+// The file_tables map behind a seam: the BPF map (the session's
+// BpfFileIndexMap), or an in-memory one.
 class FileIndexMap {
  public:
   virtual ~FileIndexMap() = default;
   virtual absl::Status Put(const ehp_file_key& key, const ehp_file_info& info) = 0;
   virtual void Remove(const ehp_file_key& key) = 0;
 };
-std::unique_ptr<FileIndexMap> BpfFileIndexMap(int fd);
 
 // What the kernel needs of a file to map its table (page-aligned like the
 // loader's mappings); nullopt for a file with no executable PT_LOAD.
@@ -73,4 +73,4 @@ class KernelFileIndex {
 
 }  // namespace ehprof
 
-#endif  // EHPROF_AGENT_SESSION_KERNEL_FILE_INDEX_H_
+#endif  // EHPROF_AGENT_TABLES_KERNEL_FILE_INDEX_H_

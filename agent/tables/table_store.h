@@ -8,8 +8,8 @@
 // half-written table; a load that fails part way gives back everything it
 // took. The maps come through MapWriter, so all of this is unit-tested
 // without root (tests/table_store_test.cc).
-#ifndef EHPROF_AGENT_SESSION_TABLE_STORE_H_
-#define EHPROF_AGENT_SESSION_TABLE_STORE_H_
+#ifndef EHPROF_AGENT_TABLES_TABLE_STORE_H_
+#define EHPROF_AGENT_TABLES_TABLE_STORE_H_
 
 #include <cstdint>
 #include <deque>
@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/session/bpf_session.h"
-#include "agent/session/map_writer.h"
-#include "agent/session/range_allocator.h"
+#include "agent/tables/map_sizes.h"
+#include "agent/tables/map_writer.h"
+#include "agent/tables/range_allocator.h"
 #include "unwind_tables/compact_table.h"
 
 namespace ehprof {
@@ -75,4 +75,4 @@ class TableStore {
 
 }  // namespace ehprof
 
-#endif  // EHPROF_AGENT_SESSION_TABLE_STORE_H_
+#endif  // EHPROF_AGENT_TABLES_TABLE_STORE_H_

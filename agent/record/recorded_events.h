@@ -1,9 +1,9 @@
-// Where a recording's events come from: the BPF ring buffer, or a file of
-// events recorded before (each a u32 length in host order, then the
-// record's bytes, as the ring buffer handed it over). The recorder's loop
-// polls one; a test replays a file through the same decoder and handler.
-#ifndef EHPROF_AGENT_RECORD_EVENT_SOURCE_H_
-#define EHPROF_AGENT_RECORD_EVENT_SOURCE_H_
+// A file of events recorded before (each a u32 length in host order, then
+// the record's bytes, as the ring buffer handed it over) as an EventSource
+// (agent/session/event_source.h), and its writer: a test replays a file
+// through the decoder and handler the ring buffer's events go through.
+#ifndef EHPROF_AGENT_RECORD_RECORDED_EVENTS_H_
+#define EHPROF_AGENT_RECORD_RECORDED_EVENTS_H_
 
 #include <cstddef>
 #include <functional>
@@ -12,37 +12,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agent/session/event_source.h"
 #include "base/unique_fd.h"
 
-struct ring_buffer;
-
 namespace ehprof {
-
-class EventSource {
- public:
-  using Handler = std::function<void(const void* data, size_t size)>;
-  virtual ~EventSource() = default;
-  // Hands what has arrived to the handler, waiting up to timeout_ms for
-  // it: the number of events, or a negative errno.
-  virtual int Poll(int timeout_ms) = 0;
-  // Hands all that is left without waiting.
-  virtual void Drain() = 0;
-};
-
-// The BPF ring buffer of the events map (its fd stays the session's).
-class RingBufferSource : public EventSource {
- public:
-  static absl::StatusOr<std::unique_ptr<RingBufferSource>> Open(int map_fd, Handler handler);
-  ~RingBufferSource() override;
-  int Poll(int timeout_ms) override;
-  void Drain() override;
-
- private:
-  explicit RingBufferSource(Handler handler) : handler_(std::move(handler)) {}
-  static int OnEvent(void* ctx, void* data, size_t size);
-  Handler handler_;
-  ring_buffer* rb_ = nullptr;
-};
 
 // A file of recorded events, read up to `per_poll` events a poll.
 class RecordedEventSource : public EventSource {
@@ -82,4 +55,4 @@ class EventFileWriter {
 
 }  // namespace ehprof
 
-#endif  // EHPROF_AGENT_RECORD_EVENT_SOURCE_H_
+#endif  // EHPROF_AGENT_RECORD_RECORDED_EVENTS_H_

@@ -1,6 +1,5 @@
-#include "agent/session/kernel_file_index.h"
+#include "agent/tables/kernel_file_index.h"
 
-#include <bpf/bpf.h>
 #include <elf.h>
 
 #include <cerrno>
@@ -15,28 +14,7 @@ constexpr uint64_t kPageMask = 0xfff;
 
 ehp_file_key ToBpf(const KernelFileKey& k) { return ehp_file_key{k.dev, k.ino}; }
 
-class BpfIndexMap : public FileIndexMap {
- public:
-  explicit BpfIndexMap(int fd) : fd_(fd) {}
-  absl::Status Put(const ehp_file_key& key, const ehp_file_info& info) override {
-    if (bpf_map_update_elem(fd_, &key, &info, BPF_ANY) != 0) {
-      const int err = errno;
-      auto make = err == E2BIG || err == ENOMEM ? absl::ResourceExhaustedError
-                                                : absl::InternalError;
-      return make(absl::StrCat("BPF map file_tables: writing ", key.dev, ":", key.ino, ": ",
-                               std::strerror(err)));
-    }
-    return absl::OkStatus();
-  }
-  void Remove(const ehp_file_key& key) override { bpf_map_delete_elem(fd_, &key); }
-
- private:
-  int fd_;  // not owned: the session keeps the map
-};
-
 }  // namespace
-
-std::unique_ptr<FileIndexMap> BpfFileIndexMap(int fd) { return std::make_unique<BpfIndexMap>(fd); }
 
 std::optional<ehp_file_info> KernelFileInfo(const FileInfo& f, uint64_t size) {
   const ElfSegment* text = nullptr;
