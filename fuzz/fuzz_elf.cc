@@ -1,5 +1,5 @@
 // libFuzzer target: a whole ELF image through ElfFile, CfiFunctions and BuildUnwindTable
-// (section lookup, PT_GNU_EH_FRAME fallback, compressed sections, the
+// (section lookup, PT_GNU_EH_FRAME fallback, compressed sections, Go pclntab rows, the
 // .eh_frame/.debug_frame overlay), then the rows through the compact encoding.
 //
 // Input: the image. Seeds: testdata/seeds/elf (see docs/RELIABILITY.md).
@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "unwind_tables/cfi_functions.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 #include "unwind_tables/table_builder.h"
 #include "unwind_tables/unwind_row.h"
 

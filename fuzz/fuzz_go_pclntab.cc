@@ -1,5 +1,5 @@
 // libFuzzer target: bytes through GoPclntab::Parse, Frames,
-// FunctionStart and ForEachSpDelta (symbolizer/go_pclntab.h).
+// FunctionStart and ForEachSpDelta (elf/go_pclntab.h).
 //
 // Input: a pclntab (pcHeader first), taken as mapped at kBase, which is
 // also moduledata.gofunc, so the inline trees' offsets point into the
@@ -13,7 +13,7 @@
 #include <optional>
 #include <span>
 
-#include "symbolizer/go_pclntab.h"
+#include "elf/go_pclntab.h"
 
 namespace {
 constexpr uint64_t kBase = 0x10000;
@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (auto start = table->FunctionStart(pc); start && *start > pc) __builtin_trap();
     }
   }
-  // The pcsp walk (symbolizer/go_unwind_rows.h): ranges non-empty, within
+  // The pcsp walk (unwind_tables/go_unwind_rows.h): ranges non-empty, within
   // the bound asked for.
   size_t ranges = 0;
   const absl::Status st = table->ForEachSpDelta(

@@ -24,8 +24,8 @@ int BindingRank(unsigned char info) {
 }
 
 // The string table a symbol or relocation section links to.
-absl::StatusOr<size_t> LinkedStrtab(const ElfImage& img, const ImageSection& symtab) {
-  const ImageSection* strtab = img.SectionAt(symtab.header.sh_link);
+absl::StatusOr<size_t> LinkedStrtab(const ElfFile& img, const ElfSectionHeader& symtab) {
+  const ElfSectionHeader* strtab = img.HeaderAt(symtab.header.sh_link);
   if (!strtab || strtab->header.sh_type != SHT_STRTAB) {
     return img.Error(absl::StrCat("section ", std::string(symtab.name),
                                   " does not link to a string table"));
@@ -34,13 +34,13 @@ absl::StatusOr<size_t> LinkedStrtab(const ElfImage& img, const ImageSection& sym
 }
 
 // The number of `type` entries in `d`; an error past kMaxTableEntries.
-absl::StatusOr<size_t> EntryCount(const ElfImage& img, const ImageSection& s, const Elf_Data* d,
+absl::StatusOr<size_t> EntryCount(const ElfFile& img, const ElfSectionHeader& s, const Elf_Data* d,
                                   Elf_Type type) {
   const size_t ent = gelf_fsize(img.elf(), type, 1, EV_CURRENT);
   const size_t n = ent ? d->d_size / ent : 0;
   if (n > kMaxTableEntries) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        img.name(), ": section ", std::string(s.name), " holds ", n, " entries, over the ",
+        img.path(), ": section ", std::string(s.name), " holds ", n, " entries, over the ",
         kMaxTableEntries, " a table may have: not read"));
   }
   return n;
@@ -49,19 +49,19 @@ absl::StatusOr<size_t> EntryCount(const ElfImage& img, const ImageSection& s, co
 // GOT slot address -> symbol name, from the relocations the PLT stubs jump
 // through.
 absl::StatusOr<absl::flat_hash_map<uint64_t, std::string>> GotSlotNames(
-    const ElfImage& img) {
+    const ElfFile& img) {
   absl::flat_hash_map<uint64_t, std::string> names;
-  for (const ImageSection& rs : img.sections()) {
+  for (const ElfSectionHeader& rs : img.headers()) {
     // Compressed relocations are debug sections' (ET_REL), never the PLT's.
     if (rs.header.sh_type != SHT_RELA || (rs.header.sh_flags & SHF_COMPRESSED)) continue;
-    const ImageSection* symtab = img.SectionAt(rs.header.sh_link);
+    const ElfSectionHeader* symtab = img.HeaderAt(rs.header.sh_link);
     if (!symtab || (symtab->header.sh_type != SHT_DYNSYM &&
                     symtab->header.sh_type != SHT_SYMTAB)) {
       continue;  // e.g. ET_REL's relocations, or an unlinked table
     }
     EHP_ASSIGN_OR_RETURN(size_t strndx, LinkedStrtab(img, *symtab));
-    EHP_ASSIGN_OR_RETURN(Elf_Data * rd, img.Data(rs));
-    EHP_ASSIGN_OR_RETURN(Elf_Data * sd, img.Data(*symtab));
+    EHP_ASSIGN_OR_RETURN(Elf_Data * rd, img.RawData(rs));
+    EHP_ASSIGN_OR_RETURN(Elf_Data * sd, img.RawData(*symtab));
     EHP_ASSIGN_OR_RETURN(size_t n, EntryCount(img, rs, rd, ELF_T_RELA));
     for (size_t i = 0; i < n; ++i) {
       GElf_Rela r;
@@ -138,10 +138,10 @@ std::vector<A64PltEntry> A64PltEntries(const uint8_t* p, size_t n, uint64_t addr
 
 }  // namespace
 
-absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type,
+absl::StatusOr<bool> AppendFunctionSymbols(const ElfFile& img, uint32_t sh_type,
                                            std::vector<RawSymbol>* out) {
-  const ImageSection* symtab = nullptr;
-  for (const ImageSection& s : img.sections()) {
+  const ElfSectionHeader* symtab = nullptr;
+  for (const ElfSectionHeader& s : img.headers()) {
     if (s.header.sh_type == sh_type) {
       symtab = &s;
       break;
@@ -149,7 +149,7 @@ absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type
   }
   if (!symtab) return false;
   EHP_ASSIGN_OR_RETURN(size_t strndx, LinkedStrtab(img, *symtab));
-  EHP_ASSIGN_OR_RETURN(Elf_Data * d, img.Data(*symtab));
+  EHP_ASSIGN_OR_RETURN(Elf_Data * d, img.RawData(*symtab));
   EHP_ASSIGN_OR_RETURN(size_t n, EntryCount(img, *symtab, d, ELF_T_SYM));
   for (size_t i = 1; i < n; ++i) {
     GElf_Sym sym;
@@ -171,8 +171,8 @@ absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type
     r.addr = sym.st_value;
     r.size = sym.st_size;
     r.rank = BindingRank(sym.st_info);
-    const ImageSection* in =
-        sym.st_shndx < SHN_LORESERVE ? img.SectionAt(sym.st_shndx) : nullptr;
+    const ElfSectionHeader* in =
+        sym.st_shndx < SHN_LORESERVE ? img.HeaderAt(sym.st_shndx) : nullptr;
     if (in && (in->header.sh_flags & SHF_ALLOC) &&
         in->header.sh_addr <= r.addr && r.addr < in->end_addr()) {
       r.section_end = in->end_addr();
@@ -182,21 +182,21 @@ absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type
   return true;
 }
 
-absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out,
+absl::Status AppendPltSymbols(const ElfFile& img, std::vector<RawSymbol>* out,
                               std::deque<std::string>* names) {
   if (img.machine() != EM_X86_64 && img.machine() != EM_AARCH64) return absl::OkStatus();
-  const ImageSection* plts[] = {img.FindSection(".plt"), img.FindSection(".plt.sec"),
-                                img.FindSection(".plt.got")};
+  const ElfSectionHeader* plts[] = {img.FindHeader(".plt"), img.FindHeader(".plt.sec"),
+                                img.FindHeader(".plt.got")};
   bool any = false;
-  for (const ImageSection* s : plts) any = any || s;
+  for (const ElfSectionHeader* s : plts) any = any || s;
   if (!any) return absl::OkStatus();
   EHP_ASSIGN_OR_RETURN(auto slots, GotSlotNames(img));
   if (slots.empty()) return absl::OkStatus();
-  for (const ImageSection* s : plts) {
+  for (const ElfSectionHeader* s : plts) {
     if (!s || s->header.sh_type != SHT_PROGBITS || !(s->header.sh_flags & SHF_EXECINSTR)) {
       continue;
     }
-    EHP_ASSIGN_OR_RETURN(Elf_Data * d, img.Data(*s));
+    EHP_ASSIGN_OR_RETURN(Elf_Data * d, img.RawData(*s));
     if (!d->d_buf) continue;
     const auto* bytes = static_cast<const uint8_t*>(d->d_buf);
     if (img.machine() == EM_AARCH64) {
@@ -212,7 +212,7 @@ absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out,
     if (entsize != 8 && entsize != 16) entsize = 16;
     if (d->d_size / entsize > kMaxTableEntries) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          img.name(), ": section ", std::string(s->name), " holds ", d->d_size / entsize,
+          img.path(), ": section ", std::string(s->name), " holds ", d->d_size / entsize,
           " PLT entries, over the ", kMaxTableEntries, " a table may have: not read"));
     }
     for (uint64_t off = 0; off + entsize <= d->d_size; off += entsize) {

@@ -1,4 +1,4 @@
-// Reads the function symbols of one ElfImage, before ElfSymbols merges them.
+// Reads the function symbols of one ElfFile, before ElfSymbols merges them.
 #ifndef EHPROF_SYMBOLIZER_ELF_SYMBOL_READER_H_
 #define EHPROF_SYMBOLIZER_ELF_SYMBOL_READER_H_
 
@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "symbolizer/elf_image.h"
+#include "elf/elf_file.h"
 
 namespace ehprof::symbolizer_internal {
 
@@ -37,7 +37,7 @@ inline constexpr uint64_t kMaxTableEntries = uint64_t{8} << 20;
 // address from the first section of type `sh_type` (SHT_SYMTAB or
 // SHT_DYNSYM). Returns false when there is no such section; an error
 // naming the file and section when it has more than kMaxTableEntries.
-absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type,
+absl::StatusOr<bool> AppendFunctionSymbols(const ElfFile& img, uint32_t sh_type,
                                            std::vector<RawSymbol>* out);
 
 // Appends "name@plt" for each x86-64 PLT stub (.plt, .plt.sec, .plt.got)
@@ -45,7 +45,7 @@ absl::StatusOr<bool> AppendFunctionSymbols(const ElfImage& img, uint32_t sh_type
 // relocation names, as objdump does: decoding the jump rather than counting
 // entries also covers IBT's .plt.sec and -z now's .plt.got.
 // Their names are kept in `names`.
-absl::Status AppendPltSymbols(const ElfImage& img, std::vector<RawSymbol>* out,
+absl::Status AppendPltSymbols(const ElfFile& img, std::vector<RawSymbol>* out,
                               std::deque<std::string>* names);
 
 }  // namespace ehprof::symbolizer_internal

@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "symbolizer/elf_image.h"
+#include "elf/elf_file.h"
 #include "symbolizer/elf_symbol_reader.h"
 #include "symbolizer/xz_decompress.h"
 #include "base/status_macros.h"
@@ -18,12 +18,11 @@ namespace ehprof {
 
 using symbolizer_internal::AppendFunctionSymbols;
 using symbolizer_internal::AppendPltSymbols;
-using symbolizer_internal::ElfImage;
 using symbolizer_internal::RawSymbol;
 
 class ElfSymbolsBuilder {
  public:
-  static absl::StatusOr<std::shared_ptr<const ElfSymbols>> Build(const ElfImage& img) {
+  static absl::StatusOr<std::shared_ptr<const ElfSymbols>> Build(const ElfFile& img) {
     std::vector<RawSymbol> syms;
     EHP_ASSIGN_OR_RETURN(bool has_symtab, AppendFunctionSymbols(img, SHT_SYMTAB, &syms));
     const uint32_t table = has_symtab ? SHT_SYMTAB : SHT_DYNSYM;
@@ -32,11 +31,11 @@ class ElfSymbolsBuilder {
     }
     std::deque<std::string> names;  // the names RawSymbols point to that no image holds
     EHP_RETURN_IF_ERROR(AppendPltSymbols(img, &syms, &names));
-    std::optional<ElfImage> mini_image;  // MiniDebugInfo's names point into it
+    std::optional<ElfFile> mini_image;  // MiniDebugInfo's names point into it
     EHP_ASSIGN_OR_RETURN(bool mini, AppendMiniDebugInfo(img, &syms, &mini_image));
     auto built = std::shared_ptr<ElfSymbols>(new ElfSymbols());
     StringTable strtab = MapStringTable(img, table, &built->strtab_);
-    EHP_RETURN_IF_ERROR(Index(std::move(syms), mini, img.name(), strtab, built.get()));
+    EHP_RETURN_IF_ERROR(Index(std::move(syms), mini, img.path(), strtab, built.get()));
     return std::shared_ptr<const ElfSymbols>(std::move(built));
   }
 
@@ -49,13 +48,13 @@ class ElfSymbolsBuilder {
     const char* in_image = nullptr;
     uint64_t size = 0;
   };
-  static StringTable MapStringTable(const ElfImage& img, uint32_t sh_type, MappedRange* mapped) {
+  static StringTable MapStringTable(const ElfFile& img, uint32_t sh_type, MappedRange* mapped) {
     if (img.fd() < 0) return {};
-    for (const auto& s : img.sections()) {
+    for (const auto& s : img.headers()) {
       if (s.header.sh_type != sh_type) continue;
-      const auto* str = img.SectionAt(s.header.sh_link);
+      const auto* str = img.HeaderAt(s.header.sh_link);
       if (!str || str->header.sh_type != SHT_STRTAB || (str->header.sh_flags & SHF_COMPRESSED)) return {};
-      auto d = img.Data(*str);
+      auto d = img.RawData(*str);
       if (!d.ok() || !(*d)->d_buf || (*d)->d_size != str->header.sh_size) return {};
       *mapped = MappedRange(img.fd(), str->header.sh_offset, str->header.sh_size);
       // The same bytes as libelf's (their ends only: comparing all would
@@ -72,17 +71,17 @@ class ElfSymbolsBuilder {
     return {};
   }
 
-  static absl::StatusOr<bool> AppendMiniDebugInfo(const ElfImage& img, std::vector<RawSymbol>* out,
-                                                  std::optional<ElfImage>* keep) {
-    const auto* s = img.FindSection(".gnu_debugdata");
+  static absl::StatusOr<bool> AppendMiniDebugInfo(const ElfFile& img, std::vector<RawSymbol>* out,
+                                                  std::optional<ElfFile>* keep) {
+    const auto* s = img.FindHeader(".gnu_debugdata");
     if (!s || s->header.sh_type != SHT_PROGBITS) return false;
-    EHP_ASSIGN_OR_RETURN(Elf_Data * d, img.Data(*s));
+    EHP_ASSIGN_OR_RETURN(Elf_Data * d, img.RawData(*s));
     if (!d->d_buf || d->d_size == 0) return false;
-    std::string name = absl::StrCat(img.name(), " [.gnu_debugdata]");
+    std::string name = absl::StrCat(img.path(), " [.gnu_debugdata]");
     EHP_ASSIGN_OR_RETURN(
         std::vector<uint8_t> bytes,
         XzDecompress(name, {static_cast<const uint8_t*>(d->d_buf), d->d_size}));
-    EHP_ASSIGN_OR_RETURN(ElfImage mini, ElfImage::FromBytes(name, std::move(bytes)));
+    EHP_ASSIGN_OR_RETURN(ElfFile mini, ElfFile::FromBytes(name, std::move(bytes)));
     keep->emplace(std::move(mini));
     EHP_RETURN_IF_ERROR(AppendFunctionSymbols(**keep, SHT_SYMTAB, out).status());
     return true;
@@ -161,20 +160,24 @@ class ElfSymbolsBuilder {
 };
 
 absl::StatusOr<std::shared_ptr<const ElfSymbols>> ElfSymbols::Load(const std::string& path) {
-  EHP_ASSIGN_OR_RETURN(ElfImage img, ElfImage::Open(path));
+  EHP_ASSIGN_OR_RETURN(ElfFile img, ElfFile::Open(path));
   return ElfSymbolsBuilder::Build(img);
 }
 
 absl::StatusOr<std::shared_ptr<const ElfSymbols>> ElfSymbols::FromFd(UniqueFd fd,
                                                                     std::string path) {
-  EHP_ASSIGN_OR_RETURN(ElfImage img, ElfImage::FromFd(std::move(fd), std::move(path)));
+  EHP_ASSIGN_OR_RETURN(ElfFile img, ElfFile::FromFd(std::move(fd), std::move(path)));
   return ElfSymbolsBuilder::Build(img);
 }
 
 absl::StatusOr<std::shared_ptr<const ElfSymbols>> ElfSymbols::FromBytes(
     std::string name, std::vector<uint8_t> bytes) {
-  EHP_ASSIGN_OR_RETURN(ElfImage img, ElfImage::FromBytes(std::move(name), std::move(bytes)));
+  EHP_ASSIGN_OR_RETURN(ElfFile img, ElfFile::FromBytes(std::move(name), std::move(bytes)));
   return ElfSymbolsBuilder::Build(img);
+}
+
+absl::StatusOr<std::shared_ptr<const ElfSymbols>> ElfSymbols::FromElf(const ElfFile& elf) {
+  return ElfSymbolsBuilder::Build(elf);
 }
 
 bool ElfSymbols::Covers(uint64_t begin, uint64_t end) const {

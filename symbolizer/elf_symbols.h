@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "base/unique_fd.h"
 #include "base/mapped_range.h"
+#include "elf/elf_file.h"
 
 namespace ehprof {
 
@@ -45,6 +46,8 @@ class ElfSymbols {
   // messages.
   static absl::StatusOr<std::shared_ptr<const ElfSymbols>> FromBytes(
       std::string name, std::vector<uint8_t> bytes);
+  // From a file already opened; the table keeps nothing of `elf`.
+  static absl::StatusOr<std::shared_ptr<const ElfSymbols>> FromElf(const ElfFile& elf);
 
   // The innermost symbol containing `vaddr`, if any.
   std::optional<ElfSymbol> Find(uint64_t vaddr) const;

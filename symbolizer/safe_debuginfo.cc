@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/untrusted_file.h"
-#include "unwind_tables/debug_file_finder.h"
+#include "elf/debug_file_finder.h"
 
 namespace ehprof {
 namespace {

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 
-#include "unwind_tables/debug_file_finder.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/debug_file_finder.h"
+#include "elf/elf_file.h"
 
 namespace ehprof {
 
@@ -37,15 +37,15 @@ std::shared_ptr<const ElfSymbols> SymbolCache::Get(const std::string& path) {
 }
 
 void SymbolCache::Load(const std::string& path, Slot* slot) {
-  absl::StatusOr<std::shared_ptr<const ElfSymbols>> table = ElfSymbols::Load(path);
+  absl::StatusOr<ElfFile> elf = ElfFile::Open(path);
+  absl::StatusOr<std::shared_ptr<const ElfSymbols>> table =
+      elf.ok() ? ElfSymbols::FromElf(*elf) : elf.status();
   if (table.ok()) {
     slot->table = *std::move(table);
   } else {
     warnings_->Add(std::string(table.status().message()));
     return;
   }
-  auto elf = ElfFile::Open(path);
-  if (!elf.ok()) return;
   if (std::optional<DebugFile> debug = FindSeparateDebugFile(*elf)) {
     auto debug_table = ElfSymbols::FromFd(std::move(debug->fd), debug->path);
     if (debug_table.ok() && (*debug_table)->size() > 0) slot->debug_table = *std::move(debug_table);

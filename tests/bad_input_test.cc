@@ -19,7 +19,7 @@
 #include "tests/test_support.h"
 #include "unwind_tables/cfa_program.h"
 #include "unwind_tables/compact_table.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 #include "unwind_tables/table_builder.h"
 
 namespace ehprof {

@@ -12,7 +12,7 @@
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 
 namespace ehprof {
 namespace {

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "symbolizer/xz_decompress.h"
 #include "tests/test_support.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 #include "unwind_tables/table_builder.h"
 
 namespace ehprof {

@@ -1,6 +1,6 @@
 // Where a separate debug file is looked for, in which order, and that a
 // root prefixes every place (a container's files seen from the host).
-#include "unwind_tables/debug_file_finder.h"
+#include "elf/debug_file_finder.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 
 namespace ehprof {
 namespace {

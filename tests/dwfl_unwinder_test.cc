@@ -19,7 +19,7 @@
 #include "agent/process/proc_maps.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 
 // Stores the registers of its caller as they are once it returns: the
 // callee-saved ones untouched, rsp past the return address, rip = the

@@ -5,7 +5,7 @@
 // found without section headers, by the pcHeader's magic, and the unwind
 // rows made from its pcsp tables against the .debug_frame Go's linker
 // writes into the unstripped twin from the same tables.
-#include "symbolizer/go_pclntab.h"
+#include "elf/go_pclntab.h"
 
 #include <elf.h>
 
@@ -16,11 +16,10 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
-#include "symbolizer/go_tables.h"
-#include "symbolizer/go_unwind_rows.h"
+#include "elf/go_pclntab_finder.h"
 #include "tests/go_programs.h"
 #include "tests/test_support.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 #include "unwind_tables/table_builder.h"
 
 namespace ehprof {
@@ -210,10 +209,12 @@ TEST_F(GoPclntabTest, UnwindRowsFromPcspAreTheGoLinkersOwnDebugFrameRows) {
     SCOPED_TRACE(b.version);
     TableBuildOptions no_debug;
     no_debug.find_debug_file = false;
-    auto twin = BuildUnwindTableFromPath(b.binary, no_debug);  // .debug_frame only
+    TableBuildOptions cfi_only = no_debug;
+    cfi_only.go_rows = false;
+    auto twin = BuildUnwindTableFromPath(b.binary, cfi_only);  // .debug_frame only
     ASSERT_TRUE(twin.ok()) << twin.status();
     ASSERT_TRUE(twin->from_debug_frame && !twin->from_eh_frame) << twin->source();
-    auto ours = BuildUnwindTableFromPath(b.stripped, WithGoRows(no_debug));
+    auto ours = BuildUnwindTableFromPath(b.stripped, no_debug);
     ASSERT_TRUE(ours.ok()) << ours.status();
     ASSERT_EQ(ours->source(), "gopclntab");
     auto elf = ElfFile::Open(b.stripped);

@@ -27,7 +27,7 @@
 #include "tests/pprof_stacks.h"
 #include "tests/test_support.h"
 #include "tests/hostile_user.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 
 extern char** environ;
 

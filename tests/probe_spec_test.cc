@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 
 namespace ehprof {
 namespace {

@@ -1,6 +1,6 @@
 // Stripped Go (go build -ldflags='-s -w': no .symtab, DWARF, .eh_frame or
 // .debug_frame): the walk goes by rows made from the pclntab's pcsp tables
-// (symbolizer/go_unwind_rows.h), the frames are named from .gopclntab, and
+// (unwind_tables/go_unwind_rows.h), the frames are named from .gopclntab, and
 // the caller of a frameless leaf is kept (main.spinB under main.hotB, which
 // a frame-pointer walk loses), and the names are judged by
 // `go tool addr2line` on the unstripped twin at the same addresses. The

@@ -17,7 +17,7 @@
 #include "base/mapped_range.h"
 #include "base/unique_fd.h"
 #include "gtest/gtest.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 
 namespace ehprof {
 namespace {

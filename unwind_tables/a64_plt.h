@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 #include "unwind_tables/unwind_row.h"
 
 namespace ehprof {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "base/byte_reader.h"
 #include "unwind_tables/cfa_expression.h"
+#include "unwind_tables/dwarf_registers.h"
 
 namespace ehprof {
 

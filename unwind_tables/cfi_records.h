@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "unwind_tables/arch.h"
+#include "elf/arch.h"
 
 namespace ehprof {
 

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "unwind_tables/cfi_records.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 
 namespace ehprof {
 

@@ -13,7 +13,8 @@
 #include "unwind_tables/cfa_program.h"
 #include "unwind_tables/cfi_records.h"
 #include "unwind_tables/cfi_sections.h"
-#include "unwind_tables/debug_file_finder.h"
+#include "elf/debug_file_finder.h"
+#include "unwind_tables/go_unwind_rows.h"
 #include "base/status_macros.h"
 
 namespace ehprof {
@@ -147,7 +148,7 @@ std::string UnwindTable::source() const {
   if (from_eh_frame) s = "eh_frame";
   if (from_debug_frame) s += s.empty() ? "debug_frame" : "+debug_frame";
   if (plt_rows) s += s.empty() ? "plt" : "+plt";
-  if (extra_rows) s += (s.empty() ? "" : "+") + (extra_source.empty() ? "extra" : extra_source);
+  if (go_rows) s += s.empty() ? "gopclntab" : "+gopclntab";
   return s.empty() ? "none" : s;
 }
 
@@ -219,10 +220,9 @@ absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
   }
   EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> plt_rows, Aarch64PltRows(elf));
   if (!plt_rows.empty()) table.rows = Overlay(table.rows, plt_rows, &table.plt_rows);
-  if (options.extra_rows) {
-    EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> extra, options.extra_rows(elf, options.max_rows));
-    if (!extra.empty()) table.rows = Overlay(table.rows, extra, &table.extra_rows);
-    table.extra_source = options.extra_rows_name;
+  if (options.go_rows) {
+    EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> go, GoUnwindRows(elf, options.max_rows));
+    if (!go.empty()) table.rows = Overlay(table.rows, go, &table.go_rows);
     if (table.rows.size() > options.max_rows) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "%s: more than %d unwind rows; not building a table this large", elf.path(), options.max_rows));

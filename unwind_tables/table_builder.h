@@ -4,12 +4,11 @@
 #define EHPROF_UNWIND_TABLES_TABLE_BUILDER_H_
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 #include "unwind_tables/unwind_row.h"
 
 namespace ehprof {
@@ -31,11 +30,10 @@ struct TableBuildOptions {
   // Build tables of the other architecture too (`ehprof tables`); the agent
   // loads only its own machine's, so for it a foreign ELF is an error.
   bool any_arch = false;
-  // Rows for code the CFI leaves uncovered, from another source the file
-  // holds (Go's pclntab: symbolizer/go_unwind_rows.h); sorted, a none row
-  // after each run. Applied only where no FDE covers an address.
-  std::function<absl::StatusOr<std::vector<UnwindRow>>(const ElfFile&, size_t max_rows)> extra_rows;
-  std::string extra_rows_name;  // for UnwindTable::source()
+  // Rows from Go's pclntab (go_unwind_rows.h) where no CFI covers an
+  // address: Go writes no .eh_frame for its own code. Off only to compare
+  // against the CFI alone.
+  bool go_rows = true;
 };
 
 struct UnwindTable {
@@ -47,8 +45,7 @@ struct UnwindTable {
   bool from_eh_frame = false;
   bool from_debug_frame = false;
   bool plt_rows = false;  // aarch64: rows made for .plt, which has no CFI
-  bool extra_rows = false;  // rows from options.extra_rows are used
-  std::string extra_source;  // options.extra_rows_name
+  bool go_rows = false;   // rows from Go's pclntab are used
   Arch arch = Arch::kX86_64;
   std::string debug_file;  // the separate debug file used, if any
   // Problems that did not stop the build (overlapping FDEs, a separate debug
@@ -60,7 +57,7 @@ struct UnwindTable {
   // owner may have put it there, and the agent says so.
   std::vector<std::string> refused;
 
-  std::string source() const;  // "eh_frame", "eh_frame+debug_frame", ...
+  std::string source() const;  // "eh_frame", "eh_frame+debug_frame", "gopclntab", ...
 };
 
 absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "unwind_tables/dwarf_registers.h"
 
 namespace ehprof {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "bpf/ehprof_abi.h"
-#include "unwind_tables/arch.h"
+#include "elf/arch.h"
 
 namespace ehprof {
 

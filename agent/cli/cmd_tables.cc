@@ -6,9 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "agent/cli/cli.h"
-#include "symbolizer/go_unwind_rows.h"
-#include "unwind_tables/compact_table.h"
-#include "unwind_tables/table_builder.h"
+#include "unwind_tables/build_compact_table.h"
 
 namespace ehprof {
 namespace {
@@ -54,19 +52,16 @@ int RunTablesCommand(const std::vector<std::string>& args) {
   options.any_arch = true;
 
   const auto t0 = std::chrono::steady_clock::now();
-  auto table = BuildUnwindTableFromPath(file, WithGoRows(options));
-  if (!table.ok()) {
-    std::fprintf(stderr, "ehprof tables: %s\n", std::string(table.status().message()).c_str());
+  auto built = BuildCompactTableFromPath(file, options, KeepRows::kYes);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (!built.ok()) {
+    std::fprintf(stderr, "ehprof tables: %s\n", std::string(built.status().message()).c_str());
     return kExitFailure;
   }
+  const UnwindTable* table = &built->unwind;
+  const CompactTable* compact = &built->compact;
   for (const std::string& w : table->warnings) {
     std::fprintf(stderr, "ehprof tables: warning: %s\n", w.c_str());
-  }
-  auto compact = EncodeCompactTable(table->rows, file);
-  const auto t1 = std::chrono::steady_clock::now();
-  if (!compact.ok()) {
-    std::fprintf(stderr, "ehprof tables: %s\n", std::string(compact.status().message()).c_str());
-    return kExitFailure;
   }
   if (compact->unencodable_rows) {
     std::fprintf(stderr,

@@ -3,8 +3,8 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "unwind_tables/debug_file_finder.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/debug_file_finder.h"
+#include "elf/elf_file.h"
 
 namespace ehprof {
 namespace {

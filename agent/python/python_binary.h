@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "bpf/ehprof_abi.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 
 namespace ehprof {
 

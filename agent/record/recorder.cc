@@ -17,7 +17,6 @@
 #include "base/scoped_handle.h"
 #include "base/sigbus_guard.h"
 #include "bpf/ehprof_abi.h"
-#include "symbolizer/go_unwind_rows.h"
 
 namespace ehprof {
 
@@ -157,8 +156,7 @@ absl::Status Recorder::StartSession() {
       warnings_->Add(absl::StrCat(c.status().message(), " (tables are built every run)"));
     }
   }
-  // Go's pclntab gives rows where Go code has no CFI (stripped Go).
-  files_ = std::make_unique<FileTables>(store_.get(), warnings_, std::move(cache), WithGoRows({}));
+  files_ = std::make_unique<FileTables>(store_.get(), warnings_, std::move(cache));
   if (options_.kernel_maps) {
     kernel_index_ = std::make_unique<KernelFileIndex>(BpfFileIndexMap(session_->maps().file_tables));
     files_->SetUnloadHook([index = kernel_index_.get()](const FileKey& key) { index->Unpublish(key); });

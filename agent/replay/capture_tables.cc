@@ -10,9 +10,8 @@
 #include "agent/tables/table_store.h"
 #include "agent/verify/dwfl_unwinder.h"
 #include "base/status_macros.h"
-#include "unwind_tables/compact_table.h"
-#include "unwind_tables/elf_file.h"
-#include "unwind_tables/table_builder.h"
+#include "elf/elf_file.h"
+#include "unwind_tables/build_compact_table.h"
 
 namespace ehprof {
 namespace {
@@ -105,10 +104,8 @@ absl::StatusOr<uint32_t> CaptureTables::Table(const std::string& file, const Cap
   auto it = tables_.find(file);
   if (it != tables_.end()) return it->second;
   auto id = [&]() -> absl::StatusOr<uint32_t> {
-    EHP_ASSIGN_OR_RETURN(ElfFile elf, ElfFile::Open(file));
-    EHP_ASSIGN_OR_RETURN(UnwindTable table, BuildUnwindTable(elf));
-    EHP_ASSIGN_OR_RETURN(CompactTable compact, EncodeCompactTable(table.rows, file));
-    return store_->Load(compact, file);
+    EHP_ASSIGN_OR_RETURN(CompactBuild built, BuildCompactTableFromPath(file, TableBuildOptions{}));
+    return store_->Load(built.compact, file);
   }();
   if (!id.ok()) {
     return absl::Status(id.status().code(), absl::StrCat("table of ", file, ": ", id.status().message()));

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/guarded.h"
-#include "unwind_tables/table_builder.h"
+#include "unwind_tables/build_compact_table.h"
 
 namespace ehprof {
 
@@ -226,20 +226,19 @@ FileTables::Done FileTables::Build(Job& job) {
     done.table = elf.status();
     return done;
   }
-  auto table = BuildUnwindTable(*elf, build_);
-  if (!table.ok()) {
-    done.table = table.status();
+  // The rows (32 bytes each: 30 MB for libLLVM) are gone before the cache
+  // entry is serialized, so the build's peak is the rows or the entry.
+  auto built = BuildCompactTable(*elf, build_, job.name);
+  if (!built.ok()) {
+    done.table = built.status();
     return done;
   }
-  if (!table->refused.empty()) {
+  if (!built->unwind.refused.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (std::string& r : table->refused) warnings_->Add(std::move(r));
+    for (std::string& r : built->unwind.refused) warnings_->Add(std::move(r));
   }
-  done.rows = table->rows.size();
-  done.table = EncodeCompactTable(table->rows, job.name);
-  // The rows (32 bytes each: 30 MB for libLLVM) go before the cache entry
-  // is serialized, so the build's peak is the rows or the entry, not both.
-  std::vector<UnwindRow>().swap(table->rows);
+  done.rows = built->rows;
+  done.table = std::move(built->compact);
   if (cacheable && done.table.ok()) {
     if (absl::Status st = cache_->Store(tkey, {*done.table, done.rows}); !st.ok()) {
       std::lock_guard<std::mutex> lock(mu_);

@@ -28,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "agent/tables/table_store.h"
 #include "base/warnings.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 #include "unwind_tables/table_builder.h"
 #include "unwind_tables/table_cache.h"
 
@@ -73,7 +73,7 @@ class FileTables {
   // cache (may be null): built tables are looked up there before a build
   // and stored after one, so the next run of a binary finds its table at
   // once. Used by the worker thread only.
-  // build: how tables are built (the recorder adds Go's pclntab rows).
+  // build: how tables are built (BuildCompactTable).
   // Problems worth one line each (failed builds, full maps) go to
   // `warnings` (not owned; it outlives the tables), from both threads.
   FileTables(TableStore* store, Warnings* warnings, std::unique_ptr<TableCache> cache = nullptr,

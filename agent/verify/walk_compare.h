@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "agent/resolve/resolved_sample.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 
 namespace ehprof {
 

@@ -5,8 +5,8 @@
 // parsing over untrusted bytes: every read goes through ByteReader or the
 // caller's bounds-checked address reader, and a table that does not hold
 // together is an error naming what was wrong.
-#ifndef EHPROF_SYMBOLIZER_GO_PCLNTAB_H_
-#define EHPROF_SYMBOLIZER_GO_PCLNTAB_H_
+#ifndef EHPROF_ELF_GO_PCLNTAB_H_
+#define EHPROF_ELF_GO_PCLNTAB_H_
 
 #include <cstdint>
 #include <functional>
@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "symbolizer/symbolizer.h"
 
 namespace ehprof {
 
@@ -41,11 +40,19 @@ class GoPclntab {
   static constexpr uint32_t kMagic118 = 0xfffffff0;
   static constexpr uint32_t kMagic120 = 0xfffffff1;
 
+  // One function at an address: the symbolizer's SourceFrame, field for
+  // field, so that it converts without this library knowing the symbolizer.
+  struct Frame {
+    std::string function;  // raw name
+    std::string file;      // empty when unknown
+    uint32_t line = 0;     // 0 when unknown
+    bool inlined = false;
+  };
   // Innermost first: the inlined functions at `vaddr`, then the function
   // holding it, each with its file:line (an outer frame's is its call
   // site). Empty when no function holds it, or its name or inline chain
   // cannot be read.
-  std::vector<Symbolizer::SourceFrame> Frames(uint64_t vaddr) const;
+  std::vector<Frame> Frames(uint64_t vaddr) const;
   // The entry address of the function holding `vaddr`.
   std::optional<uint64_t> FunctionStart(uint64_t vaddr) const;
 
@@ -103,4 +110,4 @@ class GoPclntab {
 
 }  // namespace ehprof
 
-#endif  // EHPROF_SYMBOLIZER_GO_PCLNTAB_H_
+#endif  // EHPROF_ELF_GO_PCLNTAB_H_

@@ -1,4 +1,4 @@
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -13,14 +13,6 @@
 #include "base/status_macros.h"
 
 namespace ehprof {
-namespace {
-
-absl::Status ElfError(const std::string& path, std::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(path, ": ", std::string(what), " (", elf_errmsg(-1), ")"));
-}
-
-}  // namespace
 
 absl::StatusOr<ElfFile> ElfFile::Open(const std::string& path, LinkPolicy links) {
   absl::StatusOr<UniqueFd> fd = OpenUntrustedFile(path, links);
@@ -34,12 +26,11 @@ absl::StatusOr<ElfFile> ElfFile::FromFd(UniqueFd fd, std::string path) {
   ElfFile f;
   f.path_ = std::move(path);
   f.fd_ = std::move(fd);
-  const std::string& p = f.path_;
   elf_version(EV_CURRENT);
   // Mapped, not read: a truncation while this is read is survived
   // (base/sigbus_guard.h).
   f.elf_.reset(elf_begin(f.fd_.get(), ELF_C_READ_MMAP, nullptr));
-  if (!f.elf_) return ElfError(p, "not a readable ELF file");
+  if (!f.elf_) return f.Error("not a readable ELF file");
   EHP_RETURN_IF_ERROR(f.Init());
   return f;
 }
@@ -49,13 +40,20 @@ absl::StatusOr<ElfFile> ElfFile::FromBytes(std::string name,
   ElfFile f;
   f.path_ = std::move(name);
   f.owned_bytes_ = std::move(bytes);
+  if (f.owned_bytes_.empty()) return f.Error("empty ELF image");
   elf_version(EV_CURRENT);
   // libelf does not write through this pointer in read mode.
   f.elf_.reset(elf_memory(reinterpret_cast<char*>(f.owned_bytes_.data()),
                           f.owned_bytes_.size()));
-  if (!f.elf_) return ElfError(f.path_, "not a readable ELF image");
+  if (!f.elf_) return f.Error("not a readable ELF image");
   EHP_RETURN_IF_ERROR(f.Init());
   return f;
+}
+
+absl::Status ElfFile::Error(std::string_view what) const {
+  const int err = elf_errno();
+  const std::string detail = err ? absl::StrCat(" (", elf_errmsg(err), ")") : "";
+  return absl::InvalidArgumentError(absl::StrCat(path_, ": ", std::string(what), detail));
 }
 
 absl::Status ElfFile::Init() {
@@ -65,7 +63,7 @@ absl::Status ElfFile::Init() {
   }
   size_t raw_size = 0;
   const char* raw = elf_rawfile(e, &raw_size);
-  if (!raw) return ElfError(path_, "cannot map the file");
+  if (!raw) return Error("cannot map the file");
   image_ = {reinterpret_cast<const uint8_t*>(raw), raw_size};
   if (raw_size < EI_NIDENT || raw[EI_CLASS] != ELFCLASS64) {
     return absl::InvalidArgumentError(
@@ -76,13 +74,14 @@ absl::Status ElfFile::Init() {
         absl::StrCat(path_, ": big-endian ELF (only x86-64 and aarch64 are supported)"));
   }
   GElf_Ehdr ehdr;
-  if (!gelf_getehdr(e, &ehdr)) return ElfError(path_, "bad ELF header");
+  if (!gelf_getehdr(e, &ehdr)) return Error("bad ELF header");
   const std::optional<Arch> arch = ArchOfMachine(ehdr.e_machine);
   if (!arch) {
     return absl::InvalidArgumentError(absl::StrCat(
         path_, ": machine ", ehdr.e_machine, " is neither x86-64 nor aarch64"));
   }
   arch_ = *arch;
+  machine_ = ehdr.e_machine;
   entry_ = ehdr.e_entry;
   // libelf reports zero headers when their table runs past the end of the
   // file; that is a truncated file, not one without CFI.
@@ -94,61 +93,111 @@ absl::Status ElfFile::Init() {
     return absl::InvalidArgumentError(absl::StrCat(
         path_, ": truncated ELF file (program or section headers past its end)"));
   }
-  if (elf_getshdrstrndx(e, &shstrndx_) != 0) shstrndx_ = 0;
   size_t phnum = 0;
   if (elf_getphdrnum(e, &phnum) != 0) phnum = 0;
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr ph;
     if (!gelf_getphdr(e, static_cast<int>(i), &ph)) {
-      return ElfError(path_, absl::StrCat("bad program header ", i));
+      return Error(absl::StrCat("bad program header ", i));
     }
     segments_.push_back({ph.p_type, ph.p_flags, ph.p_offset, ph.p_vaddr,
                          ph.p_filesz, ph.p_memsz});
   }
+  return ReadHeaders(ehdr);
+}
+
+absl::Status ElfFile::ReadHeaders(const GElf_Ehdr& ehdr) {
+  Elf* e = elf_.get();
+  size_t shnum = 0;
+  if (elf_getshdrnum(e, &shnum) != 0) return Error("bad section header count");
+  if (shnum == 0) {
+    // libelf quietly drops a section header table that lies past the end of
+    // the file (truncated or corrupt); only its absence is legitimate.
+    if (ehdr.e_shoff != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ": section headers at offset ", ehdr.e_shoff, " are outside the file"));
+    }
+    return absl::OkStatus();
+  }
+  // Without a readable name table the sections are still there, found by
+  // type (symbol tables) but not by name (CFI).
+  size_t shstrndx = 0;
+  const bool named = elf_getshdrstrndx(e, &shstrndx) == 0 && shstrndx != 0;
+  for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
+    ElfSectionHeader s;
+    s.scn = scn;
+    s.index = elf_ndxscn(scn);
+    if (!gelf_getshdr(scn, &s.header)) {
+      return Error(absl::StrCat("bad section header ", s.index));
+    }
+    const char* n = named ? elf_strptr(e, shstrndx, s.header.sh_name) : nullptr;
+    s.name = n ? n : "";
+    headers_.push_back(s);
+  }
   return absl::OkStatus();
+}
+
+const ElfSectionHeader* ElfFile::FindHeader(std::string_view name) const {
+  for (const ElfSectionHeader& s : headers_) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+const ElfSectionHeader* ElfFile::HeaderAt(size_t index) const {
+  // elf_nextscn starts at index 1 and goes up by one.
+  if (index == 0 || index > headers_.size()) return nullptr;
+  const ElfSectionHeader& s = headers_[index - 1];
+  return s.index == index ? &s : nullptr;
+}
+
+absl::StatusOr<Elf_Data*> ElfFile::RawData(const ElfSectionHeader& s) const {
+  if (s.header.sh_flags & SHF_COMPRESSED) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path_, ": section ", std::string(s.name), " [", s.index, "] is compressed; not read"));
+  }
+  Elf_Data* d = elf_getdata(s.scn, nullptr);
+  if (!d) return Error(absl::StrCat("cannot read section ", std::string(s.name), " [", s.index, "]"));
+  return d;
 }
 
 absl::StatusOr<std::optional<ElfSection>> ElfFile::Section(
     std::string_view name) const {
-  Elf* e = elf_.get();
-  if (shstrndx_ == 0) return std::nullopt;
-  for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh)) continue;
-    const char* sname = elf_strptr(e, shstrndx_, sh.sh_name);
-    if (!sname || name != sname) continue;
-    ElfSection s;
-    s.name = sname;
-    s.addr = sh.sh_addr;
-    s.size = sh.sh_size;
-    s.type = sh.sh_type;
-    if (sh.sh_type == SHT_NOBITS || sh.sh_size == 0) return s;
-    if (sh.sh_flags & SHF_COMPRESSED) {
-      // The header says what it expands to, and libelf allocates that
-      // much: checked first.
-      GElf_Chdr chdr;
-      if (!gelf_getchdr(scn, &chdr)) {
-        return ElfError(path_, absl::StrCat("bad compression header in section ", std::string(name)));
-      }
-      if (chdr.ch_size > kMaxExpandedSectionBytes) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            path_, ": section ", std::string(name), " not read: it expands to ", chdr.ch_size,
-            " bytes, over the ", kMaxExpandedSectionBytes, " a section may take"));
-      }
-      // Decompresses in libelf-owned memory, which lives as long as elf_.
-      if (elf_compress(scn, 0, 0) < 0) {
-        return ElfError(path_, absl::StrCat("cannot decompress section ", std::string(name)));
-      }
+  const ElfSectionHeader* h = name.empty() ? nullptr : FindHeader(name);
+  if (!h) return std::nullopt;
+  // Read again: a section decompressed by an earlier call has a new header.
+  GElf_Shdr sh;
+  if (!gelf_getshdr(h->scn, &sh)) return Error(absl::StrCat("bad section header ", h->index));
+  ElfSection s;
+  s.name = h->name;
+  s.addr = sh.sh_addr;
+  s.size = sh.sh_size;
+  s.type = sh.sh_type;
+  if (sh.sh_type == SHT_NOBITS || sh.sh_size == 0) return s;
+  if (sh.sh_flags & SHF_COMPRESSED) {
+    // The header says what it expands to, and libelf allocates that
+    // much: checked first.
+    GElf_Chdr chdr;
+    if (!gelf_getchdr(h->scn, &chdr)) {
+      return Error(absl::StrCat("bad compression header in section ", std::string(name)));
     }
-    Elf_Data* d = elf_getdata(scn, nullptr);
-    if (!d) return ElfError(path_, absl::StrCat("cannot read section ", std::string(name)));
-    if (d->d_buf && d->d_size) {
-      s.data = {static_cast<const uint8_t*>(d->d_buf), d->d_size};
+    if (chdr.ch_size > kMaxExpandedSectionBytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          path_, ": section ", std::string(name), " not read: it expands to ", chdr.ch_size,
+          " bytes, over the ", kMaxExpandedSectionBytes, " a section may take"));
     }
-    s.size = s.data.size();
-    return s;
+    // Decompresses in libelf-owned memory, which lives as long as elf_.
+    if (elf_compress(h->scn, 0, 0) < 0) {
+      return Error(absl::StrCat("cannot decompress section ", std::string(name)));
+    }
   }
-  return std::nullopt;
+  Elf_Data* d = elf_getdata(h->scn, nullptr);
+  if (!d) return Error(absl::StrCat("cannot read section ", std::string(name)));
+  if (d->d_buf && d->d_size) {
+    s.data = {static_cast<const uint8_t*>(d->d_buf), d->d_size};
+  }
+  s.size = s.data.size();
+  return s;
 }
 
 std::optional<std::span<const uint8_t>> ElfFile::BytesAtVaddr(

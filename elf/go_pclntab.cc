@@ -1,4 +1,4 @@
-#include "symbolizer/go_pclntab.h"
+#include "elf/go_pclntab.h"
 
 #include <algorithm>
 
@@ -209,8 +209,8 @@ std::string GoPclntab::FileAt(uint32_t cu, int32_t index) const {
   return std::string(r.cstr());
 }
 
-std::vector<Symbolizer::SourceFrame> GoPclntab::Frames(uint64_t vaddr) const {
-  std::vector<Symbolizer::SourceFrame> out;
+std::vector<GoPclntab::Frame> GoPclntab::Frames(uint64_t vaddr) const {
+  std::vector<Frame> out;
   if (vaddr < text_start_) return out;
   uint64_t off = vaddr - text_start_;
   const std::optional<Func> f = FuncAt(off);
@@ -218,7 +218,7 @@ std::vector<Symbolizer::SourceFrame> GoPclntab::Frames(uint64_t vaddr) const {
   const size_t entry_size = go120_ ? 16 : 20;
   int32_t ix = f->inl_tree ? PcValue(f->inl_index_table, f->entry, off) : -1;
   for (int depth = 0; depth < kMaxInlineDepth; ++depth) {
-    Symbolizer::SourceFrame sf;
+    Frame sf;
     sf.file = FileAt(f->cu, PcValue(f->pcfile, f->entry, off));
     const int32_t line = PcValue(f->pcln, f->entry, off);
     sf.line = line > 0 ? static_cast<uint32_t>(line) : 0;

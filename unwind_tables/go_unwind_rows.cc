@@ -1,8 +1,7 @@
-#include "symbolizer/go_unwind_rows.h"
+#include "unwind_tables/go_unwind_rows.h"
 
-#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "symbolizer/go_tables.h"
+#include "elf/go_pclntab_finder.h"
 
 namespace ehprof {
 namespace {
@@ -56,12 +55,6 @@ absl::StatusOr<std::vector<UnwindRow>> GoUnwindRows(const ElfFile& elf, size_t m
   if (!st.ok()) return st;
   if (!rows.empty()) rows.push_back({covered, UnwindRule::None()});
   return rows;
-}
-
-TableBuildOptions WithGoRows(TableBuildOptions options) {
-  options.extra_rows = GoUnwindRows;
-  options.extra_rows_name = "gopclntab";
-  return options;
 }
 
 }  // namespace ehprof

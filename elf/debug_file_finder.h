@@ -8,8 +8,8 @@
 // followed if it is a symlink, and every candidate is opened with
 // OpenUntrustedFile (never blocking, a regular file of a sane size) and
 // then used through that fd, never opened again by name.
-#ifndef EHPROF_UNWIND_TABLES_DEBUG_FILE_FINDER_H_
-#define EHPROF_UNWIND_TABLES_DEBUG_FILE_FINDER_H_
+#ifndef EHPROF_ELF_DEBUG_FILE_FINDER_H_
+#define EHPROF_ELF_DEBUG_FILE_FINDER_H_
 
 #include <optional>
 #include <string>
@@ -18,7 +18,7 @@
 
 #include "base/unique_fd.h"
 #include "base/untrusted_file.h"
-#include "unwind_tables/elf_file.h"
+#include "elf/elf_file.h"
 
 namespace ehprof {
 
@@ -74,4 +74,4 @@ bool AcceptableDebugFile(const UniqueFd& candidate, const std::string& name, int
 
 }  // namespace ehprof
 
-#endif  // EHPROF_UNWIND_TABLES_DEBUG_FILE_FINDER_H_
+#endif  // EHPROF_ELF_DEBUG_FILE_FINDER_H_

@@ -1,12 +1,14 @@
 // Read-only access to one 64-bit little-endian x86-64 or AArch64 ELF file
-// via libelf.
+// via libelf: the one ELF reader of both pipelines (unwind tables read its
+// CFI sections and segments, the symbolizer its symbol tables).
 //
 // Everything returned points into memory owned by the ElfFile, which must
 // outlive it. Files are untrusted: every header and section is validated by
 // libelf or here before use, and errors name the file and what was wrong.
-#ifndef EHPROF_UNWIND_TABLES_ELF_FILE_H_
-#define EHPROF_UNWIND_TABLES_ELF_FILE_H_
+#ifndef EHPROF_ELF_ELF_FILE_H_
+#define EHPROF_ELF_ELF_FILE_H_
 
+#include <gelf.h>
 #include <libelf.h>
 
 #include <cstdint>
@@ -21,7 +23,7 @@
 #include "base/scoped_handle.h"
 #include "base/unique_fd.h"
 #include "base/untrusted_file.h"
-#include "unwind_tables/arch.h"
+#include "elf/arch.h"
 
 namespace ehprof {
 
@@ -40,6 +42,17 @@ struct ElfSegment {
   uint64_t vaddr = 0;
   uint64_t filesz = 0;
   uint64_t memsz = 0;
+};
+
+// One section header as read at open, for readers that walk sections by
+// type and link (symbol, string and relocation tables).
+struct ElfSectionHeader {
+  size_t index = 0;
+  std::string_view name;  // points into libelf memory owned by the file
+  GElf_Shdr header{};
+  Elf_Scn* scn = nullptr;
+
+  uint64_t end_addr() const { return header.sh_addr + header.sh_size; }
 };
 
 using ElfPtr = ScopedHandle<Elf, elf_end>;
@@ -61,15 +74,19 @@ class ElfFile {
   // The same from an fd already opened and checked (OpenUntrustedFile);
   // `path` names it in messages.
   static absl::StatusOr<ElfFile> FromFd(UniqueFd fd, std::string path);
-  // Parses an in-memory image (a vDSO copy, a fuzzer input). `name` is used
-  // in messages.
+  // Parses an in-memory image (a vDSO copy, an embedded MiniDebugInfo
+  // image, a fuzzer input). `name` is used in messages.
   static absl::StatusOr<ElfFile> FromBytes(std::string name,
                                            std::vector<uint8_t> bytes);
 
+  // Moves keep every pointer handed out valid: libelf's memory, the
+  // mapping and owned_bytes_' buffer stay where they are.
   ElfFile(ElfFile&&) = default;
   ElfFile& operator=(ElfFile&&) = default;
 
   const std::string& path() const { return path_; }
+  Elf* elf() const { return elf_.get(); }
+  uint16_t machine() const { return machine_; }  // e_machine
   // The file it was opened from; -1 for an in-memory image.
   int fd() const { return fd_.valid() ? fd_.get() : -1; }
   uint64_t entry() const { return entry_; }         // e_entry
@@ -80,6 +97,20 @@ class ElfFile {
   // would expand past kMaxExpandedSectionBytes.
   absl::StatusOr<std::optional<ElfSection>> Section(std::string_view name) const;
   const std::vector<ElfSegment>& segments() const { return segments_; }
+
+  // Every section header, in index order.
+  const std::vector<ElfSectionHeader>& headers() const { return headers_; }
+  // The first section header called `name`, if any.
+  const ElfSectionHeader* FindHeader(std::string_view name) const;
+  // The section header with index `index`, if it exists.
+  const ElfSectionHeader* HeaderAt(size_t index) const;
+  // The contents of `s` as stored (empty for SHT_NOBITS); an error when
+  // libelf cannot read them (e.g. they lie past the end of the file) or
+  // they are compressed (no symbol, string or PLT section is: those bytes
+  // would be read as what they are not).
+  absl::StatusOr<Elf_Data*> RawData(const ElfSectionHeader& s) const;
+  // "PATH: what (libelf's last error)", as InvalidArgument.
+  absl::Status Error(std::string_view what) const;
 
   // Bytes at [vaddr, vaddr + size) as mapped by a PT_LOAD's file contents.
   std::optional<std::span<const uint8_t>> BytesAtVaddr(uint64_t vaddr,
@@ -97,18 +128,21 @@ class ElfFile {
  private:
   ElfFile() = default;
   absl::Status Init();
+  absl::Status ReadHeaders(const GElf_Ehdr& ehdr);
 
   std::string path_;
+  // Declared before elf_ so they outlive it.
   std::vector<uint8_t> owned_bytes_;  // for FromBytes
-  std::span<const uint8_t> image_;    // the whole file
   UniqueFd fd_;
   ElfPtr elf_;
+  std::span<const uint8_t> image_;    // the whole file
   uint64_t entry_ = 0;
+  uint16_t machine_ = 0;
   Arch arch_ = Arch::kX86_64;
-  size_t shstrndx_ = 0;
   std::vector<ElfSegment> segments_;
+  std::vector<ElfSectionHeader> headers_;
 };
 
 }  // namespace ehprof
 
-#endif  // EHPROF_UNWIND_TABLES_ELF_FILE_H_
+#endif  // EHPROF_ELF_ELF_FILE_H_

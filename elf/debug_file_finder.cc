@@ -1,4 +1,4 @@
-#include "unwind_tables/debug_file_finder.h"
+#include "elf/debug_file_finder.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,6 +1,4 @@
-#include "unwind_tables/arch.h"
-
-#include <elf.h>
+#include "unwind_tables/dwarf_registers.h"
 
 #include <iterator>
 
@@ -8,16 +6,6 @@
 #include "bpf/ehprof_abi.h"
 
 namespace ehprof {
-
-std::optional<Arch> ArchOfMachine(uint16_t e_machine) {
-  switch (e_machine) {
-    case EM_X86_64: return Arch::kX86_64;
-    case EM_AARCH64: return Arch::kAarch64;
-    default: return std::nullopt;
-  }
-}
-
-const char* ArchName(Arch arch) { return arch == Arch::kAarch64 ? "aarch64" : "x86-64"; }
 
 unsigned FrameRegister(Arch arch) {
   return arch == Arch::kAarch64 ? unsigned{EHP_A64_REG_X29} : unsigned{EHP_REG_RBP};

@@ -5,15 +5,14 @@
 // SP + delta + 8 and the return address is at CFA - 8. Rows from it make a
 // stripped Go binary walk by table like any other, frameless leaves (which
 // frame pointers skip the caller of) included.
-#ifndef EHPROF_SYMBOLIZER_GO_UNWIND_ROWS_H_
-#define EHPROF_SYMBOLIZER_GO_UNWIND_ROWS_H_
+#ifndef EHPROF_UNWIND_TABLES_GO_UNWIND_ROWS_H_
+#define EHPROF_UNWIND_TABLES_GO_UNWIND_ROWS_H_
 
 #include <cstddef>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "unwind_tables/elf_file.h"
-#include "unwind_tables/table_builder.h"
+#include "elf/elf_file.h"
 #include "unwind_tables/unwind_row.h"
 
 namespace ehprof {
@@ -24,9 +23,6 @@ namespace ehprof {
 // At most max_rows rows.
 absl::StatusOr<std::vector<UnwindRow>> GoUnwindRows(const ElfFile& elf, size_t max_rows);
 
-// `options` with GoUnwindRows as its extra rows.
-TableBuildOptions WithGoRows(TableBuildOptions options);
-
 }  // namespace ehprof
 
-#endif  // EHPROF_SYMBOLIZER_GO_UNWIND_ROWS_H_
+#endif  // EHPROF_UNWIND_TABLES_GO_UNWIND_ROWS_H_
