@@ -18,7 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "agent/session/file_tables.h"
+#include "agent/tables/file_tables.h"
 #include "base/warnings.h"
 #include "gtest/gtest.h"
 #include "tests/go_programs.h"
