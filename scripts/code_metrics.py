@@ -143,7 +143,7 @@ def measure(src, build):
     out["elf_readers"] = sorted({h.rsplit(":", 1)[0] for h in
                                  grep_files(src, r"\belf_(begin|memory)\s*\(")})
     # Call sites outside the library that defines the builders.
-    out["table_builds"] = [h for h in grep_files(src, r"\b(BuildUnwindTable\w*|BuildCompactTable)\s*\(")
+    out["table_builds"] = [h for h in grep_files(src, r"\b(BuildUnwindTable\w*|BuildCompactTable\w*)\s*\(")
                            if not h.startswith("unwind_tables/") and ".h:" not in h]
     lines = {}
     for n, t in sorted(ours.items()):
