@@ -7,7 +7,6 @@
 // --stats figures.
 #include "unwind_tables/build_compact_table.h"
 
-#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -28,20 +27,13 @@
 namespace ehprof {
 namespace {
 
-class CompactTableCallersTest : public ::testing::Test {
+class CompactTableCallersTest : public testing::GoBuildsTest {
  protected:
+  CompactTableCallersTest() : GoBuildsTest("compact_table_callers") {}
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/compact_table_callers." + std::to_string(getpid());
-    testing::ShellOutput("mkdir -p '" + dir_ + "'");
-    std::vector<std::string> errors;
-    builds_ = testing::BuildGowork(dir_, &errors);
-    for (const std::string& e : errors) ADD_FAILURE() << e;
+    GoBuildsTest::SetUp();
     ASSERT_FALSE(builds_.empty()) << "no Go toolchain built testdata/gowork";
   }
-  void TearDown() override { testing::ShellOutput("rm -rf '" + dir_ + "'"); }
-
-  std::string dir_;
-  std::vector<testing::GoBuild> builds_;
 };
 
 // Every key's value in `map`, a map of `n` keys of `size`-byte values, is

@@ -48,18 +48,9 @@ std::vector<GoFunction> TextSymbols(const testing::GoBuild& b) {
   return out;
 }
 
-class GoPclntabTest : public ::testing::Test {
+class GoPclntabTest : public testing::GoBuildsTest {
  protected:
-  void SetUp() override {
-    dir_ = ::testing::TempDir() + "/go_pclntab." + std::to_string(getpid());
-    testing::ShellOutput("mkdir -p '" + dir_ + "'");
-    std::vector<std::string> errors;
-    builds_ = testing::BuildGowork(dir_, &errors);
-    for (const std::string& e : errors) ADD_FAILURE() << e;
-  }
-  void TearDown() override { testing::ShellOutput("rm -rf '" + dir_ + "'"); }
-  std::string dir_;
-  std::vector<testing::GoBuild> builds_;
+  GoPclntabTest() : GoBuildsTest("go_pclntab") {}
 };
 
 TEST_F(GoPclntabTest, NamesEveryPcAsGoToolAddr2lineDoesOnTheUnstrippedTwin) {

@@ -72,4 +72,14 @@ std::vector<GoAddr2line> GoAddr2lineOf(const GoBuild& b, const std::vector<uint6
   return out;
 }
 
+void GoBuildsTest::SetUp() {
+  dir_ = ::testing::TempDir() + "/" + name_ + "." + std::to_string(getpid());
+  ShellOutput("mkdir -p '" + dir_ + "'");
+  std::vector<std::string> errors;
+  builds_ = BuildGowork(dir_, &errors);
+  for (const std::string& e : errors) ADD_FAILURE() << e;
+}
+
+void GoBuildsTest::TearDown() { ShellOutput("rm -rf '" + dir_ + "'"); }
+
 }  // namespace ehprof::testing

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "gtest/gtest.h"
+
 namespace ehprof::testing {
 
 struct GoBuild {
@@ -27,6 +29,20 @@ struct GoAddr2line {
   std::string function, position;
 };
 std::vector<GoAddr2line> GoAddr2lineOf(const GoBuild& b, const std::vector<uint64_t>& addrs);
+
+// A test over builds_: testdata/gowork built by every toolchain into a
+// directory of its own (named after `name` and the pid), removed after.
+class GoBuildsTest : public ::testing::Test {
+ protected:
+  explicit GoBuildsTest(std::string name) : name_(std::move(name)) {}
+  void SetUp() override;
+  void TearDown() override;
+  std::string dir_;
+  std::vector<GoBuild> builds_;
+
+ private:
+  std::string name_;
+};
 
 }  // namespace ehprof::testing
 
