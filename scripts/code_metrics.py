@@ -125,9 +125,8 @@ def function_lengths(src):
     return r.stdout.strip().splitlines()
 
 
-def measure(src, build):
-    src_from_model, targets = codemodel(build)
-    src = src_from_model
+def measure(build):
+    src, targets = codemodel(build)
     closure = link_closure(targets)
     libs = {t["name"]: t for t in targets.values() if t["type"] == "STATIC_LIBRARY"}
     ours = {n: t for n, t in libs.items()
@@ -211,7 +210,7 @@ def main():
         try:
             build = os.path.join(tmp, "build")
             configure(src, build)
-            out = measure(src, build)
+            out = measure(build)
             commit = git("rev-parse", "--short=12", "HEAD", cwd=src)
         finally:
             if args.rev:
