@@ -30,10 +30,7 @@ import sys
 ALLOWED = {
     "agent_session": "the BPF session: the one library that calls libbpf",
     "bpf_skel": "the generated skeleton, libbpf's user",
-    "agent_record": "the recorder holds the BpfSession it starts",
-    "agent_continuous": "runs the recorder (ehprof agent)",
-    "sink": "links agent_continuous for the profiles it pushes",
-    "agent_cli": "the command line: every subcommand",
+    "agent_cli": "the command line: starts the BPF session each subcommand needs",
     "agent": "the interface target of the whole command, for tests",
 }
 

@@ -1,6 +1,6 @@
 // --cgroup's resolution: the cgroup2 mount from /proc/self/mounts (plain or
 // hybrid), and paths relative to it or under it.
-#include "agent/session/cgroup_filter.h"
+#include "agent/sampling/cgroup_filter.h"
 
 #include <sys/stat.h>
 

@@ -1,6 +1,6 @@
 // -e probe specs: what parses, what each error says, and ELF address to
 // file offset (what the kernel's uprobe takes).
-#include "agent/session/probe_spec.h"
+#include "agent/sampling/probe_spec.h"
 
 #include <elf.h>
 

@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "agent/session/cgroup_filter.h"
+#include "agent/sampling/cgroup_filter.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
 

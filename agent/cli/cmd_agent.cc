@@ -229,6 +229,7 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   ApplyOffCpuFlags(f.off_cpu, &o.record);  // beside the CPU samples
   o.record.all = o.record.pids.empty();
   o.record.live_status = false;
+  o.record.start_session = BpfSession::StartSampling;
   o.memory_limit_bytes = f.memory_limit_mb << 20;
   // Its data pages are mapped twice here: their size counts twice in RSS.
   o.record.sizes.ringbuf_bytes =

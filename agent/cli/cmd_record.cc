@@ -276,6 +276,7 @@ int RunRecordCommand(const std::vector<std::string>& args) {
   // The one sink every part of the recording and its symbolization says
   // its problems to.
   Warnings warnings;
+  o.start_session = BpfSession::StartSampling;
   Recorder rec(std::move(o), &warnings);
   absl::Status run = rec.Run();
   rec.ReportWarnings();

@@ -1,6 +1,6 @@
 // A file of events recorded before (each a u32 length in host order, then
 // the record's bytes, as the ring buffer handed it over) as an EventSource
-// (agent/session/event_source.h), and its writer: a test replays a file
+// (agent/sampling/event_source.h), and its writer: a test replays a file
 // through the decoder and handler the ring buffer's events go through.
 #ifndef EHPROF_AGENT_RECORD_RECORDED_EVENTS_H_
 #define EHPROF_AGENT_RECORD_RECORDED_EVENTS_H_
@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "agent/session/event_source.h"
+#include "agent/sampling/event_source.h"
 #include "base/unique_fd.h"
 
 namespace ehprof {

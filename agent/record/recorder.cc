@@ -12,8 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "agent/process/exec_closure.h"
 #include "agent/record/targets_map.h"
-#include "agent/session/bpf_map_writer.h"
-#include "agent/session/ring_buffer_source.h"
 #include "base/scoped_handle.h"
 #include "base/sigbus_guard.h"
 #include "bpf/ehprof_abi.h"
@@ -115,8 +113,7 @@ absl::Status Recorder::Run() {
   if (child_pid_ > 0) PrefetchCommandTables();
   const uint64_t start = NowNs();
   if (absl::Status st = AddInitialTargets(start); !st.ok()) return st;
-  auto events = OpenRingBuffer(session_->maps().events,
-                               [this](const void* data, size_t size) { events_->Handle(data, size); });
+  auto events = session_->OpenEvents([this](const void* data, size_t size) { events_->Handle(data, size); });
   if (!events.ok()) return events.status();
   if (absl::Status st = ReleaseCommand(); !st.ok()) return st;
   // -D only: a sample stamped before now is still the recording's (an
@@ -142,11 +139,12 @@ absl::Status Recorder::StartSession() {
   absl::StatusOr<SessionOptions> so = SessionOptionsFor(options_);
   if (!so.ok()) return so.status();
   summary_.walk_budget_ns = so->config.walk_budget_ns;
-  auto session = BpfSession::Start(*so);
+  if (!options_.start_session) return absl::InternalError("record: no way to start the BPF session was given");
+  auto session = options_.start_session(*so);
   if (!session.ok()) return session.status();
   session_ = std::move(*session);
-  targets_ = std::make_unique<BpfMapWriter>(session_->maps().targets, sizeof(uint8_t), "targets");
-  store_ = std::make_unique<TableStore>(BpfTableMaps(session_->maps()), options_.sizes);
+  targets_ = session_->TargetsMap();
+  store_ = std::make_unique<TableStore>(session_->UnwindTableMaps(), options_.sizes);
   std::unique_ptr<TableCache> cache;
   if (!options_.table_cache_dir.empty()) {
     auto c = TableCache::Open(options_.table_cache_dir, options_.table_cache_bytes);
@@ -158,18 +156,13 @@ absl::Status Recorder::StartSession() {
   }
   files_ = std::make_unique<FileTables>(store_.get(), warnings_, std::move(cache));
   if (options_.kernel_maps) {
-    kernel_index_ = std::make_unique<KernelFileIndex>(BpfFileIndexMap(session_->maps().file_tables));
+    kernel_index_ = std::make_unique<KernelFileIndex>(session_->FileIndex());
     files_->SetUnloadHook([index = kernel_index_.get()](const FileKey& key) { index->Unpublish(key); });
   }
-  tracker_ = std::make_unique<ProcessTracker>(
-      files_.get(),
-      std::make_unique<BpfMapWriter>(session_->maps().procs, sizeof(ehp_proc), "procs"), warnings_);
+  tracker_ = std::make_unique<ProcessTracker>(files_.get(), session_->ProcsMap(), warnings_);
   tracker_->SetKernelIndex(kernel_index_.get());
   if (options_.python && options_.user) {
-    const int py_procs = session_->maps().py_procs;
-    python_ = std::make_unique<PythonTracker>(
-        py_procs >= 0 ? std::make_unique<BpfMapWriter>(py_procs, sizeof(ehp_py_proc), "py_procs") : nullptr,
-        warnings_);
+    python_ = std::make_unique<PythonTracker>(session_->PythonProcsMap(), warnings_);
   }
   events_ = std::make_unique<EventHandler>(tracker_.get(), sink_, python_.get(), warnings_, EventHooks());
   return absl::OkStatus();

@@ -21,9 +21,10 @@
 #include "agent/record/raw_sample.h"
 #include "agent/record/run_control.h"
 #include "agent/record/sample_sink.h"
-#include "agent/session/bpf_session.h"
-#include "agent/session/event_source.h"
-#include "agent/session/probe_spec.h"
+#include "agent/sampling/event_source.h"
+#include "agent/sampling/probe_spec.h"
+#include "agent/sampling/sampling_session.h"
+#include "agent/sampling/session_options.h"
 #include "agent/tables/file_tables.h"
 #include "agent/tables/kernel_file_index.h"
 #include "agent/tables/table_store.h"
@@ -93,6 +94,10 @@ struct RecordOptions {
   // into its interval while the tracker is current.
   SampleSink* sink = nullptr;
   std::function<void(uint64_t now_ns)> on_tick;
+  // Loads and attaches the BPF programs: the command line passes
+  // BpfSession::StartSampling (agent/session/), so the recorder links no
+  // libbpf. Run fails without one.
+  SessionStarter start_session;
 };
 
 
@@ -103,7 +108,7 @@ struct RecordSummary {
   double seconds = 0;
   int command_exit = -1;        // the command's exit status, or -1
   std::string command_error;    // it could not be started
-  BpfSession::ProgStats prog;   // with kernel.bpf_stats_enabled=1
+  SamplingSession::ProgStats prog;   // with kernel.bpf_stats_enabled=1
   uint64_t cpu_time_ns = 0;     // ehprof's own CPU time while recording
   uint64_t setup_cpu_ns = 0;    // before: loading BPF (the verifier), maps
   std::string ended_by;         // "duration", "command exit", "SIGINT", ...
@@ -204,7 +209,7 @@ class Recorder {
 
   RecordOptions options_;
   Warnings* warnings_;
-  std::unique_ptr<BpfSession> session_;
+  std::unique_ptr<SamplingSession> session_;
   std::unique_ptr<MapWriter> targets_;  // the BPF targets map
   std::unique_ptr<TableStore> store_;
   std::unique_ptr<KernelFileIndex> kernel_index_;

@@ -7,7 +7,7 @@
 
 #include "agent/record/recorder.h"
 #include "agent/record/walk_budget.h"
-#include "agent/session/cgroup_filter.h"
+#include "agent/sampling/cgroup_filter.h"
 
 namespace ehprof {
 

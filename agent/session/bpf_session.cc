@@ -349,18 +349,6 @@ BpfSession::~BpfSession() {
   skel_.reset();
 }
 
-std::vector<uint64_t> BpfSession::ReadStats() const {
-  std::vector<uint64_t> totals(EHP_STAT_COUNT, 0);
-  const int ncpu = libbpf_num_possible_cpus();
-  if (ncpu <= 0) return totals;
-  std::vector<uint64_t> per_cpu(ncpu);
-  for (uint32_t k = 0; k < EHP_STAT_COUNT; ++k) {
-    if (bpf_map_lookup_elem(maps_.stats, &k, per_cpu.data()) != 0) continue;
-    for (uint64_t v : per_cpu) totals[k] += v;
-  }
-  return totals;
-}
-
 std::vector<BpfSession::ProgramInfo> BpfSession::Programs() const { return verifier_; }
 
 BpfSession::ProgStats BpfSession::SampleProgStats() const {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/session/probe_spec.h"
-#include "agent/tables/map_sizes.h"
+#include "agent/sampling/sampling_session.h"
+#include "agent/sampling/session_options.h"
 #include "base/scoped_handle.h"
 #include "bpf/ehprof_abi.h"
 
@@ -21,38 +21,6 @@ struct ehprof_bpf;
 struct bpf_link;
 
 namespace ehprof {
-
-struct SessionOptions {
-  ehp_config config{};
-  // Collect the verifier's statistics (log level 4) for Programs().
-  bool verifier_stats = false;
-  MapSizes sizes;
-  uint64_t frequency_hz = 99;
-  // cpu-clock by default: a software event, so it works in VMs without a PMU.
-  uint32_t event_type = PERF_TYPE_SOFTWARE;
-  uint64_t event_config = PERF_COUNT_SW_CPU_CLOCK;
-  // As the user named it, for errors ("cycles").
-  std::string event_name = "cpu-clock";
-  // Non-zero: a sample every this many events (-c), instead of
-  // frequency_hz samples a second.
-  uint64_t sample_period = 0;
-  // Load this BPF object file instead of the one built in: the same
-  // profiler.bpf.c compiled against another kernel's vmlinux.h (the kernel
-  // matrix checks that an object built on one kernel loads on the others).
-  // It must define the same maps and programs.
-  std::string bpf_object_path;
-  // Attach the sampling event (off for --off-cpu alone).
-  bool sample_cpu = true;
-  // Attach the off-CPU programs (config.offcpu_* say which blocks count).
-  bool off_cpu = false;
-  // Attach the mmap program (bpf/proc_learn.bpf.h): libraries of loaded
-  // tables mapped into entries by the kernel.
-  bool learn_mmap = true;
-  // -C: sample only on these CPUs (config.filter_cpus); empty: all.
-  std::vector<uint32_t> cpus;
-  // Attach the probe programs here (-e uprobe:..., usdt:..., tracepoint:...).
-  std::vector<ProbeSpec> probes;
-};
 
 // bpf_link__destroy and the skeleton's destroy, with libbpf's headers kept
 // out of includers.
@@ -73,23 +41,28 @@ struct MapFds {
 // only root may read.
 bool MmapTracepointReachable();
 
-class BpfSession {
+class BpfSession : public SamplingSession {
  public:
   // Opens, sizes and loads the programs; attaches the tracepoints, then one
   // sampling event per online CPU. Errors name what failed and why (missing
   // privileges, no PMU for -e cycles, a verifier rejection).
   static absl::StatusOr<std::unique_ptr<BpfSession>> Start(const SessionOptions& options);
-  ~BpfSession();
+  // Start as a SessionStarter (the command line hands it to the recorder).
+  static absl::StatusOr<std::unique_ptr<SamplingSession>> StartSampling(const SessionOptions& options);
+  ~BpfSession() override;
 
   const MapFds& maps() const { return maps_; }
-  // Sums of the per-CPU counters (enum ehp_stat).
-  std::vector<uint64_t> ReadStats() const;
-  // Runtime statistics of the sampling program (kernel.bpf_stats_enabled).
-  struct ProgStats {
-    uint64_t run_time_ns = 0;
-    uint64_t run_cnt = 0;
-  };
-  ProgStats SampleProgStats() const;
+
+  // SamplingSession: the maps through BpfMapWriter, the events map's ring
+  // buffer through RingBufferSource.
+  std::unique_ptr<MapWriter> TargetsMap() const override;
+  std::unique_ptr<MapWriter> ProcsMap() const override;
+  std::unique_ptr<MapWriter> PythonProcsMap() const override;
+  TableMaps UnwindTableMaps() const override;
+  std::unique_ptr<FileIndexMap> FileIndex() const override;
+  absl::StatusOr<std::unique_ptr<EventSource>> OpenEvents(EventSource::Handler handler) const override;
+  std::vector<uint64_t> ReadStats() const override;
+  ProgStats SampleProgStats() const override;
   int num_cpus() const { return num_cpus_; }
 
   // What the verifier and the JIT made of each program (`ehprof check`).

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "agent/session/event_source.h"
+#include "agent/sampling/event_source.h"
 
 namespace ehprof {
 

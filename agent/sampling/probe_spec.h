@@ -1,8 +1,8 @@
 // What `-e` names when it is a probe rather than a clock: where to attach
 // ehprof's probe programs (bpf/profiler.bpf.c: ehprof_uprobe,
 // ehprof_tracepoint), each hit recording the stacks, counted.
-#ifndef EHPROF_AGENT_SESSION_PROBE_SPEC_H_
-#define EHPROF_AGENT_SESSION_PROBE_SPEC_H_
+#ifndef EHPROF_AGENT_SAMPLING_PROBE_SPEC_H_
+#define EHPROF_AGENT_SAMPLING_PROBE_SPEC_H_
 
 #include <cstdint>
 #include <string>
@@ -46,4 +46,4 @@ absl::StatusOr<uint64_t> FileOffsetOfAddress(const std::string& path, uint64_t v
 
 }  // namespace ehprof
 
-#endif  // EHPROF_AGENT_SESSION_PROBE_SPEC_H_
+#endif  // EHPROF_AGENT_SAMPLING_PROBE_SPEC_H_

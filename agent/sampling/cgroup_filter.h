@@ -2,8 +2,8 @@
 // current task's ancestor at that depth with (bpf_get_current_ancestor_
 // cgroup_id), so a cgroup's processes and those of every cgroup below it
 // are profiled.
-#ifndef EHPROF_AGENT_SESSION_CGROUP_FILTER_H_
-#define EHPROF_AGENT_SESSION_CGROUP_FILTER_H_
+#ifndef EHPROF_AGENT_SAMPLING_CGROUP_FILTER_H_
+#define EHPROF_AGENT_SAMPLING_CGROUP_FILTER_H_
 
 #include <cstdint>
 #include <string>
@@ -29,4 +29,4 @@ absl::StatusOr<CgroupTarget> ResolveCgroup(const std::string& path);
 
 }  // namespace ehprof
 
-#endif  // EHPROF_AGENT_SESSION_CGROUP_FILTER_H_
+#endif  // EHPROF_AGENT_SAMPLING_CGROUP_FILTER_H_

@@ -2,8 +2,8 @@
 // the BPF ring buffer of the events map (agent/session/ring_buffer_source.h)
 // or a file of events recorded before (agent/record/recorded_events.h), so a
 // test replays a file through the same decoder and handler.
-#ifndef EHPROF_AGENT_SESSION_EVENT_SOURCE_H_
-#define EHPROF_AGENT_SESSION_EVENT_SOURCE_H_
+#ifndef EHPROF_AGENT_SAMPLING_EVENT_SOURCE_H_
+#define EHPROF_AGENT_SAMPLING_EVENT_SOURCE_H_
 
 #include <cstddef>
 #include <functional>
@@ -23,4 +23,4 @@ class EventSource {
 
 }  // namespace ehprof
 
-#endif  // EHPROF_AGENT_SESSION_EVENT_SOURCE_H_
+#endif  // EHPROF_AGENT_SAMPLING_EVENT_SOURCE_H_

@@ -1,4 +1,4 @@
-#include "agent/session/probe_spec.h"
+#include "agent/sampling/probe_spec.h"
 
 #include <elf.h>
 

@@ -1,4 +1,4 @@
-#include "agent/session/cgroup_filter.h"
+#include "agent/sampling/cgroup_filter.h"
 
 #include <sys/stat.h>
 
