@@ -259,6 +259,87 @@ struct ehp_py_proc {
 #define EHP_PY_THREAD_SEARCH 256
 EHP_ASSERT(sizeof(struct ehp_py_proc) == 72, "ehp_py_proc is 72 bytes");
 
+/* ---- HotSpot JVMs (bpf/hotspot.bpf.h, agent/jvm/) ---------------------- */
+
+/* A Java frame: bit 60 set; the frame's Method* >> 3 in bits 0-43 (Method
+ * is 8-aligned metaspace, below 2^47); bit 59 set for a compiled frame
+ * (C1, C2 or a native method's wrapper: the method, its bci unknown);
+ * bits 44-58 the bytecode index of an interpreted frame, EHP_JVM_BCI_UNKNOWN
+ * when it is not known or does not fit. Method 0 is a frame of JVM code
+ * that runs no Java method (a stub, an adapter, the interpreter without a
+ * readable method); its bci field is then an enum ehp_jvm_blob. User space
+ * turns the Method* into an index of the methods it named (agent/jvm/)
+ * before anything else sees the sample. */
+#define EHP_FRAME_JVM (1ull << 60)
+#define EHP_JVM_COMPILED (1ull << 59)
+#define EHP_JVM_METHOD_BITS 44
+#define EHP_JVM_METHOD_MASK ((1ull << EHP_JVM_METHOD_BITS) - 1)
+#define EHP_JVM_BCI_BITS 15
+#define EHP_JVM_BCI_UNKNOWN ((1u << EHP_JVM_BCI_BITS) - 1)
+#define EHP_JVM_FRAME(method, bci, compiled)                                                      \
+	(EHP_FRAME_JVM | ((compiled) ? EHP_JVM_COMPILED : 0) |                                     \
+	 ((ehp_u64)((bci) & EHP_JVM_BCI_UNKNOWN) << EHP_JVM_METHOD_BITS) |                          \
+	 (((method) >> 3) & EHP_JVM_METHOD_MASK))
+/* A user frame value that is a Java frame (never with a native frame's
+ * exact, frame-pointer or Python bit). */
+#define EHP_IS_JVM_FRAME(v)                                                                        \
+	(((v) & (EHP_FRAME_JVM | EHP_FRAME_PYTHON | EHP_FRAME_EXACT | EHP_FRAME_FP)) == EHP_FRAME_JVM)
+#define EHP_JVM_FRAME_METHOD(v) (((v) & EHP_JVM_METHOD_MASK) << 3)
+#define EHP_JVM_FRAME_BCI(v) ((ehp_u32)((v) >> EHP_JVM_METHOD_BITS) & EHP_JVM_BCI_UNKNOWN)
+#define EHP_JVM_FRAME_COMPILED(v) (((v) & EHP_JVM_COMPILED) != 0)
+EHP_ASSERT(EHP_JVM_METHOD_BITS + EHP_JVM_BCI_BITS == 59, "a Java frame's fields below bit 59");
+
+/* What runs at a Java frame of method 0. */
+enum ehp_jvm_blob {
+	EHP_JVM_BLOB_STUB = 1,	      /* a stub, adapter or other JVM code blob */
+	EHP_JVM_BLOB_INTERPRETER = 2, /* the interpreter, its method unreadable */
+	EHP_JVM_BLOB_UNKNOWN = 3,     /* in the code cache, no blob found at pc */
+};
+
+/* One code heap of a JVM's code cache: code in [low, high), and its
+ * segment map, one byte per 1 << log2_segment bytes from low: 0xff a free
+ * segment, 0 a block's first, else how many segments back to go (again
+ * until 0) to reach it (HotSpot's CodeHeap::find_block_for). */
+struct ehp_jvm_heap {
+	ehp_u64 low;
+	ehp_u64 high;
+	ehp_u64 segmap;
+};
+#define EHP_JVM_HEAPS 4
+/* Segment-map hops the walk takes before it gives up on a pc. */
+#define EHP_JVM_SEGMAP_HOPS 32
+
+/* One JVM process as the walk needs it (jvm_procs[pid]), read from the
+ * process's own gHotSpotVMStructs and gHotSpotVMTypes (agent/jvm/): its
+ * code heaps and the offsets, in bytes, of the fields the walk reads. */
+struct ehp_jvm_proc {
+	struct ehp_jvm_heap heaps[EHP_JVM_HEAPS];
+	ehp_u64 code_lo, code_hi; /* the heaps' hull: the walk's first test */
+	ehp_u8 nheaps;
+	ehp_u8 log2_segment;
+	/* 1: CodeBlob's code start is an i32 offset from the blob (JDK 23+);
+	 * 0: a pointer (_code_begin). */
+	ehp_u8 code_begin_is_offset;
+	ehp_u8 pad0;
+	ehp_u16 heap_block;	     /* sizeof(HeapBlock): the blob follows it */
+	ehp_u16 blob_name;	     /* CodeBlob::_name (const char*) */
+	ehp_u16 blob_frame_size;     /* CodeBlob::_frame_size (i32, words) */
+	ehp_u16 blob_frame_complete; /* CodeBlob::_frame_complete_offset (i32) */
+	ehp_u16 blob_code_begin;     /* CodeBlob::_code_begin or _code_offset */
+	ehp_u16 nmethod_method;	     /* nmethod::_method (Method*) */
+	ehp_u16 method_const;	     /* Method::_constMethod */
+	ehp_u16 const_method_size;   /* sizeof(ConstMethod): the bytecodes follow */
+	/* An interpreted frame's slots below its frame pointer (bytes). */
+	ehp_u8 interp_method;	 /* Method* at fp - this */
+	ehp_u8 interp_bcp;	 /* the bytecode pointer at fp - this */
+	ehp_u8 interp_sender_sp; /* the caller's unextended sp at fp - this */
+	ehp_u8 pad1;
+};
+#define EHP_JVM_PROCS 1024
+EHP_ASSERT(sizeof(struct ehp_jvm_heap) == 24, "ehp_jvm_heap is 24 bytes");
+EHP_ASSERT(sizeof(struct ehp_jvm_proc) == 136, "ehp_jvm_proc is 136 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_jvm_proc, heap_block) == 116, "ehp_jvm_proc.heap_block at 116");
+
 /* Why a user walk stopped: X(enumerator, value, name for reports). The one
  * list: the enum below and StopReasonName (bpf/stop_reasons.h)
  * are both made from it, so a new reason cannot go unnamed. */
