@@ -139,6 +139,9 @@ struct scratch {
 	__u64 py_eval[4];
 	__u32 py_busy;
 	__u32 py_pad;
+	/* The JVM's code cache of this sample's process, [lo, hi) (zeros:
+	 * none), where the walk calls jvm_step (bpf/hotspot.bpf.h). */
+	__u64 jvm_code[2];
 	__u8 win[STACK_WINDOW];
 };
 struct {

@@ -19,6 +19,11 @@
 #define EHP_INLINE static __always_inline
 /* Rows live in chunks of EHP_ROW_CHUNK_ROWS; see compact_lookup.h. */
 #define EHP_ROW_INDEX_MASK (EHP_ROW_CHUNK_ROWS - 1)
+/* The walk of HotSpot's Java frames (bpf/hotspot.bpf.h): x86-64's frame
+ * layout, in the bpf_loop build. */
+#if !defined(EHP_COMPAT) && defined(__TARGET_ARCH_x86)
+#define EHP_JVM_WALK 1
+#endif
 #include "bpf/ehprof_abi.h"
 #include "bpf/compat.bpf.h"
 #include "bpf/compact_lookup.h"
@@ -27,6 +32,7 @@
 #include "bpf/lookup.bpf.h"
 #include "bpf/walk.bpf.h"
 #include "bpf/python.bpf.h"
+#include "bpf/hotspot.bpf.h"
 #include "bpf/stacks.bpf.h"
 #include "bpf/verify.bpf.h"
 #include "bpf/filters.bpf.h"

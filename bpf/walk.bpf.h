@@ -275,12 +275,34 @@ EHP_INLINE int caller_rbp(struct scratch *s, struct ehp_rule *rule, __u64 cfa, _
 
 #include "bpf/fp_fallback.bpf.h"
 
+#ifdef EHP_JVM_WALK
+/* jvm_step's result (bpf/hotspot.bpf.h): 0, not a frame it knows (the
+ * native step follows); JVM_STEPPED, s holds the caller (its pc to push);
+ * else JVM_STOP | the stop reason. */
+#define JVM_STEPPED 1
+#define JVM_STOP 0x100
+__noinline int jvm_step(__u32 at);
+#endif
+
 /* One CFI step: from the current frame's rule to the caller's registers. */
 EHP_INLINE int dwarf_step_state(struct walk *w)
 {
 	struct scratch *s = w->s;
 	__u64 pc = s->pc;
 	__u64 lookup = s->exact ? pc : pc - 1;
+#ifdef EHP_JVM_WALK
+	/* Java code: its frame (slot n - 1, pushed as an address) named and
+	 * unwound by the JVM's own layout. */
+	if (lookup >= s->jvm_code[0] && lookup < s->jvm_code[1] && w->n) {
+		int r = jvm_step(w->base + w->n - 1);
+		if (r == JVM_STEPPED)
+			return push_frame(w, s->pc);
+		if (r & JVM_STOP) {
+			w->stop = r & 0xff;
+			return 0;
+		}
+	}
+#endif
 	struct ehp_mapping *m = w->last;
 	if (!m || lookup < m->begin || lookup >= m->end)
 		m = find_mapping(w->proc, lookup);

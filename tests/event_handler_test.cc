@@ -66,7 +66,7 @@ class EventHandlerReplay : public ::testing::Test {
 };
 
 TEST_F(EventHandlerReplay, SamplesGoThroughTheHooksToTheSink) {
-  EventHandler h(&tracker_, &list_, nullptr, &warnings_, Hooks());
+  EventHandler h(&tracker_, &list_, {}, &warnings_, Hooks());
   Replay({Sample(kA, 0, 50, 0x401000),  // before -D: left out
           Sample(kA, 0, 100, 0x401000), Verify(kA, 0, 100), Sample(kB, 1, 101, 0x402000)},
          h);
@@ -80,7 +80,7 @@ TEST_F(EventHandlerReplay, SamplesGoThroughTheHooksToTheSink) {
 }
 
 TEST_F(EventHandlerReplay, AnExecEndsTheImageAndAsksForReReadsWhileLdSoMaps) {
-  EventHandler h(&tracker_, &list_, nullptr, &warnings_, Hooks());
+  EventHandler h(&tracker_, &list_, {}, &warnings_, Hooks());
   Replay({Sample(kA, 0, 100, 0x401000), Plain(EHP_EVENT_EXEC, kA, 200 * kMs), Sample(kA, 0, 300 * kMs, 0x401000)}, h);
   EXPECT_EQ(execs_, std::vector<uint32_t>{kA});
   EXPECT_EQ(h.to_refresh().count(kA), 1u);
@@ -98,7 +98,7 @@ TEST_F(EventHandlerReplay, AnExecEndsTheImageAndAsksForReReadsWhileLdSoMaps) {
 }
 
 TEST_F(EventHandlerReplay, AForkedChildIsReadAgain) {
-  EventHandler h(&tracker_, &list_, nullptr, &warnings_, Hooks());
+  EventHandler h(&tracker_, &list_, {}, &warnings_, Hooks());
   Replay({Plain(EHP_EVENT_FORK, kA, 10, kChild)}, h);
   EXPECT_EQ(h.to_refresh(), std::set<uint32_t>{kChild});
   // Without the kernel's index the child's image is known only from its
@@ -107,7 +107,7 @@ TEST_F(EventHandlerReplay, AForkedChildIsReadAgain) {
 }
 
 TEST_F(EventHandlerReplay, UnknownPcsAndPidsAskForAReReadOnlyWhenItCanHelp) {
-  EventHandler h(&tracker_, &list_, nullptr, &warnings_, Hooks());
+  EventHandler h(&tracker_, &list_, {}, &warnings_, Hooks());
   Replay({Plain(EHP_EVENT_UNKNOWN_PC, kA, 10, 0x401000),  // known: reading again would not help
           Plain(EHP_EVENT_UNKNOWN_PC, kB, 10, 0x900000), Plain(EHP_EVENT_UNKNOWN_PID, kChild, 10)},
          h);
@@ -115,7 +115,7 @@ TEST_F(EventHandlerReplay, UnknownPcsAndPidsAskForAReReadOnlyWhenItCanHelp) {
 }
 
 TEST_F(EventHandlerReplay, ExitsForgetImagesNoSampleCameFromAndTheSweepFindsTheRest) {
-  EventHandler h(&tracker_, &list_, nullptr, &warnings_, Hooks());
+  EventHandler h(&tracker_, &list_, {}, &warnings_, Hooks());
   Replay({Sample(kA, 0, 100, 0x401000), Plain(EHP_EVENT_EXIT, kA, 150), Plain(EHP_EVENT_EXIT, kB, 160)}, h);
   EXPECT_EQ(h.to_exit().size(), 2u);
   h.ProcessPending(200);  // the first call sweeps too: nothing else is live

@@ -31,7 +31,7 @@ class SampleSinkReplay : public ::testing::Test {
   // exit as a new image.
   void Replay(const std::vector<Bytes>& stream, SampleSink* sink) {
     WriteEvents(path_, stream);
-    EventHandler handler(&tracker_, sink, nullptr, &warnings_, {});
+    EventHandler handler(&tracker_, sink, {}, &warnings_, {});
     auto src = RecordedEventSource::Open(path_, [&](const void* data, size_t size) { handler.Handle(data, size); });
     ASSERT_TRUE(src.ok()) << src.status();
     while ((*src)->Poll(0) > 0) {

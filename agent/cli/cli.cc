@@ -257,6 +257,9 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
   app.add_flag("--no-python", flags->no_python,
                "native frames only in Python processes (by default the Python functions a CPython "
                "3.10-3.13 eval loop runs are shown among them, as qualname with file.py:line)");
+  app.add_flag("--no-java", flags->no_java,
+               "HotSpot JVMs' code by frame pointers and perf maps only (by default their Java frames "
+               "are walked and named from the JVM's own memory, as Class.method with File.java:line)");
   AddFilterOptions(app, record);
 }
 
@@ -284,6 +287,7 @@ void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordO
   if (flags.no_table_cache) record->table_cache_dir.clear();
   record->kernel_maps = !flags.no_kernel_maps;
   record->python = !flags.no_python;
+  record->jvm = !flags.no_java;
 }
 
 void AddOffCpuOptions(CLI::App& app, OffCpuFlags* f) {

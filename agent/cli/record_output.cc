@@ -106,6 +106,7 @@ void Resolve(const Recorder& rec, const RecordOutput& out, RecordTargets& target
   ro.use_fp_walk = out.fp_walk;
   ro.warnings = rec.warnings();
   ro.python = rec.python_codes();
+  ro.jvm = rec.jvm_methods();
   if (!vdso_file.path().empty()) ro.symbol_file_alias["[vdso]"] = vdso_file.path();
   auto kallsyms = Kallsyms::Load();
   if (!kallsyms.ok() && rec.summary().samples) {

@@ -106,7 +106,8 @@ AgentCounters AgentLoop::counters() const {
 void AgentLoop::Add(RawSample&& s, const ProcessTracker& tracker) {
   const std::string& service =
       options_.service_name.empty() ? services_.Of(s.pid, s.comm) : options_.service_name;
-  aggregator_.Add(s, tracker, service, recorder_ ? recorder_->python_codes() : nullptr);
+  aggregator_.Add(s, tracker, service, recorder_ ? recorder_->python_codes() : nullptr,
+                  recorder_ ? recorder_->jvm_methods() : nullptr);
 }
 
 void AgentLoop::OnTick(uint64_t now_ns) {
@@ -140,6 +141,7 @@ void AgentLoop::HandOver(uint64_t now_ns) {
   if (recorder_) {
     // Its Python frames are named: the code objects go with the interval.
     recorder_->ForgetPythonCodes();
+    recorder_->ForgetJvmMethods();
     // Its frames are located: files no process maps now go with it too.
     // Snapshots replaced before the previous interval ended are kept no
     // longer (a sample arriving late was taken after that).

@@ -30,7 +30,7 @@ LocatedFrame StackAggregator::Located(const FrameLocation& l, uint32_t pid) {
 }
 
 void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service,
-                          const PythonCodeTable* python) {
+                          const PythonCodeTable* python, const JvmMethodTable* jvm) {
   ++samples_;
   if (start_ns_ == 0) start_ns_ = s.time_ns;
   StackKey key;
@@ -49,6 +49,12 @@ void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker, con
       const ResolvedFrame f = PythonFrame(value, python);
       const uint64_t names = uint64_t{stacks_.String(f.symbol)} << 32 | stacks_.String(f.src_file);
       key.frames.push_back(stacks_.FrameId({LocatedFrame::kPython, names, f.addr}));
+      continue;
+    }
+    if (IsJvmFrame(value)) {
+      const ResolvedFrame f = JvmFrame(value, jvm);
+      const uint64_t names = uint64_t{stacks_.String(f.symbol)} << 32 | stacks_.String(f.src_file);
+      key.frames.push_back(stacks_.FrameId({LocatedFrame::kJava, names, f.addr}));
       continue;
     }
     const LocatedFrame f = Located(LocateUserFrame(tracker, s.pid, s.time_ns, value), s.pid);

@@ -70,6 +70,14 @@ ResolvedFrame IntervalSymbolizer::PythonFrameOf(const IntervalProfile& p, const 
 
 void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f,
                                  std::vector<ResolvedFrame>* out) {
+  if (f.mapping == LocatedFrame::kJava) {
+    JvmFrameName n;
+    n.method = p.strings[f.addr >> 32];
+    n.file = p.strings[f.addr & UINT32_MAX];
+    n.line = static_cast<int32_t>(f.runtime & 0xfffff);
+    out->push_back(JvmFrame(std::move(n), f.runtime >> 20));
+    return;
+  }
   if (f.mapping == LocatedFrame::kAnon || f.mapping == LocatedFrame::kUnmapped) {
     out->push_back(jit_.Frame(static_cast<uint32_t>(f.addr), f.runtime, f.mapping == LocatedFrame::kAnon));
     return;

@@ -14,6 +14,7 @@ uint64_t StringBytes(const std::string& s) { return s.capacity() > 15 ? s.capaci
 InternedProfile::Kind KindOf(const ResolvedFrame& f) {
   if (f.kernel) return InternedProfile::Kind::kKernel;
   if (f.python) return InternedProfile::Kind::kPython;
+  if (f.java) return InternedProfile::Kind::kJava;
   if (f.jit) return InternedProfile::Kind::kJit;
   return InternedProfile::Kind::kNative;
 }
@@ -45,7 +46,7 @@ std::vector<std::string_view> FunctionNames(const InternedProfile& p, const Inte
 
 FrameView::FrameView(const ResolvedFrame& f)
     : symbol(f.symbol), dso(f.dso), src_file(f.src_file), addr(f.addr), symbol_start(f.symbol_start),
-      line(f.line), kernel(f.kernel), inlined(f.inlined), jit(f.jit), python(f.python) {}
+      line(f.line), kernel(f.kernel), inlined(f.inlined), jit(f.jit), python(f.python), java(f.java) {}
 
 std::vector<FrameView> Frames(const InternedProfile& p, const InternedProfile::Sample& s) {
   std::vector<FrameView> out;
@@ -65,6 +66,7 @@ std::vector<FrameView> Frames(const InternedProfile& p, const InternedProfile::S
       f.kernel = loc.kind == InternedProfile::Kind::kKernel;
       f.jit = loc.kind == InternedProfile::Kind::kJit;
       f.python = loc.kind == InternedProfile::Kind::kPython;
+      f.java = loc.kind == InternedProfile::Kind::kJava;
     }
   }
   return out;

@@ -57,13 +57,16 @@ std::string KindColor(FrameKind kind, double v1, double v2) {
     case FrameKind::kPython:
       // Teal: apart from native code's reds and oranges and the kernel's blue.
       return Hsl(160 + 18 * v1, 0.55, 0.48 + 0.10 * v2);
+    case FrameKind::kJava:
+      // Green-yellow, as async-profiler draws Java: apart from Python's teal.
+      return Hsl(75 + 20 * v1, 0.60, 0.45 + 0.10 * v2);
   }
   return "gray";
 }
 
 // The legend's words; in FrameKind's order.
 constexpr const char* kLegendNames[kFrameKinds] = {
-    "all", "comm", "user code", "library", "kernel", "inlined", "unresolved", "off-CPU", "Python"};
+    "all", "comm", "user code", "library", "kernel", "inlined", "unresolved", "off-CPU", "Python", "Java"};
 
 // What the tooltip's second line says a frame is.
 std::string KindText(FrameKind kind, const FrameOrigin* o) {
@@ -89,6 +92,8 @@ std::string KindText(FrameKind kind, const FrameOrigin* o) {
       return "off the CPU (blocked or waiting)";
     case FrameKind::kPython:
       return "Python function";
+    case FrameKind::kJava:
+      return "Java method";
   }
   return "";
 }
@@ -112,6 +117,7 @@ double ItemWidth(int kind) {
 
 FrameKind SymbolKind(const FrameView& f) {
   if (f.python) return FrameKind::kPython;
+  if (f.java) return FrameKind::kJava;
   if (f.inlined) return FrameKind::kInlined;
   if (f.kernel) return FrameKind::kKernel;
   // "libc.so.6", "ld-linux-x86-64.so.2", "libfoo.so", "[vdso]".

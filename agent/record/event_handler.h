@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "agent/process/process_tracker.h"
+#include "agent/jvm/jvm_tracker.h"
 #include "agent/python/python_tracker.h"
 #include "agent/record/raw_sample.h"
 #include "agent/record/sample_sink.h"
@@ -22,11 +23,19 @@
 
 namespace ehprof {
 
+// The runtimes' trackers, which look at each process and name its frames
+// of their runtime; each may be null (--no-python, --no-java).
+struct RuntimeTrackers {
+  PythonTracker* python = nullptr;
+  JvmTracker* jvm = nullptr;
+};
+
 // Reads pid's maps again (tracker->Refresh) and, when that worked, lets
-// python (may be null) look at it. A process's files and memory are its
-// user's: an exception while reading them fails this pid, not the
-// recording (base/guarded.h).
-absl::Status TrackProcess(ProcessTracker* tracker, PythonTracker* python, uint32_t pid, uint64_t now_ns);
+// the runtimes look at it. A process's files and memory are its user's:
+// an exception while reading them fails this pid, not the recording
+// (base/guarded.h).
+absl::Status TrackProcess(ProcessTracker* tracker, const RuntimeTrackers& runtimes, uint32_t pid,
+                          uint64_t now_ns);
 
 class EventHandler {
  public:
@@ -35,15 +44,16 @@ class EventHandler {
     // Whether a decoded sample belongs to the recording (-D, the command
     // before its exec).
     std::function<bool(const RawSample&)> accept;
-    // An accepted sample (its Python frames named), before the sink has it;
+    // An accepted sample (its runtimes' frames named), before the sink has it;
     // `size`: its record's bytes.
     std::function<void(const RawSample&, size_t size)> count;
     std::function<void(uint32_t pid)> exec;    // after the tracker saw it
     std::function<void(uint32_t pid)> exited;  // its entry is gone
   };
-  // python may be null (--no-python); warnings gets the failed re-reads.
-  EventHandler(ProcessTracker* tracker, SampleSink* sink, PythonTracker* python, Warnings* warnings, Hooks hooks)
-      : tracker_(tracker), sink_(sink), python_(python), warnings_(warnings), hooks_(std::move(hooks)) {}
+  // warnings gets the failed re-reads.
+  EventHandler(ProcessTracker* tracker, SampleSink* sink, RuntimeTrackers runtimes, Warnings* warnings,
+               Hooks hooks)
+      : tracker_(tracker), sink_(sink), runtimes_(runtimes), warnings_(warnings), hooks_(std::move(hooks)) {}
 
   // One record of the event source. An exception while handling it drops
   // that record (base/guarded.h).
@@ -65,7 +75,7 @@ class EventHandler {
 
   ProcessTracker* tracker_;
   SampleSink* sink_;
-  PythonTracker* python_;
+  RuntimeTrackers runtimes_;
   Warnings* warnings_;
   Hooks hooks_;
   std::set<uint32_t> to_refresh_;

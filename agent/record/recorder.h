@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "agent/process/process_tracker.h"
+#include "agent/jvm/jvm_tracker.h"
 #include "agent/python/python_tracker.h"
 #include "agent/record/event_handler.h"
 #include "agent/record/raw_sample.h"
@@ -80,6 +81,9 @@ struct RecordOptions {
   bool kernel_maps = true;
   // Python frames in the walk (--no-python: native frames only).
   bool python = true;
+  // Java frames of HotSpot JVMs named from their memory (--no-java: the
+  // JVM's code by frame pointers and perf maps only).
+  bool jvm = true;
   // The on-disk cache of built tables (--table-cache; empty: none) and its
   // budget.
   std::string table_cache_dir = kDefaultTableCacheDir;
@@ -170,6 +174,12 @@ class Recorder {
   void ForgetPythonCodes() {
     if (python_) python_->ForgetCodes();
   }
+  // The methods the samples' Java frames name (null: --no-java).
+  const JvmMethodTable* jvm_methods() const { return jvm_ ? &jvm_->methods() : nullptr; }
+  // JvmTracker::ForgetMethods (the agent, between intervals).
+  void ForgetJvmMethods() {
+    if (jvm_) jvm_->ForgetMethods();
+  }
   // ProcessTracker::ReleaseUnmappedFiles (the agent, between intervals;
   // on the recording thread).
   std::vector<ReleasedFile> ReleaseUnmappedFiles(uint64_t superseded_ns) {
@@ -216,6 +226,7 @@ class Recorder {
   std::unique_ptr<FileTables> files_;
   std::unique_ptr<ProcessTracker> tracker_;
   std::unique_ptr<PythonTracker> python_;
+  std::unique_ptr<JvmTracker> jvm_;
   SampleList list_;
   SampleSink* sink_;
   std::vector<std::string> NewWarnings();

@@ -93,6 +93,10 @@ class Resolver {
   // One address: its inline expansions (innermost first), then the
   // function holding it, as perf and eu-addr2line -i show them.
   void AddUserFrames(const RawSample& raw, uint64_t value, std::vector<ResolvedFrame>* out) {
+    if (IsJvmFrame(value)) {
+      out->push_back(JvmFrame(value, options_.jvm));
+      return;
+    }
     const FrameLocation loc = LocateUserFrame(tracker_, raw.pid, raw.time_ns, value);
     if (loc.kind != FrameLocation::Kind::kFile) {
       // JIT code: anonymous memory, named (if at all) by the JIT's perf map.
@@ -174,6 +178,27 @@ ResolvedFrame PythonFrame(PythonFrameName n, uint64_t code) {
   f.line = n.line > 0 ? static_cast<uint32_t>(n.line) : 0;
   // A stable address per (code, line) for formats that key on one.
   f.addr = (code & EHP_PY_CODE_MASK) << 20 | (f.line & 0xfffff);
+  return f;
+}
+
+ResolvedFrame JvmFrame(uint64_t value, const JvmMethodTable* methods) {
+  JvmFrameName n;
+  if (methods != nullptr) {
+    n = methods->Name(value);
+  } else {
+    n.method = "[java]";
+  }
+  return JvmFrame(std::move(n), value & EHP_JVM_METHOD_MASK);
+}
+
+ResolvedFrame JvmFrame(JvmFrameName n, uint64_t id) {
+  ResolvedFrame f;
+  f.java = true;
+  f.symbol = n.class_name.empty() ? std::move(n.method) : absl::StrCat(n.class_name, ".", n.method);
+  f.dso = "[java]";
+  f.src_file = std::move(n.file);
+  f.line = n.line > 0 ? static_cast<uint32_t>(n.line) : 0;
+  f.addr = (id & EHP_JVM_METHOD_MASK) << 20 | (f.line & 0xfffff);
   return f;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "agent/jvm/jvm_tracker.h"
 #include "agent/process/process_tracker.h"
 #include "agent/python/python_tracker.h"
 #include "agent/record/raw_sample.h"
@@ -32,6 +33,9 @@ struct ResolveOptions {
   // The code objects the samples' Python frames name (Recorder's); null:
   // Python frames are shown as such, unnamed.
   const PythonCodeTable* python = nullptr;
+  // The methods the samples' Java frames name (Recorder's); null: Java
+  // frames are shown as such, unnamed.
+  const JvmMethodTable* jvm = nullptr;
   // Where JITs' perf-PID.map files are (JitSymbols::Options: empty, each
   // process's own /tmp).
   std::string perf_map_dir;
@@ -46,6 +50,15 @@ ResolvedFrame PythonFrame(PythonFrameName name, uint64_t code);
 
 // A user frame value that is a Python frame, not an address.
 inline bool IsPythonFrame(uint64_t value) { return EHP_IS_PY_FRAME(value); }
+
+// A Java frame (EHP_FRAME_JVM, rewritten by JvmTracker) as a frame named
+// "pkg.Class.method", its source the .java file, dso "[java]". It stands
+// where the JVM's code ran, in the walk's order (not as Python's).
+ResolvedFrame JvmFrame(uint64_t value, const JvmMethodTable* methods);
+// The same from its name, read before (the agent); `id` tells frames of
+// one method and line apart for formats that key on an address.
+ResolvedFrame JvmFrame(JvmFrameName name, uint64_t id);
+inline bool IsJvmFrame(uint64_t value) { return EHP_IS_JVM_FRAME(value); }
 
 // A walk's user frames in the order the outputs show them, each value
 // resolved by `native` (which appends an address's frames: its inline

@@ -23,6 +23,10 @@ struct ResolvedFrame {
   // A Python function (symbol: its qualname; dso and src_file: its .py
   // file; line: the line running, 0 when unknown).
   bool python = false;
+  // A Java method (symbol: "pkg.Class.method"; src_file: its .java file as
+  // the class names it; line: from the bci, 0 when unknown, as in a
+  // compiled frame; dso "[java]").
+  bool java = false;
   uint64_t symbol_start = 0;  // the symbol's first address (0: unknown)
   std::string src_file;       // source position, when debug info has one
   uint32_t line = 0;

@@ -322,6 +322,7 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
                           .stats = bpf_map__fd(m.stats),
                           .file_tables = bpf_map__fd(m.file_tables)};
   session->maps_.py_procs = bpf_map__fd(m.py_procs);
+  session->maps_.jvm_procs = bpf_map__fd(m.jvm_procs);
   if (absl::Status s = session->AttachLifecycle(); !s.ok()) return s;
   session->AttachMmapLearning();
   const uint8_t on = 1;

@@ -33,7 +33,8 @@ using BpfLinkPtr = ScopedHandle<bpf_link, DestroyLink>;
 struct MapFds {
   int procs = -1, targets = -1, tables = -1, pages = -1, buckets = -1, rows = -1,
       palettes = -1, rules = -1, events = -1, stats = -1, file_tables = -1;
-  int py_procs = -1;  // Python processes (bpf/python.bpf.h)
+  int py_procs = -1;   // Python processes (bpf/python.bpf.h)
+  int jvm_procs = -1;  // HotSpot JVMs (bpf/hotspot.bpf.h)
 };
 
 // Whether the syscalls:sys_exit_mmap tracepoint can be attached by this
@@ -58,6 +59,7 @@ class BpfSession : public SamplingSession {
   std::unique_ptr<MapWriter> TargetsMap() const override;
   std::unique_ptr<MapWriter> ProcsMap() const override;
   std::unique_ptr<MapWriter> PythonProcsMap() const override;
+  std::unique_ptr<MapWriter> JvmProcsMap() const override;
   TableMaps UnwindTableMaps() const override;
   std::unique_ptr<FileIndexMap> FileIndex() const override;
   absl::StatusOr<std::unique_ptr<EventSource>> OpenEvents(EventSource::Handler handler) const override;

@@ -28,6 +28,11 @@ std::unique_ptr<MapWriter> BpfSession::PythonProcsMap() const {
   return std::make_unique<BpfMapWriter>(maps_.py_procs, sizeof(ehp_py_proc), "py_procs");
 }
 
+std::unique_ptr<MapWriter> BpfSession::JvmProcsMap() const {
+  if (maps_.jvm_procs < 0) return nullptr;
+  return std::make_unique<BpfMapWriter>(maps_.jvm_procs, sizeof(ehp_jvm_proc), "jvm_procs");
+}
+
 TableMaps BpfSession::UnwindTableMaps() const { return BpfTableMaps(maps_); }
 
 std::unique_ptr<FileIndexMap> BpfSession::FileIndex() const { return BpfFileIndexMap(maps_.file_tables); }

@@ -123,6 +123,7 @@ class Dictionary {
     }
     const char* type = l.kind == InternedProfile::Kind::kKernel   ? "kernel"
                        : l.kind == InternedProfile::Kind::kPython ? "cpython"
+                       : l.kind == InternedProfile::Kind::kJava   ? "jvm"
                                                                   : "native";
     const uint64_t attr[] = {static_cast<uint64_t>(Attribute("profile.frame.type", type))};
     loc.PackedVarints(kLocationAttributeIndices, attr);
