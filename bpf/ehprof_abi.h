@@ -320,11 +320,13 @@ struct ehp_jvm_proc {
 	/* 1: CodeBlob's code start is an i32 offset from the blob (JDK 23+);
 	 * 0: a pointer (_code_begin). */
 	ehp_u8 code_begin_is_offset;
-	ehp_u8 pad0;
+	/* 1: CodeBlob::_frame_complete_offset is an i16 (JDK 24+: the compact
+	 * CodeBlob puts _kind right after it); 0: an i32. */
+	ehp_u8 blob_frame_complete_i16;
 	ehp_u16 heap_block;	     /* sizeof(HeapBlock): the blob follows it */
 	ehp_u16 blob_name;	     /* CodeBlob::_name (const char*) */
 	ehp_u16 blob_frame_size;     /* CodeBlob::_frame_size (i32, words) */
-	ehp_u16 blob_frame_complete; /* CodeBlob::_frame_complete_offset (i32) */
+	ehp_u16 blob_frame_complete; /* CodeBlob::_frame_complete_offset (i32 or i16) */
 	ehp_u16 blob_code_begin;     /* CodeBlob::_code_begin or _code_offset */
 	ehp_u16 nmethod_method;	     /* nmethod::_method (Method*) */
 	ehp_u16 method_const;	     /* Method::_constMethod */

@@ -65,7 +65,9 @@ ehprof_packages() {
         mmdebstrap `# the Debian package's install test (a clean Debian root)`
       # The reference binaries tests/ and bench/ read by path are Debian 12's
       # (libLLVM-15.so.1, python3.11); a release without them goes without.
-      ehprof_if_available "$@" -- libllvm15 python3.11
+      # openjdk-17-jdk-headless: java, javac and javap of Debian 12's JDK 17
+      # (tests/jvm_layout_priv_test.cc, bench/jvm_stacks.py).
+      ehprof_if_available "$@" -- libllvm15 python3.11 openjdk-17-jdk-headless
       ;;
     *)
       echo "packages.sh: no package set '$set' (build, test)" >&2

@@ -36,27 +36,16 @@ struct Child {
 };
 
 void Start(Child* c) {
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  c->pid = fork();
-  if (c->pid == 0) {
-    dup2(fds[1], 1);
-    execl(kPython, kPython, "-c",
-          "import sys, time\n"
-          "class Cls:\n"
-          "    def method(self):\n"
-          "        return 1\n"
-          "print(id(Cls.method.__code__), flush=True)\n"
-          "time.sleep(60)\n",
-          nullptr);
-    _exit(127);
-  }
-  close(fds[1]);
-  // Up to the newline: the digits and it may come in two writes.
   std::string line;
-  char ch;
-  while (read(fds[0], &ch, 1) == 1 && ch != '\n') line.push_back(ch);
-  close(fds[0]);
+  c->pid = testing::StartReadingLine({kPython, "-c",
+                                      "import sys, time\n"
+                                      "class Cls:\n"
+                                      "    def method(self):\n"
+                                      "        return 1\n"
+                                      "print(id(Cls.method.__code__), flush=True)\n"
+                                      "time.sleep(60)\n"},
+                                     &line);
+  ASSERT_GT(c->pid, 0);
   ASSERT_TRUE(absl::SimpleAtoi(line, &c->code)) << line;
 }
 

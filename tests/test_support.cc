@@ -194,6 +194,27 @@ RunResult RunEhprof(std::vector<std::string> args, int sig, int delay_ms,
   return r;
 }
 
+pid_t StartReadingLine(const std::vector<std::string>& argv, std::string* line) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  // Up to the newline: the line may come in several writes.
+  line->clear();
+  char ch;
+  while (pid > 0 && read(fds[0], &ch, 1) == 1 && ch != '\n') line->push_back(ch);
+  close(fds[0]);
+  return pid;
+}
+
 std::string ShellOutput(const std::string& cmd) {
   std::string out;
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");

@@ -81,6 +81,10 @@ RunResult RunEhprof(std::vector<std::string> args, int sig = 0, int delay_ms = 0
 
 // A shell command's stdout and stderr.
 std::string ShellOutput(const std::string& cmd);
+// Starts argv (argv[0] a path) with its stdout a pipe; returns its pid (the
+// caller kills and reaps it) and sets *line to the first line it writes,
+// without the newline (what came before its stdout closed, if none).
+pid_t StartReadingLine(const std::vector<std::string>& argv, std::string* line);
 // `go tool pprof ARGS FILES` with HOME and its temporary files in `home`, one
 // Go build cache beside build/ehprof (the toolchain builds pprof on first
 // use), no network, at most 300 s.

@@ -11,10 +11,15 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "agent/jvm/jvm_layout.h"
+#include "agent/jvm/jvm_method.h"
+#include "agent/jvm/libjvm.h"
 #include "agent/tables/map_writer.h"
 #include "base/warnings.h"
 
@@ -34,14 +39,21 @@ struct JvmFrameName {
 // After JvmTracker::NameFrames a Java frame of a sample keeps bit 60, the
 // compiled bit and the bci field as the BPF side sent them, with the index
 // of its method in methods() in bits 0-43 in place of the Method* (index
-// 0: a frame of method 0, see enum ehp_jvm_blob).
+// 0: a frame of method 0, see enum ehp_jvm_blob). A Method* that does not
+// read as a method becomes method 0 too: its bci field then
+// EHP_JVM_BLOB_INTERPRETER (interpreted) or EHP_JVM_BLOB_UNKNOWN (compiled).
 class JvmMethodTable {
  public:
   JvmMethodTable();
   // The name of a frame value NameFrames wrote (the line from its bci).
   JvmFrameName Name(uint64_t value) const;
-  size_t size() const;
-  // ... (the implementation's own members)
+  size_t size() const { return methods_.size(); }
+  // Its index; 0 (method 0) once the table holds EHP_JVM_METHOD_MASK.
+  uint32_t Add(JvmMethod method);
+  const JvmMethod& method(uint32_t index) const { return methods_[index]; }
+
+ private:
+  std::vector<JvmMethod> methods_;  // [0]: method 0, never a method
 };
 
 // How ehprof sees one JVM (ehprof check, warnings).
@@ -71,6 +83,39 @@ class JvmTracker {
   // Empties the method table (the agent, between intervals).
   void ForgetMethods();
   std::vector<JvmFound> Found() const;
+
+ private:
+  struct Proc {
+    enum State { kUnknown, kNotJvm, kNotUp, kJvm, kRefused } state = kUnknown;
+    uint64_t checked_ns = 0;  // the last look, or (kJvm) the last read of its heaps
+    int looks = 0;            // looks while kNotJvm or kNotUp: the next comes later
+    std::string libjvm;       // its key in libjvms_
+    std::optional<JvmLayout> layout;  // once read; layout->proc as published (kJvm)
+    struct Cached {
+      uint32_t index;
+      uint64_t checked_ns;
+    };
+    absl::flat_hash_map<uint64_t, Cached> method_index;  // Method* -> methods_ index
+  };
+  struct Libjvm {
+    std::string path;
+    absl::StatusOr<LibjvmFile> file;
+    std::string version;  // of the last process read
+    std::string problem;  // why its JVMs are refused
+  };
+  void Look(uint32_t pid, Proc& p);
+  // The process's layout (p.layout), from its libjvm.so's tables.
+  absl::Status ReadLayout(uint32_t pid, Proc& p, const MapsEntry& mapping);
+  void Refuse(uint32_t pid, Proc& p, const std::string& why);
+  void RefreshHeaps(uint32_t pid, Proc& p, uint64_t now_ns);
+  bool Publish(uint32_t pid, const ehp_jvm_proc& value);
+  uint32_t MethodIndex(uint32_t pid, Proc& p, uint64_t method, uint64_t now_ns);
+
+  std::unique_ptr<MapWriter> jvm_procs_;
+  Warnings* warnings_;
+  JvmMethodTable methods_;
+  std::map<uint32_t, Proc> procs_;
+  std::map<std::string, Libjvm> libjvms_;  // "path:inode"
 };
 
 }  // namespace ehprof

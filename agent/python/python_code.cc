@@ -1,7 +1,5 @@
 #include "agent/python/python_code.h"
 
-#include <sys/uio.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -108,12 +106,6 @@ absl::StatusOr<std::vector<uint8_t>> ReadBytes(const ProcessMemory& mem, uint64_
 }
 
 }  // namespace
-
-bool ProcessMemory::Read(uint64_t addr, void* out, size_t len) const {
-  struct iovec local = {out, len};
-  struct iovec remote = {reinterpret_cast<void*>(addr), len};
-  return process_vm_readv(pid_, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(len);
-}
 
 uint32_t CodeFields::header_size() const {
   return std::max({filename, name, qualname, linetable, firstlineno}) + 8;

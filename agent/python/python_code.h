@@ -5,29 +5,15 @@
 #ifndef EHPROF_AGENT_PYTHON_PYTHON_CODE_H_
 #define EHPROF_AGENT_PYTHON_PYTHON_CODE_H_
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/process/process_memory.h"
 #include "agent/python/line_table.h"
 
 namespace ehprof {
-
-// Another process's memory; reads fail (false) when it is gone or the
-// range is not mapped.
-class ProcessMemory {
- public:
-  explicit ProcessMemory(pid_t pid) : pid_(pid) {}
-  bool Read(uint64_t addr, void* out, size_t len) const;
-  bool ReadU64(uint64_t addr, uint64_t* out) const { return Read(addr, out, sizeof(*out)); }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_;
-};
 
 // Where a code object keeps what names it, for one interpreter.
 struct CodeFields {
