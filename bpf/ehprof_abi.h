@@ -263,7 +263,8 @@ EHP_ASSERT(sizeof(struct ehp_py_proc) == 72, "ehp_py_proc is 72 bytes");
 
 /* A Java frame: bit 60 set; the frame's Method* >> 3 in bits 0-43 (Method
  * is 8-aligned metaspace, below 2^47); bit 59 set for a compiled frame
- * (C1, C2 or a native method's wrapper: the method, its bci unknown);
+ * (C1, C2 or a native method's wrapper: the method, bci field 0, the pc
+ * in the EHP_JVM_PC word that follows it);
  * bits 44-58 the bytecode index of an interpreted frame, EHP_JVM_BCI_UNKNOWN
  * when it is not known or does not fit. Method 0 is a frame of JVM code
  * that runs no Java method (a stub, an adapter, the interpreter without a
@@ -288,6 +289,20 @@ EHP_ASSERT(sizeof(struct ehp_py_proc) == 72, "ehp_py_proc is 72 bytes");
 #define EHP_JVM_FRAME_BCI(v) ((ehp_u32)((v) >> EHP_JVM_METHOD_BITS) & EHP_JVM_BCI_UNKNOWN)
 #define EHP_JVM_FRAME_COMPILED(v) (((v) & EHP_JVM_COMPILED) != 0)
 EHP_ASSERT(EHP_JVM_METHOD_BITS + EHP_JVM_BCI_BITS == 59, "a Java frame's fields below bit 59");
+/* The word after a compiled frame (room allowing): bit 60, the compiled
+ * bit and bit 58 (which a compiled frame, its bci field 0, never sets),
+ * with the pc the frame ran at in bits 0-46 (its return address, or the
+ * interrupted pc at the leaf). User space finds the nmethod at that pc,
+ * checks it still runs the frame's method, and expands the methods
+ * inlined at the pc into frames of their own; no other stage sees it. */
+#define EHP_JVM_PC_MARK (1ull << 58)
+#define EHP_JVM_PC_BITS 47
+#define EHP_JVM_PC_WORD(pc)                                                                        \
+	(EHP_FRAME_JVM | EHP_JVM_COMPILED | EHP_JVM_PC_MARK | ((pc) & ((1ull << EHP_JVM_PC_BITS) - 1)))
+#define EHP_IS_JVM_PC(v)                                                                           \
+	(((v) & (EHP_FRAME_JVM | EHP_FRAME_PYTHON | EHP_FRAME_EXACT | EHP_FRAME_FP | EHP_JVM_COMPILED |  \
+		 EHP_JVM_PC_MARK)) == (EHP_FRAME_JVM | EHP_JVM_COMPILED | EHP_JVM_PC_MARK))
+#define EHP_JVM_PC_OF(v) ((v) & ((1ull << EHP_JVM_PC_BITS) - 1))
 
 /* What runs at a Java frame of method 0. */
 enum ehp_jvm_blob {

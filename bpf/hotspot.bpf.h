@@ -177,8 +177,10 @@ EHP_INLINE __u32 jvm_stub(struct scratch *s, __s32 frame_size)
 }
 
 /* One step of the walk at a pc in the JVM's code cache (s->jvm_code): the
- * frame in slot at becomes a Java frame, s its caller. See JVM_STEPPED. */
-__noinline int jvm_step(__u32 at)
+ * frame in slot at becomes a Java frame, a compiled one followed by its pc
+ * word in slot at + 1 when room (slots free after at) is 2 or more; s then
+ * holds its caller. See JVM_STEPPED. */
+__noinline int jvm_step(__u32 at, __u32 room)
 {
 	__u32 zero = 0;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
@@ -214,9 +216,15 @@ __noinline int jvm_step(__u32 at)
 		__u64 method = 0;
 		if (!jvm_read(blob + p->nmethod_method, &method, 8))
 			method = 0;
-		value = method ? EHP_JVM_FRAME(method, EHP_JVM_BCI_UNKNOWN, 1)
-			       : EHP_JVM_FRAME(0, EHP_JVM_BLOB_STUB, 0);
+		value = method ? EHP_JVM_FRAME(method, 0, 1) : EHP_JVM_FRAME(0, EHP_JVM_BLOB_STUB, 0);
+		__u64 ran_at = s->pc;
 		r = jvm_sized(s, frame_size, s->exact && pc < code_begin + complete);
+		if (method && r == JVM_STEPPED && room >= 2 && slot + 1 < EHP_MAX_EVENT_FRAMES) {
+			__u64 next = slot + 1;
+			EHP_CLAMP_UMAX(next, EHP_MAX_EVENT_FRAMES - 1);
+			s->frames[next] = EHP_JVM_PC_WORD(ran_at);
+			r |= JVM_PC_WORD;
+		}
 	} else {
 		value = EHP_JVM_FRAME(0, EHP_JVM_BLOB_STUB, 0);
 		r = jvm_stub(s, frame_size);

@@ -280,8 +280,9 @@ EHP_INLINE int caller_rbp(struct scratch *s, struct ehp_rule *rule, __u64 cfa, _
  * native step follows); JVM_STEPPED, s holds the caller (its pc to push);
  * else JVM_STOP | the stop reason. */
 #define JVM_STEPPED 1
+#define JVM_PC_WORD 2 /* with JVM_STEPPED: a pc word follows the frame */
 #define JVM_STOP 0x100
-__noinline int jvm_step(__u32 at);
+__noinline int jvm_step(__u32 at, __u32 room);
 #endif
 
 /* One CFI step: from the current frame's rule to the caller's registers. */
@@ -294,9 +295,13 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 	/* Java code: its frame (slot n - 1, pushed as an address) named and
 	 * unwound by the JVM's own layout. */
 	if (lookup >= s->jvm_code[0] && lookup < s->jvm_code[1] && w->n) {
-		int r = jvm_step(w->base + w->n - 1);
-		if (r == JVM_STEPPED)
+		__u32 limit = cfg.max_frames < EHP_MAX_USER_FRAMES ? cfg.max_frames : EHP_MAX_USER_FRAMES;
+		int r = jvm_step(w->base + w->n - 1, w->n < limit ? limit - w->n : 0);
+		if (r & JVM_STEPPED) {
+			if (r & JVM_PC_WORD)
+				w->n++;
 			return push_frame(w, s->pc);
+		}
 		if (r & JVM_STOP) {
 			w->stop = r & 0xff;
 			return 0;

@@ -153,6 +153,10 @@ uint32_t JvmTracker::MethodIndex(uint32_t pid, Proc& p, uint64_t method, uint64_
 void JvmTracker::NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) {
   Notice(pid, now_ns);
   Proc& p = procs_[pid];
+  // The pc words after compiled frames (EHP_IS_JVM_PC) are for inlined
+  // methods' frames; without their expansion they go.
+  user->erase(std::remove_if(user->begin(), user->end(), [](uint64_t v) { return EHP_IS_JVM_PC(v); }),
+              user->end());
   for (uint64_t& v : *user) {
     if (!EHP_IS_JVM_FRAME(v)) continue;
     const uint64_t method = EHP_JVM_FRAME_METHOD(v);
