@@ -1,11 +1,14 @@
-"""Folded profiles of testdata/JvmHot.java, read alike from async-profiler
-and ehprof, and the figures the two are compared by.
+"""Profiles of testdata/JvmHot.java, read alike from async-profiler, ehprof
+and JFR, and the figures they are compared by.
 
 async-profiler (collapsed, threads): "[NAME tid=N];frame;...;leaf COUNT",
 Java classes with slashes in packages ("java/lang/Thread.run").
 ehprof (folded): "COMM;frame;...;leaf COUNT", the thread's comm first (a
 Java thread's comm is its name, cut to 15 bytes), C++ frames with their
-parameter lists, a file:line in parentheses with --srcline. Frames are
+parameter lists, a file:line in parentheses with --srcline.
+JFR (`jfr print --json --events jdk.ExecutionSample`): one event a sample,
+its frames leaf first, each a method's class ("JvmHot$Square", slashes in
+packages) and name; Java frames only. Frames are
 normalised to dotted class names with annotation suffixes (_[j]) and
 anything from the first "(" on dropped, so both spell a Java method
 "JvmHot.hashMix", "JvmHot$Square.area", "java.lang.Thread.run".
@@ -15,6 +18,7 @@ Java caller chain is the sequence of JvmHot frames, root to leaf.
 Standard library only.
 """
 import collections
+import json
 import re
 
 # JvmHot's three threads and their hot methods (testdata/JvmHot.java).
@@ -45,18 +49,44 @@ def is_workload(frame):
     return frame.startswith("JvmHot.") or frame.startswith("JvmHot$")
 
 
-def thread_of(first, async_profiler):
-    """The thread's name from a stack's first field."""
-    if async_profiler:
+def thread_of(first, source):
+    """The thread's name from a folded stack's first field."""
+    if source == "asprof":
         m = re.match(r"\[(.*?)(?: tid=\d+)?\]$", first)
         return m.group(1)[:15] if m else first[:15]
     return first
 
 
-class Profile:
-    """Counts per JvmHot thread from one folded file."""
+def jfr_stacks(path):
+    """(thread, frames root to leaf, 1) per jdk.ExecutionSample event of a
+    `jfr print --json` file."""
+    with open(path, errors="replace") as f:
+        events = json.load(f).get("recording", {}).get("events", [])
+    for e in events:
+        v = e.get("values") or {}
+        thread = ((v.get("sampledThread") or {}).get("javaName") or "")[:15]
+        frames = []
+        for fr in reversed((v.get("stackTrace") or {}).get("frames") or []):
+            m = fr.get("method") or {}
+            frames.append(f"{(m.get('type') or {}).get('name', '?')}.{m.get('name', '?')}")
+        yield thread, frames, 1
 
-    def __init__(self, path, async_profiler):
+
+def folded_stacks(path, source):
+    """(thread, frames root to leaf, count) per line of a folded file."""
+    with open(path, errors="replace") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if stack and count.isdigit():
+                fields = stack.split(";")
+                yield thread_of(fields[0], source), fields[1:], int(count)
+
+
+class Profile:
+    """Counts per JvmHot thread from one profile: source "asprof" or
+    "ehprof" (folded) or "jfr" (jfr print --json)."""
+
+    def __init__(self, path, source):
         self.samples = collections.Counter()    # thread -> samples
         self.deepest = collections.Counter()    # (thread, method) -> samples
         self.chains = collections.Counter()     # (thread, chain) -> samples with a JvmHot frame
@@ -67,20 +97,14 @@ class Profile:
         self.reach_start = collections.Counter()
         self.fmod_leaf = collections.Counter()  # thread -> samples whose leaf is libm's fmod
         self.fmod_named = collections.Counter()  # thread -> those that also carry JvmHot.fmodLoop
-        with open(path, errors="replace") as f:
-            for line in f:
-                self._add(line, async_profiler)
+        stacks = jfr_stacks(path) if source == "jfr" else folded_stacks(path, source)
+        for thread, frames, n in stacks:
+            self._add(thread, frames, n)
 
-    def _add(self, line, async_profiler):
-        stack, _, count = line.rstrip("\n").rpartition(" ")
-        if not stack or not count.isdigit():
-            return
-        n = int(count)
-        fields = stack.split(";")
-        thread = thread_of(fields[0], async_profiler)
+    def _add(self, thread, frames, n):
         if thread not in HOT:
             return
-        frames = [normalise(f) for f in fields[1:]]
+        frames = [normalise(f) for f in frames]
         java = tuple(f for f in frames if is_workload(f))
         self.samples[thread] += n
         self.deepest[(thread, java[-1] if java else NO_JAVA)] += n
@@ -110,14 +134,24 @@ class Profile:
 
 
 def chain_overlap(a, b):
-    """Percent overlap of two multisets of Java caller chains, each made a
-    distribution over its samples with a JvmHot frame: the sum over chains
-    of the smaller share (100: the same stacks in the same proportions; 0:
-    none in common, or one profile has no Java chain at all)."""
-    na, nb = sum(a.chains.values()), sum(b.chains.values())
-    if not na or not nb:
-        return 0.0
-    return 100.0 * sum(min(c / na, b.chains[k] / nb) for k, c in a.chains.items())
+    """Percent overlap of two multisets of Java caller chains, per thread
+    then averaged over the three threads (so that a profiler sampling some
+    threads less, as JFR does, is not judged for it). Per thread, each
+    profile's chains are made a distribution over its samples with a
+    JvmHot frame, and the overlap is the sum over chains of the smaller
+    share (100: the same stacks in the same proportions; 0: none in common,
+    or one profile has no Java chain in that thread). Threads neither
+    profile has a chain of are left out."""
+    overlaps = []
+    for thread in THREADS:
+        ca = {k[1]: c for k, c in a.chains.items() if k[0] == thread}
+        cb = {k[1]: c for k, c in b.chains.items() if k[0] == thread}
+        na, nb = sum(ca.values()), sum(cb.values())
+        if na and nb:
+            overlaps.append(100.0 * sum(min(c / na, cb.get(k, 0) / nb) for k, c in ca.items()))
+        elif na or nb:
+            overlaps.append(0.0)
+    return sum(overlaps) / len(overlaps) if overlaps else 0.0
 
 
 def hottest(profile, n=10):

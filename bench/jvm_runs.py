@@ -12,6 +12,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -120,23 +121,37 @@ def jcmd_agent(jdk, pid, options):
 
 
 def run_once(jdk, args, rep):
-    """Runs JvmHot once under both profilers; returns the two profiles' paths."""
-    ap_in = os.path.join(jdk.tmp_in(), f"asprof-{rep}.folded")
-    eh_path = os.path.join(jdk.host(jdk.tmp_in()), f"ehprof-{rep}.folded")
-    total = args.warmup + args.seconds + 8
-    jvm = subprocess.Popen(jdk.cmd("java", f"-agentpath:{jdk.so}", "-cp", jdk.tmp_in(), "JvmHot", str(total)),
+    """Runs JvmHot once under the profilers; returns {source: path} of the
+    profiles: "asprof" and "ehprof" (folded), "jfr" (jfr print --json)
+    unless args.no_jfr. ehprof runs from before async-profiler's start to
+    after its stop, JFR inside that window: all in the steady state."""
+    paths = {"asprof": os.path.join(jdk.tmp_in(), f"asprof-{rep}.folded"),
+             "ehprof": os.path.join(jdk.tmp_in(), f"ehprof-{rep}.folded")}
+    if not args.no_jfr:
+        paths["jfr"] = os.path.join(jdk.tmp_in(), f"jfr-{rep}.jfr")
+    # Longer than the run needs (jcmd can take seconds on a loaded machine):
+    # it is killed at the end.
+    jvm = subprocess.Popen(jdk.cmd("java", f"-agentpath:{jdk.so}", "-cp", jdk.tmp_in(), "JvmHot",
+                                   str(args.warmup + args.seconds + 300)),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     eh = None
     try:
         time.sleep(args.warmup)
         eh = subprocess.Popen([args.ehprof, "record", "-p", str(jvm.pid), "-F", str(args.hz),
-                               "-d", str(args.seconds + 3), "-o", eh_path],
+                               "-o", jdk.host(paths["ehprof"])],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)  # past ehprof's setup
         jcmd_agent(jdk, jvm.pid, f"start,event={args.asprof_event},threads")
-        time.sleep(args.seconds)
-        jcmd_agent(jdk, jvm.pid, f"stop,file={ap_in},collapsed")
-        eh_err = eh.communicate(timeout=args.seconds + 60)[1]
+        start = time.monotonic()
+        if "jfr" in paths:
+            jdk.run("jcmd", str(jvm.pid), "JFR.start", "name=ehprof", "settings=profile",
+                    f"filename={paths['jfr']}")
+        time.sleep(max(0.0, args.seconds - (time.monotonic() - start)))
+        if "jfr" in paths:
+            jdk.run("jcmd", str(jvm.pid), "JFR.stop", "name=ehprof")
+        jcmd_agent(jdk, jvm.pid, f"stop,file={paths['asprof']},collapsed")
+        eh.send_signal(signal.SIGINT)  # ends the recording; ehprof writes it
+        eh_err = eh.communicate(timeout=120)[1]
         if eh.returncode != 0:
             raise RuntimeError(f"ehprof record -p {jvm.pid}: exit {eh.returncode}:\n{eh_err}")
     finally:
@@ -144,9 +159,23 @@ def run_once(jdk, args, rep):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
-    ap_path = jdk.host(ap_in)
+    out = {k: jdk.host(v) for k, v in paths.items()}
+    if "jfr" in out:
+        out["jfr"] = jfr_json(jdk, paths["jfr"])
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
-        for path, who in ((ap_path, "asprof"), (eh_path, "ehprof")):
-            shutil.copy(path, os.path.join(args.keep, f"{jdk.label}-{rep}-{who}.folded"))
-    return ap_path, eh_path
+        for who, path in out.items():
+            shutil.copy(path, os.path.join(args.keep, f"{jdk.label}-{rep}-{who}{os.path.splitext(path)[1]}"))
+    return out
+
+
+def jfr_json(jdk, recording):
+    """The recording's jdk.ExecutionSample events as `jfr print --json`
+    prints them, in a file beside it (host path)."""
+    path = jdk.host(recording) + ".json"
+    with open(path, "w") as f:
+        p = subprocess.run(jdk.cmd("jfr", "print", "--json", "--events", "jdk.ExecutionSample", recording),
+                           stdout=f, stderr=subprocess.PIPE, text=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError(f"jfr print {recording}: exit {p.returncode}: {p.stderr.strip()}")
+    return path

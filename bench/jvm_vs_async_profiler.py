@@ -8,12 +8,13 @@ interface call, recursion, a double % ending in libm's fmod) with no
 PreserveFramePointer and no perf map; async-profiler 4.1
 (scripts/install_async_profiler.sh) is loaded at start-up as an agent
 (-agentpath with no options: its JVMTI hooks, which make the JIT keep
-debug info for every pc, are there from the first compile) and started
-after the warm-up, together with
-  ehprof record -p PID -F 999 -d SECONDS -o ehprof.folded
-by `jcmd PID JVMTI.agent_load SO start,event=cpu,interval=1ms,threads`
-and stopped SECONDS later with `stop,file=...,collapsed`. Both then cover
-the JIT-compiled steady state, in which each method's share is fixed.
+debug info for every pc, are there from the first compile). After the
+warm-up, ehprof starts on the JVM,
+  ehprof record -p PID -F 999 -o ehprof.folded
+then async-profiler, by `jcmd PID JVMTI.agent_load SO
+start,event=cpu,interval=1ms,threads`, stopped SECONDS later with
+`stop,file=...,collapsed`; ehprof is ended (SIGINT) after that stop. Both
+cover the JIT-compiled steady state, in which each method's share is fixed.
 event=cpu (a perf_events cpu-clock timer per thread, the clock ehprof
 samples by) at 1 ms: with event=itimer,interval=5ms (one process-wide
 timer) async-profiler had about 150 samples a second on this 2-CPU VM,
@@ -27,7 +28,12 @@ Figures, per JDK, each the median over the runs (runs interleave the JDKs):
               hottest, and the same without JvmHot.fmodLoop (whose samples
               async-profiler loses: below)
   chains      overlap of the multisets of Java caller chains (JvmHot
-              frames root to leaf, per thread), bench/jvm_profiles.py
+              frames root to leaf, per thread), bench/jvm_profiles.py;
+              also with JFR's (a second opinion, for stacks only: it
+              samples few threads a period), recorded inside the same
+              window (jcmd JFR.start settings=profile; `jfr print --json
+              --events jdk.ExecutionSample`), for ehprof and for
+              async-profiler itself
   with Java   percent of the three threads' samples carrying a JvmHot frame
   start       percent of ehprof's samples reaching the thread's start
               (start_thread, or HotSpot's thread_native_entry below it)
@@ -54,8 +60,10 @@ import result_file  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_figures(ap, eh):
-    """The figures of one run, from the two profiles."""
+def run_figures(paths):
+    """The figures of one run, from its profiles."""
+    ap = jvm_profiles.Profile(paths["asprof"], "asprof")
+    eh = jvm_profiles.Profile(paths["ehprof"], "ehprof")
     f = {"asprof_samples": ap.total(), "ehprof_samples": eh.total(),
          "chain_overlap_pct": jvm_profiles.chain_overlap(ap, eh),
          "asprof_with_java_pct": ap.pct(ap.with_java), "ehprof_with_java_pct": eh.pct(eh.with_java),
@@ -63,6 +71,10 @@ def run_figures(ap, eh):
          "asprof_fmod_unnamed_pct": ap.thread_pct(ap.fmod_leaf, "hot-arith")
          - ap.thread_pct(ap.fmod_named, "hot-arith"),
          "ehprof_fmod_named_pct": eh.thread_pct(eh.fmod_named, "hot-arith")}
+    if "jfr" in paths:
+        jfr = jvm_profiles.Profile(paths["jfr"], "jfr")
+        f.update({"jfr_samples": jfr.total(), "jfr_chain_overlap_pct": jvm_profiles.chain_overlap(jfr, eh),
+                  "asprof_jfr_chain_overlap_pct": jvm_profiles.chain_overlap(jfr, ap)})
     top = jvm_profiles.hottest(ap)
     diffs = {k: abs(ap.share(*k) - eh.share(*k)) for k in top}
     f["max_diff_points"] = max(diffs.values(), default=0.0)
@@ -101,7 +113,10 @@ def print_jdk(label, version, m, reps):
                 print(f"  {thread:12} {name:24} {a:9.1f}% {e:7.1f}% {abs(a - e):7.1f}")
     print(f"  max |diff| over async-profiler's ten hottest: {m['max_diff_points']:.1f} points "
           f"({m['max_diff_points_no_fmod']:.1f} without fmodLoop)")
-    print(f"  Java caller chains overlap: {m['chain_overlap_pct']:.1f} %")
+    print(f"  Java caller chains overlap with async-profiler: {m['chain_overlap_pct']:.1f} %")
+    if "jfr_chain_overlap_pct" in m:
+        print(f"  with JFR ({m['jfr_samples']:.0f} samples a run): ehprof {m['jfr_chain_overlap_pct']:.1f} %, "
+              f"async-profiler {m['asprof_jfr_chain_overlap_pct']:.1f} %")
     print(f"  samples with a JvmHot frame: async-profiler {m['asprof_with_java_pct']:.1f} %, "
           f"ehprof {m['ehprof_with_java_pct']:.1f} %")
     print(f"  ehprof samples reaching start_thread/thread_native_entry: {m['ehprof_reach_start_pct']:.1f} %")
@@ -121,7 +136,8 @@ def main():
     ap.add_argument("--hz", type=int, default=999, help="ehprof's -F")
     ap.add_argument("--asprof-event", default="cpu,interval=1ms",
                     help="async-profiler's event and interval (default: %(default)s)")
-    ap.add_argument("--keep", help="keep each run's two profiles in this folder")
+    ap.add_argument("--no-jfr", action="store_true", help="no JFR recording beside async-profiler")
+    ap.add_argument("--keep", help="keep each run's profiles in this folder")
     ap.add_argument("--quick", action="store_true", help="one JDK, one run, 3 s after 3 s of warm-up")
     result_file.add_argument(ap, "jvm_vs_async_profiler")
     args = ap.parse_args()
@@ -144,9 +160,7 @@ def main():
             runs = {j.label: [] for j in jdks}
             for rep in range(args.reps):
                 for jdk in jdks:
-                    ap_path, eh_path = jvm_runs.run_once(jdk, args, rep)
-                    runs[jdk.label].append(run_figures(jvm_profiles.Profile(ap_path, True),
-                                                       jvm_profiles.Profile(eh_path, False)))
+                    runs[jdk.label].append(run_figures(jvm_runs.run_once(jdk, args, rep)))
             figures = {}
             for jdk in jdks:
                 m = medians(runs[jdk.label])

@@ -2,6 +2,7 @@
 """bench/jvm_profiles.py on hand-made folded profiles in both spellings:
 async-profiler's ([name tid=N], slashes in packages, [unknown_Java]) and
 ehprof's (comm first, C++ parameter lists, file:line, _[j] annotations)."""
+import json
 import os
 import sys
 import tempfile
@@ -27,11 +28,31 @@ C2 CompilerThre;clone3;start_thread;Compile::Compile(ciEnv*) 9
 """
 
 
-def profile(text, async_profiler):
+
+def jfr_event(thread, *frames):
+    """A jdk.ExecutionSample event as `jfr print --json` prints it: frames
+    leaf first, each as (class, method)."""
+    return {"type": "jdk.ExecutionSample", "values": {
+        "sampledThread": {"osName": thread, "javaName": thread},
+        "stackTrace": {"truncated": False, "frames": [
+            {"method": {"type": {"name": c}, "name": m}, "lineNumber": 1, "type": "JIT compiled"}
+            for c, m in frames]}}}
+
+
+JFR = json.dumps({"recording": {"events": [
+    jfr_event("hot-arith", ("JvmHot", "hashMix"), ("JvmHot", "arithLoop"), ("JvmHot$Worker", "run")),
+    jfr_event("hot-arith", ("JvmHot", "fmodLoop"), ("JvmHot", "arithLoop"), ("JvmHot$Worker", "run")),
+    jfr_event("hot-virtual", ("JvmHot$Square", "area"), ("JvmHot", "virtualLoop"), ("JvmHot$Worker", "run")),
+    jfr_event("JFR Periodic Tasks", ("java/lang/Object", "wait")),
+    {"type": "jdk.ExecutionSample", "values": {"sampledThread": None, "stackTrace": None}},
+]}})
+
+
+def profile(text, source):
     with tempfile.NamedTemporaryFile("w", suffix=".folded", delete=False) as f:
         f.write(text)
     try:
-        return jvm_profiles.Profile(f.name, async_profiler)
+        return jvm_profiles.Profile(f.name, source)
     finally:
         os.unlink(f.name)
 
@@ -46,12 +67,12 @@ class JvmProfilesTest(unittest.TestCase):
         self.assertEqual(n("[unknown_Java]"), "[unknown_Java]")
 
     def test_threads(self):
-        self.assertEqual(jvm_profiles.thread_of("[hot-arith tid=101]", True), "hot-arith")
-        self.assertEqual(jvm_profiles.thread_of("[C2 CompilerThread0 tid=9]", True), "C2 CompilerThre")
-        self.assertEqual(jvm_profiles.thread_of("hot-arith", False), "hot-arith")
+        self.assertEqual(jvm_profiles.thread_of("[hot-arith tid=101]", "asprof"), "hot-arith")
+        self.assertEqual(jvm_profiles.thread_of("[C2 CompilerThread0 tid=9]", "asprof"), "C2 CompilerThre")
+        self.assertEqual(jvm_profiles.thread_of("hot-arith", "ehprof"), "hot-arith")
 
     def test_async_profiler_counts(self):
-        p = profile(ASYNC, True)
+        p = profile(ASYNC, "asprof")
         self.assertEqual(dict(p.samples), {"hot-arith": 100, "hot-virtual": 100})
         self.assertAlmostEqual(p.share("hot-arith", "JvmHot.hashMix"), 60.0)
         self.assertAlmostEqual(p.share("hot-arith", jvm_profiles.NO_JAVA), 30.0)
@@ -65,23 +86,35 @@ class JvmProfilesTest(unittest.TestCase):
                                                      ("hot-virtual", "JvmHot$Square.area")])
 
     def test_ehprof_counts(self):
-        p = profile(EHPROF, False)
+        p = profile(EHPROF, "ehprof")
         self.assertEqual(dict(p.samples), {"hot-arith": 100, "hot-virtual": 100})
         self.assertAlmostEqual(p.share("hot-arith", "JvmHot.fmodLoop"), 40.0)
         self.assertAlmostEqual(p.pct(p.reach_start), 95.0)
         self.assertAlmostEqual(p.thread_pct(p.fmod_named, "hot-arith"), 40.0)
 
     def test_chain_overlap(self):
-        a, e = profile(ASYNC, True), profile(EHPROF, False)
-        # async-profiler's 170 chained samples: hashMix 60, fmodLoop 10,
-        # Square.area 50, fib 50; ehprof's 190: 50, 40, 100, none.
-        want = 100.0 * (min(60 / 170, 50 / 190) + min(10 / 170, 40 / 190) + min(50 / 170, 100 / 190))
+        a, e = profile(ASYNC, "asprof"), profile(EHPROF, "ehprof")
+        # hot-arith: async-profiler's 70 chained samples hashMix 60, fmodLoop
+        # 10, ehprof's 90: 50, 40; hot-virtual: Square.area 50, fib 50
+        # against Square.area 100; hot-data: in neither, left out.
+        want = 100.0 * ((50 / 90 + 10 / 70) + 50 / 100) / 2
         self.assertAlmostEqual(jvm_profiles.chain_overlap(a, e), want)
         self.assertAlmostEqual(jvm_profiles.chain_overlap(a, a), 100.0)
-        self.assertEqual(jvm_profiles.chain_overlap(a, profile("hot-arith;[anon] 5\n", False)), 0.0)
+        self.assertEqual(jvm_profiles.chain_overlap(a, profile("hot-arith;[anon] 5\n", "ehprof")), 0.0)
+
+    def test_jfr(self):
+        j = profile(JFR, "jfr")
+        self.assertEqual(dict(j.samples), {"hot-arith": 2, "hot-virtual": 1})
+        self.assertAlmostEqual(j.share("hot-arith", "JvmHot.fmodLoop"), 50.0)
+        chain = ("hot-virtual", ("JvmHot$Worker.run", "JvmHot.virtualLoop", "JvmHot$Square.area"))
+        self.assertEqual(j.chains[chain], 1)
+        # hot-arith: JFR hashMix 1/2, fmodLoop 1/2 against ehprof's 50/90,
+        # 40/90; hot-virtual: Square.area alone in both.
+        self.assertAlmostEqual(jvm_profiles.chain_overlap(j, profile(EHPROF, "ehprof")),
+                               100.0 * ((0.5 + 40 / 90) + 1.0) / 2)
 
     def test_hostile_lines(self):
-        p = profile("no count here\nhot-arith;JvmHot.crc x\n;\n\nhot-arith 3\n", False)
+        p = profile("no count here\nhot-arith;JvmHot.crc x\n;\n\nhot-arith 3\n", "ehprof")
         self.assertEqual(p.samples["hot-arith"], 3)
         self.assertAlmostEqual(p.share("hot-arith", jvm_profiles.NO_JAVA), 100.0)
 

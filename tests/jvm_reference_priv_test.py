@@ -59,7 +59,7 @@ def main():
         if len(ap_path) != 1 or len(eh_path) != 1:
             print(f"FAIL: the bench kept {ap_path + eh_path}, not one profile of each")
             return 1
-        errors = check(jvm_profiles.Profile(ap_path[0], True), jvm_profiles.Profile(eh_path[0], False))
+        errors = check(jvm_profiles.Profile(ap_path[0], "asprof"), jvm_profiles.Profile(eh_path[0], "ehprof"))
     for e in errors:
         print("FAIL:", e)
     print("1 passed, 0 failed" if not errors else "0 passed, 1 failed")
