@@ -33,7 +33,8 @@ Figures, per JDK, each the median over the runs (runs interleave the JDKs):
               samples few threads a period), recorded inside the same
               window (jcmd JFR.start settings=profile; `jfr print --json
               --events jdk.ExecutionSample`), for ehprof and for
-              async-profiler itself
+              async-profiler itself; and async-profiler's chains against
+              its own previous run's (the overlap sampling noise leaves)
   with Java   percent of the three threads' samples carrying a JvmHot frame
   start       percent of ehprof's samples reaching the thread's start
               (start_thread, or HotSpot's thread_native_entry below it)
@@ -61,7 +62,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_figures(paths):
-    """The figures of one run, from its profiles."""
+    """The figures of one run, from its profiles; and async-profiler's."""
     ap = jvm_profiles.Profile(paths["asprof"], "asprof")
     eh = jvm_profiles.Profile(paths["ehprof"], "ehprof")
     f = {"asprof_samples": ap.total(), "ehprof_samples": eh.total(),
@@ -85,7 +86,7 @@ def run_figures(paths):
         name = method_key(thread, method)
         f[f"asprof_{name}_pct"] = ap.share(thread, method)
         f[f"ehprof_{name}_pct"] = eh.share(thread, method)
-    return f
+    return f, ap
 
 
 def method_key(thread, method):
@@ -114,6 +115,8 @@ def print_jdk(label, version, m, reps):
     print(f"  max |diff| over async-profiler's ten hottest: {m['max_diff_points']:.1f} points "
           f"({m['max_diff_points_no_fmod']:.1f} without fmodLoop)")
     print(f"  Java caller chains overlap with async-profiler: {m['chain_overlap_pct']:.1f} %")
+    if "asprof_rerun_chain_overlap_pct" in m:
+        print(f"  async-profiler's own runs, one against the next: {m['asprof_rerun_chain_overlap_pct']:.1f} %")
     if "jfr_chain_overlap_pct" in m:
         print(f"  with JFR ({m['jfr_samples']:.0f} samples a run): ehprof {m['jfr_chain_overlap_pct']:.1f} %, "
               f"async-profiler {m['asprof_jfr_chain_overlap_pct']:.1f} %")
@@ -158,12 +161,22 @@ def main():
                   f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {args.seconds:g} s a run after "
                   f"{args.warmup:g} s of warm-up; ehprof -F {args.hz}, async-profiler {args.asprof_event}")
             runs = {j.label: [] for j in jdks}
+            # async-profiler against its own previous run: the overlap two
+            # runs of one profiler reach, the floor sampling leaves.
+            rerun = {j.label: [] for j in jdks}
+            previous = {}
             for rep in range(args.reps):
                 for jdk in jdks:
-                    runs[jdk.label].append(run_figures(jvm_runs.run_once(jdk, args, rep)))
+                    f, ap_profile = run_figures(jvm_runs.run_once(jdk, args, rep))
+                    runs[jdk.label].append(f)
+                    if jdk.label in previous:
+                        rerun[jdk.label].append(jvm_profiles.chain_overlap(previous[jdk.label], ap_profile))
+                    previous[jdk.label] = ap_profile
             figures = {}
             for jdk in jdks:
                 m = medians(runs[jdk.label])
+                if rerun[jdk.label]:
+                    m["asprof_rerun_chain_overlap_pct"] = statistics.median(rerun[jdk.label])
                 print_jdk(jdk.label, jdk.version, m, args.reps)
                 figures.update({f"{jdk.label}_{k}": round(v, 2) for k, v in m.items()})
         finally:
