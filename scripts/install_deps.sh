@@ -45,3 +45,6 @@ bash "$here/install_otelcol.sh" >/dev/null
 bash "$here/install_npm_tools.sh"
 # py-spy, the reference the Python frames are judged by (pinned).
 bash "$here/install_pyspy.sh" >/dev/null
+# async-profiler, the reference the Java frames are judged by (pinned, from
+# Maven through mvn).
+bash "$here/install_async_profiler.sh" >/dev/null

@@ -1,0 +1,160 @@
+"""Profiles of testdata/JvmHot.java, read alike from async-profiler, ehprof
+and JFR, and the figures they are compared by.
+
+async-profiler (collapsed, threads): "[NAME tid=N];frame;...;leaf COUNT",
+Java classes with slashes in packages ("java/lang/Thread.run").
+ehprof (folded): "COMM;frame;...;leaf COUNT", the thread's comm first (a
+Java thread's comm is its name, cut to 15 bytes), C++ frames with their
+parameter lists, a file:line in parentheses with --srcline.
+JFR (`jfr print --json --events jdk.ExecutionSample`): one event a sample,
+its frames leaf first, each a method's class ("JvmHot$Square", slashes in
+packages) and name; Java frames only. Frames are
+normalised to dotted class names with annotation suffixes (_[j]) and
+anything from the first "(" on dropped, so both spell a Java method
+"JvmHot.hashMix", "JvmHot$Square.area", "java.lang.Thread.run".
+
+Per sample, the deepest workload method is the innermost JvmHot frame; the
+Java caller chain is the sequence of JvmHot frames, root to leaf.
+Standard library only.
+"""
+import collections
+import json
+import re
+
+# JvmHot's three threads and their hot methods (testdata/JvmHot.java).
+HOT = {
+    "hot-arith": ["JvmHot.hashMix", "JvmHot.smallStep", "JvmHot.fmodLoop"],
+    "hot-virtual": ["JvmHot$Square.area", "JvmHot$Circle.area", "JvmHot.fib", "JvmHot.sortSmall"],
+    "hot-data": ["JvmHot.crc", "JvmHot.matMul", "JvmHot.sieve"],
+}
+THREADS = tuple(HOT)
+NO_JAVA = "(no JvmHot frame)"
+# The fmod a double % ends in, as the two profilers name it: libm's (glibc
+# exports one address under several names: fmod, __fmod_finite,
+# __ieee754_fmod), or HotSpot's own copy in JDK 21 (libmFmod).
+FMOD = {"fmod", "__fmod", "__fmod_finite", "__ieee754_fmod", "libmFmod"}
+_ANNOTATION = re.compile(r"_\[[a-z0-9]\]$")
+
+
+def normalise(frame):
+    """A frame name as both profilers would agree to spell it."""
+    frame = frame.strip()
+    frame = _ANNOTATION.sub("", frame)
+    if not frame.startswith("[") and "(" in frame:
+        frame = frame[:frame.index("(")].rstrip()
+    return frame.replace("/", ".")
+
+
+def is_workload(frame):
+    return frame.startswith("JvmHot.") or frame.startswith("JvmHot$")
+
+
+def thread_of(first, source):
+    """The thread's name from a folded stack's first field."""
+    if source == "asprof":
+        m = re.match(r"\[(.*?)(?: tid=\d+)?\]$", first)
+        return m.group(1)[:15] if m else first[:15]
+    return first
+
+
+def jfr_stacks(path):
+    """(thread, frames root to leaf, 1) per jdk.ExecutionSample event of a
+    `jfr print --json` file."""
+    with open(path, errors="replace") as f:
+        events = json.load(f).get("recording", {}).get("events", [])
+    for e in events:
+        v = e.get("values") or {}
+        thread = ((v.get("sampledThread") or {}).get("javaName") or "")[:15]
+        frames = []
+        for fr in reversed((v.get("stackTrace") or {}).get("frames") or []):
+            m = fr.get("method") or {}
+            frames.append(f"{(m.get('type') or {}).get('name', '?')}.{m.get('name', '?')}")
+        yield thread, frames, 1
+
+
+def folded_stacks(path, source):
+    """(thread, frames root to leaf, count) per line of a folded file."""
+    with open(path, errors="replace") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if stack and count.isdigit():
+                fields = stack.split(";")
+                yield thread_of(fields[0], source), fields[1:], int(count)
+
+
+class Profile:
+    """Counts per JvmHot thread from one profile: source "asprof" or
+    "ehprof" (folded) or "jfr" (jfr print --json)."""
+
+    def __init__(self, path, source):
+        self.samples = collections.Counter()    # thread -> samples
+        self.deepest = collections.Counter()    # (thread, method) -> samples
+        self.chains = collections.Counter()     # (thread, chain) -> samples with a JvmHot frame
+        self.with_java = collections.Counter()  # thread -> samples with a JvmHot frame
+        # thread -> samples reaching the thread's start: start_thread, or
+        # HotSpot's thread_native_entry it calls (a libc without symbols
+        # leaves start_thread unnamed)
+        self.reach_start = collections.Counter()
+        self.fmod_leaf = collections.Counter()  # thread -> samples whose leaf is libm's fmod
+        self.fmod_named = collections.Counter()  # thread -> those that also carry JvmHot.fmodLoop
+        stacks = jfr_stacks(path) if source == "jfr" else folded_stacks(path, source)
+        for thread, frames, n in stacks:
+            self._add(thread, frames, n)
+
+    def _add(self, thread, frames, n):
+        if thread not in HOT:
+            return
+        frames = [normalise(f) for f in frames]
+        java = tuple(f for f in frames if is_workload(f))
+        self.samples[thread] += n
+        self.deepest[(thread, java[-1] if java else NO_JAVA)] += n
+        if java:
+            self.with_java[thread] += n
+            self.chains[(thread, java)] += n
+        if "start_thread" in frames or "thread_native_entry" in frames:
+            self.reach_start[thread] += n
+        if frames and frames[-1] in FMOD:
+            self.fmod_leaf[thread] += n
+            if "JvmHot.fmodLoop" in java:
+                self.fmod_named[thread] += n
+
+    def total(self):
+        return sum(self.samples.values())
+
+    def share(self, thread, method):
+        """Percent of the thread's samples whose deepest JvmHot frame is method."""
+        return 100.0 * self.deepest[(thread, method)] / self.samples[thread] if self.samples[thread] else 0.0
+
+    def pct(self, counter):
+        """Percent of the JvmHot threads' samples that counter counts."""
+        return 100.0 * sum(counter.values()) / self.total() if self.total() else 0.0
+
+    def thread_pct(self, counter, thread):
+        return 100.0 * counter[thread] / self.samples[thread] if self.samples[thread] else 0.0
+
+
+def chain_overlap(a, b):
+    """Percent overlap of two multisets of Java caller chains, per thread
+    then averaged over the three threads (so that a profiler sampling some
+    threads less, as JFR does, is not judged for it). Per thread, each
+    profile's chains are made a distribution over its samples with a
+    JvmHot frame, and the overlap is the sum over chains of the smaller
+    share (100: the same stacks in the same proportions; 0: none in common,
+    or one profile has no Java chain in that thread). Threads neither
+    profile has a chain of are left out."""
+    overlaps = []
+    for thread in THREADS:
+        ca = {k[1]: c for k, c in a.chains.items() if k[0] == thread}
+        cb = {k[1]: c for k, c in b.chains.items() if k[0] == thread}
+        na, nb = sum(ca.values()), sum(cb.values())
+        if na and nb:
+            overlaps.append(100.0 * sum(min(c / na, cb.get(k, 0) / nb) for k, c in ca.items()))
+        elif na or nb:
+            overlaps.append(0.0)
+    return sum(overlaps) / len(overlaps) if overlaps else 0.0
+
+
+def hottest(profile, n=10):
+    """The n hottest (thread, deepest JvmHot method) keys."""
+    keys = [(k, c) for k, c in profile.deepest.items() if k[1] != NO_JAVA]
+    return [k for k, _ in sorted(keys, key=lambda kc: (-kc[1], kc[0]))[:n]]
