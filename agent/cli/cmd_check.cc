@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/jvm/jvm_check.h"
 #include "agent/python/python_check.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -85,6 +86,11 @@ int RunCheckCommand(const std::vector<std::string>& args) {
   std::printf("%-52s %7s  %s\n", "Python interpreter", "version", "Python frames");
   for (const InterpreterCheck& c : CheckInstalledInterpreters()) {
     std::printf("%-52s %7s  %s\n", c.path.c_str(), c.version.empty() ? "-" : c.version.c_str(),
+                c.readable ? absl::StrCat("readable: ", c.detail).c_str() : c.detail.c_str());
+  }
+  std::printf("%-52s %7s  %s\n", "HotSpot JVM (libjvm.so)", "version", "Java frames");
+  for (const JvmCheck& c : CheckInstalledJvms()) {
+    std::printf("%-52s %7s  %s\n", c.libjvm.c_str(), c.version.empty() ? "-" : c.version.c_str(),
                 c.readable ? absl::StrCat("readable: ", c.detail).c_str() : c.detail.c_str());
   }
   std::printf("ehprof can run here (%d CPUs)\n", (*session)->num_cpus());
