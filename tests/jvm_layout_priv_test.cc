@@ -178,8 +178,13 @@ TEST_P(JvmLayoutTest, PublishesHeapsAndNamesTheHotMethod) {
   EXPECT_EQ(p.interp_method, 24);
   EXPECT_EQ(p.interp_bcp, 64);
   EXPECT_EQ(p.interp_sender_sp, 8);
-  EXPECT_TRUE(tracker.Found().size() == 1 && tracker.Found()[0].problem.empty() &&
-              absl::EndsWith(tracker.Found()[0].libjvm, "/libjvm.so"));
+  const std::vector<JvmFound> found = tracker.Found();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].problem, "");
+  EXPECT_TRUE(absl::EndsWith(found[0].libjvm, "/libjvm.so")) << found[0].libjvm;
+  // The JVM's own release string: "17.0.15+6-Debian-1deb12u1", "25+36-LTS".
+  EXPECT_TRUE(absl::StartsWith(found[0].version, absl::StrContains(jdk, "-25-") ? "25" : "17.")) << found[0].version;
+  std::cout << jdk << ": version " << found[0].version << "\n";
 
   // The JIT compiles spin within seconds of the loop's start.
   auto layout = LayoutOf(j.pid);

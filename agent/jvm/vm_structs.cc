@@ -6,18 +6,18 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
+#include "agent/jvm/paged_memory.h"
 
 namespace ehprof {
 
 namespace {
 
-constexpr uint64_t kPage = 4096;
 // HotSpot's entries are 6 words at most; a stride past this is not one.
 constexpr uint64_t kMaxStride = 256;
 
 // The value of one exported variable (a stride, an offset, a table's
 // address): data, read from the process.
-absl::StatusOr<uint64_t> SymbolValue(const ProcessMemory& mem, const VmSymbols& symbols, const std::string& name) {
+absl::StatusOr<uint64_t> SymbolValue(PagedMemory& mem, const VmSymbols& symbols, const std::string& name) {
   auto it = symbols.find(name);
   if (it == symbols.end()) return absl::NotFoundError(absl::StrCat("libjvm.so exports no ", name));
   uint64_t v = 0;
@@ -38,7 +38,7 @@ struct EntryField {
   uint64_t width;      // 8: a pointer or u64; 4: an int32
 };
 
-absl::StatusOr<Table> OpenTable(const ProcessMemory& mem, const VmSymbols& symbols, const std::string& table,
+absl::StatusOr<Table> OpenTable(PagedMemory& mem, const VmSymbols& symbols, const std::string& table,
                                 const std::string& prefix, std::span<const EntryField> fields) {
   Table t;
   t.name = table;
@@ -78,7 +78,7 @@ int32_t I32At(std::span<const uint8_t> e, uint64_t at) {
 
 // Calls each(entry) for the entries before the one whose name (t.at[0])
 // is null; an error past kMaxVmEntries or where an entry is unreadable.
-absl::Status ForEachEntry(const ProcessMemory& mem, const Table& t,
+absl::Status ForEachEntry(PagedMemory& mem, const Table& t,
                           absl::FunctionRef<absl::Status(std::span<const uint8_t>)> each) {
   std::vector<uint8_t> entry(t.stride);
   for (size_t i = 0;; ++i) {
@@ -95,22 +95,15 @@ absl::Status ForEachEntry(const ProcessMemory& mem, const Table& t,
   }
 }
 
-// A string pointer of an entry; null reads as "" (a field's type string
-// may be null: "Symbol::_body").
-absl::StatusOr<std::string> OptionalString(const ProcessMemory& mem, uint64_t addr) {
-  if (addr == 0) return std::string();
-  return ReadVmString(mem, addr);
-}
-
-}  // namespace
-
-absl::StatusOr<std::string> ReadVmString(const ProcessMemory& mem, uint64_t addr) {
+// A NUL-terminated string of at most kMaxVmString bytes, read a page at a
+// time (a string that ends just before an unmapped page reads).
+absl::StatusOr<std::string> ReadString(PagedMemory& mem, uint64_t addr) {
   std::string out;
   char buf[kMaxVmString];
   while (out.size() < kMaxVmString) {
     const uint64_t at = addr + out.size();
     if (at < addr) return absl::InvalidArgumentError("string wraps around the address space");
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(kMaxVmString - out.size(), kPage - at % kPage));
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kMaxVmString - out.size(), PagedMemory::kPage - at % PagedMemory::kPage));
     if (!mem.Read(at, buf, n)) return absl::UnavailableError(absl::StrCat("string at 0x", absl::Hex(at), " unreadable"));
     const size_t len = strnlen(buf, n);
     out.append(buf, len);
@@ -120,15 +113,29 @@ absl::StatusOr<std::string> ReadVmString(const ProcessMemory& mem, uint64_t addr
       absl::StrCat("string at 0x", absl::Hex(addr), " longer than ", kMaxVmString, " bytes"));
 }
 
-absl::Status VmStructs::ReadFields(const ProcessMemory& mem, const VmSymbols& symbols) {
+// A string pointer of an entry; null reads as "" (a field's type string
+// may be null: "Symbol::_body").
+absl::StatusOr<std::string> OptionalString(PagedMemory& mem, uint64_t addr) {
+  if (addr == 0) return std::string();
+  return ReadString(mem, addr);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadVmString(const ProcessMemory& mem, uint64_t addr) {
+  PagedMemory paged(mem);
+  return ReadString(paged, addr);
+}
+
+absl::Status VmStructs::ReadFields(PagedMemory& mem, const VmSymbols& symbols) {
   static constexpr EntryField kFields[] = {{"TypeNameOffset", 8},   {"FieldNameOffset", 8},
                                            {"TypeStringOffset", 8}, {"IsStaticOffset", 4},
                                            {"OffsetOffset", 8},     {"AddressOffset", 8}};
   auto t = OpenTable(mem, symbols, "gHotSpotVMStructs", "gHotSpotVMStructEntry", kFields);
   if (!t.ok()) return t.status();
   return ForEachEntry(mem, *t, [&](std::span<const uint8_t> e) -> absl::Status {
-    auto type = ReadVmString(mem, U64At(e, t->at[0]));
-    auto name = ReadVmString(mem, U64At(e, t->at[1]));
+    auto type = ReadString(mem, U64At(e, t->at[0]));
+    auto name = ReadString(mem, U64At(e, t->at[1]));
     auto type_string = OptionalString(mem, U64At(e, t->at[2]));
     for (const auto* s : {&type, &name, &type_string}) {
       if (!s->ok()) return s->status();
@@ -139,12 +146,12 @@ absl::Status VmStructs::ReadFields(const ProcessMemory& mem, const VmSymbols& sy
   });
 }
 
-absl::Status VmStructs::ReadTypes(const ProcessMemory& mem, const VmSymbols& symbols) {
+absl::Status VmStructs::ReadTypes(PagedMemory& mem, const VmSymbols& symbols) {
   static constexpr EntryField kFields[] = {{"TypeNameOffset", 8}, {"SuperclassNameOffset", 8}, {"SizeOffset", 8}};
   auto t = OpenTable(mem, symbols, "gHotSpotVMTypes", "gHotSpotVMTypeEntry", kFields);
   if (!t.ok()) return t.status();
   return ForEachEntry(mem, *t, [&](std::span<const uint8_t> e) -> absl::Status {
-    auto name = ReadVmString(mem, U64At(e, t->at[0]));
+    auto name = ReadString(mem, U64At(e, t->at[0]));
     if (!name.ok()) return name.status();
     auto super = OptionalString(mem, U64At(e, t->at[1]));
     if (!super.ok()) return super.status();
@@ -153,14 +160,14 @@ absl::Status VmStructs::ReadTypes(const ProcessMemory& mem, const VmSymbols& sym
   });
 }
 
-absl::Status VmStructs::ReadConstants(const ProcessMemory& mem, const VmSymbols& symbols, absl::string_view kind) {
+absl::Status VmStructs::ReadConstants(PagedMemory& mem, const VmSymbols& symbols, absl::string_view kind) {
   const bool is_long = kind == "Long";
   const EntryField fields[] = {{"NameOffset", 8}, {"ValueOffset", is_long ? 8u : 4u}};
   auto t = OpenTable(mem, symbols, absl::StrCat("gHotSpotVM", kind, "Constants"),
                      absl::StrCat("gHotSpotVM", kind, "ConstantEntry"), fields);
   if (!t.ok()) return t.status();
   return ForEachEntry(mem, *t, [&](std::span<const uint8_t> e) -> absl::Status {
-    auto name = ReadVmString(mem, U64At(e, t->at[0]));
+    auto name = ReadString(mem, U64At(e, t->at[0]));
     if (!name.ok()) return name.status();
     const int64_t v = is_long ? static_cast<int64_t>(U64At(e, t->at[1])) : I32At(e, t->at[1]);
     constants_.insert_or_assign(*name, v);
@@ -168,7 +175,8 @@ absl::Status VmStructs::ReadConstants(const ProcessMemory& mem, const VmSymbols&
   });
 }
 
-absl::StatusOr<VmStructs> VmStructs::Read(const ProcessMemory& mem, const VmSymbols& symbols) {
+absl::StatusOr<VmStructs> VmStructs::Read(const ProcessMemory& process, const VmSymbols& symbols) {
+  PagedMemory mem(process);
   VmStructs vm;
   if (absl::Status st = vm.ReadFields(mem, symbols); !st.ok()) return st;
   if (absl::Status st = vm.ReadTypes(mem, symbols); !st.ok()) return st;

@@ -19,6 +19,8 @@
 
 namespace ehprof {
 
+class PagedMemory;
+
 // Runtime addresses of libjvm.so's exported gHotSpotVM* symbols, by name.
 using VmSymbols = absl::flat_hash_map<std::string, uint64_t>;
 
@@ -55,9 +57,9 @@ class VmStructs {
     std::string superclass;
     uint64_t size = 0;
   };
-  absl::Status ReadFields(const ProcessMemory& mem, const VmSymbols& symbols);
-  absl::Status ReadTypes(const ProcessMemory& mem, const VmSymbols& symbols);
-  absl::Status ReadConstants(const ProcessMemory& mem, const VmSymbols& symbols, absl::string_view kind);
+  absl::Status ReadFields(PagedMemory& mem, const VmSymbols& symbols);
+  absl::Status ReadTypes(PagedMemory& mem, const VmSymbols& symbols);
+  absl::Status ReadConstants(PagedMemory& mem, const VmSymbols& symbols, absl::string_view kind);
 
   absl::flat_hash_map<std::string, VmField> fields_;  // "Type::field"
   absl::flat_hash_map<std::string, Type> types_;
