@@ -20,13 +20,23 @@ struct {
 	__type(value, struct ehp_jvm_proc);
 } jvm_procs SEC(".maps");
 
-/* The sampled process's entry, copied once per sample: jvm_step, a global
- * function verified on its own, reads it from here. */
+/* The sampled process's entry, copied once per sample, and the words
+ * jvm_step reads: jvm_step, a global function verified on its own, keeps
+ * them here, not on its stack (6.1 gives the sampler, the bpf_loop
+ * callback and jvm_step 512 bytes together). */
+struct jvm_state {
+	struct ehp_jvm_proc proc;
+	__u64 name_ptr, name, code_begin, method;
+	__u64 next_fp, ra, sender_sp, bcp, cm;
+	__s32 frame_size, complete, code_off;
+	__u8 tag;
+	__u8 pad[3];
+};
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct ehp_jvm_proc);
+	__type(value, struct jvm_state);
 } jvm_buf SEC(".maps");
 
 /* The maps are in every build (one skeleton opens them all); the walk only
@@ -47,12 +57,12 @@ EHP_INLINE void jvm_begin(struct scratch *s, __u32 pid)
 	__u32 zero = 0;
 	s->jvm_code[0] = s->jvm_code[1] = 0;
 	struct ehp_jvm_proc *proc = bpf_map_lookup_elem(&jvm_procs, &pid);
-	struct ehp_jvm_proc *buf = bpf_map_lookup_elem(&jvm_buf, &zero);
+	struct jvm_state *buf = bpf_map_lookup_elem(&jvm_buf, &zero);
 	if (!proc || !buf)
 		return;
-	*buf = *proc;
-	s->jvm_code[0] = buf->code_lo;
-	s->jvm_code[1] = buf->code_hi;
+	buf->proc = *proc;
+	s->jvm_code[0] = proc->code_lo;
+	s->jvm_code[1] = proc->code_hi;
 }
 
 EHP_INLINE int jvm_read(__u64 addr, void *out, __u32 size)
@@ -61,8 +71,9 @@ EHP_INLINE int jvm_read(__u64 addr, void *out, __u32 size)
 }
 
 /* The blob whose code holds pc (a lookup address), or 0. */
-EHP_INLINE __u64 jvm_find_blob(const struct ehp_jvm_proc *p, __u64 pc)
+EHP_INLINE __u64 jvm_find_blob(struct jvm_state *st, __u64 pc)
 {
+	const struct ehp_jvm_proc *p = &st->proc;
 	__u64 low = 0, segmap = 0;
 	for (int i = 0; i < EHP_JVM_HEAPS; i++) {
 		if (i < p->nheaps && pc >= p->heaps[i].low && pc < p->heaps[i].high) {
@@ -74,14 +85,13 @@ EHP_INLINE __u64 jvm_find_blob(const struct ehp_jvm_proc *p, __u64 pc)
 		return 0;
 	__u64 seg = (pc - low) >> p->log2_segment;
 	for (int hop = 0; hop < EHP_JVM_SEGMAP_HOPS; hop++) {
-		__u8 tag;
-		if (!jvm_read(segmap + seg, &tag, 1) || tag == 0xff)
+		if (!jvm_read(segmap + seg, &st->tag, 1) || st->tag == 0xff)
 			return 0;
-		if (tag == 0)
+		if (st->tag == 0)
 			return low + (seg << p->log2_segment) + p->heap_block;
-		if (tag > seg)
+		if (st->tag > seg)
 			return 0;
-		seg -= tag;
+		seg -= st->tag;
 	}
 	return 0;
 }
@@ -89,37 +99,39 @@ EHP_INLINE __u64 jvm_find_blob(const struct ehp_jvm_proc *p, __u64 pc)
 /* An interpreted frame at s: its method and bci from the frame's slots
  * (the top frame's bcp from r13, where the interpreter keeps it), the
  * caller from the frame pointer. */
-EHP_INLINE __u32 jvm_interpreted(struct scratch *s, const struct ehp_jvm_proc *p, __u64 *value)
+EHP_INLINE __u32 jvm_interpreted(struct scratch *s, struct jvm_state *st, __u64 *value)
 {
-	__u64 fp = s->regs[EHP_REG_RBP], method = 0, bcp = 0, cm = 0, ra, next_fp, sender_sp;
+	const struct ehp_jvm_proc *p = &st->proc;
+	__u64 fp = s->regs[EHP_REG_RBP];
 	if (!(s->valid & REG_BIT(EHP_REG_RBP)) || !fp ||
 	    ((s->valid & REG_BIT(EHP_REG_RSP)) && fp < s->regs[EHP_REG_RSP]))
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
-	if (!jvm_read(fp, &next_fp, 8) || !jvm_read(fp + 8, &ra, 8) ||
-	    !jvm_read(fp - p->interp_sender_sp, &sender_sp, 8))
+	if (!jvm_read(fp, &st->next_fp, 8) || !jvm_read(fp + 8, &st->ra, 8) ||
+	    !jvm_read(fp - p->interp_sender_sp, &st->sender_sp, 8))
 		return JVM_STOP | EHP_STOP_READ_FAULT;
 	__u32 bci = EHP_JVM_BCI_UNKNOWN;
-	if (jvm_read(fp - p->interp_method, &method, 8) && method &&
-	    jvm_read(method + p->method_const, &cm, 8) && cm) {
+	st->method = st->cm = 0;
+	if (jvm_read(fp - p->interp_method, &st->method, 8) && st->method &&
+	    jvm_read(st->method + p->method_const, &st->cm, 8) && st->cm) {
 		if (s->exact && (s->valid & REG_BIT(13)))
-			bcp = s->regs[13];
-		else if (!jvm_read(fp - p->interp_bcp, &bcp, 8))
-			bcp = 0;
-		__u64 code = cm + p->const_method_size;
-		if (bcp >= code && bcp - code < EHP_JVM_BCI_UNKNOWN)
-			bci = (__u32)(bcp - code);
-		*value = EHP_JVM_FRAME(method, bci, 0);
+			st->bcp = s->regs[13];
+		else if (!jvm_read(fp - p->interp_bcp, &st->bcp, 8))
+			st->bcp = 0;
+		__u64 code = st->cm + p->const_method_size;
+		if (st->bcp >= code && st->bcp - code < EHP_JVM_BCI_UNKNOWN)
+			bci = (__u32)(st->bcp - code);
+		*value = EHP_JVM_FRAME(st->method, bci, 0);
 	} else {
 		*value = EHP_JVM_FRAME(0, EHP_JVM_BLOB_INTERPRETER, 0);
 	}
-	if (!ra)
+	if (!st->ra)
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
 	/* The caller's sp as a compiled caller counts its frame from: the one
 	 * before the interpreter extended the stack for its locals. */
-	s->regs[EHP_REG_RSP] = sender_sp ? sender_sp : fp + 16;
-	s->regs[EHP_REG_RBP] = next_fp;
+	s->regs[EHP_REG_RSP] = st->sender_sp ? st->sender_sp : fp + 16;
+	s->regs[EHP_REG_RBP] = st->next_fp;
 	s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
-	s->pc = ra;
+	s->pc = st->ra;
 	return JVM_STEPPED;
 }
 
@@ -127,13 +139,13 @@ EHP_INLINE __u32 jvm_interpreted(struct scratch *s, const struct ehp_jvm_proc *p
  * return address is its last word, the caller's rbp the one below. In a
  * top frame still in its prologue (pc before frame_complete) or in a
  * frameless stub, the return address is at sp. */
-EHP_INLINE __u32 jvm_sized(struct scratch *s, __s32 frame_size, int prologue)
+EHP_INLINE __u32 jvm_sized(struct scratch *s, struct jvm_state *st, __s32 frame_size, int prologue)
 {
-	__u64 sp = s->regs[EHP_REG_RSP], ra, bp = 0;
+	__u64 sp = s->regs[EHP_REG_RSP];
 	if (!(s->valid & REG_BIT(EHP_REG_RSP)))
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
 	if (prologue || frame_size <= 0) {
-		if (!jvm_read(sp, &ra, 8))
+		if (!jvm_read(sp, &st->ra, 8))
 			return JVM_STOP | EHP_STOP_READ_FAULT;
 		s->regs[EHP_REG_RSP] = sp + 8;
 		s->valid &= REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
@@ -141,39 +153,47 @@ EHP_INLINE __u32 jvm_sized(struct scratch *s, __s32 frame_size, int prologue)
 		if (frame_size > (1 << 20))
 			return JVM_STOP | EHP_STOP_BAD_FRAME;
 		__u64 cfa = sp + (__u64)frame_size * 8;
-		if (!jvm_read(cfa - 8, &ra, 8) || !jvm_read(cfa - 16, &bp, 8))
+		if (!jvm_read(cfa - 8, &st->ra, 8) || !jvm_read(cfa - 16, &st->next_fp, 8))
 			return JVM_STOP | EHP_STOP_READ_FAULT;
 		s->regs[EHP_REG_RSP] = cfa;
-		s->regs[EHP_REG_RBP] = bp;
+		s->regs[EHP_REG_RBP] = st->next_fp;
 		s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
 	}
-	if (!ra)
+	if (!st->ra)
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
-	s->pc = ra;
+	s->pc = st->ra;
 	return JVM_STEPPED;
 }
 
 /* A stub without a frame size: a frame-pointer frame when rbp points just
  * above sp (the call stub, stubs that enter()), else frameless. */
-EHP_INLINE __u32 jvm_stub(struct scratch *s, __s32 frame_size)
+EHP_INLINE __u32 jvm_stub(struct scratch *s, struct jvm_state *st, __s32 frame_size)
 {
 	__u64 sp = s->regs[EHP_REG_RSP], fp = s->regs[EHP_REG_RBP];
 	int has_fp = (s->valid & REG_BIT(EHP_REG_RBP)) && (s->valid & REG_BIT(EHP_REG_RSP)) && fp >= sp &&
 		     fp - sp < 65536;
 	if (frame_size > 0 || (s->exact && !has_fp))
-		return jvm_sized(s, frame_size, 0);
+		return jvm_sized(s, st, frame_size, 0);
 	if (!has_fp)
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
-	__u64 ra, next_fp;
-	if (!jvm_read(fp, &next_fp, 8) || !jvm_read(fp + 8, &ra, 8))
+	if (!jvm_read(fp, &st->next_fp, 8) || !jvm_read(fp + 8, &st->ra, 8))
 		return JVM_STOP | EHP_STOP_READ_FAULT;
-	if (!ra)
+	if (!st->ra)
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
 	s->regs[EHP_REG_RSP] = fp + 16;
-	s->regs[EHP_REG_RBP] = next_fp;
+	s->regs[EHP_REG_RBP] = st->next_fp;
 	s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
-	s->pc = ra;
+	s->pc = st->ra;
 	return JVM_STEPPED;
+}
+
+/* s->frames[slot] = v, the slot bounded where it is used: a bound taken
+ * before the calls above does not survive 6.12's verifier (a spilled
+ * slot comes back with its signed range only). */
+EHP_INLINE void jvm_put(struct scratch *s, __u64 slot, __u64 v)
+{
+	EHP_CLAMP_UMAX(slot, EHP_MAX_EVENT_FRAMES - 1);
+	s->frames[slot] = v;
 }
 
 /* One step of the walk at a pc in the JVM's code cache (s->jvm_code): the
@@ -184,52 +204,49 @@ __noinline int jvm_step(__u32 at, __u32 room)
 {
 	__u32 zero = 0;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	struct ehp_jvm_proc *p = bpf_map_lookup_elem(&jvm_buf, &zero);
-	if (!s || !p || at >= EHP_MAX_EVENT_FRAMES)
+	struct jvm_state *st = bpf_map_lookup_elem(&jvm_buf, &zero);
+	/* at + 1 too is a slot (the pc word's). */
+	if (!s || !st || at >= EHP_MAX_EVENT_FRAMES - 1)
 		return 0;
 	__u64 slot = at;
-	EHP_CLAMP_UMAX(slot, EHP_MAX_EVENT_FRAMES - 1);
-	__u64 pc = s->exact ? s->pc : s->pc - 1;
-	__u64 blob = jvm_find_blob(p, pc), name_ptr = 0, name = 0, value, code_begin = 0;
+	const struct ehp_jvm_proc *p = &st->proc;
+	__u64 pc = s->exact ? s->pc : s->pc - 1, value;
+	__u64 blob = jvm_find_blob(st, pc);
 	if (!blob) {
-		s->frames[slot] = EHP_JVM_FRAME(0, EHP_JVM_BLOB_UNKNOWN, 0);
+		jvm_put(s, slot, EHP_JVM_FRAME(0, EHP_JVM_BLOB_UNKNOWN, 0));
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
 	}
-	__s32 frame_size = 0, complete = 0, code_off = 0;
-	if (!jvm_read(blob + p->blob_name, &name_ptr, 8) || !jvm_read(name_ptr, &name, 8) ||
-	    !jvm_read(blob + p->blob_frame_size, &frame_size, 4) ||
-	    !jvm_read(blob + p->blob_frame_complete, &complete, 4))
+	if (!jvm_read(blob + p->blob_name, &st->name_ptr, 8) || !jvm_read(st->name_ptr, &st->name, 8) ||
+	    !jvm_read(blob + p->blob_frame_size, &st->frame_size, 4) ||
+	    !jvm_read(blob + p->blob_frame_complete, &st->complete, 4))
 		return JVM_STOP | EHP_STOP_READ_FAULT;
 	if (p->blob_frame_complete_i16)
-		complete = (__s16)complete;
+		st->complete = (__s16)st->complete;
 	if (p->code_begin_is_offset) {
-		if (!jvm_read(blob + p->blob_code_begin, &code_off, 4))
+		if (!jvm_read(blob + p->blob_code_begin, &st->code_off, 4))
 			return JVM_STOP | EHP_STOP_READ_FAULT;
-		code_begin = blob + code_off;
-	} else if (!jvm_read(blob + p->blob_code_begin, &code_begin, 8)) {
+		st->code_begin = blob + st->code_off;
+	} else if (!jvm_read(blob + p->blob_code_begin, &st->code_begin, 8)) {
 		return JVM_STOP | EHP_STOP_READ_FAULT;
 	}
 	__u32 r;
-	if (name == JVM_NAME_INTERP) {
-		r = jvm_interpreted(s, p, &value);
-	} else if (name == JVM_NAME_NMETHOD || name == JVM_NAME_NATIVE) {
-		__u64 method = 0;
-		if (!jvm_read(blob + p->nmethod_method, &method, 8))
-			method = 0;
-		value = method ? EHP_JVM_FRAME(method, 0, 1) : EHP_JVM_FRAME(0, EHP_JVM_BLOB_STUB, 0);
+	if (st->name == JVM_NAME_INTERP) {
+		r = jvm_interpreted(s, st, &value);
+	} else if (st->name == JVM_NAME_NMETHOD || st->name == JVM_NAME_NATIVE) {
+		if (!jvm_read(blob + p->nmethod_method, &st->method, 8))
+			st->method = 0;
+		value = st->method ? EHP_JVM_FRAME(st->method, 0, 1) : EHP_JVM_FRAME(0, EHP_JVM_BLOB_STUB, 0);
 		__u64 ran_at = s->pc;
-		r = jvm_sized(s, frame_size, s->exact && pc < code_begin + complete);
-		if (method && r == JVM_STEPPED && room >= 2 && slot + 1 < EHP_MAX_EVENT_FRAMES) {
-			__u64 next = slot + 1;
-			EHP_CLAMP_UMAX(next, EHP_MAX_EVENT_FRAMES - 1);
-			s->frames[next] = EHP_JVM_PC_WORD(ran_at);
+		r = jvm_sized(s, st, st->frame_size, s->exact && pc < st->code_begin + st->complete);
+		if (st->method && r == JVM_STEPPED && room >= 2) {
+			jvm_put(s, slot + 1, EHP_JVM_PC_WORD(ran_at));
 			r |= JVM_PC_WORD;
 		}
 	} else {
 		value = EHP_JVM_FRAME(0, EHP_JVM_BLOB_STUB, 0);
-		r = jvm_stub(s, frame_size);
+		r = jvm_stub(s, st, st->frame_size);
 	}
-	s->frames[slot] = value;
+	jvm_put(s, slot, value);
 	s->exact = 0;
 	return r;
 }
