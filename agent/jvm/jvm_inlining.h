@@ -40,7 +40,11 @@ inline constexpr int kMaxJvmScopes = 64;
 // the frame (EHP_JVM_FRAME_METHOD): an nmethod of another method (the JIT
 // freed the code and reused it) is an error. `leaf`: pc was interrupted
 // there (the PcDesc after it is used), else it is a return address (its
-// call's PcDesc, at that address). `unsigned5_x` as MethodFields'.
+// call's PcDesc, at that address). A JIT records PcDescs at calls and
+// safepoints only, unless -XX:+DebugNonSafepoints (or a JVMTI agent such
+// as async-profiler) asks for more: a leaf pc in a loop of inlined code
+// then gets the scopes of the next safepoint, often its caller's alone.
+// `unsigned5_x` as MethodFields'.
 absl::StatusOr<JvmScopes> ReadJvmScopes(const ProcessMemory& mem, const ehp_jvm_proc& proc,
                                          const InlineFields& f, uint64_t pc, bool leaf, uint64_t method,
                                          int unsigned5_x);
