@@ -203,7 +203,7 @@ TEST_P(JvmLayoutTest, PublishesHeapsAndNamesTheHotMethod) {
   }
   ASSERT_NE(spin, 0u) << "no nmethod of JvmNames.spin in the code heaps";
 
-  std::vector<uint64_t> frames = {EHP_JVM_FRAME(spin, 0, 0), EHP_JVM_FRAME(spin, EHP_JVM_BCI_UNKNOWN, 1),
+  std::vector<uint64_t> frames = {EHP_JVM_FRAME(spin, 0, 0), EHP_JVM_FRAME(spin, 0, 1),
                                   EHP_JVM_FRAME(spin + 8, 3, 0), EHP_JVM_FRAME(p.code_lo, 0, 1)};
   tracker.NameFrames(static_cast<uint32_t>(j.pid), NowNs(), &frames);
   const JvmFrameName interpreted = tracker.methods().Name(frames[0]);

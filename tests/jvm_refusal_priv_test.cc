@@ -26,7 +26,7 @@ TEST(JvmRefusal, AJvmLackingAFieldIsRefusedOnceNamingIt) {
   const uint32_t pid = static_cast<uint32_t>(getpid());
   const uint64_t method = reinterpret_cast<uint64_t>(&warnings) & ~uint64_t{7};
   for (uint64_t now : {uint64_t{1}, uint64_t{2'000'000'000}, uint64_t{9'000'000'000}}) {
-    std::vector<uint64_t> frames = {EHP_JVM_FRAME(method, 5, 0), EHP_JVM_FRAME(method, EHP_JVM_BCI_UNKNOWN, 1)};
+    std::vector<uint64_t> frames = {EHP_JVM_FRAME(method, 5, 0), EHP_JVM_FRAME(method, 0, 1)};
     tracker.NameFrames(pid, now, &frames);
     EXPECT_EQ(frames[0] & EHP_JVM_METHOD_MASK, 0u);
     EXPECT_EQ(tracker.methods().Name(frames[0]).method, "[jvm: interpreter]");

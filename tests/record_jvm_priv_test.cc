@@ -2,13 +2,15 @@
 // -XX:+PreserveFramePointer, no perf map), recorded with -p after it has
 // warmed up: the walk names the Java frames from the JVM's own memory
 // (bpf/hotspot.bpf.h, agent/jvm/) and goes on through libjvm's CFI to the
-// thread's start. testdata/JvmWork.java: main -> work -> hotA / hotB.
+// thread's start. testdata/JvmWork.java: main -> work -> hotA / hotB;
+// testdata/JvmInline.java: a method C2 inlines is a frame of its own.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -31,21 +33,49 @@ class RecordJvm : public testing::RecordingTest {
     return out;
   }
 
-  // Compiles JvmWork.java into dir_ with `jdk`'s javac and starts it for
-  // `seconds`; its pid.
-  pid_t StartJvmWork(const std::string& jdk, int seconds) {
-    const std::string javac = jdk + "/bin/javac -d " + dir_ + " " + testing::SourcePath("testdata/JvmWork.java");
+  // Compiles testdata/CLASS.java into dir_ with `jdk`'s javac and starts
+  // it for `seconds`; its pid.
+  pid_t StartJava(const std::string& jdk, const std::string& cls, int seconds) {
+    const std::string javac = jdk + "/bin/javac -d " + dir_ + " " + testing::SourcePath("testdata/" + cls + ".java");
     EXPECT_EQ(std::system(javac.c_str()), 0) << javac;
     const std::string java = jdk + "/bin/java";
     const std::string secs = std::to_string(seconds);
     const pid_t pid = fork();
     if (pid == 0) {
-      execl(java.c_str(), java.c_str(), "-cp", dir_.c_str(), "JvmWork", secs.c_str(), nullptr);
+      execl(java.c_str(), java.c_str(), "-cp", dir_.c_str(), cls.c_str(), secs.c_str(), nullptr);
       _exit(127);
     }
     return pid;
   }
+
+  // Records testdata/CLASS.java's JVM for 3 s into `out`, attached 1.5 s
+  // after its start: past the JVM's start and the first compilations, as
+  // a user would attach to a running JVM. `flags`: more record flags.
+  void RecordWarm(const std::string& jdk, const std::string& cls, const std::string& out,
+                  const std::vector<std::string>& flags) {
+    const pid_t pid = StartJava(jdk, cls, 8);
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    std::vector<std::string> args = {"record", "-F", "499", "-q", "-p", std::to_string(pid), "-d", "3", "-o", out};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto r = RunEhprof(args);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
 };
+
+// Calls fn(";frame;...;frame;", count) for each stack of the JVM's main
+// thread ("java") in a folded file.
+void ForEachMainStack(const std::string& folded, const std::function<void(const std::string&, size_t)>& fn) {
+  std::ifstream in(folded);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t sp = line.rfind(' ');
+    if (sp == std::string::npos || line.rfind("java;", 0) != 0) continue;
+    fn(";" + line.substr(0, sp) + ";", std::stoull(line.substr(sp + 1)));
+  }
+}
 
 struct JavaCounts {
   size_t main = 0;        // samples of the JVM's main thread ("java")
@@ -56,16 +86,9 @@ struct JavaCounts {
 
 JavaCounts Judge(const std::string& folded) {
   JavaCounts c;
-  std::ifstream in(folded);
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t sp = line.rfind(' ');
-    if (sp == std::string::npos) continue;
-    const size_t n = std::stoull(line.substr(sp + 1));
-    const std::string stack = ";" + line.substr(0, sp) + ";";
-    if (stack.rfind(";java;", 0) != 0) continue;
+  ForEachMainStack(folded, [&c](const std::string& stack, size_t n) {
     c.main += n;
-    if (stack.find(";JvmWork.") == std::string::npos) continue;
+    if (stack.find(";JvmWork.") == std::string::npos) return;
     c.java += n;
     const size_t main = stack.find(";JvmWork.main;"), work = stack.find(";JvmWork.work;");
     if (main != std::string::npos && work != std::string::npos && main < work) c.chain += n;
@@ -73,7 +96,7 @@ JavaCounts Judge(const std::string& folded) {
         stack.find(";_start;") != std::string::npos) {
       c.to_start += n;
     }
-  }
+  });
   return c;
 }
 
@@ -82,16 +105,8 @@ TEST_F(RecordJvm, JavaFramesOfAJvmWithoutFlagsAreNamedFromItsMemory) {
   if (jdks.empty()) GTEST_SKIP() << "no JDK under /usr/lib/jvm (scripts/packages.sh installs openjdk-17)";
   for (const std::string& jdk : jdks) {
     SCOPED_TRACE(jdk);
-    const pid_t pid = StartJvmWork(jdk, 8);
-    ASSERT_GT(pid, 0);
-    // Past the JVM's start and the first compilations: attached to a
-    // running JVM, as a user would.
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     const std::string out = dir_ + "/jvm.folded";
-    auto r = RunEhprof({"record", "-F", "499", "-q", "-p", std::to_string(pid), "-d", "3", "-o", out});
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_NO_FATAL_FAILURE(RecordWarm(jdk, "JvmWork", out, {}));
     const JavaCounts c = Judge(out);
     ASSERT_GE(c.main, 300u) << "too few samples of the main thread to judge";
     EXPECT_GE(c.java * 100, c.main * 98) << c.java << " of " << c.main << " main-thread samples name JvmWork";
@@ -100,6 +115,46 @@ TEST_F(RecordJvm, JavaFramesOfAJvmWithoutFlagsAreNamedFromItsMemory) {
     std::printf("%s: %zu main-thread samples, %.1f %% with Java frames, %.1f %% main -> work, %.1f %% to start\n",
                 jdk.c_str(), c.main, 100.0 * c.java / c.main, 100.0 * c.chain / std::max<size_t>(c.java, 1),
                 100.0 * c.to_start / std::max<size_t>(c.java, 1));
+  }
+}
+
+// Samples of JvmInline's main thread in mix, the method step calls:
+// all of them are step's too. C2 inlines step into round, so step is a
+// scope of round's code at the call's return address; it must show as an
+// inlined frame between round and mix (--folded-annotate marks it _[i]).
+struct InlineCounts {
+  size_t mix = 0;           // samples in mix
+  size_t step_inlined = 0;  // ... with round;step_[i];mix
+};
+
+InlineCounts JudgeInlining(const std::string& folded) {
+  InlineCounts c;
+  ForEachMainStack(folded, [&c](const std::string& stack, size_t n) {
+    if (stack.find(";JvmInline.mix;") == std::string::npos) return;
+    c.mix += n;
+    if (stack.find(";JvmInline.round;JvmInline.step_[i];JvmInline.mix;") != std::string::npos ||
+        stack.find(";JvmInline.round_[i];JvmInline.step_[i];JvmInline.mix;") != std::string::npos) {
+      c.step_inlined += n;
+    }
+  });
+  return c;
+}
+
+TEST_F(RecordJvm, MethodsInlinedByTheJitHaveTheirOwnFrames) {
+  const std::vector<std::string> jdks = Jdks();
+  if (jdks.empty()) GTEST_SKIP() << "no JDK under /usr/lib/jvm (scripts/packages.sh installs openjdk-17)";
+  for (const std::string& jdk : jdks) {
+    SCOPED_TRACE(jdk);
+    // C2 has compiled round with step inlined well before the recording
+    // (-XX:+PrintInlining says so 0.2 s after the start on JDK 17 and 25).
+    const std::string out = dir_ + "/inline.folded";
+    ASSERT_NO_FATAL_FAILURE(RecordWarm(jdk, "JvmInline", out, {"--folded-annotate"}));
+    const InlineCounts c = JudgeInlining(out);
+    ASSERT_GE(c.mix, 300u) << "too few samples in JvmInline.mix to judge";
+    EXPECT_GE(c.step_inlined * 100, c.mix * 90)
+        << c.step_inlined << " of " << c.mix << " samples in mix show round;step (inlined);mix";
+    std::printf("%s: %zu samples in mix, %.1f %% under round;step (inlined)\n", jdk.c_str(), c.mix,
+                100.0 * c.step_inlined / c.mix);
   }
 }
 

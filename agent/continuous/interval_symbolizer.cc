@@ -75,6 +75,7 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
     n.method = p.strings[f.addr >> 32];
     n.file = p.strings[f.addr & UINT32_MAX];
     n.line = static_cast<int32_t>(f.runtime & 0xfffff);
+    n.inlined = ((f.runtime >> 20) & kJvmFrameInlined) != 0;
     out->push_back(JvmFrame(std::move(n), f.runtime >> 20));
     return;
   }

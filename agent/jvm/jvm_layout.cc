@@ -159,6 +159,33 @@ void NamingFields(const VmStructs& vm, Need& need, MethodFields* m) {
   m->symbol_body = need.Offset("Symbol", "_body");
 }
 
+// Fields only the expansion of inlined methods needs: their lack leaves
+// compiled frames as they are, it does not refuse the JVM.
+InlineFields InliningFields(const VmStructs& vm) {
+  Need need(vm);
+  InlineFields f;
+  f.pc_desc_size = need.Size("PcDesc");
+  f.pc_desc_pc = need.Offset("PcDesc", "_pc_offset", {"int"});
+  f.pc_desc_scope = need.Offset("PcDesc", "_scope_decode_offset", {"int"});
+  f.compile_id = need.Offset("nmethod", "_compile_id", {"int"});
+  f.scopes_pcs = need.Offset("nmethod", "_scopes_pcs_offset", {"int"});
+  f.immutable = vm.Field("nmethod", "_immutable_data") != nullptr;
+  if (f.immutable) {
+    f.immutable_data = need.Offset("nmethod", "_immutable_data", {"address"});
+    f.immutable_size = need.Offset("nmethod", "_immutable_data_size", {"int"});
+    f.scopes_data = need.Offset("nmethod", "_scopes_data_offset", {"int"});
+    f.mutable_data = need.Offset("CodeBlob", "_mutable_data", {"address"});
+    f.mutable_size = need.Offset("CodeBlob", "_mutable_data_size", {"int"});
+    f.relocation_size = need.Offset("CodeBlob", "_relocation_size", {"int"});
+  } else {
+    f.metadata = need.Offset("nmethod", "_metadata_offset", {"int"});
+    f.dependencies = need.Offset("nmethod", "_dependencies_offset", {"int"});
+    f.scopes_data_begin = need.Offset("nmethod", "_scopes_data_begin", {"address"});
+  }
+  f.usable = need.status().ok() && f.pc_desc_pc + 4 <= f.pc_desc_size && f.pc_desc_scope + 4 <= f.pc_desc_size;
+  return f;
+}
+
 }  // namespace
 
 absl::StatusOr<JvmLayout> ReadJvmLayout(const VmStructs& vm, const ProcessMemory& mem) {
@@ -168,6 +195,7 @@ absl::StatusOr<JvmLayout> ReadJvmLayout(const VmStructs& vm, const ProcessMemory
   InterpreterSlots(need, &out.proc);
   HeapFields(vm, need, &out.heaps);
   NamingFields(vm, need, &out.method);
+  out.inlining = InliningFields(vm);
   const uint64_t major_at = need.Static("Abstract_VM_Version", "_vm_major_version", {"int"});
   if (absl::Status st = need.status(); !st.ok()) return st;
   int32_t major = 0;

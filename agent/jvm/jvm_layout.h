@@ -45,10 +45,28 @@ struct MethodFields {
   int unsigned5_x = 0;
 };
 
+// From an nmethod to the scopes (methods inlined into it) at one of its
+// pcs (jvm_inlining.h reads them). A JVM whose tables lack one is still
+// walked and named; its compiled frames are then not expanded.
+struct InlineFields {
+  bool usable = false;
+  uint32_t pc_desc_size = 0, pc_desc_pc = 0, pc_desc_scope = 0;  // PcDesc (ints)
+  uint32_t compile_id = 0;                                       // nmethod::_compile_id (int)
+  // JDK 23+ keep PcDescs and scopes in immutable data, the metadata in
+  // mutable data after the relocations; before, all in the nmethod.
+  bool immutable = false;
+  uint32_t immutable_data = 0, immutable_size = 0;  // nmethod (address, int)
+  uint32_t mutable_data = 0, mutable_size = 0, relocation_size = 0;  // CodeBlob (address, int, int)
+  uint32_t scopes_pcs = 0, scopes_data = 0;         // nmethod's offsets (int)
+  // Before JDK 23: offsets from the nmethod, and a pointer to the scopes.
+  uint32_t metadata = 0, dependencies = 0, scopes_data_begin = 0;
+};
+
 struct JvmLayout {
   ehp_jvm_proc proc{};  // offsets and interpreter slots; heaps empty
   CodeHeapFields heaps;
   MethodFields method;
+  InlineFields inlining;
   std::string version;  // Abstract_VM_Version::_s_vm_release; empty: unreadable
 };
 

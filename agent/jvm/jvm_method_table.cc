@@ -23,16 +23,17 @@ std::string BlobName(uint32_t blob, bool compiled) {
 JvmMethodTable::JvmMethodTable() { methods_.emplace_back(); }
 
 uint32_t JvmMethodTable::Add(JvmMethod method) {
-  if (methods_.size() >= EHP_JVM_METHOD_MASK) return 0;
+  if (methods_.size() >= kJvmFrameIndexMask) return 0;
   methods_.push_back(std::move(method));
   return static_cast<uint32_t>(methods_.size() - 1);
 }
 
 JvmFrameName JvmMethodTable::Name(uint64_t value) const {
-  const uint64_t index = value & EHP_JVM_METHOD_MASK;
+  const uint64_t index = value & kJvmFrameIndexMask;
   const uint32_t bci = EHP_JVM_FRAME_BCI(value);
   JvmFrameName n;
   n.compiled = EHP_JVM_FRAME_COMPILED(value);
+  n.inlined = (value & kJvmFrameInlined) != 0;
   if (index == 0 || index >= methods_.size()) {
     n.method = BlobName(index == 0 ? bci : uint32_t{EHP_JVM_BLOB_UNKNOWN}, n.compiled);
     return n;
@@ -41,7 +42,8 @@ JvmFrameName JvmMethodTable::Name(uint64_t value) const {
   n.class_name = m.class_name;
   n.method = m.name;
   n.file = m.file;
-  if (!n.compiled && bci != EHP_JVM_BCI_UNKNOWN) n.line = JvmLineAt(m.lines, bci);
+  const bool bci_known = !n.compiled || (value & kJvmFrameScopeBci) != 0;
+  if (bci_known && bci != EHP_JVM_BCI_UNKNOWN) n.line = JvmLineAt(m.lines, bci);
   return n;
 }
 

@@ -17,6 +17,10 @@ namespace {
 // A Method read is trusted this long before it is checked again (a class
 // unloaded frees its Methods, and the memory may hold another's).
 constexpr uint64_t kRecheckNs = 100'000'000;
+// A compiled frame's scopes, cached by pc, are checked against their
+// nmethod this often; a process's cache holds at most this many pcs.
+constexpr uint64_t kScopesRecheckNs = 10'000'000;
+constexpr size_t kMaxCachedScopes = 65536;
 // A process that is no JVM yet, or whose JVM is still starting, is looked
 // at again after 10 ms, then twice as long each time up to a second.
 constexpr uint64_t kFirstRetryNs = 10'000'000;
@@ -150,26 +154,84 @@ uint32_t JvmTracker::MethodIndex(uint32_t pid, Proc& p, uint64_t method, uint64_
   return index;
 }
 
+uint64_t JvmTracker::NameFrame(uint32_t pid, Proc& p, uint64_t v, uint64_t now_ns) {
+  const uint64_t method = EHP_JVM_FRAME_METHOD(v);
+  if (method == 0) return v;  // method 0 stays as the walk sent it
+  const uint32_t index = p.state == Proc::kJvm ? MethodIndex(pid, p, method, now_ns) : 0;
+  v &= ~EHP_JVM_METHOD_MASK;
+  if (index == 0) {
+    // A Method* that does not read as a method: JVM code of method 0.
+    const uint64_t blob = EHP_JVM_FRAME_COMPILED(v) ? EHP_JVM_BLOB_UNKNOWN : EHP_JVM_BLOB_INTERPRETER;
+    v = (v & ~(uint64_t{EHP_JVM_BCI_UNKNOWN} << EHP_JVM_METHOD_BITS)) | (blob << EHP_JVM_METHOD_BITS);
+  }
+  return v | index;
+}
+
+const JvmScopes* JvmTracker::Scopes(uint32_t pid, Proc& p, uint64_t frame, uint64_t pc, bool leaf,
+                                    uint64_t now_ns) {
+  ProcessMemory mem(static_cast<pid_t>(pid));
+  const uint64_t key = pc | (leaf ? uint64_t{1} << 63 : 0);
+  auto it = p.scopes.find(key);
+  // A freed nmethod's memory may hold another's: a cached chain is
+  // checked against its nmethod's method and compile id, a failed read
+  // is tried again, both after kScopesRecheckNs.
+  if (it != p.scopes.end() &&
+      (now_ns - it->second.checked_ns < kScopesRecheckNs ||
+       (it->second.scopes.ok() && SameJvmNmethod(mem, p.layout->proc, p.layout->inlining, *it->second.scopes)))) {
+    if (now_ns - it->second.checked_ns >= kScopesRecheckNs) it->second.checked_ns = now_ns;
+    return it->second.scopes.ok() ? &*it->second.scopes : nullptr;
+  }
+  if (p.scopes.size() >= kMaxCachedScopes) p.scopes.clear();
+  auto read = ReadJvmScopes(mem, p.layout->proc, p.layout->inlining, pc, leaf, EHP_JVM_FRAME_METHOD(frame),
+                            p.layout->method.unsigned5_x);
+  auto& cached = p.scopes[key];
+  cached = {std::move(read), now_ns};
+  return cached.scopes.ok() ? &*cached.scopes : nullptr;
+}
+
+bool JvmTracker::Expand(uint32_t pid, Proc& p, uint64_t v, uint64_t pc_word, bool leaf, uint64_t now_ns,
+                        std::vector<uint64_t>* out) {
+  if (p.state != Proc::kJvm || !EHP_JVM_FRAME_COMPILED(v) || EHP_JVM_FRAME_METHOD(v) == 0) return false;
+  const JvmScopes* s = Scopes(pid, p, v, EHP_JVM_PC_OF(pc_word), leaf, now_ns);
+  if (s == nullptr) return false;
+  const size_t first = out->size();
+  for (size_t i = 0; i < s->scopes.size(); ++i) {
+    const JvmScope& scope = s->scopes[i];
+    const uint32_t index = MethodIndex(pid, p, scope.method, now_ns);
+    if (index == 0) {
+      out->resize(first);
+      return false;
+    }
+    const uint32_t bci = scope.bci >= 0 && scope.bci < int32_t{EHP_JVM_BCI_UNKNOWN}
+                             ? static_cast<uint32_t>(scope.bci) : EHP_JVM_BCI_UNKNOWN;
+    const uint64_t inlined = i + 1 < s->scopes.size() ? kJvmFrameInlined : 0;
+    out->push_back(EHP_FRAME_JVM | EHP_JVM_COMPILED | uint64_t{bci} << EHP_JVM_METHOD_BITS | kJvmFrameScopeBci |
+                   inlined | index);
+  }
+  return true;
+}
+
 void JvmTracker::NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) {
   Notice(pid, now_ns);
   Proc& p = procs_[pid];
-  // The pc words after compiled frames (EHP_IS_JVM_PC) are for inlined
-  // methods' frames; without their expansion they go.
-  user->erase(std::remove_if(user->begin(), user->end(), [](uint64_t v) { return EHP_IS_JVM_PC(v); }),
-              user->end());
-  for (uint64_t& v : *user) {
-    if (!EHP_IS_JVM_FRAME(v)) continue;
-    const uint64_t method = EHP_JVM_FRAME_METHOD(v);
-    if (method == 0) continue;  // method 0 stays as the walk sent it
-    const uint32_t index = p.state == Proc::kJvm ? MethodIndex(pid, p, method, now_ns) : 0;
-    v &= ~EHP_JVM_METHOD_MASK;
-    if (index == 0) {
-      // A Method* that does not read as a method: JVM code of method 0.
-      const uint64_t blob = EHP_JVM_FRAME_COMPILED(v) ? EHP_JVM_BLOB_UNKNOWN : EHP_JVM_BLOB_INTERPRETER;
-      v = (v & ~(uint64_t{EHP_JVM_BCI_UNKNOWN} << EHP_JVM_METHOD_BITS)) | (blob << EHP_JVM_METHOD_BITS);
+  std::vector<uint64_t> out;
+  out.reserve(user->size());
+  for (size_t i = 0; i < user->size(); ++i) {
+    const uint64_t v = (*user)[i];
+    if (EHP_IS_JVM_PC(v)) continue;  // one after no compiled frame: nothing to expand
+    if (!EHP_IS_JVM_FRAME(v)) {
+      out.push_back(v);
+      continue;
     }
-    v |= index;
+    // The pc word of the first user frame is the interrupted pc.
+    if (i + 1 < user->size() && EHP_IS_JVM_PC((*user)[i + 1]) &&
+        Expand(pid, p, v, (*user)[i + 1], i == 0, now_ns, &out)) {
+      ++i;
+      continue;
+    }
+    out.push_back(NameFrame(pid, p, v, now_ns));
   }
+  *user = std::move(out);
 }
 
 void JvmTracker::Exec(uint32_t pid) { Exit(pid); }

@@ -17,6 +17,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "agent/jvm/jvm_inlining.h"
 #include "agent/jvm/jvm_layout.h"
 #include "agent/jvm/jvm_method.h"
 #include "agent/jvm/libjvm.h"
@@ -34,11 +35,21 @@ struct JvmFrameName {
   std::string file;        // "HashMap.java"; empty: unknown
   int32_t line = -1;
   bool compiled = false;   // a C1/C2 frame (else interpreted)
+  bool inlined = false;    // a method the JIT inlined into the frame below it
 };
+
+// Bits of a named Java frame that only user space sets, the top two of the
+// method index field (the table stops short of them): kJvmFrameInlined, a
+// method inlined into the compiled frame below it; kJvmFrameScopeBci, a
+// compiled frame (inlined or not) whose bci field is its scope's, so its
+// line is known. NameFrames sets them when it expands a compiled frame.
+inline constexpr uint64_t kJvmFrameInlined = uint64_t{1} << 43;
+inline constexpr uint64_t kJvmFrameScopeBci = uint64_t{1} << 42;
+inline constexpr uint64_t kJvmFrameIndexMask = kJvmFrameScopeBci - 1;
 
 // After JvmTracker::NameFrames a Java frame of a sample keeps bit 60, the
 // compiled bit and the bci field as the BPF side sent them, with the index
-// of its method in methods() in bits 0-43 in place of the Method* (index
+// of its method in methods() in bits 0-41 in place of the Method* (index
 // 0: a frame of method 0, see enum ehp_jvm_blob). A Method* that does not
 // read as a method becomes method 0 too: its bci field then
 // EHP_JVM_BLOB_INTERPRETER (interpreted) or EHP_JVM_BLOB_UNKNOWN (compiled).
@@ -48,7 +59,7 @@ class JvmMethodTable {
   // The name of a frame value NameFrames wrote (the line from its bci).
   JvmFrameName Name(uint64_t value) const;
   size_t size() const { return methods_.size(); }
-  // Its index; 0 (method 0) once the table holds EHP_JVM_METHOD_MASK.
+  // Its index; 0 (method 0) once the table holds kJvmFrameIndexMask.
   uint32_t Add(JvmMethod method);
   const JvmMethod& method(uint32_t index) const { return methods_[index]; }
 
@@ -72,7 +83,10 @@ class JvmTracker {
   ~JvmTracker();
   // Looks at a process the first time it is sampled (again after an exec,
   // and, while its JVM is not up yet, every second); rewrites the Java
-  // frames of user (EHP_IS_JVM_FRAME) to method indexes.
+  // frames of user (EHP_IS_JVM_FRAME) to method indexes. A compiled frame
+  // and the pc word after it (EHP_IS_JVM_PC) become the methods inlined at
+  // that pc, innermost first, then the frame's own method, each with its
+  // bci (jvm_inlining.h); when they do not read, the frame alone.
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user);
   // A process whose mappings were just read: looked at as NameFrames does,
   // so its first samples already have Java frames.
@@ -96,6 +110,11 @@ class JvmTracker {
       uint64_t checked_ns;
     };
     absl::flat_hash_map<uint64_t, Cached> method_index;  // Method* -> methods_ index
+    struct CachedScopes {
+      absl::StatusOr<JvmScopes> scopes;
+      uint64_t checked_ns;
+    };
+    absl::flat_hash_map<uint64_t, CachedScopes> scopes;  // pc (bit 63: leaf) -> its scopes
   };
   struct Libjvm {
     std::string path;
@@ -110,6 +129,13 @@ class JvmTracker {
   void RefreshHeaps(uint32_t pid, Proc& p, uint64_t now_ns);
   bool Publish(uint32_t pid, const ehp_jvm_proc& value);
   uint32_t MethodIndex(uint32_t pid, Proc& p, uint64_t method, uint64_t now_ns);
+  // A named frame of v (a Java frame as the walk sent it).
+  uint64_t NameFrame(uint32_t pid, Proc& p, uint64_t v, uint64_t now_ns);
+  const JvmScopes* Scopes(uint32_t pid, Proc& p, uint64_t frame, uint64_t pc, bool leaf, uint64_t now_ns);
+  // Appends the frames of compiled frame v whose pc word is pc_word;
+  // false (nothing appended) when its scopes do not read or name.
+  bool Expand(uint32_t pid, Proc& p, uint64_t v, uint64_t pc_word, bool leaf, uint64_t now_ns,
+              std::vector<uint64_t>* out);
 
   std::unique_ptr<MapWriter> jvm_procs_;
   Warnings* warnings_;

@@ -194,6 +194,9 @@ ResolvedFrame JvmFrame(uint64_t value, const JvmMethodTable* methods) {
 ResolvedFrame JvmFrame(JvmFrameName n, uint64_t id) {
   ResolvedFrame f;
   f.java = true;
+  // A method the JIT inlined: an inline expansion of the frame below, as
+  // a native function's inlined callees are.
+  f.inlined = n.inlined;
   f.symbol = n.class_name.empty() ? std::move(n.method) : absl::StrCat(n.class_name, ".", n.method);
   f.dso = "[java]";
   f.src_file = std::move(n.file);
