@@ -44,6 +44,7 @@ void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker, con
     key.frames.push_back(stacks_.FrameId({LocatedFrame::kKernel, addr, addr}));
   }
   for (uint64_t value : s.user) {
+    if (IsV8Frame(value)) continue;  // not yet named in intervals: left out rather than taken for an address
     if (IsPythonFrame(value)) {
       // Named now: the code table is emptied between intervals.
       const ResolvedFrame f = PythonFrame(value, python);
