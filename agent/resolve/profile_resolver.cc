@@ -207,7 +207,10 @@ ResolvedFrame JvmFrame(JvmFrameName n, uint64_t id) {
 }
 
 ResolvedFrame V8Frame(uint64_t value, const V8FunctionTable* functions) {
-  V8FrameName n = functions ? functions->Name(value) : V8FrameName{"[v8 unknown]", "", -1};
+  return V8Frame(functions ? functions->Name(value) : V8FrameName{"[v8 unknown]", "", -1}, value & EHP_V8_SFI_MASK);
+}
+
+ResolvedFrame V8Frame(V8FrameName n, uint64_t function) {
   ResolvedFrame f;
   f.jit = true;  // JavaScript: the JIT's colour and legend
   f.symbol = std::move(n.function);
@@ -215,7 +218,7 @@ ResolvedFrame V8Frame(uint64_t value, const V8FunctionTable* functions) {
   f.src_file = std::move(n.script);
   f.line = n.line > 0 ? static_cast<uint32_t>(n.line) : 0;
   // A stable address per (function, line) for formats that key on one.
-  f.addr = (value & EHP_V8_SFI_MASK) << 20 | (f.line & 0xfffff);
+  f.addr = (function & EHP_V8_SFI_MASK) << 20 | (f.line & 0xfffff);
   return f;
 }
 

@@ -68,6 +68,9 @@ inline bool IsJvmFrame(uint64_t value) { return EHP_IS_JVM_FRAME(value); }
 // after its function, its dso and source the script. It stands after the
 // native frame of the code that ran in it, in the walk's order.
 ResolvedFrame V8Frame(uint64_t value, const V8FunctionTable* functions);
+// The same from its name, read before (the agent names frames as they
+// arrive): `function` is its index in the table it was named from.
+ResolvedFrame V8Frame(V8FrameName name, uint64_t function);
 inline bool IsV8Frame(uint64_t value) { return EHP_IS_V8_FRAME(value); }
 
 // A walk's user frames in the order the outputs show them, each value
