@@ -105,16 +105,23 @@ absl::StatusOr<std::string> V8Heap::ReadString(uint64_t tagged) const {
   std::vector<uint16_t> units;
   if (absl::Status st = AppendString(tagged, 0, 0, kMaxV8NameBytes, &units); !st.ok()) return st;
   std::string out;
-  for (size_t i = 0; i < units.size() && out.size() < kMaxV8NameBytes; ++i) {
+  bool cut = units.size() >= kMaxV8NameBytes;  // read up to the limit: maybe longer
+  for (size_t i = 0; i < units.size(); ++i) {
     uint32_t c = units[i];
     if (c >= 0xd800 && c < 0xdc00 && i + 1 < units.size() && units[i + 1] >= 0xdc00 && units[i + 1] < 0xe000) {
       c = 0x10000 + ((c - 0xd800) << 10) + (units[++i] - 0xdc00);
     } else if (c >= 0xd800 && c < 0xe000) {
       c = 0xfffd;  // a lone surrogate
     }
-    AppendUtf8(c, &out);
+    std::string utf8;
+    AppendUtf8(c, &utf8);
+    if (out.size() + utf8.size() > kMaxV8NameBytes) {
+      cut = true;
+      break;
+    }
+    out += utf8;
   }
-  if (out.size() >= kMaxV8NameBytes) out.append("...");
+  if (cut) out.append("...");
   return out;
 }
 
