@@ -357,6 +357,55 @@ EHP_ASSERT(sizeof(struct ehp_jvm_heap) == 24, "ehp_jvm_heap is 24 bytes");
 EHP_ASSERT(sizeof(struct ehp_jvm_proc) == 136, "ehp_jvm_proc is 136 bytes");
 EHP_ASSERT(EHP_OFFSET(struct ehp_jvm_proc, heap_block) == 116, "ehp_jvm_proc.heap_block at 116");
 
+/* ---- V8 (node) JavaScript frames (bpf/v8.bpf.h, agent/v8/) -------------- */
+/* A JavaScript frame: bit 58 set (bits 59-61 clear: not a JVM or Python
+ * frame); the untagged address of the function's SharedFunctionInfo >> 3
+ * in bits 0-43 (heap objects are 8-aligned, below 2^47); in bits 44-57 the
+ * interpreted frame's bytecode offset slot as a Smi's value (the offset
+ * plus BytecodeArray's header size minus its tag), EHP_V8_OFFSET_UNKNOWN
+ * for a compiled frame or a value that does not fit. The walk pushes it
+ * after the native frame of the pc that ran in the JavaScript frame. User
+ * space turns the address into an index of the functions it named
+ * (agent/v8/) before anything else sees the sample; index 0 names an
+ * unreadable function ("[v8 unknown]"). */
+#define EHP_FRAME_V8 (1ull << 58)
+#define EHP_V8_SFI_BITS 44
+#define EHP_V8_SFI_MASK ((1ull << EHP_V8_SFI_BITS) - 1)
+#define EHP_V8_OFFSET_BITS 14
+#define EHP_V8_OFFSET_UNKNOWN ((1u << EHP_V8_OFFSET_BITS) - 1)
+#define EHP_V8_FRAME(sfi_untagged, off)                                                           \
+	(EHP_FRAME_V8 | ((ehp_u64)((off) & EHP_V8_OFFSET_UNKNOWN) << EHP_V8_SFI_BITS) |            \
+	 (((sfi_untagged) >> 3) & EHP_V8_SFI_MASK))
+#define EHP_IS_V8_FRAME(v)                                                                         \
+	(((v) & (EHP_FRAME_V8 | EHP_FRAME_JVM | EHP_FRAME_PYTHON | EHP_FRAME_EXACT | EHP_FRAME_FP |     \
+		 EHP_JVM_COMPILED)) == EHP_FRAME_V8)
+#define EHP_V8_FRAME_SFI(v) (((v) & EHP_V8_SFI_MASK) << 3)
+#define EHP_V8_FRAME_OFFSET(v) ((ehp_u32)((v) >> EHP_V8_SFI_BITS) & EHP_V8_OFFSET_UNKNOWN)
+EHP_ASSERT(EHP_V8_SFI_BITS + EHP_V8_OFFSET_BITS == 58, "a V8 frame's fields below bit 58");
+
+/* One V8 process as the walk needs it (v8_procs[pid]), read from its V8
+ * binary's v8dbg_* postmortem metadata (agent/v8/). Frame slots are byte
+ * offsets from a JavaScript frame's frame pointer; object fields are byte
+ * offsets from an untagged heap object. */
+struct ehp_v8_proc {
+	ehp_s16 off_fp_marker;		/* context, or a typed frame's Smi marker */
+	ehp_s16 off_fp_function;	/* the JSFunction */
+	ehp_s16 off_fp_bytecode_array;	/* an interpreted frame's BytecodeArray */
+	ehp_s16 off_fp_bytecode_offset; /* its bytecode offset, a Smi */
+	ehp_u16 off_map;		/* HeapObject::map */
+	ehp_u16 off_instance_type;	/* Map::instance_type, a u16 */
+	ehp_u16 off_function_shared;	/* JSFunction::shared */
+	ehp_u16 type_shared_info;	/* SHARED_FUNCTION_INFO_TYPE */
+	ehp_u16 type_bytecode_array;	/* BYTECODE_ARRAY_TYPE */
+	ehp_u8 heap_object_tag;		/* 1 */
+	ehp_u8 heap_object_tag_mask;	/* 3 */
+	ehp_u8 smi_shift;		/* a Smi's value is raw >> this (32, or 1) */
+	ehp_u8 pad[3];
+};
+#define EHP_V8_PROCS 1024
+EHP_ASSERT(sizeof(struct ehp_v8_proc) == 24, "ehp_v8_proc is 24 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_v8_proc, heap_object_tag) == 18, "ehp_v8_proc.heap_object_tag at 18");
+
 /* Why a user walk stopped: X(enumerator, value, name for reports). The one
  * list: the enum below and StopReasonName (bpf/stop_reasons.h)
  * are both made from it, so a new reason cannot go unnamed. */

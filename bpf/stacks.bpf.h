@@ -207,6 +207,7 @@ EHP_INLINE __u64 collect_stacks(void *ctx, struct scratch *s, int user_mode)
 			bpf_loop(EHP_MAX_USER_FRAMES, fp_step, &w, 0);
 		} else if (w.proc) {
 			w.python = python_begin(s, pid);
+			w.v8 = v8_begin(pid);
 #ifdef EHP_JVM_WALK
 			jvm_begin(s, pid);
 #endif

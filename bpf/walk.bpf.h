@@ -18,6 +18,7 @@ struct walk {
 	__u32 pid;
 	__u8 stop;
 	__u8 python; /* the Python walk is on (bpf/python.bpf.h) */
+	__u8 v8;     /* the process is in v8_procs (bpf/v8.bpf.h) */
 	/* The mapping of the previous frame: consecutive frames are mostly in
 	 * the same file, so this skips most mapping searches. */
 	struct ehp_mapping *last;
@@ -135,6 +136,8 @@ EHP_INLINE int read_stack_u64(struct scratch *s, __u64 addr, __u64 *out)
 }
 
 /* One frame-pointer step from the current state: the caller's pc, sp, bp. */
+#include "bpf/v8.bpf.h"
+
 EHP_INLINE int fp_step_state(struct walk *w, __u64 flags)
 {
 	struct scratch *s = w->s;
@@ -143,6 +146,10 @@ EHP_INLINE int fp_step_state(struct walk *w, __u64 flags)
 		w->stop = EHP_STOP_FP_END;
 		return 0;
 	}
+	/* A JavaScript frame's word follows the native frame of its pc. */
+	__u64 js = w->v8 ? v8_frame(w->pid, bp) : 0;
+	if (js && !push_frame(w, js))
+		return 0;
 	if ((s->valid & REG_BIT(EHP_REG_RSP)) && bp < s->regs[EHP_REG_RSP]) {
 		w->stop = EHP_STOP_BAD_FRAME;
 		return 0;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "tests/srcline_perf_script.h"
 #include "tests/test_support.h"
 
 namespace ehprof {
@@ -47,31 +48,13 @@ struct Sample {
   }
 };
 
-// perf-script with --srcline: "comm tid [cpu] time: period event:", then
-// per frame "addr symbol (dso)" and, when known, "  file:line".
+// perf-script with --srcline (tests/srcline_perf_script.h).
 std::vector<Sample> ParsePerfScript(const std::string& text) {
   std::vector<Sample> out;
-  for (absl::string_view block : absl::StrSplit(text, "\n\n", absl::SkipWhitespace())) {
-    std::vector<std::string> lines = absl::StrSplit(block, '\n', absl::SkipEmpty());
-    if (lines.empty()) continue;
+  for (testing::SrclineSample& p : testing::ParseSrclinePerfScript(text)) {
     Sample s;
-    std::istringstream head(lines[0]);
-    std::string comm;
-    head >> comm >> s.tid;
-    for (size_t i = 1; i < lines.size(); ++i) {
-      const std::string& l = lines[i];
-      if (l[0] == '\t') {
-        Frame f;
-        const size_t open = l.rfind(" ("), sym = l.find(' ', l.find_first_not_of(" \t"));
-        if (open == std::string::npos || sym == std::string::npos) continue;
-        f.symbol = l.substr(sym + 1, open - sym - 1);
-        f.dso = l.substr(open + 2, l.size() - open - 3);
-        s.frames.push_back(std::move(f));
-      } else if (!s.frames.empty()) {
-        const size_t colon = l.rfind(':');
-        if (colon != std::string::npos) s.frames.back().line = std::atoi(l.c_str() + colon + 1);
-      }
-    }
+    s.tid = p.tid;
+    for (testing::SrclineFrame& f : p.frames) s.frames.push_back({std::move(f.symbol), std::move(f.dso), f.line});
     out.push_back(std::move(s));
   }
   return out;

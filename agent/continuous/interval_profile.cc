@@ -30,7 +30,7 @@ LocatedFrame StackAggregator::Located(const FrameLocation& l, uint32_t pid) {
 }
 
 void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service,
-                          const PythonCodeTable* python, const JvmMethodTable* jvm) {
+                          const PythonCodeTable* python, const JvmMethodTable* jvm, const V8FunctionTable* v8) {
   ++samples_;
   if (start_ns_ == 0) start_ns_ = s.time_ns;
   StackKey key;
@@ -51,10 +51,11 @@ void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker, con
       key.frames.push_back(stacks_.FrameId({LocatedFrame::kPython, names, f.addr}));
       continue;
     }
-    if (IsJvmFrame(value)) {
-      const ResolvedFrame f = JvmFrame(value, jvm);
+    if (IsJvmFrame(value) || IsV8Frame(value)) {
+      const bool java = IsJvmFrame(value);
+      const ResolvedFrame f = java ? JvmFrame(value, jvm) : V8Frame(value, v8);
       const uint64_t names = uint64_t{stacks_.String(f.symbol)} << 32 | stacks_.String(f.src_file);
-      key.frames.push_back(stacks_.FrameId({LocatedFrame::kJava, names, f.addr}));
+      key.frames.push_back(stacks_.FrameId({java ? LocatedFrame::kJava : LocatedFrame::kV8, names, f.addr}));
       continue;
     }
     const LocatedFrame f = Located(LocateUserFrame(tracker, s.pid, s.time_ns, value), s.pid);

@@ -44,6 +44,9 @@ struct LocatedFrame {
   // A Java frame, named when it arrived: as kPython (its "Class.method"
   // and .java file, its method's index << 20 | its line).
   static constexpr uint32_t kJava = UINT32_MAX - 4;
+  // A JavaScript frame, named when it arrived: as kPython (its function and
+  // script, its function's index << 20 | its line).
+  static constexpr uint32_t kV8 = UINT32_MAX - 5;
   uint32_t mapping = kUnmapped;  // index into IntervalProfile::mappings, or the above
   uint64_t addr = 0;      // kernel address, or ELF address (the call site above the leaf)
   uint64_t runtime = 0;   // the address in the process (user frames)
@@ -77,10 +80,12 @@ class StackAggregator {
   // At most max_stacks distinct stacks an interval; later new ones are
   // counted as dropped (a bound on memory whatever the workload).
   explicit StackAggregator(size_t max_stacks = 200000) : stacks_(max_stacks) {}
-  // `python`, `jvm`: the tables the sample's Python and Java frames index
-  // (the recorder's, current as the sample arrives), or null.
+  // `python`, `jvm`, `v8`: the tables the sample's Python, Java and
+  // JavaScript frames index (the recorder's, current as the sample
+  // arrives), or null.
   void Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service,
-           const PythonCodeTable* python = nullptr, const JvmMethodTable* jvm = nullptr);
+           const PythonCodeTable* python = nullptr, const JvmMethodTable* jvm = nullptr,
+           const V8FunctionTable* v8 = nullptr);
   // The interval so far, ended at now_ns; the next one starts empty. Its
   // frames in no mapping when their sample arrived are located again in
   // `tracker` (which may know their mapping by now), if given.

@@ -79,6 +79,11 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
     out->push_back(JvmFrame(std::move(n), f.runtime >> 20));
     return;
   }
+  if (f.mapping == LocatedFrame::kV8) {
+    V8FrameName n{p.strings[f.addr >> 32], p.strings[f.addr & UINT32_MAX], static_cast<int32_t>(f.runtime & 0xfffff)};
+    out->push_back(V8Frame(std::move(n), f.runtime >> 20));
+    return;
+  }
   if (f.mapping == LocatedFrame::kAnon || f.mapping == LocatedFrame::kUnmapped) {
     out->push_back(jit_.Frame(static_cast<uint32_t>(f.addr), f.runtime, f.mapping == LocatedFrame::kAnon));
     return;

@@ -1,5 +1,6 @@
 // Another process's memory, read with process_vm_readv: every read may
-// fail (the process exited, the range is not mapped), and says so.
+// fail (the process exited, the range is not mapped), and says so; and the
+// text made of what runtimes keep there (agent/python/, agent/v8/).
 #ifndef EHPROF_AGENT_PROCESS_PROCESS_MEMORY_H_
 #define EHPROF_AGENT_PROCESS_PROCESS_MEMORY_H_
 
@@ -7,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace ehprof {
 
@@ -21,6 +23,9 @@ class ProcessMemory {
  private:
   pid_t pid_;
 };
+
+// Appends code point c as UTF-8; U+FFFD for a value no code point is.
+void AppendUtf8(uint32_t c, std::string* out);
 
 }  // namespace ehprof
 

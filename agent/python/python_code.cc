@@ -40,26 +40,6 @@ bool ReadCString(const ProcessMemory& mem, uint64_t addr, std::string* out) {
   return true;
 }
 
-void AppendUtf8(uint32_t c, std::string* out) {
-  if (c < 0x80) {
-    out->push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out->push_back(static_cast<char>(0xc0 | (c >> 6)));
-    out->push_back(static_cast<char>(0x80 | (c & 63)));
-  } else if (c < 0x10000) {
-    out->push_back(static_cast<char>(0xe0 | (c >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 63)));
-    out->push_back(static_cast<char>(0x80 | (c & 63)));
-  } else if (c < 0x110000) {
-    out->push_back(static_cast<char>(0xf0 | (c >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 12) & 63)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 63)));
-    out->push_back(static_cast<char>(0x80 | (c & 63)));
-  } else {
-    out->append("\xef\xbf\xbd");  // U+FFFD
-  }
-}
-
 // A str object: compact (its characters follow the header), of kind 1, 2
 // or 4 bytes a character.
 absl::StatusOr<std::string> ReadUnicode(const ProcessMemory& mem, const CodeFields& f, uint64_t addr) {

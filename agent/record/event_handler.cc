@@ -14,6 +14,7 @@ absl::Status TrackProcess(ProcessTracker* tracker, const RuntimeTrackers& runtim
     absl::Status st = tracker->Refresh(pid, now_ns);
     if (st.ok() && runtimes.python) runtimes.python->Notice(pid, now_ns);
     if (st.ok() && runtimes.jvm) runtimes.jvm->Notice(pid, now_ns);
+    if (st.ok() && runtimes.v8) runtimes.v8->Notice(pid, now_ns);
     return st;
   });
 }
@@ -22,6 +23,7 @@ void EventHandler::HandleSample(RawSample&& s, size_t size) {
   if (hooks_.accept && !hooks_.accept(s)) return;
   if (runtimes_.python) runtimes_.python->NameFrames(s.pid, s.time_ns, &s.user);
   if (runtimes_.jvm) runtimes_.jvm->NameFrames(s.pid, s.time_ns, &s.user);
+  if (runtimes_.v8) runtimes_.v8->NameFrames(s.pid, s.time_ns, &s.user);
   if (hooks_.count) hooks_.count(s, size);
   if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
   if (sink_->ResolvesLater()) sampled_.insert(s.pid);
@@ -50,6 +52,7 @@ void EventHandler::HandleRecord(const void* data, size_t size) {
       tracker_->ImageEnded(ev.pid, ev.time_ns);
       if (runtimes_.python) runtimes_.python->Exec(ev.pid);
       if (runtimes_.jvm) runtimes_.jvm->Exec(ev.pid);
+      if (runtimes_.v8) runtimes_.v8->Exec(ev.pid);
       if (hooks_.exec) hooks_.exec(ev.pid);
       for (uint64_t delay_ms : {5, 20, 60, 200}) {
         followups_.emplace(ev.time_ns + delay_ms * 1000000, ev.pid);
@@ -106,6 +109,7 @@ void EventHandler::ProcessPending(uint64_t now_ns) {
     tracker_->Exit(pid, time_ns, /*keep_history=*/sampled_.erase(pid) > 0);
     if (runtimes_.python) runtimes_.python->Exit(pid);
     if (runtimes_.jvm) runtimes_.jvm->Exit(pid);
+    if (runtimes_.v8) runtimes_.v8->Exit(pid);
     if (hooks_.exited) hooks_.exited(pid);
   }
   to_exit_.clear();

@@ -17,6 +17,7 @@
 #include "agent/process/process_tracker.h"
 #include "agent/jvm/jvm_tracker.h"
 #include "agent/python/python_tracker.h"
+#include "agent/v8/v8_tracker.h"
 #include "agent/record/raw_sample.h"
 #include "agent/record/sample_sink.h"
 #include "base/warnings.h"
@@ -28,6 +29,7 @@ namespace ehprof {
 struct RuntimeTrackers {
   PythonTracker* python = nullptr;
   JvmTracker* jvm = nullptr;
+  V8Tracker* v8 = nullptr;
 };
 
 // Reads pid's maps again (tracker->Refresh) and, when that worked, lets

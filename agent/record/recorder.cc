@@ -27,6 +27,7 @@ Recorder::~Recorder() {
   // Tracker and tables before the session whose maps they write.
   events_.reset();
   jvm_.reset();
+  v8_.reset();
   python_.reset();
   tracker_.reset();
   files_.reset();
@@ -59,7 +60,7 @@ absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
   if (options_.all) initial = AllPids();
   for (uint32_t pid : initial) {
     if (pid == static_cast<uint32_t>(getpid())) continue;
-    absl::Status st = TrackProcess(tracker_.get(), {python_.get(), jvm_.get()}, pid, now_ns);
+    absl::Status st = TrackProcess(tracker_.get(), {python_.get(), jvm_.get(), v8_.get()}, pid, now_ns);
     if (!st.ok() && !absl::IsNotFound(st) && !options_.all) {
       warnings_->Add(std::string(st.message()));
     }
@@ -167,7 +168,9 @@ absl::Status Recorder::StartSession() {
     python_ = std::make_unique<PythonTracker>(session_->PythonProcsMap(), warnings_);
   }
   if (options_.jvm && options_.user) jvm_ = std::make_unique<JvmTracker>(session_->JvmProcsMap(), warnings_);
-  events_ = std::make_unique<EventHandler>(tracker_.get(), sink_, RuntimeTrackers{python_.get(), jvm_.get()},
+  if (options_.v8 && options_.user) v8_ = std::make_unique<V8Tracker>(session_->V8ProcsMap(), warnings_);
+  events_ = std::make_unique<EventHandler>(tracker_.get(), sink_,
+                                           RuntimeTrackers{python_.get(), jvm_.get(), v8_.get()},
                                            warnings_, EventHooks());
   return absl::OkStatus();
 }

@@ -29,6 +29,7 @@
 #include "agent/tables/file_tables.h"
 #include "agent/tables/kernel_file_index.h"
 #include "agent/tables/table_store.h"
+#include "agent/v8/v8_tracker.h"
 #include "base/unique_fd.h"
 #include "base/warnings.h"
 
@@ -84,6 +85,8 @@ struct RecordOptions {
   // Java frames of HotSpot JVMs named from their memory (--no-java: the
   // JVM's code by frame pointers and perf maps only).
   bool jvm = true;
+  // JavaScript frames of V8 processes (node) named from their heap.
+  bool v8 = true;
   // The on-disk cache of built tables (--table-cache; empty: none) and its
   // budget.
   std::string table_cache_dir = kDefaultTableCacheDir;
@@ -180,6 +183,12 @@ class Recorder {
   void ForgetJvmMethods() {
     if (jvm_) jvm_->ForgetMethods();
   }
+  // The functions the samples' JavaScript frames name (null: none).
+  const V8FunctionTable* v8_functions() const { return v8_ ? &v8_->functions() : nullptr; }
+  // V8Tracker::ForgetFunctions (the agent, between intervals).
+  void ForgetV8Functions() {
+    if (v8_) v8_->ForgetFunctions();
+  }
   // ProcessTracker::ReleaseUnmappedFiles (the agent, between intervals;
   // on the recording thread).
   std::vector<ReleasedFile> ReleaseUnmappedFiles(uint64_t superseded_ns) {
@@ -227,6 +236,7 @@ class Recorder {
   std::unique_ptr<ProcessTracker> tracker_;
   std::unique_ptr<PythonTracker> python_;
   std::unique_ptr<JvmTracker> jvm_;
+  std::unique_ptr<V8Tracker> v8_;
   SampleList list_;
   SampleSink* sink_;
   std::vector<std::string> NewWarnings();

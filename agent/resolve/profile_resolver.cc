@@ -97,6 +97,10 @@ class Resolver {
       out->push_back(JvmFrame(value, options_.jvm));
       return;
     }
+    if (IsV8Frame(value)) {
+      out->push_back(V8Frame(value, options_.v8));
+      return;
+    }
     const FrameLocation loc = LocateUserFrame(tracker_, raw.pid, raw.time_ns, value);
     if (loc.kind != FrameLocation::Kind::kFile) {
       // JIT code: anonymous memory, named (if at all) by the JIT's perf map.
@@ -202,6 +206,22 @@ ResolvedFrame JvmFrame(JvmFrameName n, uint64_t id) {
   f.src_file = std::move(n.file);
   f.line = n.line > 0 ? static_cast<uint32_t>(n.line) : 0;
   f.addr = (id & EHP_JVM_METHOD_MASK) << 20 | (f.line & 0xfffff);
+  return f;
+}
+
+ResolvedFrame V8Frame(uint64_t value, const V8FunctionTable* functions) {
+  return V8Frame(functions ? functions->Name(value) : V8FrameName{"[v8 unknown]", "", -1}, value & EHP_V8_SFI_MASK);
+}
+
+ResolvedFrame V8Frame(V8FrameName n, uint64_t function) {
+  ResolvedFrame f;
+  f.jit = true;  // JavaScript: the JIT's colour and legend
+  f.symbol = std::move(n.function);
+  f.dso = n.script.empty() ? "[v8]" : n.script;
+  f.src_file = std::move(n.script);
+  f.line = n.line > 0 ? static_cast<uint32_t>(n.line) : 0;
+  // A stable address per (function, line) for formats that key on one.
+  f.addr = (function & EHP_V8_SFI_MASK) << 20 | (f.line & 0xfffff);
   return f;
 }
 

@@ -16,6 +16,7 @@
 #include "agent/record/raw_sample.h"
 #include "agent/resolve/address_symbolizer.h"
 #include "agent/resolve/resolved_sample.h"
+#include "agent/v8/v8_tracker.h"
 #include "symbolizer/kallsyms.h"
 #include "symbolizer/symbolizer.h"
 
@@ -36,6 +37,9 @@ struct ResolveOptions {
   // The methods the samples' Java frames name (Recorder's); null: Java
   // frames are shown as such, unnamed.
   const JvmMethodTable* jvm = nullptr;
+  // The functions the samples' JavaScript frames name (Recorder's); null:
+  // they are shown as "[v8 unknown]".
+  const V8FunctionTable* v8 = nullptr;
   // Where JITs' perf-PID.map files are (JitSymbols::Options: empty, each
   // process's own /tmp).
   std::string perf_map_dir;
@@ -59,6 +63,15 @@ ResolvedFrame JvmFrame(uint64_t value, const JvmMethodTable* methods);
 // one method and line apart for formats that key on an address.
 ResolvedFrame JvmFrame(JvmFrameName name, uint64_t id);
 inline bool IsJvmFrame(uint64_t value) { return EHP_IS_JVM_FRAME(value); }
+
+// A JavaScript frame (EHP_FRAME_V8, rewritten by V8Tracker) as a frame named
+// after its function, its dso and source the script. It stands after the
+// native frame of the code that ran in it, in the walk's order.
+ResolvedFrame V8Frame(uint64_t value, const V8FunctionTable* functions);
+// The same from its name, read before (the agent names frames as they
+// arrive): `function` is its index in the table it was named from.
+ResolvedFrame V8Frame(V8FrameName name, uint64_t function);
+inline bool IsV8Frame(uint64_t value) { return EHP_IS_V8_FRAME(value); }
 
 // A walk's user frames in the order the outputs show them, each value
 // resolved by `native` (which appends an address's frames: its inline

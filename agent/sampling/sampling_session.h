@@ -39,6 +39,8 @@ class SamplingSession {
   virtual std::unique_ptr<MapWriter> PythonProcsMap() const = 0;
   // jvm_procs: pid → struct ehp_jvm_proc; null if the programs have none.
   virtual std::unique_ptr<MapWriter> JvmProcsMap() const = 0;
+  // v8_procs: pid → struct ehp_v8_proc; null if the programs have none.
+  virtual std::unique_ptr<MapWriter> V8ProcsMap() const = 0;
   // The unwind-table maps the TableStore places rows in.
   virtual TableMaps UnwindTableMaps() const = 0;
   // file_tables: the kernel's index of loaded files (bpf/proc_learn.bpf.h).

@@ -323,6 +323,7 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
                           .file_tables = bpf_map__fd(m.file_tables)};
   session->maps_.py_procs = bpf_map__fd(m.py_procs);
   session->maps_.jvm_procs = bpf_map__fd(m.jvm_procs);
+  session->maps_.v8_procs = bpf_map__fd(m.v8_procs);
   if (absl::Status s = session->AttachLifecycle(); !s.ok()) return s;
   session->AttachMmapLearning();
   const uint8_t on = 1;

@@ -35,6 +35,7 @@ struct MapFds {
       palettes = -1, rules = -1, events = -1, stats = -1, file_tables = -1;
   int py_procs = -1;   // Python processes (bpf/python.bpf.h)
   int jvm_procs = -1;  // HotSpot JVMs (bpf/hotspot.bpf.h)
+  int v8_procs = -1;   // V8 processes (bpf/v8.bpf.h)
 };
 
 // Whether the syscalls:sys_exit_mmap tracepoint can be attached by this
@@ -60,6 +61,7 @@ class BpfSession : public SamplingSession {
   std::unique_ptr<MapWriter> ProcsMap() const override;
   std::unique_ptr<MapWriter> PythonProcsMap() const override;
   std::unique_ptr<MapWriter> JvmProcsMap() const override;
+  std::unique_ptr<MapWriter> V8ProcsMap() const override;
   TableMaps UnwindTableMaps() const override;
   std::unique_ptr<FileIndexMap> FileIndex() const override;
   absl::StatusOr<std::unique_ptr<EventSource>> OpenEvents(EventSource::Handler handler) const override;

@@ -33,6 +33,11 @@ std::unique_ptr<MapWriter> BpfSession::JvmProcsMap() const {
   return std::make_unique<BpfMapWriter>(maps_.jvm_procs, sizeof(ehp_jvm_proc), "jvm_procs");
 }
 
+std::unique_ptr<MapWriter> BpfSession::V8ProcsMap() const {
+  if (maps_.v8_procs < 0) return nullptr;
+  return std::make_unique<BpfMapWriter>(maps_.v8_procs, sizeof(ehp_v8_proc), "v8_procs");
+}
+
 TableMaps BpfSession::UnwindTableMaps() const { return BpfTableMaps(maps_); }
 
 std::unique_ptr<FileIndexMap> BpfSession::FileIndex() const { return BpfFileIndexMap(maps_.file_tables); }
