@@ -1,6 +1,7 @@
 #include "agent/python/python_tracker.h"
 
 #include <sys/stat.h>
+#include <time.h>
 
 #include <algorithm>
 
@@ -24,6 +25,13 @@ constexpr uint64_t kNotPythonFirstRetryNs = 10'000'000;
 constexpr uint64_t kNotPythonRetryNs = 1'000'000'000;
 // Frame checks before an interpreter whose frames hold no code object is refused.
 constexpr int kFrameCheckTries = 3;
+constexpr uint64_t kFrameCheckSpacingNs = 50'000'000;
+
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 const char* StopName(uint32_t why) {
   switch (why) {
@@ -195,10 +203,16 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
     }
     auto fields = ReadCodeFields(mem, b.code_type + *bias, b.minor, b.ascii_header);
     if (!fields.ok()) return refuse(absl::StrCat(e.path, ": ", fields.status().message()));
-    if (FramesHoldCode(mem, p, interp, fields->code_type) == false &&
-        ++proc.frame_check_failures < kFrameCheckTries) {
-      proc.state = Proc::kUnknown;  // read mid-push, maybe: look again at the next sample
-      return false;
+    if (FramesHoldCode(mem, p, interp, fields->code_type) == false) {
+      if (const uint64_t now = MonotonicNs();
+          proc.frame_check_failures == 0 || now - proc.frame_check_failed_ns >= kFrameCheckSpacingNs) {
+        ++proc.frame_check_failures;
+        proc.frame_check_failed_ns = now;
+      }
+      if (proc.frame_check_failures < kFrameCheckTries) {
+        proc.state = Proc::kUnknown;  // read mid-push, maybe: look again at the next sample
+        return false;
+      }
     }
     if (proc.frame_check_failures >= kFrameCheckTries) {
       return refuse(absl::StrCat(e.path, ": Python ", b.major, ".", b.minor,

@@ -88,8 +88,12 @@ class PythonTracker {
     enum State { kUnknown, kNotPython, kPython, kRefused } state = kUnknown;
     uint64_t checked_ns = 0;
     // Frame checks that found no code object: refused at kFrameCheckTries
-    // (a frame read while the process pushes it can fail once).
+    // (a frame read while the process pushes it can fail once), counted at
+    // most one per kFrameCheckSpacingNs (CLOCK_MONOTONIC of the last one
+    // counted): samples milliseconds apart while the interpreter starts
+    // all meet its frames in flux.
     int frame_check_failures = 0;
+    uint64_t frame_check_failed_ns = 0;
     int not_python_checks = 0;  // looks while kNotPython: the next comes later
     CodeFields fields;
     // code address -> index in codes_, and when it was last checked.
