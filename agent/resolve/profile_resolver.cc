@@ -169,6 +169,16 @@ const std::string& SymbolFileOf(const TrackedMapping& m) {
   return PathHoldsMappedFile(m) ? m.path : ElsewhereThanPath(m);
 }
 
+// A runtime's frame (Python, Java, JavaScript): its line (0: unknown) and
+// a stable address per (its code, line) for formats that key on one; the
+// agent's intervals take both apart again (interval_symbolizer.cc).
+namespace {
+void SetRuntimeLine(ResolvedFrame* f, int32_t line, uint64_t code) {
+  f->line = line > 0 ? static_cast<uint32_t>(line) : 0;
+  f->addr = code << 20 | (f->line & 0xfffff);
+}
+}  // namespace
+
 ResolvedFrame PythonFrame(uint64_t value, const PythonCodeTable* codes) {
   return PythonFrame(codes ? codes->Name(value) : PythonFrameName{"[python]", "", -1}, value & EHP_PY_CODE_MASK);
 }
@@ -179,9 +189,7 @@ ResolvedFrame PythonFrame(PythonFrameName n, uint64_t code) {
   f.symbol = std::move(n.qualname);
   f.dso = n.file.empty() ? "[python]" : n.file;
   f.src_file = std::move(n.file);
-  f.line = n.line > 0 ? static_cast<uint32_t>(n.line) : 0;
-  // A stable address per (code, line) for formats that key on one.
-  f.addr = (code & EHP_PY_CODE_MASK) << 20 | (f.line & 0xfffff);
+  SetRuntimeLine(&f, n.line, code & EHP_PY_CODE_MASK);
   return f;
 }
 
@@ -204,8 +212,7 @@ ResolvedFrame JvmFrame(JvmFrameName n, uint64_t id) {
   f.symbol = n.class_name.empty() ? std::move(n.method) : absl::StrCat(n.class_name, ".", n.method);
   f.dso = "[java]";
   f.src_file = std::move(n.file);
-  f.line = n.line > 0 ? static_cast<uint32_t>(n.line) : 0;
-  f.addr = (id & EHP_JVM_METHOD_MASK) << 20 | (f.line & 0xfffff);
+  SetRuntimeLine(&f, n.line, id & EHP_JVM_METHOD_MASK);
   return f;
 }
 
@@ -219,9 +226,7 @@ ResolvedFrame V8Frame(V8FrameName n, uint64_t function) {
   f.symbol = std::move(n.function);
   f.dso = n.script.empty() ? "[v8]" : n.script;
   f.src_file = std::move(n.script);
-  f.line = n.line > 0 ? static_cast<uint32_t>(n.line) : 0;
-  // A stable address per (function, line) for formats that key on one.
-  f.addr = (function & EHP_V8_SFI_MASK) << 20 | (f.line & 0xfffff);
+  SetRuntimeLine(&f, n.line, function & EHP_V8_SFI_MASK);
   return f;
 }
 
