@@ -285,10 +285,12 @@ EHP_INLINE int caller_rbp(struct scratch *s, struct ehp_rule *rule, __u64 cfa, _
 #ifdef EHP_JVM_WALK
 /* jvm_step's result (bpf/hotspot.bpf.h): 0, not a frame it knows (the
  * native step follows); JVM_STEPPED, s holds the caller (its pc to push);
- * else JVM_STOP | the stop reason. */
-#define JVM_STEPPED 1
-#define JVM_PC_WORD 2 /* with JVM_STEPPED: a pc word follows the frame */
+ * else JVM_STOP | the stop reason (the low 8 bits, which the flags above
+ * them must never overlap: a stop reason read as JVM_STEPPED pushes the
+ * same pc again and again to the depth limit). */
 #define JVM_STOP 0x100
+#define JVM_STEPPED 0x200
+#define JVM_PC_WORD 0x400 /* with JVM_STEPPED: a pc word follows the frame */
 __noinline int jvm_step(__u32 at, __u32 room);
 #endif
 
@@ -303,15 +305,24 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 	 * unwound by the JVM's own layout. */
 	if (lookup >= s->jvm_code[0] && lookup < s->jvm_code[1] && w->n) {
 		__u32 limit = cfg.max_frames < EHP_MAX_USER_FRAMES ? cfg.max_frames : EHP_MAX_USER_FRAMES;
+		__u64 sp = s->regs[EHP_REG_RSP];
+		int sp_known = (s->valid & REG_BIT(EHP_REG_RSP)) != 0;
 		int r = jvm_step(w->base + w->n - 1, w->n < limit ? limit - w->n : 0);
-		if (r & JVM_STEPPED) {
-			if (r & JVM_PC_WORD)
-				w->n++;
-			return push_frame(w, s->pc);
-		}
 		if (r & JVM_STOP) {
 			w->stop = r & 0xff;
 			return 0;
+		}
+		if (r & JVM_STEPPED) {
+			/* Every caller's frame lies above its callee's: a step that
+			 * does not move sp up (memory the process wrote to loop)
+			 * ends the walk. */
+			if (sp_known && s->regs[EHP_REG_RSP] <= sp) {
+				w->stop = EHP_STOP_BAD_FRAME;
+				return 0;
+			}
+			if (r & JVM_PC_WORD)
+				w->n++;
+			return push_frame(w, s->pc);
 		}
 	}
 #endif
