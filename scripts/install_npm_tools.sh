@@ -3,14 +3,15 @@
 # pinned, installed once under /var/cache/ehprof (idempotent):
 #   npm/            flamegraph (reads perf-script), playwright-core (drives
 #                   Debian's Chromium through the flame graph's UI and takes
-#                   the docs' screenshots)
+#                   the docs' screenshots), terser (a real JavaScript
+#                   program for bench/real_programs.py)
 #   npm-speedscope/ speedscope (its importer, run in headless Chromium)
 # Installed here, before the tests, so that tests running in parallel never
 # install into the same folder at once; a lock covers runs of this script.
 set -euo pipefail
 NPM_DIR=${EHPROF_NPM_CACHE:-/var/cache/ehprof/npm}
 SPEEDSCOPE_DIR=${EHPROF_SPEEDSCOPE_CACHE:-/var/cache/ehprof/npm-speedscope}
-PACKAGES=(flamegraph@1.3.0 playwright-core@1.65.1)
+PACKAGES=(flamegraph@1.3.0 playwright-core@1.65.1 terser@5.44.0)
 SPEEDSCOPE=speedscope@1.25.0
 if ! command -v npm >/dev/null; then
   # Debian's; a machine with Node.js from elsewhere keeps its own.

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Real Java and JavaScript programs nobody here wrote, recorded as a new user would.
+
+  javac   Temurin 25's javac compiling java.util's sources (369 files, from
+          the JDK's own src.zip, --patch-module java.base), started by
+          `ehprof record -- javac ...` with no JVM flag
+  terser  terser (pinned by scripts/install_npm_tools.sh) minifying
+          playwright-core's 3.6 MB coreBundle.js (compress and mangle)
+          under node 20, started by `ehprof record -- node ...`, no flag
+
+Per program, of the samples of its main thread (javac's Java main thread, node's
+main thread), this prints and writes to
+bench/results/real_programs.json:
+  with_runtime  share with at least one Java (or JavaScript) frame
+  unnamed       share whose runtime frames include one that could not be
+                named ([jvm: ...] other than stubs and the interpreter's own
+                frames, [v8 unknown])
+  reach_start   share whose root is _start or the thread start (clone3)
+  complete      ehprof's own "user stacks complete" over all threads
+and the five functions of the runtime seen most often as the deepest
+runtime frame (self shares). Needs root, a built build/ehprof.
+"""
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+import result_file
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TEMURIN = "/usr/lib/jvm/temurin-25-jdk-amd64"
+NPM = os.environ.get("EHPROF_NPM_CACHE", "/var/cache/ehprof/npm")
+BUNDLE = os.path.join(NPM, "node_modules", "playwright-core", "lib", "coreBundle.js")
+TERSER = os.path.join(NPM, "node_modules", "terser", "bin", "terser")
+_HEADER = re.compile(r"^(\S.*?)\s+(\d+)(?:/\d+)?\s+\[\d+\]")
+_FRAME = re.compile(r"^\s+[0-9a-f]+ (.*) \((.*)\)$")
+_COMPLETE = re.compile(r"user stacks complete \(reached the bottom\): ([0-9.]+)%")
+
+
+def samples(path):
+    """(comm, tid, [(symbol, dso)] leaf first) of each sample of a perf-script dump."""
+    comm, tid, frames = None, 0, []
+    with open(path, errors="replace") as f:
+        for line in f:
+            if not line.strip():
+                if comm is not None:
+                    yield comm, tid, frames
+                comm, frames = None, []
+                continue
+            m = _HEADER.match(line)
+            if m and not line.startswith(("\t", " ")):
+                comm, tid = m.group(1), int(m.group(2))
+                continue
+            m = _FRAME.match(line.rstrip("\n"))
+            if m:
+                frames.append((m.group(1), m.group(2)))
+    if comm is not None:
+        yield comm, tid, frames
+
+
+def is_java(dso):
+    return dso == "[java]"
+
+
+def is_js(dso):
+    return dso == "[v8]" or dso.endswith((".js", ".mjs", ".cjs")) or dso.startswith("node:")
+
+
+def unnamed(symbol, dso):
+    if is_java(dso):
+        return symbol.startswith("[jvm") and symbol not in ("[jvm: stub]", "[jvm: interpreter]")
+    return symbol == "[v8 unknown]"
+
+
+def judge(dump, comm, runtime):
+    """Figures of the program's main thread: of its threads named comm, the
+    one sampled most (node's workers share its comm; javac's Java main
+    thread is not the process's first)."""
+    per_tid = collections.Counter(t for c, t, f in samples(dump) if c == comm and f)
+    main_tid = per_tid.most_common(1)[0][0] if per_tid else -1
+    total = with_rt = bad = start = 0
+    self_counts = collections.Counter()
+    for c, tid, frames in samples(dump):
+        if tid != main_tid or not frames:
+            continue
+        total += 1
+        rt = [(s, d) for s, d in frames if runtime(d)]
+        if rt:
+            with_rt += 1
+            self_counts[rt[0][0]] += 1
+        if any(unnamed(s, d) for s, d in rt):
+            bad += 1
+        root = frames[-1][0]
+        if root in ("_start", "clone3", "clone", "start_thread") or (len(frames) > 1 and frames[-2][0] == "start_thread"):
+            start += 1
+    pct = lambda n: round(100.0 * n / total, 1) if total else 0.0
+    top = [(name, pct(n)) for name, n in self_counts.most_common(5)]
+    return {"samples": total, "with_runtime_pct": pct(with_rt), "unnamed_pct": pct(bad),
+            "reach_start_pct": pct(start)}, top
+
+
+def record(ehprof, out, argv, cwd):
+    r = subprocess.run([ehprof, "record", "-F", "499", "-o", out, "--", *argv], cwd=cwd,
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        sys.exit(f"real_programs.py: {' '.join(argv[:2])}: ehprof record failed:\n{r.stderr[-2000:]}")
+    m = _COMPLETE.search(r.stderr)
+    return float(m.group(1)) if m else 0.0
+
+
+def javac(ehprof, work):
+    src_zip = os.path.join(TEMURIN, "lib", "src.zip")
+    if not os.path.exists(src_zip):
+        print(f"javac: {src_zip} not here, left out")
+        return None
+    with zipfile.ZipFile(src_zip) as z:
+        z.extractall(os.path.join(work, "src"), [n for n in z.namelist()
+                                                  if re.match(r"java\.base/java/util/[^/]+\.java$", n)])
+    sources = sorted(os.path.join("src", "java.base", "java", "util", n)
+                     for n in os.listdir(os.path.join(work, "src", "java.base", "java", "util")))
+    os.makedirs(os.path.join(work, "out"))
+    dump = os.path.join(work, "javac.perf-script")
+    complete = record(ehprof, dump, [os.path.join(TEMURIN, "bin", "javac"), "--patch-module",
+                                     "java.base=src/java.base", "-d", "out", "-nowarn", "-Xmaxerrs", "5",
+                                     *sources], work)
+    figures, top = judge(dump, "javac", is_java)
+    figures["complete_pct"] = complete
+    figures["sources"] = len(sources)
+    return figures, top
+
+
+def terser(ehprof, work):
+    if not (os.path.exists(TERSER) and os.path.exists(BUNDLE)):
+        sys.exit("real_programs.py: run scripts/install_npm_tools.sh first (terser, playwright-core)")
+    dump = os.path.join(work, "terser.perf-script")
+    complete = record(ehprof, dump, ["node", TERSER, BUNDLE, "-c", "-m", "-o",
+                                     os.path.join(work, "min.js")], work)
+    figures, top = judge(dump, "node", is_js)
+    figures["complete_pct"] = complete
+    return figures, top
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ehprof", default=os.path.join(ROOT, "build", "ehprof"))
+    ap.add_argument("--keep", help="directory to keep the perf-script dumps in")
+    result_file.add_argument(ap, "real_programs")
+    args = ap.parse_args()
+    work = args.keep or tempfile.mkdtemp(prefix="ehprof-real.")
+    os.makedirs(work, exist_ok=True)
+    figures = {}
+    try:
+        for name, run in (("javac", javac), ("terser", terser)):
+            os.makedirs(os.path.join(work, name), exist_ok=True)
+            result = run(os.path.abspath(args.ehprof), os.path.join(work, name))
+            if result is None:
+                continue
+            f, top = result
+            print(f"{name}: {f['samples']} main-thread samples; with a runtime frame {f['with_runtime_pct']} %, "
+                  f"one unnamed {f['unnamed_pct']} %, reaching the start {f['reach_start_pct']} %; "
+                  f"complete (all threads) {f['complete_pct']} %")
+            for fn, pct in top:
+                print(f"  {pct:5.1f} %  {fn}")
+            figures.update({f"{name}_{k}": v for k, v in f.items()})
+            for i, (fn, pct) in enumerate(top[:3]):
+                figures[f"{name}_top{i + 1}_pct"] = pct
+        if not args.no_result and figures:
+            result_file.write("real_programs", figures, args.note, args.result)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
