@@ -18,7 +18,8 @@ bench/results/real_programs.json:
   reach_start   share whose root is _start or the thread start (clone3)
   complete      ehprof's own "user stacks complete" over all threads
 and the five functions of the runtime seen most often as the deepest
-runtime frame (self shares). Needs root, a built build/ehprof.
+named runtime frame (self shares; a JVM stub or V8 builtin below it, such
+as a call into the VM, counts for the method that called it). Needs root, a built build/ehprof.
 """
 import argparse
 import collections
@@ -93,7 +94,9 @@ def judge(dump, comm, runtime):
         rt = [(s, d) for s, d in frames if runtime(d)]
         if rt:
             with_rt += 1
-            self_counts[rt[0][0]] += 1
+            named = [s for s, d in rt if not s.startswith("[")]
+            if named:
+                self_counts[named[0]] += 1
         if any(unnamed(s, d) for s, d in rt):
             bad += 1
         root = frames[-1][0]
