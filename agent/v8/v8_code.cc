@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 
@@ -13,9 +14,9 @@ namespace {
 // 64): candidates for the InstructionStream's map word lie this far apart.
 constexpr uint64_t kStep = 32;
 constexpr uint64_t kPage = 4096;
-// How far back from a pc its code may start (V8 keeps larger code in its
-// large-object space; such a pc goes unexpanded).
-constexpr uint64_t kMaxScan = uint64_t{1} << 20;
+// How far back from a pc its code may start (a code page's size; larger
+// code, in V8's large-object space, goes unexpanded).
+constexpr uint64_t kMaxScan = uint64_t{256} << 10;
 // Words looked at as possible maps before InstructionStream's is known.
 constexpr int kMaxTypeReads = 512;
 // Bounds on what a Code and its tables may claim.
@@ -87,18 +88,30 @@ absl::StatusOr<V8Code> V8CodeReader::Read(uint64_t istream) const {
   return out;
 }
 
-bool V8CodeReader::Same(const V8Code& code) const {
+bool V8CodeReader::Same(const V8Code& code, uint64_t istream_map) const {
   const V8CodeFields& c = l_.code;
   const uint64_t tag = l_.proc.heap_object_tag;
-  uint64_t code_tagged = 0, istream_map = 0;
-  if (!mem_.ReadU64(code.istream + c.istream_code, &code_tagged) || code_tagged != code.code + tag ||
-      !mem_.ReadU64(code.istream + l_.proc.off_map, &istream_map) || !IsIstreamMap(istream_map)) {
+  // Two reads: the InstructionStream's first words, the Code's fields
+  // from its deoptimization data to its instruction start.
+  const uint32_t offs[] = {c.code_deopt_data, c.code_positions, c.code_istream, c.code_instruction_start};
+  const uint32_t lo = *std::min_element(std::begin(offs), std::end(offs));
+  const uint32_t hi = *std::max_element(std::begin(offs), std::end(offs)) + 8;
+  uint64_t is[4] = {}, f[8] = {};
+  const uint32_t is_end = std::max<uint32_t>(l_.proc.off_map, c.istream_code) + 8;
+  if (is_end > sizeof(is) || hi - lo > sizeof(f) || !mem_.Read(code.istream, is, is_end) ||
+      !mem_.Read(code.code + lo, f, hi - lo)) {
     return false;
   }
-  auto field = [&](uint32_t off) { return heap_.Field(code_tagged, off).value_or(0); };
-  return field(c.code_istream) == code.istream + tag && field(c.code_instruction_start) == code.start &&
+  auto word = [](const uint64_t* w, uint32_t off) {
+    uint64_t v = 0;
+    std::memcpy(&v, reinterpret_cast<const uint8_t*>(w) + off, sizeof(v));
+    return v;
+  };
+  const uint64_t map = word(is, l_.proc.off_map);
+  return word(is, c.istream_code) == code.code + tag && (istream_map ? map == istream_map : IsIstreamMap(map)) &&
+         word(f, c.code_istream - lo) == code.istream + tag && word(f, c.code_instruction_start - lo) == code.start &&
          (!code.optimized ||
-          (field(c.code_deopt_data) == code.deopt_data && field(c.code_positions) == code.position_table));
+          (word(f, c.code_deopt_data - lo) == code.deopt_data && word(f, c.code_positions - lo) == code.position_table));
 }
 
 absl::StatusOr<std::vector<uint8_t>> V8CodeReader::ByteArray(uint64_t tagged, size_t max) const {

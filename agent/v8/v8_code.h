@@ -61,10 +61,11 @@ class V8CodeReader {
   // The positions of the BytecodeArray the SharedFunctionInfo `sfi`
   // (untagged) runs now; empty when V8 has not collected them.
   absl::StatusOr<std::vector<V8PositionEntry>> BytecodePositions(uint64_t sfi) const;
-  // Whether `code` is still there: its InstructionStream and Code point at
-  // each other and at the same instructions and tables (two reads; V8
-  // frees code and reuses its memory).
-  bool Same(const V8Code& code) const;
+  // Whether `code` is still there: its InstructionStream (with map
+  // `istream_map`, 0: checked by type) and Code point at each other and at
+  // the same instructions and tables (two reads; V8 frees code and reuses
+  // its memory).
+  bool Same(const V8Code& code, uint64_t istream_map = 0) const;
 
  private:
   absl::Status ReadOptimized(uint64_t code_tagged, V8Code* out) const;

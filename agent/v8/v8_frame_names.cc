@@ -15,8 +15,10 @@ namespace {
 // take the address.
 constexpr uint64_t kRecheckNs = 100'000'000;
 // A code object read is checked again after this long (V8 frees code and
-// reuses its memory); a pc at which none was found is looked at again.
+// reuses its memory); a pc at which none was found is looked at again
+// after a second (a scan may read 64 pages).
 constexpr uint64_t kCodeRecheckNs = 10'000'000;
+constexpr uint64_t kNoCodeRecheckNs = 1'000'000'000;
 // Caches emptied when they grow past these.
 constexpr size_t kMaxCodes = 4096;
 constexpr size_t kMaxNoCode = 65536;
@@ -92,20 +94,23 @@ uint32_t V8Tracker::FrameIndex(uint32_t pid, Proc& p, uint64_t sfi, int32_t scri
 }
 
 const V8Code* V8Tracker::CodeAt(uint32_t pid, Proc& p, uint64_t pc, uint64_t now_ns) {
-  if (!p.layout.code.readable || (pc >= p.text_begin && pc < p.text_end)) return nullptr;
+  if (!p.layout.code.readable) return nullptr;
+  for (const auto& [begin, end] : p.text) {
+    if (pc >= begin && pc < end) return nullptr;
+  }
   ProcessMemory mem(static_cast<pid_t>(pid));
   V8CodeReader reader(mem, p.layout);
   auto it = p.codes.upper_bound(pc);
   if (it != p.codes.begin() && pc - (--it)->first < it->second.code->size) {
     if (now_ns - it->second.checked_ns < kCodeRecheckNs) return it->second.code.get();
-    if (reader.Same(*it->second.code)) {
+    if (reader.Same(*it->second.code, p.istream_map)) {
       it->second.checked_ns = now_ns;
       return it->second.code.get();
     }
     p.codes.erase(it);
   }
   auto miss = p.no_code.find(pc);
-  if (miss != p.no_code.end() && now_ns - miss->second < kCodeRecheckNs) return nullptr;
+  if (miss != p.no_code.end() && now_ns - miss->second < kNoCodeRecheckNs) return nullptr;
   auto code = reader.Find(pc, &p.istream_map);
   if (!code.ok()) {
     if (p.no_code.size() >= kMaxNoCode) p.no_code.clear();

@@ -73,8 +73,10 @@ absl::StatusOr<bool> V8Tracker::Attach(uint32_t pid) {
       return false;
     }
     proc.layout = *layout;
-    proc.text_begin = e.start;
-    proc.text_end = e.end;
+    proc.text.clear();
+    for (const MapsEntry& m : *maps) {
+      if (m.exec && m.path == e.path && m.inode == e.inode) proc.text.emplace_back(m.start, m.end);
+    }
     proc.state = Proc::kV8;
     if (!layout->code.readable) {
       warnings_->AddOnce(absl::StrCat(e.path, ":code"),

@@ -82,7 +82,9 @@ class V8Tracker {
     uint64_t checked_ns = 0;
     int not_v8_checks = 0;
     V8Layout layout;
-    uint64_t text_begin = 0, text_end = 0;  // the V8 binary's code: no code objects there
+    // The V8 binary's executable mappings (its text, the embedded builtins
+    // node maps again): no code objects there.
+    std::vector<std::pair<uint64_t, uint64_t>> text;
     uint64_t istream_map = 0;                // V8CodeReader::Find's
     struct Function {
       std::optional<V8Function> f;  // nullopt: unreadable
