@@ -168,5 +168,28 @@ TEST_F(V8CodeTest, BaselineCodeIsFoundWithoutInlining) {
   EXPECT_TRUE(code->positions.empty());
 }
 
+// An interpreted frame's line: the positions of the BytecodeArray its
+// function runs, directly or through baseline code; none yet collected
+// (undefined) is no table, not an error.
+TEST_F(V8CodeTest, ReadsTheBytecodesPositions) {
+  const uint64_t bytecode = h_.Object(8, testing::kBytecodeArray);
+  FakeHeap::Set(bytecode, 32, h_.ByteArray(Table({{-1, 40, -1}, {0, 44, -1}, {7, 60, -1}})));
+  const uint64_t sfi = h_.Object(6, testing::kSfi);
+  FakeHeap::Set(sfi, 8, bytecode);
+  auto t = reader_.BytecodePositions(sfi - 1);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->size(), 3u);
+  EXPECT_EQ(V8PositionAt(*t, 9)->position.script_offset, 60);
+  EXPECT_EQ(V8PositionAt(*t, 3)->position.script_offset, 44);
+  const uint64_t baseline = h_.Object(12, testing::kCode);
+  FakeHeap::Set(baseline, 16, bytecode);
+  FakeHeap::Set(sfi, 8, baseline);
+  EXPECT_EQ(reader_.BytecodePositions(sfi - 1)->size(), 3u) << "through baseline code";
+  FakeHeap::Set(bytecode, 32, h_.Object(2, testing::kJsObject));  // undefined, an oddball: not collected
+  EXPECT_TRUE(reader_.BytecodePositions(sfi - 1)->empty());
+  FakeHeap::Set(sfi, 8, h_.String("notBytecode"));
+  EXPECT_FALSE(reader_.BytecodePositions(sfi - 1).ok());
+}
+
 }  // namespace
 }  // namespace ehprof
