@@ -10,7 +10,6 @@
 
 #include <unistd.h>
 
-#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -18,6 +17,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/v8_fake_heap.h"
+#include "tests/v8_position_encoder.h"
 
 namespace ehprof {
 namespace {
@@ -27,30 +27,10 @@ using testing::FakeHeap;
 constexpr uint32_t kTurbofan = 13, kBaseline = 11;
 constexpr uint32_t kSize = 1000;
 
-uint64_t Raw(int32_t script_offset, int32_t inlining_id) {
-  return (static_cast<uint64_t>(script_offset + 1) << 1) | (static_cast<uint64_t>(inlining_id + 1) << 31);
-}
-
-void PutVlq(int64_t v, std::vector<uint8_t>* out) {
-  uint64_t z = (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
-  do {
-    out->push_back(static_cast<uint8_t>((z & 0x7f) | (z > 0x7f ? 0x80 : 0)));
-    z >>= 7;
-  } while (z);
-}
+uint64_t Raw(int32_t script_offset, int32_t inlining_id) { return testing::V8RawPosition(script_offset, inlining_id); }
 
 // (code offset, script offset, inlining id) entries, all statements.
-std::vector<uint8_t> Table(const std::vector<std::array<int32_t, 3>>& entries) {
-  std::vector<uint8_t> out;
-  int64_t code = -1, pos = 0;
-  for (const auto& [off, script, id] : entries) {
-    PutVlq(off - code, &out);
-    PutVlq(static_cast<int64_t>(Raw(script, id)) - pos, &out);
-    code = off;
-    pos = static_cast<int64_t>(Raw(script, id));
-  }
-  return out;
-}
+std::vector<uint8_t> Table(const std::vector<testing::V8TableEntry>& entries) { return testing::EncodeV8Table(entries); }
 
 class V8CodeTest : public ::testing::Test {
  protected:

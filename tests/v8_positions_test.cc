@@ -1,7 +1,7 @@
 // V8's source position tables and inlining positions decoded from bytes
 // built here: by hand (one table spelled out byte by byte) and by an
-// encoder written after V8's source-position-table.cc (zig-zag VLQs of
-// deltas, the sign of the code offset's delta saying "not a statement");
+// encoder written after V8's source-position-table.cc
+// (tests/v8_position_encoder.h);
 // tables cut short or with endless VLQs refused.
 #include "agent/v8/v8_positions.h"
 
@@ -9,42 +9,16 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/v8_position_encoder.h"
 
 namespace ehprof {
 namespace {
 
-// A SourcePosition's 64 bits (script offset and inlining id stored + 1).
-uint64_t Raw(int32_t script_offset, int32_t inlining_id) {
-  return (static_cast<uint64_t>(script_offset + 1) << 1) | (static_cast<uint64_t>(inlining_id + 1) << 31);
-}
+using testing::EncodeV8Table;
+using testing::PutV8Vlq;
+using Entry = testing::V8TableEntry;
 
-void PutVlq(int64_t v, std::vector<uint8_t>* out) {
-  uint64_t z = (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
-  do {
-    const uint8_t more = z > 0x7f ? 0x80 : 0;
-    out->push_back(static_cast<uint8_t>((z & 0x7f) | more));
-    z >>= 7;
-  } while (z);
-}
-
-struct Entry {
-  int32_t code_offset, script_offset, inlining_id;
-  bool statement;
-};
-
-std::vector<uint8_t> Encode(const std::vector<Entry>& entries) {
-  std::vector<uint8_t> out;
-  int64_t code = -1, pos = 0;
-  for (const Entry& e : entries) {
-    const int64_t delta = e.code_offset - code;
-    PutVlq(e.statement ? delta : -delta - 1, &out);
-    const int64_t raw = static_cast<int64_t>(Raw(e.script_offset, e.inlining_id));
-    PutVlq(raw - pos, &out);
-    code = e.code_offset;
-    pos = raw;
-  }
-  return out;
-}
+uint64_t Raw(int32_t script_offset, int32_t inlining_id) { return testing::V8RawPosition(script_offset, inlining_id); }
 
 TEST(V8Positions, DecodesATableSpelledOutByHand) {
   // Code offset 0 (delta 1 from -1, a statement: zig-zag 2) at script
@@ -67,7 +41,7 @@ TEST(V8Positions, DecodesWhatV8sEncoderWrites) {
   const std::vector<Entry> entries = {{0, 1193, -1, true},   {57, 1316, -1, false}, {320, 507, 7, true},
                                       {327, 458, 7, false},  {426, 614, 1, true},   {100000, 3, 65534, false},
                                       {100001, (1 << 30) - 2, 0, true}};
-  auto t = DecodeV8PositionTable(Encode(entries));
+  auto t = DecodeV8PositionTable(EncodeV8Table(entries));
   ASSERT_TRUE(t.ok()) << t.status();
   ASSERT_EQ(t->size(), entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -93,14 +67,14 @@ TEST(V8Positions, ExternalPositionsHaveNoScriptOffset) {
 }
 
 TEST(V8Positions, RefusesTablesThatDoNotDecode) {
-  std::vector<uint8_t> cut = Encode({{0, 5, -1, true}, {9, 7, -1, true}});
+  std::vector<uint8_t> cut = EncodeV8Table({{0, 5, -1, true}, {9, 7, -1, true}});
   cut.pop_back();
   EXPECT_FALSE(DecodeV8PositionTable(cut).ok()) << "a position missing";
   EXPECT_FALSE(DecodeV8PositionTable(std::vector<uint8_t>{0x80}).ok()) << "a VLQ cut short";
   EXPECT_FALSE(DecodeV8PositionTable(std::vector<uint8_t>(11, 0xff)).ok()) << "a VLQ past 64 bits";
   std::vector<uint8_t> far;
-  PutVlq(int64_t{1} << 32, &far);  // a code offset past 2^31
-  PutVlq(0, &far);
+  PutV8Vlq(int64_t{1} << 32, &far);  // a code offset past 2^31
+  PutV8Vlq(0, &far);
   EXPECT_FALSE(DecodeV8PositionTable(far).ok());
 }
 
