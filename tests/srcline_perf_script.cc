@@ -1,5 +1,6 @@
 #include "tests/srcline_perf_script.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -27,7 +28,10 @@ std::vector<SrclineSample> ParseSrclinePerfScript(const std::string& text) {
         s.frames.push_back(std::move(f));
       } else if (!s.frames.empty()) {
         const size_t colon = l.rfind(':');
-        if (colon != std::string::npos) s.frames.back().line = std::atoi(l.c_str() + colon + 1);
+        if (colon == std::string::npos) continue;
+        const size_t from = l.find_first_not_of(' ');
+        s.frames.back().file = l.substr(from, colon - std::min(from, colon));
+        s.frames.back().line = std::atoi(l.c_str() + colon + 1);
       }
     }
     out.push_back(std::move(s));

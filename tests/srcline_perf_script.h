@@ -12,8 +12,9 @@
 namespace ehprof::testing {
 
 struct SrclineFrame {
-  std::string symbol, dso;
-  int line = 0;  // 0: none printed
+  std::string symbol, dso;  // dso "inlined": an inline expansion of the frame after it
+  std::string file;         // of the "file:line" under it; empty: none printed
+  int line = 0;             // 0: none printed
 };
 struct SrclineSample {
   uint32_t tid = 0;

@@ -13,82 +13,19 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/v8_fake_heap.h"
 
 namespace ehprof {
 namespace {
 
-constexpr uint16_t kOneByteString = 8 | 0;  // one byte, sequential
-constexpr uint16_t kTwoByteString = 0;
-constexpr uint16_t kConsString = 8 | 1;
-constexpr uint16_t kThinString = 8 | 5;
-constexpr uint16_t kSfi = 262, kScript = 167, kScopeInfo = 261, kFixedArray = 175, kJsObject = 2058;
-
-V8Layout Node20Layout() {
-  V8Layout l;
-  l.proc.off_map = 0;
-  l.proc.off_instance_type = 12;
-  l.proc.type_shared_info = kSfi;
-  l.proc.heap_object_tag = 1;
-  l.proc.heap_object_tag_mask = 3;
-  l.proc.smi_shift = 32;
-  l.sfi_name_or_scope_info = 16;
-  l.sfi_script_or_debug_info = 32;
-  l.script_name = 16;
-  l.script_source = 8;
-  l.script_line_ends = 56;
-  l.fixed_array_length = 8;
-  l.fixed_array_data = 16;
-  l.type_script = kScript;
-  l.type_scope_info = kScopeInfo;
-  l.type_fixed_array = kFixedArray;
-  l.string_length = 12;
-  l.seq_one_byte_chars = l.seq_two_byte_chars = 16;
-  l.cons_first = 16;
-  l.cons_second = 24;
-  l.thin_actual = 16;
-  l.is_not_string_mask = 0xff80;
-  l.representation_mask = 7;
-  l.encoding_mask = 8;
-  l.one_byte_tag = 8;
-  l.seq_tag = 0;
-  l.cons_tag = 1;
-  l.thin_tag = 5;
-  l.sliced_tag = 3;
-  return l;
-}
-
-// Heap objects in this process: each a zeroed run of words; pointers to
-// them are tagged as V8's are.
-class FakeHeap {
- public:
-  uint64_t Object(size_t words, uint16_t type) {
-    std::vector<uint64_t>& o = objects_.emplace_back(words, 0);
-    std::vector<uint64_t>& map = objects_.emplace_back(4, 0);
-    std::memcpy(reinterpret_cast<char*>(map.data()) + 12, &type, sizeof(type));
-    o[0] = Tag(map.data());
-    return Tag(o.data());
-  }
-  static uint64_t Tag(const void* p) { return reinterpret_cast<uint64_t>(p) + 1; }
-  static uint64_t Smi(int64_t v) { return static_cast<uint64_t>(v) << 32; }
-  static char* Bytes(uint64_t tagged) { return reinterpret_cast<char*>(tagged - 1); }
-  static void Set(uint64_t tagged, uint32_t offset, uint64_t v) { std::memcpy(Bytes(tagged) + offset, &v, 8); }
-  uint64_t String(const std::string& s) {
-    const uint64_t o = Object(2 + (s.size() + 7) / 8, kOneByteString);
-    SetLength(o, static_cast<int32_t>(s.size()));
-    std::memcpy(Bytes(o) + 16, s.data(), s.size());
-    return o;
-  }
-  uint64_t TwoByte(const std::u16string& s) {
-    const uint64_t o = Object(2 + (s.size() * 2 + 7) / 8, kTwoByteString);
-    SetLength(o, static_cast<int32_t>(s.size()));
-    std::memcpy(Bytes(o) + 16, s.data(), s.size() * 2);
-    return o;
-  }
-  static void SetLength(uint64_t o, int32_t n) { std::memcpy(Bytes(o) + 12, &n, 4); }
-
- private:
-  std::deque<std::vector<uint64_t>> objects_;
-};
+using testing::FakeHeap;
+using testing::kConsString;
+using testing::kJsObject;
+using testing::kScopeInfo;
+using testing::kScript;
+using testing::kSfi;
+using testing::kThinString;
+using testing::Node20Layout;
 
 class V8HeapTest : public ::testing::Test {
  protected:

@@ -223,6 +223,8 @@ ResolvedFrame V8Frame(uint64_t value, const V8FunctionTable* functions) {
 ResolvedFrame V8Frame(V8FrameName n, uint64_t function) {
   ResolvedFrame f;
   f.jit = true;  // JavaScript: the JIT's colour and legend
+  // A function TurboFan inlined: an inline expansion of the frame below.
+  f.inlined = n.inlined;
   f.symbol = std::move(n.function);
   f.dso = n.script.empty() ? "[v8]" : n.script;
   f.src_file = std::move(n.script);

@@ -101,6 +101,34 @@ void ReadStringLayout(MetadataReader& r, V8Layout* l) {
   l->sliced_tag = static_cast<uint32_t>(r.Get("SlicedStringTag", 0, 0xff));
 }
 
+// The code fields (V8CodeFields' comment says which are derived); a
+// binary without them (V8 before the InstructionStream split) leaves
+// `readable` false.
+void ReadCodeFields(MetadataReader& r, const V8Layout& l, V8CodeFields* c) {
+  const uint32_t word = static_cast<uint32_t>(r.Get("TaggedSize", 8, 8));
+  c->type_code = r.Type("type_Code__CODE_TYPE");
+  c->type_instruction_stream = r.Type("type_InstructionStream__INSTRUCTION_STREAM_TYPE");
+  c->type_byte_array = r.Type("type_ByteArray__BYTE_ARRAY_TYPE");
+  c->istream_code = l.proc.off_map + word;
+  c->istream_header = r.Field("class_InstructionStream__instruction_start__uintptr_t");
+  c->code_deopt_data = r.Field("class_Code__deoptimization_data__FixedArray");
+  c->code_positions = r.Field("class_Code__source_position_table__ByteArray");
+  c->code_istream = c->code_positions + word;
+  c->code_instruction_start = c->code_istream + word;
+  c->code_flags = c->code_instruction_start + 8;
+  c->code_instruction_size = c->code_flags + 8;  // after flags (int32), builtin id and kind flags (int16s)
+  c->kind_mask = static_cast<uint32_t>(r.Get("CodeKindFieldMask", 1, 0xffff));
+  c->kind_shift = static_cast<uint32_t>(r.Get("CodeKindFieldShift", 0, 31));
+  c->kind_baseline = static_cast<uint32_t>(r.Get("CodeKindBaseline", 0, 0xffff));
+  c->deopt_inlined_count = static_cast<uint32_t>(r.Get("DeoptimizationDataInlinedFunctionCountIndex", 0, 64));
+  c->deopt_literals = static_cast<uint32_t>(r.Get("DeoptimizationDataLiteralArrayIndex", 0, 64));
+  c->deopt_sfi = static_cast<uint32_t>(r.Get("DeoptimizationDataSharedFunctionInfoIndex", 0, 64));
+  c->deopt_inlining_positions = static_cast<uint32_t>(r.Get("DeoptimizationDataInliningPositionsIndex", 0, 64));
+  c->sfi_function_data = r.Field("class_SharedFunctionInfo__function_data__Object");
+  c->bytecode_positions = l.fixed_array_data + 2 * word;  // after constant_pool and handler_table
+  c->readable = r.status().ok();
+}
+
 }  // namespace
 
 absl::StatusOr<V8Layout> ReadV8Layout(const ProcessMemory& mem, const V8Binary& binary, uint64_t bias) {
@@ -120,6 +148,9 @@ absl::StatusOr<V8Layout> ReadV8Layout(const ProcessMemory& mem, const V8Binary& 
   l.type_fixed_array = r.Type("type_FixedArray__FIXED_ARRAY_TYPE");
   l.bytecode_header = r.Field("class_BytecodeArray__data__uintptr_t");
   if (!r.status().ok()) return r.status();
+  MetadataReader code(mem, binary, bias);
+  ReadCodeFields(code, l, &l.code);
+  if (!code.status().ok()) l.code_problem = std::string(code.status().message());
   return l;
 }
 

@@ -1,7 +1,5 @@
 #include "agent/v8/v8_tracker.h"
 
-#include <signal.h>
-
 #include <algorithm>
 
 #include "absl/strings/match.h"
@@ -14,10 +12,6 @@ namespace ehprof {
 
 namespace {
 
-// A function named is trusted this long before it is read again: the
-// collector moves and frees SharedFunctionInfos, and another object may
-// take the address.
-constexpr uint64_t kRecheckNs = 100'000'000;
 // A process that is not (yet) V8 is looked at again after 10 ms, then twice
 // as long each time up to a second (node maps itself at exec, a libnode user
 // may load it later).
@@ -41,19 +35,6 @@ std::optional<uint64_t> BiasOf(const V8Binary& b, const MapsEntry& e) {
 }
 
 }  // namespace
-
-V8FunctionTable::V8FunctionTable() { names_.push_back({"[v8 unknown]", "", -1}); }
-
-uint32_t V8FunctionTable::Add(V8FrameName name) {
-  if (names_.size() >= EHP_V8_SFI_MASK) return 0;
-  names_.push_back(std::move(name));
-  return static_cast<uint32_t>(names_.size() - 1);
-}
-
-V8FrameName V8FunctionTable::Name(uint64_t value) const {
-  const uint64_t index = value & EHP_V8_SFI_MASK;
-  return index < names_.size() ? names_[index] : names_[0];
-}
 
 const absl::StatusOr<std::optional<V8Binary>>& V8Tracker::Binary(const std::string& open_path,
                                                                  const std::string& path, uint64_t inode) {
@@ -92,7 +73,15 @@ absl::StatusOr<bool> V8Tracker::Attach(uint32_t pid) {
       return false;
     }
     proc.layout = *layout;
+    proc.text.clear();
+    for (const MapsEntry& m : *maps) {
+      if (m.exec && m.path == e.path && m.inode == e.inode) proc.text.emplace_back(m.start, m.end);
+    }
     proc.state = Proc::kV8;
+    if (!layout->code.readable) {
+      warnings_->AddOnce(absl::StrCat(e.path, ":code"),
+                         absl::StrCat(layout->code_problem, "; functions V8 inlined are not named"));
+    }
     return true;
   }
   proc.state = Proc::kNotV8;
@@ -108,44 +97,7 @@ void V8Tracker::Exit(uint32_t pid) {
 
 void V8Tracker::ForgetFunctions() {
   functions_ = V8FunctionTable();
-  for (auto& [pid, p] : procs_) p.function_index = {};
-}
-
-int32_t V8Tracker::LineOf(uint32_t pid, Proc& p, uint64_t script, int32_t position, uint64_t now_ns) {
-  if (!script || position < 0) return -1;
-  auto it = p.scripts.find(script);
-  if (it == p.scripts.end() || now_ns - it->second.checked_ns >= kRecheckNs) {
-    ProcessMemory mem(static_cast<pid_t>(pid));
-    auto ends = V8Heap(mem, p.layout).ReadLineEnds(script);
-    it = p.scripts.insert_or_assign(script, Proc::Lines{ends.ok() ? *std::move(ends) : std::vector<int32_t>{}, now_ns})
-             .first;
-  }
-  const std::vector<int32_t>& ends = it->second.ends;
-  if (ends.empty() || position > ends.back()) return -1;
-  return static_cast<int32_t>(std::lower_bound(ends.begin(), ends.end(), position) - ends.begin()) + 1;
-}
-
-uint32_t V8Tracker::FunctionIndex(uint32_t pid, Proc& p, uint64_t sfi, uint64_t now_ns) {
-  auto it = p.function_index.find(sfi);
-  if (it != p.function_index.end() && now_ns - it->second.checked_ns < kRecheckNs) return it->second.index;
-  ProcessMemory mem(static_cast<pid_t>(pid));
-  auto f = V8Heap(mem, p.layout).ReadFunction(sfi);
-  uint32_t index = 0;
-  if (f.ok()) {
-    V8FrameName n{f->name.empty() ? "(anonymous)" : f->name, f->script,
-                  LineOf(pid, p, f->script_addr, f->start_position, now_ns)};
-    // The same name as before keeps its entry: the table grows with
-    // functions, not with rechecks.
-    if (it != p.function_index.end() && it->second.index != 0) {
-      const V8FrameName old = functions_.Name(it->second.index);
-      if (old.function == n.function && old.script == n.script && old.line == n.line) index = it->second.index;
-    }
-    if (index == 0) index = functions_.Add(std::move(n));
-  } else if (it != p.function_index.end() && kill(static_cast<pid_t>(pid), 0) != 0) {
-    index = it->second.index;  // the process is gone: its last samples keep the names read
-  }
-  p.function_index[sfi] = {index, now_ns};
-  return index;
+  for (auto& [pid, p] : procs_) p.frame_index = {};
 }
 
 void V8Tracker::Notice(uint32_t pid, uint64_t now_ns) {
@@ -159,17 +111,6 @@ void V8Tracker::Notice(uint32_t pid, uint64_t now_ns) {
       return absl::OkStatus();
     });
     if (!st.ok()) procs_[pid].state = Proc::kRefused;
-  }
-}
-
-void V8Tracker::NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) {
-  Notice(pid, now_ns);
-  Proc& p = procs_[pid];
-  for (uint64_t& v : *user) {
-    if (!EHP_IS_V8_FRAME(v)) continue;
-    const uint64_t sfi = EHP_V8_FRAME_SFI(v);
-    const uint32_t index = p.state == Proc::kV8 && sfi ? FunctionIndex(pid, p, sfi, now_ns) : 0;
-    v = (v & ~EHP_V8_SFI_MASK) | index;
   }
 }
 
