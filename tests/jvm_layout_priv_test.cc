@@ -1,8 +1,8 @@
 // agent/jvm/ against live JVMs it did not start the sampler for: JDK 17
 // (Debian's openjdk-17, scripts/packages.sh) and Temurin 25 where it is
 // installed. The JVM runs testdata/JvmNames.java (javac'd by the test);
-// the tracker must publish code heaps that lie in the process's
-// executable mappings, walking those heaps' segment maps as the BPF side
+// the tracker must publish code heaps whose reserved ranges lie in the
+// process's mappings, executable from their start, walking those heaps' segment maps as the BPF side
 // does must find the JIT's nmethod of JvmNames.spin, and naming its
 // Method* must give the class, method, file and, at each bci javap -c -l
 // lists, its line. A pointer that is no Method* names method 0. No BPF:
@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -98,14 +99,20 @@ absl::StatusOr<JvmLayout> LayoutOf(pid_t pid) {
 
 // The Method* of every nmethod the code heaps' segment maps lead to, as
 // the BPF walk finds a blob: a block starts where the map holds 0, its
-// blob follows the HeapBlock header.
+// blob follows the HeapBlock header. A heap spans its reserved range; its
+// map reads as far as the heap has committed.
 std::vector<uint64_t> NmethodMethods(const ProcessMemory& mem, const ehp_jvm_proc& p) {
   std::vector<uint64_t> out;
+  constexpr size_t kPage = 4096;
   for (int h = 0; h < p.nheaps; ++h) {
     const ehp_jvm_heap& heap = p.heaps[h];
     std::vector<uint8_t> map((heap.high - heap.low) >> p.log2_segment);
-    if (map.empty() || !mem.Read(heap.segmap, map.data(), map.size())) continue;
-    for (size_t i = 0; i < map.size(); ++i) {
+    size_t committed = 0;
+    while (committed < map.size() &&
+           mem.Read(heap.segmap + committed, map.data() + committed, std::min(kPage, map.size() - committed))) {
+      committed += std::min(kPage, map.size() - committed);
+    }
+    for (size_t i = 0; i < committed; ++i) {
       if (map[i] != 0) continue;
       const uint64_t blob = heap.low + (uint64_t{i} << p.log2_segment) + p.heap_block;
       uint64_t name = 0, method = 0;
@@ -119,15 +126,20 @@ std::vector<uint64_t> NmethodMethods(const ProcessMemory& mem, const ehp_jvm_pro
   return out;
 }
 
-// Whether [lo, hi) lies in executable mappings of pid, end to end.
-bool InExecutableMappings(pid_t pid, uint64_t lo, uint64_t hi) {
+// Whether [lo, hi) lies in mappings of pid, end to end, executable ones
+// from lo on for at least `exec` bytes (a heap's committed start; the
+// rest of its reservation is mapped without access until committed).
+bool InMappings(pid_t pid, uint64_t lo, uint64_t hi, uint64_t exec) {
   auto maps = ReadProcMaps(pid);
   if (!maps.ok()) return false;
-  uint64_t at = lo;
+  uint64_t at = lo, exec_to = lo;
   for (const MapsEntry& e : *maps) {
-    if (e.exec && e.start <= at && at < e.end) at = e.end;
+    if (e.start <= at && at < e.end) {
+      if (e.exec && exec_to == at) exec_to = e.end;
+      at = e.end;
+    }
   }
-  return at >= hi;
+  return at >= hi && exec_to >= lo + exec;
 }
 
 void Print(const std::string& jdk, const ehp_jvm_proc& p) {
@@ -166,7 +178,7 @@ TEST_P(JvmLayoutTest, PublishesHeapsAndNamesTheHotMethod) {
   ASSERT_LE(p.nheaps, EHP_JVM_HEAPS);
   for (int i = 0; i < p.nheaps; ++i) {
     EXPECT_LT(p.heaps[i].low, p.heaps[i].high);
-    EXPECT_TRUE(InExecutableMappings(j.pid, p.heaps[i].low, p.heaps[i].high)) << "heap " << i;
+    EXPECT_TRUE(InMappings(j.pid, p.heaps[i].low, p.heaps[i].high, 4096)) << "heap " << i;
     EXPECT_LE(p.code_lo, p.heaps[i].low);
     EXPECT_GE(p.code_hi, p.heaps[i].high);
   }
@@ -195,7 +207,6 @@ TEST_P(JvmLayoutTest, PublishesHeapsAndNamesTheHotMethod) {
        !spin && std::chrono::steady_clock::now() < until;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     writer->Read(static_cast<uint32_t>(j.pid), &p);
-    tracker.Notice(static_cast<uint32_t>(j.pid), NowNs());  // heaps grow
     for (uint64_t m : NmethodMethods(mem, p)) {
       auto read = ReadJvmMethod(mem, layout->method, m);
       if (read.ok() && read->class_name == "JvmNames" && read->name == "spin") spin = m;

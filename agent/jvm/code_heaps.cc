@@ -20,7 +20,7 @@ absl::StatusOr<Heap> ReadHeap(const ProcessMemory& mem, const CodeHeapFields& f,
   Heap h{};
   const uint64_t memory = heap + f.heap_memory, segmap = heap + f.heap_segmap;
   if (!heap || !mem.ReadU64(memory + f.space_low_boundary, &h.range.low) ||
-      !mem.ReadU64(memory + f.space_high, &h.range.high) ||
+      !mem.ReadU64(memory + f.space_high_boundary, &h.range.high) ||
       !mem.ReadU64(segmap + f.space_low_boundary, &h.range.segmap) ||
       !mem.Read(heap + f.heap_log2_segment, &h.log2, sizeof(h.log2))) {
     return absl::UnavailableError(absl::StrCat("CodeHeap at 0x", absl::Hex(heap), " unreadable"));

@@ -1,7 +1,10 @@
 // A JVM's code heaps (CodeCache::_heaps) as the BPF walk needs them: each
-// heap's committed code range and segment map, their hull and their
-// segment size, into ehp_jvm_proc. A heap commits more as the JIT fills
-// it: the tracker reads them again from time to time.
+// heap's reserved code range and segment map, their hull and their
+// segment size, into ehp_jvm_proc. Reserved, not committed: a heap commits
+// more as the JIT fills it, and a committed top read even a second ago
+// leaves out the code placed since and every walk through it. A pc past
+// the committed part finds its segment-map byte free (0xff) or
+// unreadable, never a block.
 #ifndef EHPROF_AGENT_JVM_CODE_HEAPS_H_
 #define EHPROF_AGENT_JVM_CODE_HEAPS_H_
 

@@ -116,7 +116,7 @@ void HeapFields(const VmStructs& vm, Need& need, CodeHeapFields* h) {
   h->heap_segmap = need.Offset("CodeHeap", "_segmap", {"VirtualSpace"});
   h->heap_log2_segment = need.Offset("CodeHeap", "_log2_segment_size", {"int"});
   h->space_low_boundary = need.Offset("VirtualSpace", "_low_boundary", {"char*"});
-  h->space_high = need.Offset("VirtualSpace", "_high", {"char*"});
+  h->space_high_boundary = need.Offset("VirtualSpace", "_high_boundary", {"char*"});
 }
 
 void ConstMethodFields(const VmStructs& vm, Need& need, MethodFields* m) {

@@ -20,7 +20,7 @@ struct CodeHeapFields {
   uint64_t heaps_addr = 0;  // &CodeCache::_heaps (a GrowableArray<CodeHeap*>*)
   uint32_t array_len = 0, array_data = 0;             // GrowableArray _len (i32), _data
   uint32_t heap_memory = 0, heap_segmap = 0, heap_log2_segment = 0;  // CodeHeap
-  uint32_t space_low_boundary = 0, space_high = 0;    // VirtualSpace
+  uint32_t space_low_boundary = 0, space_high_boundary = 0;  // VirtualSpace (reserved)
 };
 
 // From a Method* to its names (jvm_method.h reads them).

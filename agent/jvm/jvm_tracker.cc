@@ -25,7 +25,8 @@ constexpr size_t kMaxCachedScopes = 65536;
 // at again after 10 ms, then twice as long each time up to a second.
 constexpr uint64_t kFirstRetryNs = 10'000'000;
 constexpr uint64_t kRetryNs = 1'000'000'000;
-// Code heaps commit more as the JIT fills them: read again this often.
+// The code heaps are read again this often: a JVM looked at while it
+// sets up its code cache may have added only some of its heaps.
 constexpr uint64_t kHeapRefreshNs = 1'000'000'000;
 // Looks at a JVM whose tables do not read (its libjvm.so mapped, its
 // static initializers not run yet) before it is refused.
