@@ -166,7 +166,11 @@ EHP_INLINE __u32 jvm_sized(struct scratch *s, struct jvm_state *st, __s32 frame_
 }
 
 /* A stub without a frame size: a frame-pointer frame when rbp points just
- * above sp (the call stub, stubs that enter()), else frameless. */
+ * above sp (the call stub, stubs that enter()), else frameless. The
+ * method entry barrier's stub (called from a compiled method's
+ * prologue where the GC arms nmethods: Temurin 25 with G1, not JDK 17)
+ * pushes -1 before it enter()s, a word it overwrites when it
+ * deoptimizes the caller: its return address is one word further up. */
 EHP_INLINE __u32 jvm_stub(struct scratch *s, struct jvm_state *st, __s32 frame_size)
 {
 	__u64 sp = s->regs[EHP_REG_RSP], fp = s->regs[EHP_REG_RBP];
@@ -178,6 +182,11 @@ EHP_INLINE __u32 jvm_stub(struct scratch *s, struct jvm_state *st, __s32 frame_s
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
 	if (!jvm_read(fp, &st->next_fp, 8) || !jvm_read(fp + 8, &st->ra, 8))
 		return JVM_STOP | EHP_STOP_READ_FAULT;
+	if (st->ra == ~0ull) {
+		fp += 8;
+		if (!jvm_read(fp + 8, &st->ra, 8))
+			return JVM_STOP | EHP_STOP_READ_FAULT;
+	}
 	if (!st->ra)
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
 	s->regs[EHP_REG_RSP] = fp + 16;
