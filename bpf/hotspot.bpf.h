@@ -31,6 +31,7 @@ struct jvm_state {
 	__s32 frame_size, complete, code_off;
 	__u8 tag;
 	__u8 pad[3];
+	__u8 insn[16]; /* the code around a leaf pc (bpf/hotspot_leaf.bpf.h) */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -135,26 +136,37 @@ EHP_INLINE __u32 jvm_interpreted(struct scratch *s, struct jvm_state *st, __u64 
 	return JVM_STEPPED;
 }
 
+#include "bpf/hotspot_leaf.bpf.h"
+
 /* A frame of frame_size words at s (a compiled method, a stub): the
- * return address is its last word, the caller's rbp the one below. In a
- * top frame still in its prologue (pc before frame_complete) or in a
- * frameless stub, the return address is at sp. */
-EHP_INLINE __u32 jvm_sized(struct scratch *s, struct jvm_state *st, __s32 frame_size, int prologue)
+ * return address is its last word, the caller's rbp the one below; a leaf
+ * in its prologue or epilogue holds less of it (layout, see
+ * bpf/hotspot_leaf.bpf.h), and in a frameless stub the return address is
+ * at sp. */
+EHP_INLINE __u32 jvm_sized(struct scratch *s, struct jvm_state *st, __s32 frame_size, __u32 layout)
 {
 	__u64 sp = s->regs[EHP_REG_RSP];
 	if (!(s->valid & REG_BIT(EHP_REG_RSP)))
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
-	if (prologue || frame_size <= 0) {
+	if (layout == JVM_RA_AT_SP || frame_size <= 0) {
 		if (!jvm_read(sp, &st->ra, 8))
 			return JVM_STOP | EHP_STOP_READ_FAULT;
 		s->regs[EHP_REG_RSP] = sp + 8;
 		s->valid &= REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
+	} else if (layout == JVM_PUSHED || layout == JVM_POPPING) {
+		if (!jvm_read(sp + 8, &st->ra, 8) || !jvm_read(sp, &st->next_fp, 8))
+			return JVM_STOP | EHP_STOP_READ_FAULT;
+		s->regs[EHP_REG_RSP] = sp + 16;
+		s->regs[EHP_REG_RBP] = st->next_fp;
+		s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
 	} else {
 		if (frame_size > (1 << 20))
 			return JVM_STOP | EHP_STOP_BAD_FRAME;
 		__u64 cfa = sp + (__u64)frame_size * 8;
 		if (!jvm_read(cfa - 8, &st->ra, 8) || !jvm_read(cfa - 16, &st->next_fp, 8))
 			return JVM_STOP | EHP_STOP_READ_FAULT;
+		if (layout == JVM_RBP_LIVE)
+			st->next_fp = s->regs[EHP_REG_RBP];
 		s->regs[EHP_REG_RSP] = cfa;
 		s->regs[EHP_REG_RBP] = st->next_fp;
 		s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
@@ -177,7 +189,7 @@ EHP_INLINE __u32 jvm_stub(struct scratch *s, struct jvm_state *st, __s32 frame_s
 	int has_fp = (s->valid & REG_BIT(EHP_REG_RBP)) && (s->valid & REG_BIT(EHP_REG_RSP)) && fp >= sp &&
 		     fp - sp < 65536;
 	if (frame_size > 0 || (s->exact && !has_fp))
-		return jvm_sized(s, st, frame_size, 0);
+		return jvm_sized(s, st, frame_size, JVM_FRAMED);
 	if (!has_fp)
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
 	if (!jvm_read(fp, &st->next_fp, 8) || !jvm_read(fp + 8, &st->ra, 8))
@@ -246,7 +258,8 @@ __noinline int jvm_step(__u32 at, __u32 room)
 			st->method = 0;
 		value = st->method ? EHP_JVM_FRAME(st->method, 0, 1) : EHP_JVM_FRAME(0, EHP_JVM_BLOB_STUB, 0);
 		__u64 ran_at = s->pc;
-		r = jvm_sized(s, st, st->frame_size, s->exact && pc < st->code_begin + st->complete);
+		__u32 layout = s->exact ? jvm_leaf_layout(s, st, pc, pc < st->code_begin + st->complete) : JVM_FRAMED;
+		r = jvm_sized(s, st, st->frame_size, layout);
 		if (st->method && r == JVM_STEPPED && room >= 2) {
 			jvm_put(s, slot + 1, EHP_JVM_PC_WORD(ran_at));
 			r |= JVM_PC_WORD;
