@@ -4,8 +4,10 @@
  * map (HotSpot's CodeHeap::find_block_for), replaces the frame's address
  * in the sample with a Java frame (EHP_FRAME_JVM: the Method* and, when
  * interpreted, the bci) and unwinds it as HotSpot does: a compiled method
- * or a stub by its frame size, the interpreter by its frame pointer, whose
- * frames HotSpot always links. The caller's pc is then the walk's again
+ * or a stub by its frame size (a compiled method interrupted in its
+ * prologue or epilogue by as much of the frame as its instructions there
+ * had built), the interpreter by its frame pointer, whose frames HotSpot
+ * always links. The caller's pc is then the walk's again
  * (CFI for libjvm and the rest, jvm_step for more Java). The offsets come
  * per JVM from its own gHotSpotVMStructs (agent/jvm/); x86-64 only, and
  * only in the bpf_loop build (EHP_JVM_WALK). Included after
@@ -31,6 +33,7 @@ struct jvm_state {
 	__s32 frame_size, complete, code_off;
 	__u8 tag;
 	__u8 pad[3];
+	__u8 code[16]; /* a compiled leaf's code around pc: [pc - 8, pc + 8) */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -135,34 +138,96 @@ EHP_INLINE __u32 jvm_interpreted(struct scratch *s, struct jvm_state *st, __u64 
 	return JVM_STEPPED;
 }
 
-/* A frame of frame_size words at s (a compiled method, a stub): the
- * return address is its last word, the caller's rbp the one below. In a
- * top frame still in its prologue (pc before frame_complete) or in a
- * frameless stub, the return address is at sp. */
-EHP_INLINE __u32 jvm_sized(struct scratch *s, struct jvm_state *st, __s32 frame_size, int prologue)
+/* How much of a frame its code had built at pc: JVM_FRAME_FULL, the
+ * return address its last word of frame_size, the caller's rbp the one
+ * below (JVM_FRAME_FULL_RBP_LIVE: rbp not saved yet); JVM_FRAME_RBP_AT_SP,
+ * rbp pushed at sp, the return address above it; JVM_FRAME_RA_AT_SP, the
+ * return address at sp, rbp the caller's. */
+#define JVM_FRAME_FULL 0
+#define JVM_FRAME_FULL_RBP_LIVE 1
+#define JVM_FRAME_RBP_AT_SP 2
+#define JVM_FRAME_RA_AT_SP 3
+
+/* A frame of frame_size words at s (a compiled method, a stub), built as
+ * far as `built` says; a frameless stub's return address is at sp. */
+EHP_INLINE __u32 jvm_sized(struct scratch *s, struct jvm_state *st, __s32 frame_size, int built)
 {
 	__u64 sp = s->regs[EHP_REG_RSP];
 	if (!(s->valid & REG_BIT(EHP_REG_RSP)))
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
-	if (prologue || frame_size <= 0) {
+	if (built == JVM_FRAME_RA_AT_SP || frame_size <= 0) {
 		if (!jvm_read(sp, &st->ra, 8))
 			return JVM_STOP | EHP_STOP_READ_FAULT;
 		s->regs[EHP_REG_RSP] = sp + 8;
 		s->valid &= REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
+	} else if (built == JVM_FRAME_RBP_AT_SP) {
+		if (!jvm_read(sp, &st->next_fp, 8) || !jvm_read(sp + 8, &st->ra, 8))
+			return JVM_STOP | EHP_STOP_READ_FAULT;
+		s->regs[EHP_REG_RSP] = sp + 16;
+		s->regs[EHP_REG_RBP] = st->next_fp;
+		s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
 	} else {
 		if (frame_size > (1 << 20))
 			return JVM_STOP | EHP_STOP_BAD_FRAME;
 		__u64 cfa = sp + (__u64)frame_size * 8;
-		if (!jvm_read(cfa - 8, &st->ra, 8) || !jvm_read(cfa - 16, &st->next_fp, 8))
+		__u32 rbp = s->valid & REG_BIT(EHP_REG_RBP);
+		if (!jvm_read(cfa - 8, &st->ra, 8))
 			return JVM_STOP | EHP_STOP_READ_FAULT;
+		if (built == JVM_FRAME_FULL) {
+			if (!jvm_read(cfa - 16, &st->next_fp, 8))
+				return JVM_STOP | EHP_STOP_READ_FAULT;
+			s->regs[EHP_REG_RBP] = st->next_fp;
+			rbp = REG_BIT(EHP_REG_RBP);
+		}
 		s->regs[EHP_REG_RSP] = cfa;
-		s->regs[EHP_REG_RBP] = st->next_fp;
-		s->valid = REG_BIT(EHP_REG_RSP) | REG_BIT(EHP_REG_RBP);
+		s->valid = REG_BIT(EHP_REG_RSP) | rbp;
 	}
 	if (!st->ra)
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
 	s->pc = st->ra;
 	return JVM_STEPPED;
+}
+
+/* Byte i of a compiled leaf's code from pc (st->code holds pc - 8 on). */
+#define JVM_AT(i) (st->code[8 + (i)])
+#define JVM_AT3(i, a, b, c) (JVM_AT(i) == (a) && JVM_AT((i) + 1) == (b) && JVM_AT((i) + 2) == (c))
+/* `cmp rsp, [r15 + d]` at i: the return poll of JDK 17 on (disp32 or 8). */
+#define JVM_POLL_AT(i)                                                                             \
+	(JVM_AT(i) == 0x49 && JVM_AT((i) + 1) == 0x3b && (JVM_AT((i) + 2) == 0xa7 || JVM_AT((i) + 2) == 0x67))
+
+/* How much of its frame a compiled method's code had built at an
+ * interrupted pc, from the instructions around it (x86-64 C1 and C2 code;
+ * pc is the first byte of an instruction). The prologue (pc before
+ * frame_complete) has pushed nothing before `push rbp`, rbp after it, and
+ * the whole frame from `sub rsp, N` on (rbp saved by a `mov [rsp + d], rbp`
+ * after it when no `push` came first; the nmethod entry barrier's
+ * `cmp [r15 + d], imm32` and `jne` follow). The epilogue (`add rsp, N;
+ * pop rbp`, the return poll `cmp rsp, [r15 + d]; ja`, `ret`) has freed all
+ * but rbp at the `pop rbp`, and all after it. */
+EHP_INLINE int jvm_frame_built(struct jvm_state *st, __u64 pc, int prologue)
+{
+	if (!jvm_read(pc - 8, st->code, sizeof(st->code)))
+		return prologue ? JVM_FRAME_RA_AT_SP : JVM_FRAME_FULL;
+	int sub_rsp = JVM_AT3(-4, 0x48, 0x83, 0xec) || JVM_AT3(-7, 0x48, 0x81, 0xec);
+	if (prologue) {
+		if (JVM_AT(-1) == 0x55 || (JVM_AT(-4) == 0x55 && JVM_AT3(-3, 0x48, 0x89, 0xe5)))
+			return JVM_FRAME_RBP_AT_SP;
+		if (JVM_AT3(0, 0x48, 0x89, 0x6c) && JVM_AT(3) == 0x24)
+			return JVM_FRAME_FULL_RBP_LIVE;
+		if (sub_rsp || (JVM_AT3(-5, 0x48, 0x89, 0x6c) && JVM_AT(-2) == 0x24) ||
+		    JVM_AT3(-8, 0x41, 0x81, 0x7f))
+			return JVM_FRAME_FULL;
+		return JVM_FRAME_RA_AT_SP;
+	}
+	if (JVM_AT(0) == 0x5d && (JVM_POLL_AT(1) || JVM_AT3(-4, 0x48, 0x83, 0xc4) || JVM_AT3(-7, 0x48, 0x81, 0xc4)))
+		return JVM_FRAME_RBP_AT_SP;
+	if (JVM_AT(0) == 0xc3 || (JVM_AT(-1) == 0x5d && JVM_POLL_AT(0)))
+		return JVM_FRAME_RA_AT_SP;
+	if (((JVM_AT(0) == 0x0f && JVM_AT(1) == 0x87) || JVM_AT(0) == 0x77) &&
+	    ((JVM_AT(-8) == 0x5d && JVM_POLL_AT(-7) && JVM_AT(-5) == 0xa7) ||
+	     (JVM_AT(-5) == 0x5d && JVM_POLL_AT(-4) && JVM_AT(-2) == 0x67)))
+		return JVM_FRAME_RA_AT_SP;
+	return JVM_FRAME_FULL;
 }
 
 /* A stub without a frame size: a frame-pointer frame when rbp points just
@@ -173,7 +238,7 @@ EHP_INLINE __u32 jvm_stub(struct scratch *s, struct jvm_state *st, __s32 frame_s
 	int has_fp = (s->valid & REG_BIT(EHP_REG_RBP)) && (s->valid & REG_BIT(EHP_REG_RSP)) && fp >= sp &&
 		     fp - sp < 65536;
 	if (frame_size > 0 || (s->exact && !has_fp))
-		return jvm_sized(s, st, frame_size, 0);
+		return jvm_sized(s, st, frame_size, JVM_FRAME_FULL);
 	if (!has_fp)
 		return JVM_STOP | EHP_STOP_BAD_FRAME;
 	if (!jvm_read(fp, &st->next_fp, 8) || !jvm_read(fp + 8, &st->ra, 8))
@@ -237,9 +302,14 @@ __noinline int jvm_step(__u32 at, __u32 room)
 			st->method = 0;
 		value = st->method ? EHP_JVM_FRAME(st->method, 0, 1) : EHP_JVM_FRAME(0, EHP_JVM_BLOB_STUB, 0);
 		__u64 ran_at = s->pc;
-		r = jvm_sized(s, st, st->frame_size, s->exact && pc < st->code_begin + st->complete);
-		if (st->method && r == JVM_STEPPED && room >= 2) {
-			jvm_put(s, slot + 1, EHP_JVM_PC_WORD(ran_at));
+		int exact = s->exact, prologue = exact && pc < st->code_begin + st->complete;
+		int built = exact ? jvm_frame_built(st, pc, prologue) : JVM_FRAME_FULL;
+		r = jvm_sized(s, st, st->frame_size, built);
+		/* In its prologue or epilogue a frame runs its own method, no
+		 * inlined one yet or any more: no pc word, so no scopes (as
+		 * AsyncGetCallTrace, which finds no PcDesc there, names it). */
+		if (st->method && r == JVM_STEPPED && room >= 2 && !prologue && built == JVM_FRAME_FULL) {
+			jvm_put(s, slot + 1, EHP_JVM_PC_WORD(ran_at, exact));
 			r |= JVM_PC_WORD;
 		}
 	} else {
