@@ -171,10 +171,13 @@ def run_once(jdk, args, rep):
 
 def jfr_json(jdk, recording):
     """The recording's jdk.ExecutionSample events as `jfr print --json`
-    prints them, in a file beside it (host path)."""
+    prints them, in a file beside it (host path). With all the frames JFR
+    records (64 by default): `jfr print` shows a stack's 5 leaf-most
+    unless told, and a chain cut there matches no other profiler's."""
     path = jdk.host(recording) + ".json"
     with open(path, "w") as f:
-        p = subprocess.run(jdk.cmd("jfr", "print", "--json", "--events", "jdk.ExecutionSample", recording),
+        p = subprocess.run(jdk.cmd("jfr", "print", "--json", "--stack-depth", "64", "--events",
+                                   "jdk.ExecutionSample", recording),
                            stdout=f, stderr=subprocess.PIPE, text=True, timeout=300)
     if p.returncode != 0:
         raise RuntimeError(f"jfr print {recording}: exit {p.returncode}: {p.stderr.strip()}")

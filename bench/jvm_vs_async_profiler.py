@@ -29,10 +29,12 @@ Figures, per JDK, each the median over the runs (runs interleave the JDKs):
               async-profiler loses: below)
   chains      overlap of the multisets of Java caller chains (JvmHot
               frames root to leaf, per thread), bench/jvm_profiles.py;
+              also over the samples not in libm's fmod alone (JDK 17:
+              async-profiler has no Java frame for any of those);
               also with JFR's (a second opinion, for stacks only: it
               samples few threads a period), recorded inside the same
               window (jcmd JFR.start settings=profile; `jfr print --json
-              --events jdk.ExecutionSample`), for ehprof and for
+              --stack-depth 64 --events jdk.ExecutionSample`), for ehprof and for
               async-profiler itself; and async-profiler's chains against
               its own previous run's (the overlap sampling noise leaves)
   with Java   percent of the three threads' samples carrying a JvmHot frame
@@ -67,6 +69,7 @@ def run_figures(paths):
     eh = jvm_profiles.Profile(paths["ehprof"], "ehprof")
     f = {"asprof_samples": ap.total(), "ehprof_samples": eh.total(),
          "chain_overlap_pct": jvm_profiles.chain_overlap(ap, eh),
+         "chain_overlap_no_fmod_pct": jvm_profiles.chain_overlap(ap, eh, "chains_no_fmod"),
          "asprof_with_java_pct": ap.pct(ap.with_java), "ehprof_with_java_pct": eh.pct(eh.with_java),
          "ehprof_reach_start_pct": eh.pct(eh.reach_start),
          "asprof_fmod_unnamed_pct": ap.thread_pct(ap.fmod_leaf, "hot-arith")
@@ -114,7 +117,8 @@ def print_jdk(label, version, m, reps):
                 print(f"  {thread:12} {name:24} {a:9.1f}% {e:7.1f}% {abs(a - e):7.1f}")
     print(f"  max |diff| over async-profiler's ten hottest: {m['max_diff_points']:.1f} points "
           f"({m['max_diff_points_no_fmod']:.1f} without fmodLoop)")
-    print(f"  Java caller chains overlap with async-profiler: {m['chain_overlap_pct']:.1f} %")
+    print(f"  Java caller chains overlap with async-profiler: {m['chain_overlap_pct']:.1f} % "
+          f"({m['chain_overlap_no_fmod_pct']:.1f} % of the samples not in libm's fmod)")
     if "asprof_rerun_chain_overlap_pct" in m:
         print(f"  async-profiler's own runs, one against the next: {m['asprof_rerun_chain_overlap_pct']:.1f} %")
     if "jfr_chain_overlap_pct" in m:

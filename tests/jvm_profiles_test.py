@@ -101,6 +101,8 @@ class JvmProfilesTest(unittest.TestCase):
         self.assertAlmostEqual(jvm_profiles.chain_overlap(a, e), want)
         self.assertAlmostEqual(jvm_profiles.chain_overlap(a, a), 100.0)
         self.assertEqual(jvm_profiles.chain_overlap(a, profile("hot-arith;[anon] 5\n", "ehprof")), 0.0)
+        # Without the samples in fmod: hot-arith hashMix alone in both.
+        self.assertAlmostEqual(jvm_profiles.chain_overlap(a, e, "chains_no_fmod"), 100.0 * (1.0 + 50 / 100) / 2)
 
     def test_jfr(self):
         j = profile(JFR, "jfr")
