@@ -77,6 +77,25 @@ def jfr_stacks(path):
         yield thread, frames, 1
 
 
+_PERF_HEADER = re.compile(r"^(.*?)\s+\d+(?:/\d+)?\s+(?:\[\d+\]\s+)?(\d+\.\d+):")
+
+
+def perf_script_stacks(path, window):
+    """(thread, frames root to leaf, 1) per sample of ehprof's perf-script
+    output whose time (CLOCK_MONOTONIC seconds) is in window, a (begin,
+    end) pair: "COMM TID [CPU] TIME: PERIOD EVENT:", then a line a frame,
+    leaf first, "ADDRESS NAME (DSO)", a blank line after each sample."""
+    with open(path, errors="replace") as f:
+        blocks = f.read().split("\n\n")
+    for block in blocks:
+        lines = [line for line in block.split("\n") if line.strip()]
+        m = _PERF_HEADER.match(lines[0]) if lines else None
+        if not m or not window[0] <= float(m.group(2)) <= window[1]:
+            continue
+        frames = [line.strip().partition(" ")[2].rpartition(" (")[0] or line.strip() for line in lines[1:]]
+        yield m.group(1)[:15], frames[::-1], 1
+
+
 def folded_stacks(path, source):
     """(thread, frames root to leaf, count) per line of a folded file."""
     with open(path, errors="replace") as f:
@@ -89,9 +108,10 @@ def folded_stacks(path, source):
 
 class Profile:
     """Counts per JvmHot thread from one profile: source "asprof" or
-    "ehprof" (folded) or "jfr" (jfr print --json)."""
+    "ehprof" (folded), "ehprof_perf" (perf-script: its samples in window
+    alone) or "jfr" (jfr print --json)."""
 
-    def __init__(self, path, source):
+    def __init__(self, path, source, window=None):
         self.samples = collections.Counter()    # thread -> samples
         self.deepest = collections.Counter()    # (thread, method) -> samples
         self.chains = collections.Counter()     # (thread, chain) -> samples with a JvmHot frame
@@ -103,7 +123,12 @@ class Profile:
         self.reach_start = collections.Counter()
         self.fmod_leaf = collections.Counter()  # thread -> samples whose leaf is libm's fmod
         self.fmod_named = collections.Counter()  # thread -> those that also carry JvmHot.fmodLoop
-        stacks = jfr_stacks(path) if source == "jfr" else folded_stacks(path, source)
+        if source == "jfr":
+            stacks = jfr_stacks(path)
+        elif source == "ehprof_perf":
+            stacks = perf_script_stacks(path, window)
+        else:
+            stacks = folded_stacks(path, source)
         for thread, frames, n in stacks:
             self._add(thread, frames, n)
 

@@ -13,8 +13,12 @@ warm-up, ehprof starts on the JVM,
   ehprof record -p PID -F 999 -o ehprof.folded
 then async-profiler, by `jcmd PID JVMTI.agent_load SO
 start,event=cpu,interval=1ms,threads`, stopped SECONDS later with
-`stop,file=...,collapsed`; ehprof is ended (SIGINT) after that stop. Both
-cover the JIT-compiled steady state, in which each method's share is fixed.
+`stop,file=...,collapsed`; ehprof is ended (SIGINT) after that stop, and
+judged on its samples between the two jcmd's returns alone (its
+perf-script output has each sample's time): the JIT may still be changing
+the code then (under load, JDK 25's C2 compiles JvmHot.dataLoop with
+matMul and sieve inlined 11 s after the start), and ehprof's extra second
+before async-profiler's start shifted hot-data's shares by up to 8 points.
 event=cpu (a perf_events cpu-clock timer per thread, the clock ehprof
 samples by) at 1 ms: with event=itimer,interval=5ms (one process-wide
 timer) async-profiler had about 150 samples a second on this 2-CPU VM,
@@ -66,7 +70,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def run_figures(paths):
     """The figures of one run, from its profiles; and async-profiler's."""
     ap = jvm_profiles.Profile(paths["asprof"], "asprof")
-    eh = jvm_profiles.Profile(paths["ehprof"], "ehprof")
+    eh = jvm_profiles.Profile(paths["ehprof_perf"], "ehprof_perf", paths["window"])
     f = {"asprof_samples": ap.total(), "ehprof_samples": eh.total(),
          "chain_overlap_pct": jvm_profiles.chain_overlap(ap, eh),
          "chain_overlap_no_fmod_pct": jvm_profiles.chain_overlap(ap, eh, "chains_no_fmod"),
