@@ -152,6 +152,11 @@ class Profile:
             if "JvmHot.fmodLoop" in java:
                 self.fmod_named[thread] += n
 
+    def merge(self, other):
+        """Adds another profile's counts (of another run) to these."""
+        for name, counter in vars(other).items():
+            getattr(self, name).update(counter)
+
     def total(self):
         return sum(self.samples.values())
 

@@ -137,6 +137,13 @@ class JvmProfilesTest(unittest.TestCase):
         self.assertAlmostEqual(jvm_profiles.chain_overlap(j, profile(EHPROF, "ehprof")),
                                100.0 * ((0.5 + 40 / 90) + 1.0) / 2)
 
+    def test_merge(self):
+        p = profile(ASYNC, "asprof")
+        p.merge(profile(ASYNC, "asprof"))
+        self.assertEqual(dict(p.samples), {"hot-arith": 200, "hot-virtual": 200})
+        self.assertAlmostEqual(p.share("hot-arith", "JvmHot.hashMix"), 60.0)
+        self.assertEqual(p.fmod_leaf["hot-arith"], 80)
+
     def test_perf_script_window(self):
         p = profile(PERF, "ehprof_perf", (100.0, 101.0))
         self.assertEqual(dict(p.samples), {"hot-virtual": 2})
