@@ -156,7 +156,11 @@ def main():
     ap.add_argument("--jdk21", action="store_true",
                     help="also Debian 13's openjdk-21, in a root scripts/debian_root.sh makes (cached)")
     ap.add_argument("--seconds", type=float, default=10, help="profiled time a run")
-    ap.add_argument("--warmup", type=float, default=4, help="seconds before profiling (JIT compiles)")
+    # The outer loops iterate slowly, so the JIT compiles them late: with
+    # four other jobs on the 2 CPUs, -XX:+PrintCompilation (JDK 25) shows
+    # dataLoop's C2 OSR compile, which inlines matMul and sieve and moves
+    # their shares, at 6.9 s (11.5 s in another run).
+    ap.add_argument("--warmup", type=float, default=12, help="seconds before profiling (JIT compiles)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--hz", type=int, default=999, help="ehprof's -F")
     ap.add_argument("--asprof-event", default="cpu,interval=1ms",
