@@ -6,15 +6,20 @@ Java classes with slashes in packages ("java/lang/Thread.run").
 ehprof (folded): "COMM;frame;...;leaf COUNT", the thread's comm first (a
 Java thread's comm is its name, cut to 15 bytes), C++ frames with their
 parameter lists, a file:line in parentheses with --srcline.
-JFR (`jfr print --json --events jdk.ExecutionSample`): one event a sample,
-its frames leaf first, each a method's class ("JvmHot$Square", slashes in
-packages) and name; Java frames only. Frames are
-normalised to dotted class names with annotation suffixes (_[j]) and
+JFR (`jfr print --json --stack-depth 64 --events jdk.ExecutionSample`):
+one event a sample, its frames leaf first, each a method's class
+("JvmHot$Square", slashes in packages) and name; Java frames only. Frames
+are normalised to dotted class names with annotation suffixes (_[j]) and
 anything from the first "(" on dropped, so both spell a Java method
 "JvmHot.hashMix", "JvmHot$Square.area", "java.lang.Thread.run".
 
 Per sample, the deepest workload method is the innermost JvmHot frame; the
 Java caller chain is the sequence of JvmHot frames, root to leaf.
+Chains are also counted without the samples in libm's fmod (on JDK 17 a
+double % calls it from compiled code with no frame anchor, and
+async-profiler, through AsyncGetCallTrace, has no Java frame for any of
+them: [unknown_Java]), so that the two profilers' chains are compared over
+the samples both can walk.
 Standard library only.
 """
 import collections
@@ -30,9 +35,9 @@ HOT = {
 THREADS = tuple(HOT)
 NO_JAVA = "(no JvmHot frame)"
 # The fmod a double % ends in, as the two profilers name it: libm's (glibc
-# exports one address under several names: fmod, __fmod_finite,
-# __ieee754_fmod), or HotSpot's own copy in JDK 21 (libmFmod).
-FMOD = {"fmod", "__fmod", "__fmod_finite", "__ieee754_fmod", "libmFmod"}
+# exports one address under several names: fmod, fmodf32x, fmodf64,
+# __fmod_finite, __ieee754_fmod), or HotSpot's own copy in JDK 21 (libmFmod).
+FMOD = {"fmod", "fmodf32x", "fmodf64", "__fmod", "__fmod_finite", "__ieee754_fmod", "libmFmod"}
 _ANNOTATION = re.compile(r"_\[[a-z0-9]\]$")
 
 
@@ -72,6 +77,25 @@ def jfr_stacks(path):
         yield thread, frames, 1
 
 
+_PERF_HEADER = re.compile(r"^(.*?)\s+\d+(?:/\d+)?\s+(?:\[\d+\]\s+)?(\d+\.\d+):")
+
+
+def perf_script_stacks(path, window):
+    """(thread, frames root to leaf, 1) per sample of ehprof's perf-script
+    output whose time (CLOCK_MONOTONIC seconds) is in window, a (begin,
+    end) pair: "COMM TID [CPU] TIME: PERIOD EVENT:", then a line a frame,
+    leaf first, "ADDRESS NAME (DSO)", a blank line after each sample."""
+    with open(path, errors="replace") as f:
+        blocks = f.read().split("\n\n")
+    for block in blocks:
+        lines = [line for line in block.split("\n") if line.strip()]
+        m = _PERF_HEADER.match(lines[0]) if lines else None
+        if not m or not window[0] <= float(m.group(2)) <= window[1]:
+            continue
+        frames = [line.strip().partition(" ")[2].rpartition(" (")[0] or line.strip() for line in lines[1:]]
+        yield m.group(1)[:15], frames[::-1], 1
+
+
 def folded_stacks(path, source):
     """(thread, frames root to leaf, count) per line of a folded file."""
     with open(path, errors="replace") as f:
@@ -84,12 +108,14 @@ def folded_stacks(path, source):
 
 class Profile:
     """Counts per JvmHot thread from one profile: source "asprof" or
-    "ehprof" (folded) or "jfr" (jfr print --json)."""
+    "ehprof" (folded), "ehprof_perf" (perf-script: its samples in window
+    alone) or "jfr" (jfr print --json)."""
 
-    def __init__(self, path, source):
+    def __init__(self, path, source, window=None):
         self.samples = collections.Counter()    # thread -> samples
         self.deepest = collections.Counter()    # (thread, method) -> samples
         self.chains = collections.Counter()     # (thread, chain) -> samples with a JvmHot frame
+        self.chains_no_fmod = collections.Counter()  # the same, of the samples not in libm's fmod
         self.with_java = collections.Counter()  # thread -> samples with a JvmHot frame
         # thread -> samples reaching the thread's start: start_thread, or
         # HotSpot's thread_native_entry it calls (a libc without symbols
@@ -97,7 +123,12 @@ class Profile:
         self.reach_start = collections.Counter()
         self.fmod_leaf = collections.Counter()  # thread -> samples whose leaf is libm's fmod
         self.fmod_named = collections.Counter()  # thread -> those that also carry JvmHot.fmodLoop
-        stacks = jfr_stacks(path) if source == "jfr" else folded_stacks(path, source)
+        if source == "jfr":
+            stacks = jfr_stacks(path)
+        elif source == "ehprof_perf":
+            stacks = perf_script_stacks(path, window)
+        else:
+            stacks = folded_stacks(path, source)
         for thread, frames, n in stacks:
             self._add(thread, frames, n)
 
@@ -108,15 +139,23 @@ class Profile:
         java = tuple(f for f in frames if is_workload(f))
         self.samples[thread] += n
         self.deepest[(thread, java[-1] if java else NO_JAVA)] += n
+        in_fmod = bool(frames) and frames[-1] in FMOD
         if java:
             self.with_java[thread] += n
             self.chains[(thread, java)] += n
+            if not in_fmod:
+                self.chains_no_fmod[(thread, java)] += n
         if "start_thread" in frames or "thread_native_entry" in frames:
             self.reach_start[thread] += n
-        if frames and frames[-1] in FMOD:
+        if in_fmod:
             self.fmod_leaf[thread] += n
             if "JvmHot.fmodLoop" in java:
                 self.fmod_named[thread] += n
+
+    def merge(self, other):
+        """Adds another profile's counts (of another run) to these."""
+        for name, counter in vars(other).items():
+            getattr(self, name).update(counter)
 
     def total(self):
         return sum(self.samples.values())
@@ -133,8 +172,9 @@ class Profile:
         return 100.0 * counter[thread] / self.samples[thread] if self.samples[thread] else 0.0
 
 
-def chain_overlap(a, b):
-    """Percent overlap of two multisets of Java caller chains, per thread
+def chain_overlap(a, b, chains="chains"):
+    """Percent overlap of two multisets of Java caller chains (the
+    profiles' attribute `chains`: "chains", or "chains_no_fmod"), per thread
     then averaged over the three threads (so that a profiler sampling some
     threads less, as JFR does, is not judged for it). Per thread, each
     profile's chains are made a distribution over its samples with a
@@ -144,8 +184,8 @@ def chain_overlap(a, b):
     profile has a chain of are left out."""
     overlaps = []
     for thread in THREADS:
-        ca = {k[1]: c for k, c in a.chains.items() if k[0] == thread}
-        cb = {k[1]: c for k, c in b.chains.items() if k[0] == thread}
+        ca = {k[1]: c for k, c in getattr(a, chains).items() if k[0] == thread}
+        cb = {k[1]: c for k, c in getattr(b, chains).items() if k[0] == thread}
         na, nb = sum(ca.values()), sum(cb.values())
         if na and nb:
             overlaps.append(100.0 * sum(min(c / na, cb.get(k, 0) / nb) for k, c in ca.items()))

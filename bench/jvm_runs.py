@@ -122,11 +122,18 @@ def jcmd_agent(jdk, pid, options):
 
 def run_once(jdk, args, rep):
     """Runs JvmHot once under the profilers; returns {source: path} of the
-    profiles: "asprof" and "ehprof" (folded), "jfr" (jfr print --json)
-    unless args.no_jfr. ehprof runs from before async-profiler's start to
-    after its stop, JFR inside that window: all in the steady state."""
+    profiles: "asprof" and "ehprof" (folded), "ehprof_perf" (ehprof's
+    perf-script, each sample with its CLOCK_MONOTONIC time), "jfr" (jfr
+    print --json) unless args.no_jfr; and "window", async-profiler's
+    (from when jcmd's start returned to when its stop did: jcmd runs the
+    command at the end of its own JVM's start-up, so both land near their
+    ends). ehprof runs from before that window to after it, JFR inside it.
+    The JIT may still change the code in it (under load JDK 25's C2
+    compiles JvmHot.dataLoop, matMul and sieve inlined, 11 s after the
+    start), so ehprof is judged on its samples in the window alone."""
     paths = {"asprof": os.path.join(jdk.tmp_in(), f"asprof-{rep}.folded"),
-             "ehprof": os.path.join(jdk.tmp_in(), f"ehprof-{rep}.folded")}
+             "ehprof": os.path.join(jdk.tmp_in(), f"ehprof-{rep}.folded"),
+             "ehprof_perf": os.path.join(jdk.tmp_in(), f"ehprof-{rep}.perf")}
     if not args.no_jfr:
         paths["jfr"] = os.path.join(jdk.tmp_in(), f"jfr-{rep}.jfr")
     # Longer than the run needs (jcmd can take seconds on a loaded machine):
@@ -138,7 +145,7 @@ def run_once(jdk, args, rep):
     try:
         time.sleep(args.warmup)
         eh = subprocess.Popen([args.ehprof, "record", "-p", str(jvm.pid), "-F", str(args.hz),
-                               "-o", jdk.host(paths["ehprof"])],
+                               "-o", jdk.host(paths["ehprof"]), "-o", jdk.host(paths["ehprof_perf"])],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)  # past ehprof's setup
         jcmd_agent(jdk, jvm.pid, f"start,event={args.asprof_event},threads")
@@ -150,6 +157,7 @@ def run_once(jdk, args, rep):
         if "jfr" in paths:
             jdk.run("jcmd", str(jvm.pid), "JFR.stop", "name=ehprof")
         jcmd_agent(jdk, jvm.pid, f"stop,file={paths['asprof']},collapsed")
+        window = (start, time.monotonic())
         eh.send_signal(signal.SIGINT)  # ends the recording; ehprof writes it
         eh_err = eh.communicate(timeout=120)[1]
         if eh.returncode != 0:
@@ -166,15 +174,19 @@ def run_once(jdk, args, rep):
         os.makedirs(args.keep, exist_ok=True)
         for who, path in out.items():
             shutil.copy(path, os.path.join(args.keep, f"{jdk.label}-{rep}-{who}{os.path.splitext(path)[1]}"))
+    out["window"] = window
     return out
 
 
 def jfr_json(jdk, recording):
     """The recording's jdk.ExecutionSample events as `jfr print --json`
-    prints them, in a file beside it (host path)."""
+    prints them, in a file beside it (host path). With all the frames JFR
+    records (64 by default): `jfr print` shows a stack's 5 leaf-most
+    unless told, and a chain cut there matches no other profiler's."""
     path = jdk.host(recording) + ".json"
     with open(path, "w") as f:
-        p = subprocess.run(jdk.cmd("jfr", "print", "--json", "--events", "jdk.ExecutionSample", recording),
+        p = subprocess.run(jdk.cmd("jfr", "print", "--json", "--stack-depth", "64", "--events",
+                                   "jdk.ExecutionSample", recording),
                            stdout=f, stderr=subprocess.PIPE, text=True, timeout=300)
     if p.returncode != 0:
         raise RuntimeError(f"jfr print {recording}: exit {p.returncode}: {p.stderr.strip()}")

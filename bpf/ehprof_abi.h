@@ -292,13 +292,17 @@ EHP_ASSERT(EHP_JVM_METHOD_BITS + EHP_JVM_BCI_BITS == 59, "a Java frame's fields 
 /* The word after a compiled frame (room allowing): bit 60, the compiled
  * bit and bit 58 (which a compiled frame, its bci field 0, never sets),
  * with the pc the frame ran at in bits 0-46 (its return address, or the
- * interrupted pc at the leaf). User space finds the nmethod at that pc,
- * checks it still runs the frame's method, and expands the methods
- * inlined at the pc into frames of their own; no other stage sees it. */
+ * interrupted pc: at the leaf, or under a signal handler's frame), bit 47
+ * set for an interrupted one (EHP_JVM_PC_EXACT). User space finds the
+ * nmethod at that pc, checks it still runs the frame's method, and expands
+ * the methods inlined at the pc into frames of their own; no other stage
+ * sees it. */
 #define EHP_JVM_PC_MARK (1ull << 58)
 #define EHP_JVM_PC_BITS 47
-#define EHP_JVM_PC_WORD(pc)                                                                        \
-	(EHP_FRAME_JVM | EHP_JVM_COMPILED | EHP_JVM_PC_MARK | ((pc) & ((1ull << EHP_JVM_PC_BITS) - 1)))
+#define EHP_JVM_PC_EXACT (1ull << EHP_JVM_PC_BITS)
+#define EHP_JVM_PC_WORD(pc, exact)                                                                 \
+	(EHP_FRAME_JVM | EHP_JVM_COMPILED | EHP_JVM_PC_MARK | ((exact) ? EHP_JVM_PC_EXACT : 0) |    \
+	 ((pc) & ((1ull << EHP_JVM_PC_BITS) - 1)))
 #define EHP_IS_JVM_PC(v)                                                                           \
 	(((v) & (EHP_FRAME_JVM | EHP_FRAME_PYTHON | EHP_FRAME_EXACT | EHP_FRAME_FP | EHP_JVM_COMPILED |  \
 		 EHP_JVM_PC_MARK)) == (EHP_FRAME_JVM | EHP_JVM_COMPILED | EHP_JVM_PC_MARK))

@@ -4,8 +4,10 @@
  * map (HotSpot's CodeHeap::find_block_for), replaces the frame's address
  * in the sample with a Java frame (EHP_FRAME_JVM: the Method* and, when
  * interpreted, the bci) and unwinds it as HotSpot does: a compiled method
- * or a stub by its frame size, the interpreter by its frame pointer, whose
- * frames HotSpot always links. The caller's pc is then the walk's again
+ * or a stub by its frame size (a compiled method interrupted in its
+ * prologue or epilogue by as much of the frame as its instructions there
+ * had built), the interpreter by its frame pointer, whose frames HotSpot
+ * always links. The caller's pc is then the walk's again
  * (CFI for libjvm and the rest, jvm_step for more Java). The offsets come
  * per JVM from its own gHotSpotVMStructs (agent/jvm/); x86-64 only, and
  * only in the bpf_loop build (EHP_JVM_WALK). Included after
@@ -258,10 +260,15 @@ __noinline int jvm_step(__u32 at, __u32 room)
 			st->method = 0;
 		value = st->method ? EHP_JVM_FRAME(st->method, 0, 1) : EHP_JVM_FRAME(0, EHP_JVM_BLOB_STUB, 0);
 		__u64 ran_at = s->pc;
-		__u32 layout = s->exact ? jvm_leaf_layout(s, st, pc, pc < st->code_begin + st->complete) : JVM_FRAMED;
+		int exact = s->exact, prologue = exact && pc < st->code_begin + st->complete;
+		__u32 layout = exact ? jvm_leaf_layout(s, st, pc, prologue) : JVM_FRAMED;
 		r = jvm_sized(s, st, st->frame_size, layout);
-		if (st->method && r == JVM_STEPPED && room >= 2) {
-			jvm_put(s, slot + 1, EHP_JVM_PC_WORD(ran_at));
+		/* In its prologue or epilogue a frame runs its own method, no
+		 * inlined one yet or any more: no pc word, so no scopes (as
+		 * AsyncGetCallTrace, which finds no PcDesc there, names it). */
+		if (st->method && r == JVM_STEPPED && room >= 2 && !prologue &&
+		    (layout == JVM_FRAMED || layout == JVM_RBP_LIVE)) {
+			jvm_put(s, slot + 1, EHP_JVM_PC_WORD(ran_at, exact));
 			r |= JVM_PC_WORD;
 		}
 	} else {

@@ -1,10 +1,10 @@
 // The scopes of a compiled frame (agent/jvm/jvm_inlining.h), read from an
 // nmethod laid out in this process's own memory as JDK 17 lays one out
 // (PcDescs, scopes and metadata at offsets from the nmethod): the chain at
-// a leaf pc is the next PcDesc's, at a return address its own; an nmethod
-// of another method, a scope chain that loops, a metadata index past the
-// table, a blob that is no nmethod are errors; a cached chain no longer
-// holds once its nmethod's compile id changed.
+// a leaf pc is that of the first PcDesc past it, at a return address the
+// PcDesc at it; an nmethod of another method, a scope chain that loops, a
+// metadata index past the table, a blob that is no nmethod are errors; a
+// cached chain no longer holds once its nmethod's compile id changed.
 #include "agent/jvm/jvm_inlining.h"
 
 #include <unistd.h>
@@ -99,6 +99,25 @@ TEST_F(JvmInlining, LeafTakesTheNextPcDescAndAReturnAddressItsOwn) {
   int32_t recompiled = 8;
   std::memcpy(At(offsetof(FakeNmethod, compile_id)), &recompiled, sizeof(recompiled));
   EXPECT_FALSE(SameJvmNmethod(mem_, proc_, f_, *ret));
+}
+
+// A PcDesc marks where its code ends: an interrupted pc at a PcDesc's
+// offset is the first instruction after that code, described by the next
+// PcDesc; a return address there is the call's own.
+TEST_F(JvmInlining, LeafAtAPcDescsOffsetRunsTheCodeAfterIt) {
+  auto leaf = Read(20, true);
+  ASSERT_TRUE(leaf.ok()) << leaf.status();
+  ASSERT_EQ(leaf->scopes.size(), 1u);
+  EXPECT_EQ(leaf->scopes[0].method, kOuter);
+  auto last = Read(19, true);
+  ASSERT_TRUE(last.ok()) << last.status();
+  ASSERT_EQ(last->scopes.size(), 2u) << "the inlined code's last byte";
+  EXPECT_EQ(last->scopes[0].method, kInner);
+  auto ret = Read(20, false);
+  ASSERT_TRUE(ret.ok()) << ret.status();
+  ASSERT_EQ(ret->scopes.size(), 2u);
+  EXPECT_EQ(ret->scopes[0].method, kInner);
+  EXPECT_FALSE(Read(40, true).ok()) << "past the last PcDesc's code: the sentinel's null scope";
 }
 
 TEST_F(JvmInlining, ForeignOrBrokenDebugInfoIsAnError) {

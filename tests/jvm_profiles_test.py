@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/jvm_profiles.py on hand-made folded profiles in both spellings:
 async-profiler's ([name tid=N], slashes in packages, [unknown_Java]) and
-ehprof's (comm first, C++ parameter lists, file:line, _[j] annotations)."""
+ehprof's (comm first, C++ parameter lists, file:line, _[j] annotations);
+ehprof's perf-script output, its samples in a time window; JFR's JSON."""
 import json
 import os
 import sys
@@ -48,11 +49,32 @@ JFR = json.dumps({"recording": {"events": [
 ]}})
 
 
-def profile(text, source):
+# ehprof's perf-script output: one sample before the window, two in it.
+PERF = """\
+hot-virtual  8061 [001] 99.500000:    1001001 cpu-clock:
+\t    400000000010004b JvmHot.fib ([java])
+\t          3000ba JvmHot$Worker.run ([java])
+
+hot-virtual  8061 [001] 100.250000:    1001001 cpu-clock:
+\t    400000000010004b JvmHot.fib (inlined)
+\t    400000000010004b JvmHot.fib ([java])
+\t          200093 JvmHot.virtualLoop ([java])
+\t          3000ba JvmHot$Worker.run ([java])
+\t          8282d1 JavaCalls::call_helper(JavaValue*, methodHandle const&) (/usr/lib/jvm/lib/server/libjvm.so)
+\t           94ac3 start_thread (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+hot-virtual  8061 [000] 100.750000:    1001001 cpu-clock:
+\tffffffff81001000 asm_sysvec_apic_timer_interrupt ([kernel.kallsyms])
+\t          40002d JvmHot$Square.area ([java])
+\t          200092 JvmHot.virtualLoop ([java])
+"""
+
+
+def profile(text, source, window=None):
     with tempfile.NamedTemporaryFile("w", suffix=".folded", delete=False) as f:
         f.write(text)
     try:
-        return jvm_profiles.Profile(f.name, source)
+        return jvm_profiles.Profile(f.name, source, window)
     finally:
         os.unlink(f.name)
 
@@ -101,6 +123,8 @@ class JvmProfilesTest(unittest.TestCase):
         self.assertAlmostEqual(jvm_profiles.chain_overlap(a, e), want)
         self.assertAlmostEqual(jvm_profiles.chain_overlap(a, a), 100.0)
         self.assertEqual(jvm_profiles.chain_overlap(a, profile("hot-arith;[anon] 5\n", "ehprof")), 0.0)
+        # Without the samples in fmod: hot-arith hashMix alone in both.
+        self.assertAlmostEqual(jvm_profiles.chain_overlap(a, e, "chains_no_fmod"), 100.0 * (1.0 + 50 / 100) / 2)
 
     def test_jfr(self):
         j = profile(JFR, "jfr")
@@ -112,6 +136,22 @@ class JvmProfilesTest(unittest.TestCase):
         # 40/90; hot-virtual: Square.area alone in both.
         self.assertAlmostEqual(jvm_profiles.chain_overlap(j, profile(EHPROF, "ehprof")),
                                100.0 * ((0.5 + 40 / 90) + 1.0) / 2)
+
+    def test_merge(self):
+        p = profile(ASYNC, "asprof")
+        p.merge(profile(ASYNC, "asprof"))
+        self.assertEqual(dict(p.samples), {"hot-arith": 200, "hot-virtual": 200})
+        self.assertAlmostEqual(p.share("hot-arith", "JvmHot.hashMix"), 60.0)
+        self.assertEqual(p.fmod_leaf["hot-arith"], 80)
+
+    def test_perf_script_window(self):
+        p = profile(PERF, "ehprof_perf", (100.0, 101.0))
+        self.assertEqual(dict(p.samples), {"hot-virtual": 2})
+        fib = ("hot-virtual", ("JvmHot$Worker.run", "JvmHot.virtualLoop", "JvmHot.fib", "JvmHot.fib"))
+        self.assertEqual(p.chains[fib], 1)
+        self.assertAlmostEqual(p.share("hot-virtual", "JvmHot$Square.area"), 50.0)
+        self.assertAlmostEqual(p.pct(p.reach_start), 50.0)
+        self.assertEqual(profile(PERF, "ehprof_perf", (0.0, 1e9)).total(), 3)
 
     def test_hostile_lines(self):
         p = profile("no count here\nhot-arith;JvmHot.crc x\n;\n\nhot-arith 3\n", "ehprof")

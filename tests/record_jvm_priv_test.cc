@@ -3,7 +3,9 @@
 // warmed up: the walk names the Java frames from the JVM's own memory
 // (bpf/hotspot.bpf.h, agent/jvm/) and goes on through libjvm's CFI to the
 // thread's start. testdata/JvmWork.java: main -> work -> hotA / hotB;
-// testdata/JvmInline.java: a method C2 inlines is a frame of its own.
+// testdata/JvmInline.java: a method C2 inlines is a frame of its own;
+// testdata/JvmRecursion.java: a frame interrupted in its prologue or
+// epilogue unwinds to its callers.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,28 +120,32 @@ TEST_F(RecordJvm, JavaFramesOfAJvmWithoutFlagsAreNamedFromItsMemory) {
   }
 }
 
-// Samples of JvmInline's main thread in mix, the method step calls:
-// all of them are step's too. C2 inlines step into round, so step is a
-// scope of round's code at the call's return address; it must show as an
-// inlined frame between round and mix (--folded-annotate marks it _[i]).
-struct InlineCounts {
-  size_t mix = 0;           // samples in mix
-  size_t step_inlined = 0;  // ... with round;step_[i];mix
+// Of the main thread's samples in a frame `in`, those that also hold one
+// of `chains` (each as ";frame;frame;", the leaf-most frame last).
+struct ChainCounts {
+  size_t in = 0;
+  size_t chain = 0;
 };
 
-InlineCounts JudgeInlining(const std::string& folded) {
-  InlineCounts c;
-  ForEachMainStack(folded, [&c](const std::string& stack, size_t n) {
-    if (stack.find(";JvmInline.mix;") == std::string::npos) return;
-    c.mix += n;
-    if (stack.find(";JvmInline.round;JvmInline.step_[i];JvmInline.mix;") != std::string::npos ||
-        stack.find(";JvmInline.round_[i];JvmInline.step_[i];JvmInline.mix;") != std::string::npos) {
-      c.step_inlined += n;
+ChainCounts CountChains(const std::string& folded, const std::string& in, const std::vector<std::string>& chains) {
+  ChainCounts c;
+  ForEachMainStack(folded, [&](const std::string& stack, size_t n) {
+    if (stack.find(in) == std::string::npos) return;
+    c.in += n;
+    for (const std::string& chain : chains) {
+      if (stack.find(chain) != std::string::npos) {
+        c.chain += n;
+        break;
+      }
     }
   });
   return c;
 }
 
+// Samples of JvmInline's main thread in mix, the method step calls:
+// all of them are step's too. C2 inlines step into round, so step is a
+// scope of round's code at the call's return address; it must show as an
+// inlined frame between round and mix (--folded-annotate marks it _[i]).
 TEST_F(RecordJvm, MethodsInlinedByTheJitHaveTheirOwnFrames) {
   const std::vector<std::string> jdks = Jdks();
   if (jdks.empty()) GTEST_SKIP() << "no JDK under /usr/lib/jvm (scripts/packages.sh installs openjdk-17)";
@@ -149,12 +155,31 @@ TEST_F(RecordJvm, MethodsInlinedByTheJitHaveTheirOwnFrames) {
     // (-XX:+PrintInlining says so 0.2 s after the start on JDK 17 and 25).
     const std::string out = dir_ + "/inline.folded";
     ASSERT_NO_FATAL_FAILURE(RecordWarm(jdk, "JvmInline", out, {"--folded-annotate"}));
-    const InlineCounts c = JudgeInlining(out);
-    ASSERT_GE(c.mix, 300u) << "too few samples in JvmInline.mix to judge";
-    EXPECT_GE(c.step_inlined * 100, c.mix * 90)
-        << c.step_inlined << " of " << c.mix << " samples in mix show round;step (inlined);mix";
-    std::printf("%s: %zu samples in mix, %.1f %% under round;step (inlined)\n", jdk.c_str(), c.mix,
-                100.0 * c.step_inlined / c.mix);
+    const ChainCounts c = CountChains(out, ";JvmInline.mix;",
+                                      {";JvmInline.round;JvmInline.step_[i];JvmInline.mix;",
+                                       ";JvmInline.round_[i];JvmInline.step_[i];JvmInline.mix;"});
+    ASSERT_GE(c.in, 300u) << "too few samples in JvmInline.mix to judge";
+    EXPECT_GE(c.chain * 100, c.in * 90) << c.chain << " of " << c.in << " samples in mix show round;step (inlined);mix";
+    std::printf("%s: %zu samples in mix, %.1f %% under round;step (inlined)\n", jdk.c_str(), c.in,
+                100.0 * c.chain / c.in);
+  }
+}
+
+// Samples of JvmRecursion's main thread in fib: each must go on through
+// spin to main, whether fib's frame was whole or, in its prologue or
+// epilogue, half built.
+TEST_F(RecordJvm, FramesInterruptedInTheirPrologueOrEpilogueUnwind) {
+  const std::vector<std::string> jdks = Jdks();
+  if (jdks.empty()) GTEST_SKIP() << "no JDK under /usr/lib/jvm (scripts/packages.sh installs openjdk-17)";
+  for (const std::string& jdk : jdks) {
+    SCOPED_TRACE(jdk);
+    const std::string out = dir_ + "/recursion.folded";
+    ASSERT_NO_FATAL_FAILURE(RecordWarm(jdk, "JvmRecursion", out, {}));
+    const ChainCounts c =
+        CountChains(out, ";JvmRecursion.fib;", {";JvmRecursion.main;JvmRecursion.spin;JvmRecursion.fib;"});
+    ASSERT_GE(c.in, 300u) << "too few samples in JvmRecursion.fib to judge";
+    EXPECT_GE(c.chain * 1000, c.in * 995) << c.chain << " of " << c.in << " samples in fib reach main";
+    std::printf("%s: %zu samples in fib, %.2f %% reach main -> spin\n", jdk.c_str(), c.in, 100.0 * c.chain / c.in);
   }
 }
 

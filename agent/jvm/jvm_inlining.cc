@@ -113,7 +113,10 @@ absl::StatusOr<std::vector<uint8_t>> ReadRange(const ProcessMemory& mem, const R
 }
 
 // The scope decode offset of the first PcDesc at or after pc_offset
-// (PcDescs are sorted by pc offset).
+// (PcDescs are sorted by pc offset). A PcDesc's offset is where the code it
+// describes ends: a call's return address, the end of a stretch of inlined
+// code (C2's NonSafepointEmitter records a scope once its instructions are
+// emitted).
 absl::StatusOr<int32_t> ScopeOffsetAt(const ProcessMemory& mem, const InlineFields& f, const Nmethod& nm,
                                       int64_t pc_offset) {
   auto pcs = ReadRange(mem, nm.pcs);
@@ -180,7 +183,11 @@ absl::StatusOr<JvmScopes> ReadJvmScopes(const ProcessMemory& mem, const ehp_jvm_
   if (pc < nm->code_begin || pc - nm->code_begin > kMaxSection * 64) {
     return absl::InvalidArgumentError(absl::StrCat(Hex(pc), " is before nmethod ", Hex(nm->at), "'s code"));
   }
-  auto offset = ScopeOffsetAt(mem, f, *nm, static_cast<int64_t>(pc - nm->code_begin));
+  // An interrupted pc is the first byte of the instruction about to run,
+  // which the PcDesc at its end describes: one at pc itself ends the
+  // instruction before (HotSpot's forte.cpp looks up pc + 1 alike).
+  const int64_t pc_offset = static_cast<int64_t>(pc - nm->code_begin) + (leaf ? 1 : 0);
+  auto offset = ScopeOffsetAt(mem, f, *nm, pc_offset);
   if (!offset.ok()) return offset.status();
   if (*offset <= 0) {
     return absl::NotFoundError(absl::StrCat("nmethod at ", Hex(nm->at), ": no scope at ", Hex(pc)));

@@ -39,8 +39,8 @@ inline constexpr int kMaxJvmScopes = 64;
 // The scopes at pc of the nmethod whose code holds it. `method` is the Method* the walk saw for
 // the frame (EHP_JVM_FRAME_METHOD): an nmethod of another method (the JIT
 // freed the code and reused it) is an error. `leaf`: pc was interrupted
-// there (the PcDesc after it is used), else it is a return address (its
-// call's PcDesc, at that address). A JIT records PcDescs at calls and
+// there (the first PcDesc past it: PcDescs mark where their code ends), else
+// it is a return address (its call's PcDesc, at that address). A JIT records PcDescs at calls and
 // safepoints only, unless -XX:+DebugNonSafepoints (or a JVMTI agent such
 // as async-profiler) asks for more: a leaf pc in a loop of inlined code
 // then gets the scopes of the next safepoint, often its caller's alone.

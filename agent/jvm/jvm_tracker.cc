@@ -224,9 +224,10 @@ void JvmTracker::NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>
       out.push_back(v);
       continue;
     }
-    // The pc word of the first user frame is the interrupted pc.
+    // A pc word with EHP_JVM_PC_EXACT holds an interrupted pc: the leaf's,
+    // or the one under a signal handler.
     if (i + 1 < user->size() && EHP_IS_JVM_PC((*user)[i + 1]) &&
-        Expand(pid, p, v, (*user)[i + 1], i == 0, now_ns, &out)) {
+        Expand(pid, p, v, (*user)[i + 1], ((*user)[i + 1] & EHP_JVM_PC_EXACT) != 0, now_ns, &out)) {
       ++i;
       continue;
     }
