@@ -184,6 +184,38 @@ TEST(OtlpProfiles, DictionaryStacksAndValues) {
   EXPECT_EQ(Msg(off.All(2)[0]).Packed(4), std::vector<uint64_t>{5'000'000});
 }
 
+// Each location's profile.frame.type, by the runtime its frame is of.
+TEST(OtlpProfiles, FrameTypesSayTheRuntime) {
+  std::vector<ResolvedFrame> stack = {Frame("sys_write", "[kernel.kallsyms]", 0x10), Frame("write", "/lib/libc.so.6", 0x20),
+                                      Frame("Main.run", "[java]", 0x30), Frame("handle", "app.js", 0x40),
+                                      Frame("serve", "app.py", 0x50)};
+  stack[0].kernel = true;
+  stack[2].runtime = FrameRuntime::kJava;
+  stack[3].runtime = FrameRuntime::kJavaScript;
+  stack[4].runtime = FrameRuntime::kPython;
+  IntervalOutput out;
+  out.frequency_hz = 99;
+  ServiceProfileBuilder b;
+  b.Add("app", Sample("app", stack, 1));
+  b.Finish(&out);
+  Msg req(EncodeOtlpProfiles(out, {}));
+  Msg dict(req.One(2));
+  const std::vector<std::string> strings = dict.All(5);
+  const auto locations = dict.All(2), functions = dict.All(3), stacks = dict.All(7), attributes = dict.All(6);
+  Msg cpu(Msg(Msg(req.All(1)[0]).One(2)).All(2)[0]);
+  const std::vector<uint64_t> locs = Msg(stacks.at(Msg(cpu.All(2).at(0)).Int(1))).Packed(1);
+  std::vector<std::string> typed;  // "function type", leaf first
+  for (uint64_t l : locs) {
+    Msg loc(locations.at(l));
+    Msg attr(attributes.at(loc.Packed(4).at(0)));
+    EXPECT_EQ(Str(strings, attr.Int(1)), "profile.frame.type");
+    typed.push_back(Str(strings, Msg(functions.at(Msg(loc.All(3).at(0)).Int(1))).Int(1)) + " " +
+                    Msg(attr.One(2)).One(1));
+  }
+  EXPECT_EQ(typed, (std::vector<std::string>{"sys_write kernel", "write native", "Main.run jvm", "handle v8js",
+                                             "serve cpython"}));
+}
+
 TEST(OtlpProfiles, EmptyIntervalIsAnEmptyRequestWithTheZeroEntries) {
   Msg req(EncodeOtlpProfiles(IntervalOutput(), {}));
   EXPECT_TRUE(req.All(1).empty());

@@ -68,7 +68,7 @@ ResolvedSample HostileSample() {
   leaf.symbol = "evil\x1b[2J";
   leaf.dso = "/tmp/\xff/libx.so";
   leaf.src_file = "a\nb.py";
-  leaf.python = true;
+  leaf.runtime = FrameRuntime::kPython;
   s.frames = {leaf};
   s.labels = {{"k\xff", "v\x01"}};
   return s;

@@ -13,10 +13,30 @@ uint64_t StringBytes(const std::string& s) { return s.capacity() > 15 ? s.capaci
 
 InternedProfile::Kind KindOf(const ResolvedFrame& f) {
   if (f.kernel) return InternedProfile::Kind::kKernel;
-  if (f.python) return InternedProfile::Kind::kPython;
-  if (f.java) return InternedProfile::Kind::kJava;
-  if (f.jit) return InternedProfile::Kind::kJit;
-  return InternedProfile::Kind::kNative;
+  switch (f.runtime) {
+    case FrameRuntime::kPython:
+      return InternedProfile::Kind::kPython;
+    case FrameRuntime::kJava:
+      return InternedProfile::Kind::kJava;
+    case FrameRuntime::kJavaScript:
+      return InternedProfile::Kind::kJavaScript;
+    case FrameRuntime::kNone:
+      break;
+  }
+  return f.jit ? InternedProfile::Kind::kJit : InternedProfile::Kind::kNative;
+}
+
+FrameRuntime RuntimeOf(InternedProfile::Kind kind) {
+  switch (kind) {
+    case InternedProfile::Kind::kPython:
+      return FrameRuntime::kPython;
+    case InternedProfile::Kind::kJava:
+      return FrameRuntime::kJava;
+    case InternedProfile::Kind::kJavaScript:
+      return FrameRuntime::kJavaScript;
+    default:
+      return FrameRuntime::kNone;
+  }
 }
 
 }  // namespace
@@ -46,7 +66,7 @@ std::vector<std::string_view> FunctionNames(const InternedProfile& p, const Inte
 
 FrameView::FrameView(const ResolvedFrame& f)
     : symbol(f.symbol), dso(f.dso), src_file(f.src_file), addr(f.addr), symbol_start(f.symbol_start),
-      line(f.line), kernel(f.kernel), inlined(f.inlined), jit(f.jit), python(f.python), java(f.java) {}
+      line(f.line), kernel(f.kernel), inlined(f.inlined), jit(f.jit), runtime(f.runtime) {}
 
 std::vector<FrameView> Frames(const InternedProfile& p, const InternedProfile::Sample& s) {
   std::vector<FrameView> out;
@@ -65,8 +85,7 @@ std::vector<FrameView> Frames(const InternedProfile& p, const InternedProfile::S
       if (!f.inlined) f.symbol_start = loc.symbol_start;
       f.kernel = loc.kind == InternedProfile::Kind::kKernel;
       f.jit = loc.kind == InternedProfile::Kind::kJit;
-      f.python = loc.kind == InternedProfile::Kind::kPython;
-      f.java = loc.kind == InternedProfile::Kind::kJava;
+      f.runtime = RuntimeOf(loc.kind);
     }
   }
   return out;

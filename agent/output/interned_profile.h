@@ -30,7 +30,7 @@
 namespace ehprof {
 
 struct InternedProfile {
-  enum class Kind : uint8_t { kNative, kKernel, kPython, kJit, kJava };
+  enum class Kind : uint8_t { kNative, kKernel, kPython, kJit, kJava, kJavaScript };
   struct Mapping {
     uint32_t dso = 0;  // string id
     uint64_t start = 0, limit = 0, offset = 0;
@@ -97,7 +97,8 @@ struct FrameView {
   uint64_t addr = 0;          // ELF address (kernel: kernel address)
   uint64_t symbol_start = 0;  // the function's, on its own line only
   uint32_t line = 0;
-  bool kernel = false, inlined = false, jit = false, python = false, java = false;
+  bool kernel = false, inlined = false, jit = false;
+  FrameRuntime runtime = FrameRuntime::kNone;
 };
 // A sample's frames, leaf first (inline expansions before the function
 // holding them), as ResolvedSample::frames had them.

@@ -60,13 +60,17 @@ std::string KindColor(FrameKind kind, double v1, double v2) {
     case FrameKind::kJava:
       // Green-yellow, as async-profiler draws Java: apart from Python's teal.
       return Hsl(75 + 20 * v1, 0.60, 0.45 + 0.10 * v2);
+    case FrameKind::kJavaScript:
+      // Pink: a hue no other kind comes near (off-CPU and comm are
+      // purple, below 290), light enough for the black labels.
+      return Hsl(318 + 18 * v1, 0.60, 0.64 + 0.08 * v2);
   }
   return "gray";
 }
 
 // The legend's words; in FrameKind's order.
 constexpr const char* kLegendNames[kFrameKinds] = {
-    "all", "comm", "user code", "library", "kernel", "inlined", "unresolved", "off-CPU", "Python", "Java"};
+    "all", "comm", "user code", "library", "kernel", "inlined", "unresolved", "off-CPU", "Python", "Java", "JavaScript"};
 
 // What the tooltip's second line says a frame is.
 std::string KindText(FrameKind kind, const FrameOrigin* o) {
@@ -94,6 +98,8 @@ std::string KindText(FrameKind kind, const FrameOrigin* o) {
       return "Python function";
     case FrameKind::kJava:
       return "Java method";
+    case FrameKind::kJavaScript:
+      return "JavaScript function";
   }
   return "";
 }
@@ -116,8 +122,16 @@ double ItemWidth(int kind) {
 }  // namespace
 
 FrameKind SymbolKind(const FrameView& f) {
-  if (f.python) return FrameKind::kPython;
-  if (f.java) return FrameKind::kJava;
+  switch (f.runtime) {
+    case FrameRuntime::kPython:
+      return FrameKind::kPython;
+    case FrameRuntime::kJava:
+      return FrameKind::kJava;
+    case FrameRuntime::kJavaScript:
+      return FrameKind::kJavaScript;
+    case FrameRuntime::kNone:
+      break;
+  }
   if (f.inlined) return FrameKind::kInlined;
   if (f.kernel) return FrameKind::kKernel;
   // "libc.so.6", "ld-linux-x86-64.so.2", "libfoo.so", "[vdso]".

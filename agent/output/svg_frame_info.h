@@ -18,8 +18,10 @@ namespace ehprof {
 // kUser is code of the executable, kLibrary of a shared object (or the
 // vDSO): telling them apart by colour shows at a glance how much time goes
 // to libc and friends.
-enum class FrameKind { kRoot, kComm, kUser, kLibrary, kKernel, kInlined, kUnknown, kOffCpu, kPython, kJava };
-constexpr int kFrameKinds = 10;
+enum class FrameKind {
+  kRoot, kComm, kUser, kLibrary, kKernel, kInlined, kUnknown, kOffCpu, kPython, kJava, kJavaScript
+};
+constexpr int kFrameKinds = 11;
 
 // The kind of a resolved frame with a symbol (not off-CPU, not unknown).
 FrameKind SymbolKind(const FrameView& f);

@@ -185,7 +185,7 @@ ResolvedFrame PythonFrame(uint64_t value, const PythonCodeTable* codes) {
 
 ResolvedFrame PythonFrame(PythonFrameName n, uint64_t code) {
   ResolvedFrame f;
-  f.python = true;
+  f.runtime = FrameRuntime::kPython;
   f.symbol = std::move(n.qualname);
   f.dso = n.file.empty() ? "[python]" : n.file;
   f.src_file = std::move(n.file);
@@ -205,7 +205,7 @@ ResolvedFrame JvmFrame(uint64_t value, const JvmMethodTable* methods) {
 
 ResolvedFrame JvmFrame(JvmFrameName n, uint64_t id) {
   ResolvedFrame f;
-  f.java = true;
+  f.runtime = FrameRuntime::kJava;
   // A method the JIT inlined: an inline expansion of the frame below, as
   // a native function's inlined callees are.
   f.inlined = n.inlined;
@@ -222,7 +222,7 @@ ResolvedFrame V8Frame(uint64_t value, const V8FunctionTable* functions) {
 
 ResolvedFrame V8Frame(V8FrameName n, uint64_t function) {
   ResolvedFrame f;
-  f.jit = true;  // JavaScript: the JIT's colour and legend
+  f.runtime = FrameRuntime::kJavaScript;
   // A function TurboFan inlined: an inline expansion of the frame below.
   f.inlined = n.inlined;
   f.symbol = std::move(n.function);

@@ -10,6 +10,23 @@
 
 namespace ehprof {
 
+// The runtime whose function a frame is, when it was named from that
+// runtime's own memory rather than from native code's symbols: the
+// outputs give each its colour (SVG) and frame type (OTLP).
+enum class FrameRuntime : uint8_t {
+  kNone,
+  // A Python function (symbol: its qualname; dso and src_file: its .py
+  // file; line: the line running, 0 when unknown).
+  kPython,
+  // A Java method (symbol: "pkg.Class.method"; src_file: its .java file as
+  // the class names it; line: from the bci, 0 when unknown, as in a
+  // compiled frame; dso "[java]").
+  kJava,
+  // A JavaScript function of V8 (symbol: its name; dso and src_file: its
+  // script, "[v8]" when it has none; line: 0 when unknown).
+  kJavaScript,
+};
+
 struct ResolvedFrame {
   // Kernel frames: the kernel address. User frames: the ELF virtual address
   // inside `dso` — the sampled pc for the leaf, the call site (return
@@ -20,13 +37,7 @@ struct ResolvedFrame {
   bool kernel = false;
   bool inlined = false;  // an inline expansion of the frame below it
   bool jit = false;      // named from /tmp/perf-PID.map
-  // A Python function (symbol: its qualname; dso and src_file: its .py
-  // file; line: the line running, 0 when unknown).
-  bool python = false;
-  // A Java method (symbol: "pkg.Class.method"; src_file: its .java file as
-  // the class names it; line: from the bci, 0 when unknown, as in a
-  // compiled frame; dso "[java]").
-  bool java = false;
+  FrameRuntime runtime = FrameRuntime::kNone;
   uint64_t symbol_start = 0;  // the symbol's first address (0: unknown)
   std::string src_file;       // source position, when debug info has one
   uint32_t line = 0;

@@ -16,6 +16,25 @@ namespace {
 
 using namespace otlp_fields;  // NOLINT: the field names read as the schema's
 
+// The profile.frame.type attribute of a location (OpenTelemetry's
+// semantic conventions for profiles).
+const char* FrameType(InternedProfile::Kind kind) {
+  switch (kind) {
+    case InternedProfile::Kind::kKernel:
+      return "kernel";
+    case InternedProfile::Kind::kPython:
+      return "cpython";
+    case InternedProfile::Kind::kJava:
+      return "jvm";
+    case InternedProfile::Kind::kJavaScript:
+      return "v8js";
+    case InternedProfile::Kind::kNative:
+    case InternedProfile::Kind::kJit:
+      break;
+  }
+  return "native";
+}
+
 // A dictionary table: each distinct entry once, keyed by its own encoding
 // (equal messages are equal entries); entry 0 is the empty message, the
 // zero value an unset index points at.
@@ -121,10 +140,7 @@ class Dictionary {
       if (out.profile.lines[i].line != 0) line.Varint(kLineLine, out.profile.lines[i].line);
       loc.Message(kLocationLines, line);
     }
-    const char* type = l.kind == InternedProfile::Kind::kKernel   ? "kernel"
-                       : l.kind == InternedProfile::Kind::kPython ? "cpython"
-                       : l.kind == InternedProfile::Kind::kJava   ? "jvm"
-                                                                  : "native";
+    const char* type = FrameType(l.kind);
     const uint64_t attr[] = {static_cast<uint64_t>(Attribute("profile.frame.type", type))};
     loc.PackedVarints(kLocationAttributeIndices, attr);
     return cached = locations_.Add(loc.data());
