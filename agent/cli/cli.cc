@@ -260,6 +260,9 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
   app.add_flag("--no-java", flags->no_java,
                "HotSpot JVMs' code by frame pointers and perf maps only (by default their Java frames "
                "are walked and named from the JVM's own memory, as Class.method with File.java:line)");
+  app.add_flag("--no-js", flags->no_js,
+               "node (V8) processes' JavaScript by frame pointers and perf maps only (by default their "
+               "JavaScript frames are named from V8's own heap, as function with script:line)");
   AddFilterOptions(app, record);
 }
 
@@ -288,6 +291,7 @@ void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordO
   record->kernel_maps = !flags.no_kernel_maps;
   record->python = !flags.no_python;
   record->jvm = !flags.no_java;
+  record->v8 = !flags.no_js;
 }
 
 void AddOffCpuOptions(CLI::App& app, OffCpuFlags* f) {

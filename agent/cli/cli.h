@@ -57,6 +57,7 @@ struct SamplingFlags {
   bool no_kernel_maps = false;
   bool no_python = false;
   bool no_java = false;
+  bool no_js = false;
 };
 void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* flags);
 // Sets the event, map sizes and table cache of record from flags.

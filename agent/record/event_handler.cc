@@ -12,18 +12,14 @@ absl::Status TrackProcess(ProcessTracker* tracker, const RuntimeTrackers& runtim
                           uint64_t now_ns) {
   return Guarded("reading a process", "that process is not tracked this time", [&] {
     absl::Status st = tracker->Refresh(pid, now_ns);
-    if (st.ok() && runtimes.python) runtimes.python->Notice(pid, now_ns);
-    if (st.ok() && runtimes.jvm) runtimes.jvm->Notice(pid, now_ns);
-    if (st.ok() && runtimes.v8) runtimes.v8->Notice(pid, now_ns);
+    if (st.ok()) runtimes.ForEach([&](auto& runtime) { runtime.Notice(pid, now_ns); });
     return st;
   });
 }
 
 void EventHandler::HandleSample(RawSample&& s, size_t size) {
   if (hooks_.accept && !hooks_.accept(s)) return;
-  if (runtimes_.python) runtimes_.python->NameFrames(s.pid, s.time_ns, &s.user);
-  if (runtimes_.jvm) runtimes_.jvm->NameFrames(s.pid, s.time_ns, &s.user);
-  if (runtimes_.v8) runtimes_.v8->NameFrames(s.pid, s.time_ns, &s.user);
+  runtimes_.ForEach([&](auto& runtime) { runtime.NameFrames(s.pid, s.time_ns, &s.user); });
   if (hooks_.count) hooks_.count(s, size);
   if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
   if (sink_->ResolvesLater()) sampled_.insert(s.pid);
@@ -50,9 +46,7 @@ void EventHandler::HandleRecord(const void* data, size_t size) {
     case DecodedEvent::Kind::kExec:
       sink_->NewImage(ev.pid);
       tracker_->ImageEnded(ev.pid, ev.time_ns);
-      if (runtimes_.python) runtimes_.python->Exec(ev.pid);
-      if (runtimes_.jvm) runtimes_.jvm->Exec(ev.pid);
-      if (runtimes_.v8) runtimes_.v8->Exec(ev.pid);
+      runtimes_.ForEach([&](auto& runtime) { runtime.Exec(ev.pid); });
       if (hooks_.exec) hooks_.exec(ev.pid);
       for (uint64_t delay_ms : {5, 20, 60, 200}) {
         followups_.emplace(ev.time_ns + delay_ms * 1000000, ev.pid);
@@ -107,9 +101,7 @@ void EventHandler::ProcessPending(uint64_t now_ns) {
     // An image no sample came from is not needed for resolving: forget it,
     // so thousands of short-lived processes leave no trace.
     tracker_->Exit(pid, time_ns, /*keep_history=*/sampled_.erase(pid) > 0);
-    if (runtimes_.python) runtimes_.python->Exit(pid);
-    if (runtimes_.jvm) runtimes_.jvm->Exit(pid);
-    if (runtimes_.v8) runtimes_.v8->Exit(pid);
+    runtimes_.ForEach([pid = pid](auto& runtime) { runtime.Exit(pid); });
     if (hooks_.exited) hooks_.exited(pid);
   }
   to_exit_.clear();

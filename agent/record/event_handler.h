@@ -25,11 +25,19 @@
 namespace ehprof {
 
 // The runtimes' trackers, which look at each process and name its frames
-// of their runtime; each may be null (--no-python, --no-java).
+// of their runtime; each may be null (--no-python, --no-java, --no-js).
+// Each has Notice, NameFrames, Exec and Exit, called through ForEach.
 struct RuntimeTrackers {
   PythonTracker* python = nullptr;
   JvmTracker* jvm = nullptr;
   V8Tracker* v8 = nullptr;
+  // fn(tracker) for each tracker there is.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    if (python) fn(*python);
+    if (jvm) fn(*jvm);
+    if (v8) fn(*v8);
+  }
 };
 
 // Reads pid's maps again (tracker->Refresh) and, when that worked, lets

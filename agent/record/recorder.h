@@ -85,7 +85,8 @@ struct RecordOptions {
   // Java frames of HotSpot JVMs named from their memory (--no-java: the
   // JVM's code by frame pointers and perf maps only).
   bool jvm = true;
-  // JavaScript frames of V8 processes (node) named from their heap.
+  // JavaScript frames of V8 processes (node) named from their heap (--no-js:
+  // their code by frame pointers and perf maps only).
   bool v8 = true;
   // The on-disk cache of built tables (--table-cache; empty: none) and its
   // budget.
