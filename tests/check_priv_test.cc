@@ -1,12 +1,17 @@
 // `ehprof check`: the BPF programs load here and keep verifier headroom.
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/runtime_programs.h"
 #include "tests/test_support.h"
 
 namespace ehprof {
@@ -109,6 +114,31 @@ TEST(Check, TailCallBuildLoadsWhereTheLoopBuildsHelpersAreMissing) {
   CheckRun loop = RunCheck("--bpf-object " + dir + "profiler.bpf.o", env);
   EXPECT_NE(loop.status, 0) << loop.out;
   EXPECT_NE(loop.out.find("needs the tail-call build"), std::string::npos) << loop.out;
+}
+
+// The runtimes: the JDK and node installed here, and a JVM and a node
+// running now, each on a line of its own that says its frames are read.
+TEST(Check, ListsInstalledAndRunningJvmsAndNodesAsReadable) {
+  if (!testing::RequireRootForBpf()) GTEST_SKIP();
+  if (!testing::HaveTestJdk()) GTEST_SKIP() << testing::kTestJdk << " is not installed";
+  if (!testing::RequireNode()) GTEST_SKIP();
+  const std::string dir = ::testing::TempDir() + "/check." + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  pid_t jvm = testing::StartJvmWaits(dir, 20), node = testing::StartNodeWaits(20);
+  const CheckRun run = RunCheck("");
+  const std::string jvm_pid = std::to_string(jvm), node_pid = std::to_string(node);
+  testing::KillProgram(&jvm);
+  testing::KillProgram(&node);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(run.status, 0) << run.out;
+  const std::string libjvm = std::string(testing::kTestJdk) + "/lib/server/libjvm\\.so";
+  for (const std::string& line :
+       {"HotSpot +" + libjvm + " +17[.0-9]* +readable: gHotSpotVMStructs and gHotSpotVMTypes exported",
+        "HotSpot +pid " + jvm_pid + " \\(java\\) " + libjvm + " +17\\S+ +readable: VMStructs read, code cache found",
+        std::string("V8 +/usr/bin/node +- +readable: [0-9]+ v8dbg_\\* values found"),
+        "V8 +pid " + node_pid + " \\(node\\) /usr/bin/node +- +readable: v8dbg_\\* metadata found, layout built"}) {
+    EXPECT_TRUE(std::regex_search(run.out, std::regex(line))) << line << "\n" << run.out;
+  }
 }
 
 }  // namespace

@@ -9,11 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "agent/jvm/jvm_check.h"
-#include "agent/python/python_check.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/cli/cli.h"
+#include "agent/jvm/jvm_check.h"
+#include "agent/jvm/jvm_tracker.h"
+#include "agent/python/python_check.h"
+#include "agent/record/run_control.h"
+#include "agent/v8/v8_check.h"
+#include "agent/v8/v8_tracker.h"
 #include "agent/session/bpf_session.h"
 #include "agent/session/kernel_features.h"
 
@@ -25,10 +28,37 @@ helpers the sampler calls) and prints each with the first Linux version
 that has it; then loads ehprof's BPF programs (as `record` would, attaching
 nothing that samples) and prints, per program, the instructions the verifier
 processed against its limit of 1,000,000, its states, and the translated and
-JITed sizes. Exit 0 when ehprof can run here, 1 with the reason when it
+JITed sizes; then the language runtimes installed here (CPython, HotSpot
+JVMs, V8 in node) and the JVMs and node processes running now, each with
+whether ehprof reads its frames. Exit 0 when ehprof can run here, 1 with the reason when it
 cannot.)";
 
 constexpr uint64_t kVerifierLimit = 1000000;
+
+// The language runtimes installed here and running now, one line each,
+// with whether ehprof reads their frames.
+void PrintRuntimes() {
+  std::vector<RuntimeCheck> all = CheckInstalledInterpreters();
+  for (auto* installed : {&CheckInstalledJvms, &CheckInstalledV8s}) {
+    for (RuntimeCheck& c : installed()) all.push_back(std::move(c));
+  }
+  // The trackers as a recording has them, without the BPF maps: each
+  // process looked at once.
+  Warnings warnings;
+  JvmTracker jvms(nullptr, &warnings);
+  V8Tracker v8s(nullptr, &warnings);
+  const uint32_t self = static_cast<uint32_t>(getpid());
+  for (uint32_t pid : AllPids()) {
+    if (pid == self) continue;
+    if (auto c = jvms.CheckProcess(pid)) all.push_back(*std::move(c));
+    if (auto c = v8s.CheckProcess(pid)) all.push_back(*std::move(c));
+  }
+  std::printf("%-8s %-60s %-10s %s\n", "runtime", "binary or process", "version", "frames");
+  for (const RuntimeCheck& c : all) {
+    std::printf("%-8s %-60s %-10s %s%s\n", c.runtime.c_str(), c.what.c_str(), c.version.empty() ? "-" : c.version.c_str(),
+                c.readable ? "readable: " : "not read: ", c.detail.c_str());
+  }
+}
 
 }  // namespace
 
@@ -83,16 +113,7 @@ int RunCheckCommand(const std::vector<std::string>& args) {
                 static_cast<unsigned long long>(p.total_states),
                 static_cast<unsigned long long>(p.peak_states), p.xlated_bytes, p.jited_bytes);
   }
-  std::printf("%-52s %7s  %s\n", "Python interpreter", "version", "Python frames");
-  for (const InterpreterCheck& c : CheckInstalledInterpreters()) {
-    std::printf("%-52s %7s  %s\n", c.path.c_str(), c.version.empty() ? "-" : c.version.c_str(),
-                c.readable ? absl::StrCat("readable: ", c.detail).c_str() : c.detail.c_str());
-  }
-  std::printf("%-52s %7s  %s\n", "HotSpot JVM (libjvm.so)", "version", "Java frames");
-  for (const JvmCheck& c : CheckInstalledJvms()) {
-    std::printf("%-52s %7s  %s\n", c.libjvm.c_str(), c.version.empty() ? "-" : c.version.c_str(),
-                c.readable ? absl::StrCat("readable: ", c.detail).c_str() : c.detail.c_str());
-  }
+  PrintRuntimes();
   std::printf("ehprof can run here (%d CPUs)\n", (*session)->num_cpus());
   return kExitOk;
 }

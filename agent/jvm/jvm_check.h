@@ -4,20 +4,15 @@
 #ifndef EHPROF_AGENT_JVM_JVM_CHECK_H_
 #define EHPROF_AGENT_JVM_JVM_CHECK_H_
 
-#include <string>
 #include <vector>
+
+#include "agent/process/runtime_check.h"
 
 namespace ehprof {
 
-struct JvmCheck {
-  std::string libjvm;
-  std::string version;  // JAVA_VERSION of the JDK's release file; empty: unknown
-  bool readable = false;
-  std::string detail;   // what was found, or why it cannot be read
-};
-
-// Every */lib/server/libjvm.so under /usr/lib/jvm (links to one file once).
-std::vector<JvmCheck> CheckInstalledJvms();
+// Every */lib/server/libjvm.so under /usr/lib/jvm (links to one file once),
+// its version JAVA_VERSION of the JDK's release file.
+std::vector<RuntimeCheck> CheckInstalledJvms();
 
 }  // namespace ehprof
 

@@ -21,6 +21,7 @@
 #include "agent/jvm/jvm_layout.h"
 #include "agent/jvm/jvm_method.h"
 #include "agent/jvm/libjvm.h"
+#include "agent/process/runtime_check.h"
 #include "agent/tables/map_writer.h"
 #include "base/warnings.h"
 
@@ -97,6 +98,9 @@ class JvmTracker {
   // Empties the method table (the agent, between intervals).
   void ForgetMethods();
   std::vector<JvmFound> Found() const;
+  // Process pid's JVM after one look, as `ehprof check` lists it; nullopt
+  // when pid runs none (jvm_check.cc).
+  std::optional<RuntimeCheck> CheckProcess(uint32_t pid);
 
  private:
   struct Proc {

@@ -4,20 +4,16 @@
 #ifndef EHPROF_AGENT_PYTHON_PYTHON_CHECK_H_
 #define EHPROF_AGENT_PYTHON_PYTHON_CHECK_H_
 
-#include <string>
 #include <vector>
+
+#include "agent/process/runtime_check.h"
 
 namespace ehprof {
 
-struct InterpreterCheck {
-  std::string path;
-  std::string version;  // "3.11", empty when unknown
-  bool readable = false;
-  std::string detail;   // "eval loop and its .cold part found", or why not readable
-};
-
 // Looks at /usr/bin, /usr/local/bin, their lib folders and pyenv's versions.
-std::vector<InterpreterCheck> CheckInstalledInterpreters();
+// Each line's version is "3.11"; its detail "eval loop and its .cold part
+// found", or why not readable.
+std::vector<RuntimeCheck> CheckInstalledInterpreters();
 
 }  // namespace ehprof
 

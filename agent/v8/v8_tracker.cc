@@ -55,6 +55,7 @@ absl::StatusOr<bool> V8Tracker::Attach(uint32_t pid) {
     if (!e.exec || e.path.empty() || e.path[0] != '/' || !LooksLikeV8(e.path)) continue;
     const std::string open = absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end);
     const auto& bin = Binary(open, e.path, e.inode);
+    proc.binary = e.path;
     auto refuse = [&](std::string why) -> absl::StatusOr<bool> {
       warnings_->AddOnce(e.path, absl::StrCat(why, "; its JavaScript frames are not named"));
       proc.state = Proc::kRefused;

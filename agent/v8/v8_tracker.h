@@ -19,6 +19,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "agent/process/runtime_check.h"
 #include "agent/tables/map_writer.h"
 #include "agent/v8/v8_binary.h"
 #include "agent/v8/v8_code.h"
@@ -72,6 +73,9 @@ class V8Tracker {
   void Exec(uint32_t pid) { Exit(pid); }
   void Exit(uint32_t pid);
   const V8FunctionTable& functions() const { return functions_; }
+  // Process pid's V8 after one look, as `ehprof check` lists it; nullopt
+  // when pid runs none (v8_check.cc).
+  std::optional<RuntimeCheck> CheckProcess(uint32_t pid);
   // Empties the function table and every process's index into it (the
   // agent, between intervals, once each sample's frames are named).
   void ForgetFunctions();
@@ -91,6 +95,7 @@ class V8Tracker {
       uint64_t checked_ns;
     };
     absl::flat_hash_map<uint64_t, Function> functions;  // SharedFunctionInfo -> its function
+    std::string binary;  // the last file Attach looked at
     struct Cached {
       uint32_t index;
       uint64_t checked_ns;
