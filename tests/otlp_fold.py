@@ -7,6 +7,8 @@ one ExportProfilesServiceRequest a line) and prints it as the tests want it.
       times in seconds) and the sum of its sample values (CPU profiles)
   otlp_fold.py --folded SERVICE FILE... that service's CPU samples folded,
       root first: "root;...;leaf VALUE", inline frames innermost last
+  otlp_fold.py --types SERVICE FILE...  that service's CPU samples by frame:
+      "TYPE<tab>FUNCTION<tab>VALUE", TYPE the location's profile.frame.type
 
 Every index is checked against its table and every table's entry 0 must be
 the zero value (the schema's rule): a violation exits 1 saying which.
@@ -41,6 +43,15 @@ def key_of(kv, strings):
     return kv["key"] if "key" in kv else at(strings, kv.get("keyStrindex", 0), "string")
 
 
+def frame_type(loc, attrs, strings):
+    """A location's profile.frame.type ("" when it has none)."""
+    for a in loc.get("attributeIndices", []):
+        kv = at(attrs, a, "attribute")
+        if key_of(kv, strings) == "profile.frame.type":
+            return any_value(kv.get("value", {}), strings)
+    return ""
+
+
 def requests(files):
     for path in files:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -53,10 +64,11 @@ def requests(files):
 def main():
     mode, files = sys.argv[1], sys.argv[2:]
     want = None
-    if mode == "--folded":
+    if mode in ("--folded", "--types"):
         want, files = files[0], files[1:]
     summary = defaultdict(lambda: {"attributes": {}, "profiles": 0, "types": [], "total": 0, "starts": []})
     folded = defaultdict(int)
+    typed = defaultdict(int)
     for req in requests(files):
         d = req.get("dictionary", {})
         strings = d.get("stringTable", [])
@@ -100,12 +112,17 @@ def main():
                         for li in stack.get("locationIndices", []):
                             loc = at(tables["locationTable"], li, "location")
                             at(tables["mappingTable"], loc.get("mappingIndex"), "mapping")
+                            ftype = frame_type(loc, attrs, strings)
                             for line in loc.get("lines", []):
                                 fn = at(tables["functionTable"], line.get("functionIndex"), "function")
                                 names.append(at(strings, fn.get("nameStrindex"), "string"))
+                                typed["%s\t%s" % (ftype, names[-1])] += value
                         folded[";".join(reversed(names))] += value
     if mode == "--summary":
         print(json.dumps(summary, sort_keys=True))
+    elif mode == "--types":
+        for key, value in sorted(typed.items()):
+            print("%s\t%d" % (key, value))
     else:
         for stack, value in sorted(folded.items()):
             print("%s %d" % (stack, value))

@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "profile.pb.h"
 #include "tests/otelcol_server.h"
+#include "tests/runtime_programs.h"
 #include "tests/server_process.h"
 #include "tests/test_support.h"
 
@@ -221,6 +222,43 @@ std::pair<uint64_t, uint64_t> SamplesAndIntervals(const std::string& err) {
   std::smatch m;
   if (!std::regex_search(err, m, std::regex(R"((\d+) samples in (\d+) intervals)"))) return {0, 0};
   return {std::stoull(m[1].str()), std::stoull(m[2].str())};
+}
+
+// A JVM and a node started without flags, followed by one agent: their
+// Java methods and JavaScript functions arrive at the Collector named, in
+// locations whose profile.frame.type is jvm and v8js; libjvm's and node's
+// own C++ is native (testdata/JvmWaits.java, testdata/nodewaits.js).
+TEST_F(Otlp, JavaAndJavaScriptFramesArriveTypedJvmAndV8js) {
+  if (!testing::HaveTestJdk()) GTEST_SKIP() << testing::kTestJdk << " is not installed";
+  if (!testing::RequireNode()) GTEST_SKIP();
+  pid_t jvm = testing::StartJvmWaits(dir_, 20), node = testing::StartNodeWaits(20);
+  testing::RunResult r = RunEhprof({"agent", "-p", absl::StrCat(jvm, ",", node), "-F", "199", "--interval", "1",
+                                    "--otlp", server_.http_url(), "--metrics-every", "0"},
+                                   SIGTERM, 4000);
+  testing::KillProgram(&jvm);
+  testing::KillProgram(&node);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  struct Want {
+    std::string service, type;
+    std::vector<std::string> named;  // each in a location of `type`, and in no other
+    std::string native;              // a native function under them
+  };
+  for (const Want& w : {Want{"java", "jvm", {"JvmWaits.main", "JvmWaits.spinHere"}, "JavaMain"},
+                        Want{"node", "v8js", {"mainLoop", "spinHere"}, "node::Start(int, char**)"}}) {
+    std::map<std::string, std::string> types;  // function -> its types, space-separated
+    for (int i = 0; i < 20; ++i) {  // the exporter writes each second
+      types.clear();
+      std::istringstream in(Fold(server_, "--types " + w.service));
+      for (std::string line; std::getline(in, line);) {
+        const std::vector<std::string> f = absl::StrSplit(line, '\t');
+        if (f.size() == 3) types[f[1]] += (types[f[1]].empty() ? "" : " ") + f[0];
+      }
+      if (types.count(w.named.back())) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    for (const std::string& fn : w.named) EXPECT_EQ(types[fn], w.type) << w.service << " " << fn;
+    EXPECT_EQ(types[w.native], "native") << w.service;
+  }
 }
 
 TEST_F(Otlp, ExportsOverGrpcToo) {

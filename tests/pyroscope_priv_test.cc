@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/pyroscope_server.h"
+#include "tests/runtime_programs.h"
 #include "tests/server_process.h"
 #include "tests/test_support.h"
 
@@ -165,6 +166,40 @@ TEST_F(Pyroscope, ServesOffCpuTimeBesideCpu) {
     off_files += e.path().string().find(".off_cpu.pb.gz") != std::string::npos;
   }
   EXPECT_GE(off_files, 3u) << r.err;
+}
+
+// A JVM and a node started without flags, followed by one agent: their
+// Java methods and JavaScript functions, named from the JVM's and V8's own
+// memory, arrive under their callers in both the CPU and the off-CPU
+// profiles (testdata/JvmWaits.java, testdata/nodewaits.js).
+TEST_F(Pyroscope, ServesJavaAndJavaScriptFramesByName) {
+  if (!testing::HaveTestJdk()) GTEST_SKIP() << testing::kTestJdk << " is not installed";
+  if (!testing::RequireNode()) GTEST_SKIP();
+  pid_t jvm = testing::StartJvmWaits(dir_, 20), node = testing::StartNodeWaits(20);
+  testing::RunResult r = RunEhprof({"agent", "-p", absl::StrCat(jvm, ",", node), "-F", "199", "--off-cpu",
+                                    "--interval", "1", "--pyroscope", server_.url(), "--metrics-every", "0"},
+                                   SIGTERM, 4000);
+  testing::KillProgram(&jvm);
+  testing::KillProgram(&node);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("(0 refused, 0 dropped)"), std::string::npos) << r.err;
+  const std::string cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds";
+  const std::string off = "off_cpu:off_cpu:nanoseconds:off_cpu:nanoseconds";
+  struct Want {
+    std::string service, fn, ancestors, type;
+  };
+  for (const Want& w : {Want{"java", "JvmWaits.spinHere", "JvmWaits.main", cpu},
+                        Want{"java", "JvmWaits.sleepHere", "JvmWaits.main", off},
+                        Want{"node", "spinHere", "mainLoop", cpu}, Want{"node", "sleepHere", "mainLoop", off}}) {
+    std::string judged;
+    for (int i = 0; i < 20; ++i) {  // ingestion is asynchronous
+      judged = Judge(server_, w.service, w.fn, w.ancestors, w.type);
+      if (Field(judged, "chain") == 1) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    EXPECT_EQ(Field(judged, "chain"), 1) << w.service << " " << w.fn << " " << w.type << ": " << judged;
+    EXPECT_GT(Field(judged, "share"), 0.01) << judged;
+  }
 }
 
 TEST_F(Pyroscope, AnOutageLosesNoInterval) {
