@@ -101,10 +101,13 @@ class RuntimeEvents : public testing::RecordingTest {
                 static_cast<unsigned long long>(named.under), static_cast<unsigned long long>(named.total),
                 main.c_str(), write.c_str());
     EXPECT_GE(named.under, 15u) << "about 40 writes a second\n" << Dump(hits);
-    // All but the first few: a hit before libc's table is loaded (the
-    // tables of a process attached to load while it runs) stops at the
-    // leaf, "table not loaded yet" (1-4 of 57-78 hits in 2 s).
-    EXPECT_GE(named.under * 100, named.total * 90) << Dump(hits);
+    // A hit before libc's table is loaded (a process attached to has its
+    // files' tables loaded while it runs: "table not loaded yet" in 1-10 %
+    // of a 1 s recording's hits) stops at the leaf, write alone; every hit
+    // walked past it is named.
+    uint64_t walked = 0;
+    for (const auto& [frames, n] : hits) walked += frames.size() > 1 ? n : 0;
+    EXPECT_GE(named.under * 100, walked * 98) << Dump(hits);
   }
   // With the runtime's flag, the main thread's sleeps have no frame named
   // `main`.
