@@ -17,6 +17,7 @@
 #include "agent/record/run_control.h"
 #include "agent/v8/v8_check.h"
 #include "agent/v8/v8_tracker.h"
+#include "base/printable_text.h"
 #include "agent/session/bpf_session.h"
 #include "agent/session/kernel_features.h"
 
@@ -54,9 +55,12 @@ void PrintRuntimes() {
     if (auto c = v8s.CheckProcess(pid)) all.push_back(*std::move(c));
   }
   std::printf("%-8s %-60s %-10s %s\n", "runtime", "binary or process", "version", "frames");
+  // Paths, comms and versions come from files and processes their owners
+  // named: made printable before they reach a terminal.
   for (const RuntimeCheck& c : all) {
-    std::printf("%-8s %-60s %-10s %s%s\n", c.runtime.c_str(), c.what.c_str(), c.version.empty() ? "-" : c.version.c_str(),
-                c.readable ? "readable: " : "not read: ", c.detail.c_str());
+    std::printf("%-8s %-60s %-10s %s%s\n", c.runtime.c_str(), PrintableText(c.what).c_str(),
+                c.version.empty() ? "-" : PrintableText(c.version).c_str(), c.readable ? "readable: " : "not read: ",
+                PrintableText(c.detail).c_str());
   }
 }
 
