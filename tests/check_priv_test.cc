@@ -12,6 +12,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/runtime_programs.h"
+#include "tests/server_process.h"
 #include "tests/test_support.h"
 
 namespace ehprof {
@@ -116,24 +117,26 @@ TEST(Check, TailCallBuildLoadsWhereTheLoopBuildsHelpersAreMissing) {
   EXPECT_NE(loop.out.find("needs the tail-call build"), std::string::npos) << loop.out;
 }
 
-// The runtimes: the JDK and node installed here, and a JVM and a node
-// running now, each on a line of its own that says its frames are read.
-TEST(Check, ListsInstalledAndRunningJvmsAndNodesAsReadable) {
+// The runtimes: the JDK and node installed here, and a Python, a JVM and a
+// node running now, each on a line of its own that says its frames are read.
+TEST(Check, ListsInstalledAndRunningRuntimesAsReadable) {
   if (!testing::RequireRootForBpf()) GTEST_SKIP();
   if (!testing::HaveTestJdk()) GTEST_SKIP() << testing::kTestJdk << " is not installed";
   if (!testing::RequireNode()) GTEST_SKIP();
   const std::string dir = ::testing::TempDir() + "/check." + std::to_string(getpid());
   std::filesystem::create_directories(dir);
+  pid_t py = testing::SpawnProgram({testing::DebianPython(), "-c", "import time\nwhile True: time.sleep(0.01)"});
   pid_t jvm = testing::StartJvmWaits(dir, 20), node = testing::StartNodeWaits(20);
   const CheckRun run = RunCheck("");
-  const std::string jvm_pid = std::to_string(jvm), node_pid = std::to_string(node);
-  testing::KillProgram(&jvm);
-  testing::KillProgram(&node);
+  const std::string py_pid = std::to_string(py), jvm_pid = std::to_string(jvm), node_pid = std::to_string(node);
+  for (pid_t* p : {&py, &jvm, &node}) testing::KillProgram(p);
   std::filesystem::remove_all(dir);
   ASSERT_EQ(run.status, 0) << run.out;
   const std::string libjvm = std::string(testing::kTestJdk) + "/lib/server/libjvm\\.so";
   for (const std::string& line :
-       {"HotSpot +" + libjvm + " +17[.0-9]* +readable: gHotSpotVMStructs and gHotSpotVMTypes exported",
+       {"CPython +pid " + py_pid + " \\(python3\\.[0-9]+\\) " + testing::DebianPython() +
+            " +3\\.[0-9]+ +readable: interpreter state and code objects read",
+        "HotSpot +" + libjvm + " +17[.0-9]* +readable: gHotSpotVMStructs and gHotSpotVMTypes exported",
         "HotSpot +pid " + jvm_pid + " \\(java\\) " + libjvm + " +17\\S+ +readable: VMStructs read, code cache found",
         std::string("V8 +/usr/bin/node +- +readable: [0-9]+ v8dbg_\\* values found"),
         "V8 +pid " + node_pid + " \\(node\\) /usr/bin/node +- +readable: v8dbg_\\* metadata found, layout built"}) {

@@ -14,6 +14,8 @@
 #include "agent/jvm/jvm_check.h"
 #include "agent/jvm/jvm_tracker.h"
 #include "agent/python/python_check.h"
+#include "agent/python/python_tracker.h"
+#include "agent/record/event_handler.h"
 #include "agent/record/run_control.h"
 #include "agent/v8/v8_check.h"
 #include "agent/v8/v8_tracker.h"
@@ -30,7 +32,7 @@ that has it; then loads ehprof's BPF programs (as `record` would, attaching
 nothing that samples) and prints, per program, the instructions the verifier
 processed against its limit of 1,000,000, its states, and the translated and
 JITed sizes; then the language runtimes installed here (CPython, HotSpot
-JVMs, V8 in node) and the JVMs and node processes running now, each with
+JVMs, V8 in node) and the Python, JVM and node processes running now, each with
 whether ehprof reads its frames. Exit 0 when ehprof can run here, 1 with the reason when it
 cannot.)";
 
@@ -46,13 +48,16 @@ void PrintRuntimes() {
   // The trackers as a recording has them, without the BPF maps: each
   // process looked at once.
   Warnings warnings;
+  PythonTracker pythons(nullptr, &warnings);
   JvmTracker jvms(nullptr, &warnings);
   V8Tracker v8s(nullptr, &warnings);
+  const RuntimeTrackers runtimes{&pythons, &jvms, &v8s};
   const uint32_t self = static_cast<uint32_t>(getpid());
   for (uint32_t pid : AllPids()) {
     if (pid == self) continue;
-    if (auto c = jvms.CheckProcess(pid)) all.push_back(*std::move(c));
-    if (auto c = v8s.CheckProcess(pid)) all.push_back(*std::move(c));
+    runtimes.ForEach([&](auto& runtime) {
+      if (auto c = runtime.CheckProcess(pid)) all.push_back(*std::move(c));
+    });
   }
   std::printf("%-8s %-60s %-10s %s\n", "runtime", "binary or process", "version", "frames");
   // Paths, comms and versions come from files and processes their owners

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/python/python_binary.h"
+#include "agent/python/python_tracker.h"
 
 namespace ehprof {
 
@@ -31,6 +32,22 @@ std::vector<RuntimeCheck> CheckInstalledInterpreters() {
     out.push_back(std::move(c));
   }
   return out;
+}
+
+std::optional<RuntimeCheck> PythonTracker::CheckProcess(uint32_t pid) {
+  absl::StatusOr<bool> attached = Attach(pid);
+  auto it = procs_.find(pid);
+  // Not Python, or gone before its maps were read.
+  if (it == procs_.end() || it->second.binary.empty()) return std::nullopt;
+  RuntimeCheck c;
+  c.runtime = "CPython";
+  c.what = ProcessLabel(static_cast<int>(pid)) + it->second.binary;
+  c.version = it->second.version;
+  c.readable = attached.ok() && *attached;
+  c.detail = !attached.ok() ? std::string(attached.status().message())
+             : c.readable   ? "interpreter state and code objects read"
+                            : "its interpreter is still starting (no thread state, or frames in flux)";
+  return c;
 }
 
 }  // namespace ehprof

@@ -180,6 +180,8 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
     if (!bin.ok()) return refuse(std::string(bin.status().message()));
     if (!*bin) continue;
     const PythonBinary& b = **bin;
+    proc.binary = e.path;
+    proc.version = absl::StrCat(b.major, ".", b.minor);
     auto bias = BiasOf(b, e);
     if (!bias) return refuse(absl::StrCat(e.path, ": its mapping lies in no segment"));
     ProcessMemory mem(static_cast<pid_t>(pid));

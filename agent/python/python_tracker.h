@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "agent/process/runtime_check.h"
 #include "agent/python/python_binary.h"
 #include "agent/python/python_code.h"
 #include "agent/tables/map_writer.h"
@@ -82,6 +83,9 @@ class PythonTracker {
   void ForgetCodes();
   // Interpreter binaries seen so far (by path).
   std::vector<PythonFound> Found() const;
+  // Process pid's interpreter after one look, as `ehprof check` lists it;
+  // nullopt when pid runs none (python_check.cc).
+  std::optional<RuntimeCheck> CheckProcess(uint32_t pid);
 
  private:
   struct Proc {
@@ -96,6 +100,7 @@ class PythonTracker {
     uint64_t frame_check_failed_ns = 0;
     int not_python_checks = 0;  // looks while kNotPython: the next comes later
     CodeFields fields;
+    std::string binary, version;  // the interpreter Attach last read ("3.11")
     // code address -> index in codes_, and when it was last checked.
     struct Cached {
       uint32_t index;

@@ -26,7 +26,8 @@ namespace ehprof {
 
 // The runtimes' trackers, which look at each process and name its frames
 // of their runtime; each may be null (--no-python, --no-java, --no-js).
-// Each has Notice, NameFrames, Exec and Exit, called through ForEach.
+// Each has Notice, NameFrames, Exec, Exit and CheckProcess (ehprof check),
+// called through ForEach.
 struct RuntimeTrackers {
   PythonTracker* python = nullptr;
   JvmTracker* jvm = nullptr;
