@@ -7,7 +7,7 @@ import java.io.IOException;
 
 public class JvmWaits {
   static long spinHere(long x) {
-    for (int i = 0; i < 5_000_000; i++) x = x * 6364136223846793005L + 1442695040888963407L;
+    for (int i = 0; i < 2_000_000; i++) x = x * 6364136223846793005L + 1442695040888963407L;
     return x;
   }
   static void sleepHere() throws InterruptedException {

@@ -7,7 +7,7 @@ const fs = require('fs');
 const cell = new Int32Array(new SharedArrayBuffer(4));
 function spinHere(n) {
   let x = n | 0;
-  for (let i = 0; i < 2000000; i++) x = (Math.imul(x, 1103515245) + 12345) | 0;
+  for (let i = 0; i < 1000000; i++) x = (Math.imul(x, 1103515245) + 12345) | 0;
   return x;
 }
 function sleepHere() {
