@@ -82,6 +82,7 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
   if (f.mapping == LocatedFrame::kV8) {
     V8FrameName n{p.strings[f.addr >> 32], p.strings[f.addr & UINT32_MAX], static_cast<int32_t>(f.runtime & 0xfffff)};
     n.inlined = ((f.runtime >> 20) & kV8FrameInlined) != 0;
+    DropUnnamedCodeFrame(out);
     out->push_back(V8Frame(std::move(n), f.runtime >> 20));
     return;
   }

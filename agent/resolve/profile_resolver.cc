@@ -98,6 +98,7 @@ class Resolver {
       return;
     }
     if (IsV8Frame(value)) {
+      DropUnnamedCodeFrame(out);
       out->push_back(V8Frame(value, options_.v8));
       return;
     }

@@ -98,6 +98,14 @@ void AppendUserFrames(const Values& user, IsPython is_python, Python python, Nat
   out->insert(out->end(), pending.begin(), pending.end());
 }
 
+// A V8 frame word follows the native frame of the code it names: that
+// frame, when it is code in anonymous memory no perf map names ("[anon]"),
+// says nothing the word does not, and goes (a perf map's name stays: the
+// fallback a user asked for).
+inline void DropUnnamedCodeFrame(std::vector<ResolvedFrame>* out) {
+  if (!out->empty() && out->back().dso == "[anon]" && !out->back().jit) out->pop_back();
+}
+
 // Where to read a mapping's symbols: its path while that still holds the
 // file that was mapped (same device, inode and mtime: a separate debug
 // file is then found next to it), else the fd ehprof kept on it (a binary
