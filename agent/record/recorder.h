@@ -129,6 +129,7 @@ struct RecordSummary {
   uint64_t walk_budget_ns = 0;     // that budget
   size_t remembered = 0;        // processes whose mappings are kept for resolving
   size_t kept_files = 0;        // files held open for symbolization
+  JvmMemory jvm;                // the JVMs' metadata kept at the end
   // Per sample, counted as they arrive (aggregated samples keep no per-
   // sample data): user walks by stop reason, BPF time per sample (a
   // uniform reservoir of at most kBpfNsReservoir), ring-buffer bytes.
