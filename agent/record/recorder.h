@@ -149,6 +149,7 @@ struct TrackedState {
   size_t kernel_files = 0;  // entries of the BPF file_tables map
   FileTables::Stats tables;
   TableStore::Usage store;  // the BPF table maps' use
+  JvmMemory jvm;            // the JVMs' metadata as the interval ended
 };
 
 // The BPF session a recording needs (resolves --cgroup: NotFound names it).
@@ -198,6 +199,9 @@ class Recorder {
   }
   // On the recording thread.
   TrackedState tracked_state() const;
+  // The JVMs' metadata now (TrackedState::jvm takes it before the agent
+  // empties the method table at an interval's end).
+  JvmMemory jvm_memory() const { return jvm_ ? jvm_->Memory() : JvmMemory{}; }
   const RecordSummary& summary() const { return summary_; }
   // The BPF counters (enum ehp_stat) now, while recording.
   std::vector<uint64_t> LiveBpfStats() const {
