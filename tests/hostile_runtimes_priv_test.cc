@@ -269,6 +269,15 @@ TEST_F(HostileRuntimes, RecordPidEndsOnTimeAndNamesNothingWrongly) {
   ASSERT_TRUE(std::regex_search(r.err, cpu, std::regex(R"(own CPU time while recording ([0-9.]+)%)"))) << r.err;
   EXPECT_LT(std::stod(cpu[1].str()), 15.0) << r.err;
   std::printf("record -p on the fakes: %s%% of a CPU\n", cpu[1].str().c_str());
+  // What it kept of them: the fake JVMs read, their two methods named
+  // (again when their memory changed), little held.
+  std::smatch kept;
+  ASSERT_TRUE(std::regex_search(
+      r.err, kept, std::regex(R"(JVM metadata: (\d+) JVMs \((\d+) running\), (\d+) methods named, ([0-9.]+) KB)")))
+      << r.err;
+  EXPECT_GE(std::stoul(kept[1].str()), 1u) << r.err;
+  EXPECT_GE(std::stoul(kept[3].str()), 1u) << r.err;
+  EXPECT_LT(std::stod(kept[4].str()), 256.0) << r.err;
   ExpectJudged(perf, 1.0);
 }
 
