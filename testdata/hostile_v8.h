@@ -10,6 +10,11 @@
 #define HV_TYPE_SCRIPT 202
 #define HV_TYPE_SCOPE_INFO 203
 #define HV_TYPE_FIXED_ARRAY 204
+#define HV_TYPE_CODE 205
+#define HV_TYPE_INSTRUCTION_STREAM 206
+#define HV_TYPE_BYTE_ARRAY 207
+/* An InstructionStream's instructions start this far in (the `jmp .`). */
+#define HV_ISTREAM_HEADER 64
 
 #define HV_METADATA(X)                                          \
   X(off_fp_context_or_frame_type, -8)                           \
@@ -50,7 +55,22 @@
   X(type_Script__SCRIPT_TYPE, HV_TYPE_SCRIPT)                   \
   X(type_ScopeInfo__SCOPE_INFO_TYPE, HV_TYPE_SCOPE_INFO)        \
   X(type_FixedArray__FIXED_ARRAY_TYPE, HV_TYPE_FIXED_ARRAY)     \
-  X(class_BytecodeArray__data__uintptr_t, 32)
+  X(class_BytecodeArray__data__uintptr_t, 32)                   \
+  X(TaggedSize, 8)                                              \
+  X(type_Code__CODE_TYPE, HV_TYPE_CODE)                         \
+  X(type_InstructionStream__INSTRUCTION_STREAM_TYPE, HV_TYPE_INSTRUCTION_STREAM) \
+  X(type_ByteArray__BYTE_ARRAY_TYPE, HV_TYPE_BYTE_ARRAY)        \
+  X(class_InstructionStream__instruction_start__uintptr_t, HV_ISTREAM_HEADER) \
+  X(class_Code__deoptimization_data__FixedArray, 8)             \
+  X(class_Code__source_position_table__ByteArray, 16)           \
+  X(CodeKindFieldMask, 15)                                      \
+  X(CodeKindFieldShift, 0)                                      \
+  X(CodeKindBaseline, 10)                                       \
+  X(DeoptimizationDataInlinedFunctionCountIndex, 0)             \
+  X(DeoptimizationDataLiteralArrayIndex, 1)                     \
+  X(DeoptimizationDataSharedFunctionInfoIndex, 2)               \
+  X(DeoptimizationDataInliningPositionsIndex, 3)                \
+  X(class_SharedFunctionInfo__function_data__Object, 32)
 
 #define V(name, value) extern int32_t v8dbg_##name;
 HV_METADATA(V)
@@ -58,7 +78,7 @@ HV_METADATA(V)
 
 #define HV_TORN 4
 #define HV_VARIANTS 5
-#define HV_CORRUPTIONS 13
+#define HV_CORRUPTIONS 18
 /* The heap stays coherent this long before the churn (as HJ_COHERENT_SECONDS). */
 #define HV_COHERENT_SECONDS 1
 

@@ -4,7 +4,8 @@
 // gHotSpotVM* tables, a copy named node with v8dbg_* values). Their
 // tables without end, strings without NUL, pointers into unmapped memory,
 // code heaps whose segment map never reaches a block, frames whose sender
-// lies below them, cons strings of 2^16 pieces, methods and functions
+// lies below them, cons strings of 2^16 pieces, optimized code whose
+// deoptimization data and position tables lie, methods and functions
 // freed and replaced; some exit while being read. ehprof record -a and -p
 // keep running and end when asked, say one line per binary they refuse,
 // never hang or walk a frame over and over, name those processes' frames
