@@ -27,7 +27,7 @@ struct hj_blob { /* CodeBlob + nmethod (JDK 17's fields) */
   uint8_t rest[256]; /* metadata at 96, scopes data at 128, PcDescs at 256 */
 };
 struct hj_space { /* VirtualSpace */
-  uint64_t low_boundary, high;
+  uint64_t low_boundary, high, high_boundary;
 };
 struct hj_code_heap {
   struct hj_space memory, segmap;

@@ -43,7 +43,7 @@ void hj_corrupt(unsigned k) {
     case 14: o->cm[0].constants = o->cm[1].constants; break;  /* another class's pool */
     case 15: b->scopes_pcs = 0x7fffff00; b->dependencies = 0x7fffffff; break;
     case 16: b->method = addr(hj.guard); break;
-    case 17: o->heap.memory.high = o->heap.memory.low_boundary + ((uint64_t)1 << 40); break;
+    case 17: o->heap.memory.high_boundary = o->heap.memory.low_boundary + ((uint64_t)1 << 40); break;
     case 18: o->klass[0].methods = addr(hj.guard - 8); methods = 0; break;
     case 19: memcpy((uint8_t *)(uintptr_t)pool_slots[1] + 6, "e\x01il", 4); break;  /* a control byte */
     default: break;

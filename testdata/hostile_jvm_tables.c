@@ -52,7 +52,8 @@ static struct hs_field fields[] = {
     F("CodeHeap", "_segmap", "VirtualSpace", offsetof(struct hj_code_heap, segmap)),
     F("CodeHeap", "_log2_segment_size", "int", offsetof(struct hj_code_heap, log2_segment)),
     F("VirtualSpace", "_low_boundary", "char*", 0),
-    F("VirtualSpace", "_high", "char*", 8),
+    F("VirtualSpace", "_high", "char*", offsetof(struct hj_space, high)),
+    F("VirtualSpace", "_high_boundary", "char*", offsetof(struct hj_space, high_boundary)),
     {"CodeCache", "_heaps", "GrowableArray<CodeHeap*>*", 1, 0, NULL},          /* address set below */
     {"Abstract_VM_Version", "_vm_major_version", "int", 1, 0, NULL},            /* address set below */
     {NULL, NULL, NULL, 0, 0, NULL}};

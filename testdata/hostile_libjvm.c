@@ -75,8 +75,10 @@ static void hj_build(void) {
   memcpy(o->names, "nmethod\0Interpreter\0", 20);
   struct hj_blob *b = hj.blob;
   b->name = (uint64_t)(uintptr_t)o->names;
-  b->frame_size = 2;
-  b->frame_complete = 16; /* the whole `jmp .`: its return address at sp */
+  /* The whole `jmp .` in the prologue, and a frame of one word: however
+   * the walk takes the leaf, its return address is at sp. */
+  b->frame_size = 1;
+  b->frame_complete = 16;
   b->code_begin = (uint64_t)(uintptr_t)hj.code;
   b->method = (uint64_t)(uintptr_t)&o->method[0];
   b->compile_id = 7;
@@ -97,9 +99,9 @@ static void hj_build(void) {
    * start, at most 0xfe, hops of it until 0. */
   for (size_t i = 0; i < HJ_SEGMENTS; ++i) o->segmap[i] = (uint8_t)(i < 0xfe ? i : 0xfe);
   o->heap.memory.low_boundary = (uint64_t)(uintptr_t)hj.heap;
-  o->heap.memory.high = (uint64_t)(uintptr_t)hj.heap + HJ_HEAP_BYTES;
+  o->heap.memory.high = o->heap.memory.high_boundary = (uint64_t)(uintptr_t)hj.heap + HJ_HEAP_BYTES;
   o->heap.segmap.low_boundary = (uint64_t)(uintptr_t)o->segmap;
-  o->heap.segmap.high = (uint64_t)(uintptr_t)o->segmap + HJ_SEGMENTS;
+  o->heap.segmap.high = o->heap.segmap.high_boundary = (uint64_t)(uintptr_t)o->segmap + HJ_SEGMENTS;
   o->heap.log2_segment = HJ_LOG2_SEGMENT;
   o->heaps.len = 1;
   o->heaps.data = (uint64_t)(uintptr_t)&o->heap_ptr;
