@@ -101,7 +101,8 @@ PARTS = [("rss", r"RSS ([\d.]+) MB"), ("heap_in_use", r"heap in use ([\d.]+) MB"
          ("symbols", r"symbols ([\d.]+) MB"), ("symbol_files", r"MB in (\d+) files"),
          ("address_cache", r"address cache ([\d.]+) MB"), ("interval", r"interval ([\d.]+) MB"),
          ("resolved", r"resolved ([\d.]+) MB"), ("heap_free", r"heap free/stacks ([\d.]+) MB"),
-         ("ring_buffer", r"ring buffer ([\d.]+) MB"), ("mapped_files", r"mapped files ([\d.]+) MB")]
+         ("ring_buffer", r"ring buffer ([\d.]+) MB"), ("mapped_files", r"mapped files ([\d.]+) MB"),
+         ("jvm_metadata", r"JVM metadata ([\d.]+) MB")]
 
 
 def metric_parts(line):

@@ -28,13 +28,13 @@ thread-state field, +5.6 to 6.9 us.
 import argparse
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bpf_time  # noqa: E402
 import result_file  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,9 +49,8 @@ def run(ehprof, python, seconds, hz, native_only):
         cmd.append("--no-python")
     cmd += ["--", python, SHAPES, "deep", str(seconds)]
     err = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
-    m = re.search(r"BPF time per sample: median ([0-9.]+) us", err)
     os.remove(out)
-    return float(m.group(1))
+    return bpf_time.bpf_us(err)
 
 
 def main():

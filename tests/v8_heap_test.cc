@@ -74,6 +74,33 @@ TEST_F(V8HeapTest, LyingStringsAreRefusedOrBounded) {
   EXPECT_EQ(*heap_.ReadString(h_.String(long_name)), std::string(kMaxV8NameBytes, 'a') + "...");
 }
 
+// Cons strings 16 deep whose two halves are each the same next one: 2^16
+// empty pieces within the depth bound. Refused after kMaxStringPieces
+// reads, not read whole (every name read of an unprivileged user's
+// process cost the agent a second of system calls); a string of a few
+// hundred real pieces still reads.
+TEST_F(V8HeapTest, AConsStringOfExponentiallyManyPiecesIsRefused) {
+  uint64_t next = h_.String("");
+  for (int i = 0; i < 16; ++i) {
+    const uint64_t cons = h_.Object(4, kConsString);
+    FakeHeap::Set(cons, 16, next);
+    FakeHeap::Set(cons, 24, next);
+    next = cons;
+  }
+  auto bomb = heap_.ReadString(next);
+  ASSERT_FALSE(bomb.ok());
+  EXPECT_NE(bomb.status().message().find("pieces"), std::string::npos) << bomb.status();
+  uint64_t chain = h_.String("a");
+  for (int i = 0; i < 15; ++i) {
+    const uint64_t cons = h_.Object(4, kConsString);
+    FakeHeap::SetLength(cons, i + 2);
+    FakeHeap::Set(cons, 16, chain);
+    FakeHeap::Set(cons, 24, h_.String("b"));
+    chain = cons;
+  }
+  EXPECT_EQ(*heap_.ReadString(chain), "a" + std::string(15, 'b'));
+}
+
 TEST_F(V8HeapTest, NamesAFunctionFromItsScopeInfoAndItsScriptsLines) {
   const uint64_t script = h_.Object(8, kScript);
   FakeHeap::Set(script, 16, h_.String("/srv/app.js"));

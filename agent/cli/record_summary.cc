@@ -1,5 +1,6 @@
 // `ehprof record`'s closing lines on stderr: samples, completeness and stop
-// reasons, BPF time per sample, own CPU, table and process-map use.
+// reasons, BPF time per sample, own CPU, table and process-map use, the
+// JVMs' metadata kept.
 #include "agent/cli/record_summary.h"
 
 #include <algorithm>
@@ -13,6 +14,19 @@
 #include "bpf/stop_reasons.h"
 
 namespace ehprof {
+
+namespace {
+
+// What the recording kept of the JVMs it read (bench/jvm_node_cost.py reads it).
+void PrintJvmMemory(const JvmMemory& j) {
+  std::fprintf(stderr,
+               "ehprof: JVM metadata: %zu JVMs (%zu running), %zu methods named, %.1f KB (method table %.1f KB, "
+               "line tables %.1f KB, the running JVMs' method caches %.1f KB, inlining scopes %.1f KB)\n",
+               j.jvms, j.live_jvms, j.methods, j.total() / 1e3, j.method_table / 1e3, j.line_tables / 1e3,
+               j.method_cache / 1e3, j.scope_cache / 1e3);
+}
+
+}  // namespace
 
 void PrintSummary(const Recorder& rec, const std::string& output) {
   const RecordSummary& s = rec.summary();
@@ -84,6 +98,7 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
                static_cast<unsigned long long>(t.no_space));
   std::fprintf(stderr, "ehprof: %zu processes remembered for resolving, %zu files kept open, %zu known\n",
                s.remembered, s.kept_files, t.files);
+  if (s.jvm.jvms) PrintJvmMemory(s.jvm);
   if (s.procs_refused) {
     std::fprintf(stderr, "ehprof: %llu processes found the BPF process map full (--max-procs)\n",
                  static_cast<unsigned long long>(s.procs_refused));

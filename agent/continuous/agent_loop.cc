@@ -42,10 +42,13 @@ std::string MemoryLine(const AgentCounters& c, const MemoryBreakdown& m) {
   }
   return absl::StrFormat(
       "RSS %.1f MB = heap in use %.1f MB (symbols %.1f MB in %zu files, address cache %.1f MB of %zu, "
-      "interval %.1f MB + resolved %.1f MB) + heap free/stacks %.1f MB + ring buffer %.1f MB + code "
+      "interval %.1f MB + resolved %.1f MB%s) + heap free/stacks %.1f MB + ring buffer %.1f MB + code "
       "and mapped files %.1f MB; evicted %llu files (%.1f MB)%s",
       mb(m.rss), mb(m.heap_in_use), mb(c.symbols.symbol_bytes), c.symbols.files,
       mb(c.symbols.address_bytes), c.symbols.addresses, mb(c.interval_bytes), mb(c.output_bytes),
+      c.state.jvm.jvms ? absl::StrFormat(", JVM metadata %.1f MB of %zu JVMs", mb(c.state.jvm.total()),
+                                         c.state.jvm.live_jvms)
+                       : std::string(),
       mb(m.heap_free), mb(m.ring_buffer), mb(m.files),
       static_cast<unsigned long long>(c.files_evicted), mb(c.bytes_evicted), largest);
 }
@@ -58,12 +61,13 @@ std::string MemoryMetrics(const AgentCounters& c) {
       {"heap_in_use", m.heap_in_use},       {"heap_free", m.heap_free},
       {"ring_buffer", m.ring_buffer},       {"mapped_files", m.files},
       {"symbols", c.symbols.symbol_bytes},  {"address_cache", c.symbols.address_bytes},
-      {"interval", c.interval_bytes},       {"resolved_interval", c.output_bytes}};
+      {"interval", c.interval_bytes},       {"resolved_interval", c.output_bytes},
+      {"jvm_metadata", c.state.jvm.total()}};
   bool first = true;
   for (const auto& [part, bytes] : parts) {
     std::string one = PromMetric("ehprof_memory_bytes", "gauge",
-                                 "Resident memory by part (symbols, address_cache, interval and "
-                                 "resolved_interval are inside heap_in_use).",
+                                 "Resident memory by part (symbols, address_cache, interval, "
+                                 "resolved_interval and jvm_metadata are inside heap_in_use).",
                                  static_cast<double>(bytes), absl::StrCat("part=\"", part, "\""));
     // One HELP/TYPE header for the family.
     if (!first) one = one.substr(one.find("\nehprof_memory_bytes{") + 1);
@@ -139,6 +143,7 @@ void AgentLoop::HandOver(uint64_t now_ns) {
   IntervalProfile p = aggregator_.Take(now_ns, recorder_ ? recorder_->tracker() : nullptr);
   TrackedState state;
   if (recorder_) {
+    const JvmMemory jvm = recorder_->jvm_memory();
     // Its Python frames are named: the code objects go with the interval.
     recorder_->ForgetPythonCodes();
     recorder_->ForgetJvmMethods();
@@ -148,6 +153,7 @@ void AgentLoop::HandOver(uint64_t now_ns) {
     // longer (a sample arriving late was taken after that).
     p.released = recorder_->ReleaseUnmappedFiles(p.start_ns);
     state = recorder_->tracked_state();
+    state.jvm = jvm;
   }
   const size_t services = services_.services();
   const uint64_t overflowed = services_.overflowed();

@@ -106,7 +106,10 @@ void JvmTracker::Look(uint32_t pid, Proc& p) {
     if (absl::IsUnavailable(up.status()) && p.looks < kTableTries) return;
     return Refuse(pid, p, std::string(up.status().message()));
   }
-  if (Publish(pid, p.layout->proc)) p.state = Proc::kJvm;
+  if (Publish(pid, p.layout->proc)) {
+    p.state = Proc::kJvm;
+    ++jvms_read_;
+  }
 }
 
 void JvmTracker::RefreshHeaps(uint32_t pid, Proc& p, uint64_t now_ns) {

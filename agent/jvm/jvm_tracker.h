@@ -75,6 +75,18 @@ struct JvmFound {
   std::string problem;  // empty: readable
 };
 
+// What the tracker keeps of its JVMs' metadata, in bytes (allocated
+// capacity, strings past their inline buffer): the method table and its
+// line tables (one for all JVMs), and each JVM's caches of Method* ->
+// index and of pc -> inlining scopes.
+struct JvmMemory {
+  size_t jvms = 0;       // processes read as JVMs, alive or not
+  size_t live_jvms = 0;  // of them, those whose caches are still kept
+  size_t methods = 0;    // methods named
+  uint64_t method_table = 0, line_tables = 0, method_cache = 0, scope_cache = 0;
+  uint64_t total() const { return method_table + line_tables + method_cache + scope_cache; }
+};
+
 class JvmTracker {
  public:
   // jvm_procs: the BPF jvm_procs map (pid -> ehp_jvm_proc) from the
@@ -101,6 +113,7 @@ class JvmTracker {
   // Process pid's JVM after one look, as `ehprof check` lists it; nullopt
   // when pid runs none (jvm_check.cc).
   std::optional<RuntimeCheck> CheckProcess(uint32_t pid);
+  JvmMemory Memory() const;  // jvm_memory.cc
 
  private:
   struct Proc {
@@ -146,6 +159,7 @@ class JvmTracker {
   JvmMethodTable methods_;
   std::map<uint32_t, Proc> procs_;
   std::map<std::string, Libjvm> libjvms_;  // "path:inode"
+  size_t jvms_read_ = 0;                   // processes ever taken as JVMs
 };
 
 }  // namespace ehprof

@@ -250,6 +250,7 @@ void Recorder::FinishSummary() {
   summary_.procs_refused = tracker_->procs_refused();
   summary_.remembered = tracker_->history_size();
   summary_.kept_files = tracker_->kept_files();
+  if (jvm_) summary_.jvm = jvm_->Memory();
 }
 
 // The warnings not yet seen, each distinct one once over the whole

@@ -129,6 +129,7 @@ struct RecordSummary {
   uint64_t walk_budget_ns = 0;     // that budget
   size_t remembered = 0;        // processes whose mappings are kept for resolving
   size_t kept_files = 0;        // files held open for symbolization
+  JvmMemory jvm;                // the JVMs' metadata kept at the end
   // Per sample, counted as they arrive (aggregated samples keep no per-
   // sample data): user walks by stop reason, BPF time per sample (a
   // uniform reservoir of at most kBpfNsReservoir), ring-buffer bytes.
@@ -148,6 +149,7 @@ struct TrackedState {
   size_t kernel_files = 0;  // entries of the BPF file_tables map
   FileTables::Stats tables;
   TableStore::Usage store;  // the BPF table maps' use
+  JvmMemory jvm;            // the JVMs' metadata as the interval ended
 };
 
 // The BPF session a recording needs (resolves --cgroup: NotFound names it).
@@ -197,6 +199,9 @@ class Recorder {
   }
   // On the recording thread.
   TrackedState tracked_state() const;
+  // The JVMs' metadata now (TrackedState::jvm takes it before the agent
+  // empties the method table at an interval's end).
+  JvmMemory jvm_memory() const { return jvm_ ? jvm_->Memory() : JvmMemory{}; }
   const RecordSummary& summary() const { return summary_; }
   // The BPF counters (enum ehp_stat) now, while recording.
   std::vector<uint64_t> LiveBpfStats() const {

@@ -15,8 +15,10 @@ constexpr int32_t kMaxStringLength = 1 << 29;
 constexpr int64_t kMaxLines = 1 << 20;
 // A script's source read for its lines, at most (UTF-16 units).
 constexpr size_t kMaxSourceUnits = size_t{4} << 20;
-// Cons/thin/sliced links followed for one string.
+// Cons/thin/sliced links followed for one string, and the string objects
+// read for it in all (V8 flattens a cons string long before this many).
 constexpr int kMaxStringDepth = 16;
+constexpr int kMaxStringPieces = 256;
 // ScopeInfo: context locals kept inline below this count (V8's
 // kScopeInfoMaxInlinedLocalNamesSize), and the most looked at at all.
 constexpr int64_t kMaxInlinedLocals = 75;
@@ -70,8 +72,9 @@ absl::Status V8Heap::AppendSeq(uint64_t tagged, uint16_t type, uint32_t from, ui
 }
 
 absl::Status V8Heap::AppendString(uint64_t tagged, uint32_t from, int depth, size_t limit,
-                                  std::vector<uint16_t>* out) const {
+                                  std::vector<uint16_t>* out, int* pieces) const {
   if (depth > kMaxStringDepth) return absl::FailedPreconditionError("string nested too deep");
+  if (--*pieces < 0) return absl::FailedPreconditionError(absl::StrCat("string of over ", kMaxStringPieces, " pieces"));
   if (out->size() >= limit) return absl::OkStatus();
   auto type = TypeOf(tagged);
   int32_t length = 0;
@@ -84,26 +87,28 @@ absl::Status V8Heap::AppendString(uint64_t tagged, uint32_t from, int depth, siz
   if (repr == l_.seq_tag) return AppendSeq(tagged, *type, from, static_cast<uint32_t>(length), limit, out);
   if (repr == l_.thin_tag) {
     auto actual = Field(tagged, l_.thin_actual);
-    return actual ? AppendString(*actual, from, depth + 1, limit, out) : absl::UnavailableError("thin string unreadable");
+    return actual ? AppendString(*actual, from, depth + 1, limit, out, pieces)
+                  : absl::UnavailableError("thin string unreadable");
   }
   if (repr == l_.cons_tag && from == 0) {
     auto first = Field(tagged, l_.cons_first), second = Field(tagged, l_.cons_second);
     if (!first || !second) return absl::UnavailableError("cons string unreadable");
-    if (absl::Status st = AppendString(*first, 0, depth + 1, limit, out); !st.ok()) return st;
-    return AppendString(*second, 0, depth + 1, limit, out);
+    if (absl::Status st = AppendString(*first, 0, depth + 1, limit, out, pieces); !st.ok()) return st;
+    return AppendString(*second, 0, depth + 1, limit, out, pieces);
   }
   if (repr == l_.sliced_tag && l_.sliced_parent && l_.sliced_offset) {
     auto parent = Field(tagged, l_.sliced_parent), offset = Field(tagged, l_.sliced_offset);
     std::optional<int64_t> at = offset ? Smi(*offset) : std::nullopt;
     if (!parent || !at || *at < 0 || *at > kMaxStringLength) return absl::UnavailableError("sliced string unreadable");
-    return AppendString(*parent, from + static_cast<uint32_t>(*at), depth + 1, limit, out);
+    return AppendString(*parent, from + static_cast<uint32_t>(*at), depth + 1, limit, out, pieces);
   }
   return absl::FailedPreconditionError(absl::StrCat("a string of representation ", repr, " is not read"));
 }
 
 absl::StatusOr<std::string> V8Heap::ReadString(uint64_t tagged) const {
   std::vector<uint16_t> units;
-  if (absl::Status st = AppendString(tagged, 0, 0, kMaxV8NameBytes, &units); !st.ok()) return st;
+  int pieces = kMaxStringPieces;
+  if (absl::Status st = AppendString(tagged, 0, 0, kMaxV8NameBytes, &units, &pieces); !st.ok()) return st;
   std::string out;
   bool cut = units.size() >= kMaxV8NameBytes;  // read up to the limit: maybe longer
   for (size_t i = 0; i < units.size(); ++i) {
@@ -196,7 +201,8 @@ absl::StatusOr<std::vector<int32_t>> V8Heap::SourceLineEnds(uint64_t script) con
   auto source = Field(script, l_.script_source);
   if (!source) return absl::UnavailableError("Script unreadable");
   std::vector<uint16_t> units;
-  if (absl::Status st = AppendString(*source, 0, 0, kMaxSourceUnits, &units); !st.ok()) return st;
+  int pieces = kMaxStringPieces;
+  if (absl::Status st = AppendString(*source, 0, 0, kMaxSourceUnits, &units, &pieces); !st.ok()) return st;
   std::vector<int32_t> out;
   for (size_t i = 0; i < units.size(); ++i) {
     if (units[i] == '\n') out.push_back(static_cast<int32_t>(i));

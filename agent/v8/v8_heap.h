@@ -48,9 +48,11 @@ class V8Heap {
 
  private:
   bool IsString(uint16_t type) const { return (type & l_.is_not_string_mask) == 0; }
-  // Appends the string's UTF-16 units from `from` on, up to `limit` in all.
+  // Appends the string's UTF-16 units from `from` on, up to `limit` in all,
+  // taking one of *pieces for each string object it reads (a cons string's
+  // halves may both be the same deeper one: 2^depth objects otherwise).
   absl::Status AppendString(uint64_t tagged, uint32_t from, int depth, size_t limit,
-                            std::vector<uint16_t>* out) const;
+                            std::vector<uint16_t>* out, int* pieces) const;
   absl::Status AppendSeq(uint64_t tagged, uint16_t type, uint32_t from, uint32_t length, size_t limit,
                          std::vector<uint16_t>* out) const;
   // Line ends counted in the Script's source (V8 computes its own lazily).

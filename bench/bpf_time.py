@@ -1,0 +1,26 @@
+"""What the benches read from `ehprof record`'s summary on stderr: the BPF
+time per sample (the sampler's own clock, median over the run's samples)
+and the JVM metadata line. Standard library only."""
+import re
+
+
+def bpf_us(stderr):
+    """The median BPF time per sample, in microseconds."""
+    m = re.search(r"BPF time per sample: median ([0-9.]+) us", stderr)
+    if not m:
+        raise RuntimeError("no BPF time in ehprof's summary:\n" + stderr)
+    return float(m.group(1))
+
+
+def jvm_metadata(stderr):
+    """{jvms, live_jvms, methods, total_kb, method_table_kb, line_tables_kb,
+    method_caches_kb, scopes_kb} from the JVM metadata line, or {} (the
+    caches are those of the JVMs still running at the end)."""
+    m = re.search(r"JVM metadata: (\d+) JVMs \((\d+) running\), (\d+) methods named, ([0-9.]+) KB \(method table "
+                  r"([0-9.]+) KB, line tables ([0-9.]+) KB, the running JVMs' method caches ([0-9.]+) KB, "
+                  r"inlining scopes ([0-9.]+) KB\)", stderr)
+    if not m:
+        return {}
+    keys = ("jvms", "live_jvms", "methods", "total_kb", "method_table_kb", "line_tables_kb", "method_caches_kb",
+            "scopes_kb")
+    return {k: float(v) for k, v in zip(keys, m.groups())}
