@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Real Java and JavaScript programs nobody here wrote, recorded as a new user would.
 
-  javac   Temurin 25's javac compiling java.util's sources (369 files, from
+  javac   Temurin 25's javac compiling java.util's sources (the 128 files of the package itself, from
           the JDK's own src.zip, --patch-module java.base), started by
           `ehprof record -- javac ...` with no JVM flag
   terser  terser (pinned by scripts/install_npm_tools.sh) minifying
