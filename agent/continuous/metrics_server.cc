@@ -5,7 +5,6 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,15 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/guarded.h"
+#include "base/monotonic_clock.h"
 
 namespace ehprof {
 namespace {
 
-uint64_t NowMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
-}
+uint64_t NowMs() { return MonotonicNs() / 1'000'000; }
 
 std::string Response(int code, const char* reason, const char* type, const std::string& body) {
   return absl::StrCat("HTTP/1.1 ", code, " ", reason, "\r\nContent-Type: ", type,

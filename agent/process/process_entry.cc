@@ -1,7 +1,6 @@
 // The BPF process entry built from a tracker's snapshot: which mappings
 // fit (ChooseEntryMappings) and the write itself, with its refusals.
 #include <elf.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstring>
@@ -10,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/process/process_tracker.h"
+#include "base/monotonic_clock.h"
 #include "bpf/ehprof_abi.h"
 
 namespace ehprof {
@@ -115,9 +115,7 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
   CarryKernelSlots(pid, chosen, proc.get());
   const absl::Status st = procs_->Write(pid, proc.get(), 1);
   if (st.ok()) {
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    history_[pid].written_ns = uint64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+    history_[pid].written_ns = MonotonicNs();
     refused_.erase(pid);
   } else {
     const bool full = absl::IsResourceExhausted(st);

@@ -1,7 +1,6 @@
 #include "agent/python/python_tracker.h"
 
 #include <sys/stat.h>
-#include <time.h>
 
 #include <algorithm>
 
@@ -9,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "agent/process/proc_maps.h"
 #include "base/guarded.h"
+#include "base/monotonic_clock.h"
 
 namespace ehprof {
 
@@ -26,12 +26,6 @@ constexpr uint64_t kNotPythonRetryNs = 1'000'000'000;
 // Frame checks before an interpreter whose frames hold no code object is refused.
 constexpr int kFrameCheckTries = 3;
 constexpr uint64_t kFrameCheckSpacingNs = 50'000'000;
-
-uint64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 const char* StopName(uint32_t why) {
   switch (why) {

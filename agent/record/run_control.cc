@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/monotonic_clock.h"
 #include "base/scoped_handle.h"
 
 namespace ehprof {
@@ -31,11 +31,7 @@ void OnStopSignal(int sig) { g_stop_signal.store(sig); }
 
 }  // namespace
 
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock bpf_ktime_get_ns reads
-  return uint64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+uint64_t NowNs() { return MonotonicNs(); }
 
 bool ProcessExists(uint32_t pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
 
