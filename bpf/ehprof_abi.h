@@ -204,8 +204,7 @@ EHP_ASSERT(EHP_MAX_PAGE_ROWS <= EHP_ROW_CHUNK_ROWS, "a page's rows fit in one ch
 	(EHP_FRAME_PYTHON | ((ehp_u64)(off) << EHP_PY_CODE_BITS) | (((code) >> 3) & EHP_PY_CODE_MASK))
 /* A user frame value that is a Python frame, not a native frame's address
  * (the walk never sets the exact or frame-pointer bit on one). */
-#define EHP_IS_PY_FRAME(v)                                                                         \
-	(((v) & (EHP_FRAME_PYTHON | EHP_FRAME_JVM | EHP_FRAME_EXACT | EHP_FRAME_FP)) == EHP_FRAME_PYTHON)
+#define EHP_IS_PY_FRAME(v) (((v) & (EHP_FRAME_PYTHON | EHP_FRAME_EXACT | EHP_FRAME_FP)) == EHP_FRAME_PYTHON)
 #define EHP_PY_FRAME_CODE(v) (((v) & EHP_PY_CODE_MASK) << 3)
 #define EHP_PY_FRAME_OFFSET(v) (((v) >> EHP_PY_CODE_BITS) & EHP_PY_OFFSET_UNKNOWN)
 EHP_ASSERT(EHP_PY_CODE_BITS + EHP_PY_OFFSET_BITS == 61, "a Python frame's fields below bit 61");
@@ -412,23 +411,23 @@ EHP_ASSERT(sizeof(struct ehp_v8_proc) == 24, "ehp_v8_proc is 24 bytes");
 EHP_ASSERT(EHP_OFFSET(struct ehp_v8_proc, heap_object_tag) == 18, "ehp_v8_proc.heap_object_tag at 18");
 
 /* ---- Other interpreters' frames (Ruby, PHP, Perl) -------------------- */
-/* An interpreter frame: bits 61 and 60 both set (a Python frame has 61
- * alone, a Java frame 60 alone), never the exact or frame-pointer bit; its
- * runtime (enum ehp_interp_kind) in bits 58-59; in bits 0-43 the address
- * >> 3 of the object that names the frame (Ruby: its iseq or method entry;
- * PHP: its zend_function), in bits 44-57 a runtime's own small field (an
- * instruction index or line that fits, else EHP_INTERP_AUX_UNKNOWN).
- * Object 0 marks where that runtime's walk stopped, aux then being the
- * runtime's stop reason. The walk pushes an interpreter call's frames
- * leaf-side of the native frame of its interpreter loop, as Python's.
- * User space (agent/interp/, a tracker per runtime) rewrites bits 0-57 to
- * an index into the interpreter frame table before anything else sees the
- * sample; the kind bits stay. */
-#define EHP_FRAME_INTERP (EHP_FRAME_PYTHON | EHP_FRAME_JVM)
-#define EHP_INTERP_KIND_SHIFT 58
+/* An interpreter frame: bit 59 set with bits 60 and 61 clear (a Java
+ * frame has 60, a Python frame 61, whose fields reach up to bit 60), never
+ * the exact or frame-pointer bit; its runtime (enum ehp_interp_kind) in
+ * bits 57-58; in bits 0-43 the address >> 3 of the object that names the
+ * frame (Ruby: its iseq or method entry; PHP: its zend_function), in bits
+ * 44-56 a runtime's own small field (an instruction index or line that
+ * fits, else EHP_INTERP_AUX_UNKNOWN). Object 0 marks where that runtime's
+ * walk stopped, aux then being the runtime's stop reason. The walk pushes
+ * an interpreter call's frames leaf-side of the native frame of its
+ * interpreter loop, as Python's. User space (agent/interp/, a tracker per
+ * runtime) rewrites bits 0-56 to an index into the interpreter frame table
+ * before anything else sees the sample; the marker and kind bits stay. */
+#define EHP_FRAME_INTERP (1ull << 59)
+#define EHP_INTERP_KIND_SHIFT 57
 #define EHP_INTERP_OBJECT_BITS 44
 #define EHP_INTERP_OBJECT_MASK ((1ull << EHP_INTERP_OBJECT_BITS) - 1)
-#define EHP_INTERP_AUX_BITS 14
+#define EHP_INTERP_AUX_BITS 13
 #define EHP_INTERP_AUX_UNKNOWN ((1u << EHP_INTERP_AUX_BITS) - 1)
 enum ehp_interp_kind {
 	EHP_INTERP_RUBY = 0,
@@ -440,15 +439,17 @@ enum ehp_interp_kind {
 	 ((ehp_u64)((aux) & EHP_INTERP_AUX_UNKNOWN) << EHP_INTERP_OBJECT_BITS) |                      \
 	 (((object) >> 3) & EHP_INTERP_OBJECT_MASK))
 #define EHP_IS_INTERP_FRAME(v)                                                                     \
-	(((v) & (EHP_FRAME_INTERP | EHP_FRAME_EXACT | EHP_FRAME_FP)) == EHP_FRAME_INTERP)
+	(((v) & (EHP_FRAME_INTERP | EHP_FRAME_JVM | EHP_FRAME_PYTHON | EHP_FRAME_EXACT | EHP_FRAME_FP)) == \
+	 EHP_FRAME_INTERP)
 #define EHP_INTERP_FRAME_KIND(v) ((ehp_u32)((v) >> EHP_INTERP_KIND_SHIFT) & 3)
 #define EHP_INTERP_FRAME_OBJECT(v) (((v) & EHP_INTERP_OBJECT_MASK) << 3)
 #define EHP_INTERP_FRAME_AUX(v) ((ehp_u32)((v) >> EHP_INTERP_OBJECT_BITS) & EHP_INTERP_AUX_UNKNOWN)
 /* A named interpreter frame (after user space's rewrite): its table index
- * in bits 0-57. */
+ * in bits 0-56. */
 #define EHP_INTERP_INDEX_MASK ((1ull << EHP_INTERP_KIND_SHIFT) - 1)
 EHP_ASSERT(EHP_INTERP_OBJECT_BITS + EHP_INTERP_AUX_BITS == EHP_INTERP_KIND_SHIFT,
 	   "an interpreter frame's fields below its kind");
+EHP_ASSERT(EHP_INTERP_KIND_SHIFT + 2 == 59, "the kind below the marker bit");
 
 /* ---- Ruby (bpf/ruby.bpf.h, agent/ruby/) --------------------------------- */
 

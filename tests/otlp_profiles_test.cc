@@ -188,11 +188,14 @@ TEST(OtlpProfiles, DictionaryStacksAndValues) {
 TEST(OtlpProfiles, FrameTypesSayTheRuntime) {
   std::vector<ResolvedFrame> stack = {Frame("sys_write", "[kernel.kallsyms]", 0x10), Frame("write", "/lib/libc.so.6", 0x20),
                                       Frame("Main.run", "[java]", 0x30), Frame("handle", "app.js", 0x40),
-                                      Frame("serve", "app.py", 0x50)};
+                                      Frame("serve", "app.py", 0x50), Frame("Greeter#hi", "app.rb", 0x60),
+                                      Frame("Cart::total", "cart.php", 0x70)};
   stack[0].kernel = true;
   stack[2].runtime = FrameRuntime::kJava;
   stack[3].runtime = FrameRuntime::kJavaScript;
   stack[4].runtime = FrameRuntime::kPython;
+  stack[5].runtime = FrameRuntime::kRuby;
+  stack[6].runtime = FrameRuntime::kPhp;
   IntervalOutput out;
   out.frequency_hz = 99;
   ServiceProfileBuilder b;
@@ -213,7 +216,7 @@ TEST(OtlpProfiles, FrameTypesSayTheRuntime) {
                     Msg(attr.One(2)).One(1));
   }
   EXPECT_EQ(typed, (std::vector<std::string>{"sys_write kernel", "write native", "Main.run jvm", "handle v8js",
-                                             "serve cpython"}));
+                                             "serve cpython", "Greeter#hi ruby", "Cart::total php"}));
 }
 
 TEST(OtlpProfiles, EmptyIntervalIsAnEmptyRequestWithTheZeroEntries) {

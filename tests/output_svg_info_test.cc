@@ -96,10 +96,13 @@ TEST(FlameGraphSvgInfoTest, LegendNamesTheKindsDrawnAboveTheFrames) {
   EXPECT_GT(ParseRgb(items[3].fill).b, ParseRgb(items[3].fill).r);  // kernel: blue
 }
 
-// Python, Java and JavaScript frames each have a colour of their own, apart
-// from every other kind's, and their legend entry and tooltip words.
+// Python, Java, JavaScript, Ruby and PHP frames each have a colour of their
+// own, apart from every other kind's, and their legend entry and tooltip words.
 TEST(FlameGraphSvgInfoTest, RuntimeFramesHaveTheirOwnColourAndLegend) {
-  ResolvedFrame py = User("serve"), java = User("Main.run"), js = User("handle"), unknown;
+  ResolvedFrame py = User("serve"), java = User("Main.run"), js = User("handle"), rb = User("Greeter#hi"),
+                php = User("Cart::total"), unknown;
+  rb.runtime = FrameRuntime::kRuby;
+  php.runtime = FrameRuntime::kPhp;
   py.runtime = FrameRuntime::kPython;
   java.runtime = FrameRuntime::kJava;
   js.runtime = FrameRuntime::kJavaScript;
@@ -108,20 +111,22 @@ TEST(FlameGraphSvgInfoTest, RuntimeFramesHaveTheirOwnColourAndLegend) {
   FlameGraphOptions wide;
   wide.width = 2000;  // the legend in one row
   const Svg svg =
-      Render({Sample({Kernel("k"), Lib("write"), js, java, py, At(Inlined("i"), "a.cc", 1), User("main"), unknown})},
+      Render({Sample({Kernel("k"), Lib("write"), php, rb, js, java, py, At(Inlined("i"), "a.cc", 1), User("main"), unknown})},
              wide);
   const std::vector<LegendItem> items = Legend(svg);
   std::vector<std::string> names;
   for (const LegendItem& i : items) names.push_back(i.name);
   EXPECT_EQ(names, (std::vector<std::string>{"comm", "user code", "library", "kernel", "inlined", "unresolved",
-                                             "Python", "Java", "JavaScript"}));
+                                             "Python", "Java", "JavaScript", "Ruby", "PHP"}));
   for (size_t a = 0; a < items.size(); ++a) {
     for (size_t b = a + 1; b < items.size(); ++b) EXPECT_NE(items[a].fill, items[b].fill) << names[a] << names[b];
   }
   EXPECT_THAT(svg.Find("handle")->tip, HasSubstr("\nJavaScript function"));
   EXPECT_THAT(svg.Find("Main.run")->tip, HasSubstr("\nJava method"));
+  EXPECT_THAT(svg.Find("Greeter#hi")->tip, HasSubstr("\nRuby method or block"));
+  EXPECT_THAT(svg.Find("Cart::total")->tip, HasSubstr("\nPHP function"));
   // Pink, light enough for the black labels: red and blue over green.
-  const auto pink = ParseRgb(items.back().fill);
+  const auto pink = ParseRgb(items[items.size() - 3].fill);
   EXPECT_GT(pink.r, pink.g);
   EXPECT_GT(pink.b, pink.g);
   EXPECT_GT(pink.r + pink.g + pink.b, 3 * 128);

@@ -263,6 +263,12 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
   app.add_flag("--no-js", flags->no_js,
                "node (V8) processes' JavaScript by frame pointers and perf maps only (by default their "
                "JavaScript frames are named from V8's own heap, as function with script:line)");
+  app.add_flag("--no-ruby", flags->no_ruby,
+               "native frames only in Ruby processes (by default the Ruby methods and blocks the VM runs "
+               "are shown among them, as Class#method with file.rb:line)");
+  app.add_flag("--no-php", flags->no_php,
+               "native frames only in PHP processes (by default the PHP functions the Zend VM runs are "
+               "shown among them, as Class::method with file.php:line)");
   AddFilterOptions(app, record);
 }
 
@@ -292,6 +298,8 @@ void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordO
   record->python = !flags.no_python;
   record->jvm = !flags.no_java;
   record->v8 = !flags.no_js;
+  record->interps.ruby = !flags.no_ruby;
+  record->interps.php = !flags.no_php;
 }
 
 void AddOffCpuOptions(CLI::App& app, OffCpuFlags* f) {

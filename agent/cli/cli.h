@@ -58,6 +58,8 @@ struct SamplingFlags {
   bool no_python = false;
   bool no_java = false;
   bool no_js = false;
+  bool no_ruby = false;
+  bool no_php = false;
 };
 void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* flags);
 // Sets the event, map sizes and table cache of record from flags.

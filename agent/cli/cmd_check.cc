@@ -15,6 +15,7 @@
 #include "agent/jvm/jvm_tracker.h"
 #include "agent/python/python_check.h"
 #include "agent/python/python_tracker.h"
+#include "agent/record/interp_trackers.h"
 #include "agent/record/event_handler.h"
 #include "agent/record/run_control.h"
 #include "agent/v8/v8_check.h"
@@ -51,7 +52,11 @@ void PrintRuntimes() {
   PythonTracker pythons(nullptr, &warnings);
   JvmTracker jvms(nullptr, &warnings);
   V8Tracker v8s(nullptr, &warnings);
-  const RuntimeTrackers runtimes{&pythons, &jvms, &v8s};
+  InterpFrameTable interp_frames;
+  const auto interps = MakeInterpTrackers(
+      InterpSelection{}, [](ehp_interp_kind) { return std::unique_ptr<MapWriter>(); }, &interp_frames, &warnings);
+  RuntimeTrackers runtimes{&pythons, &jvms, &v8s, {}};
+  for (const auto& t : interps) runtimes.interps.push_back(t.get());
   const uint32_t self = static_cast<uint32_t>(getpid());
   for (uint32_t pid : AllPids()) {
     if (pid == self) continue;

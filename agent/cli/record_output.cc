@@ -108,6 +108,7 @@ void Resolve(const Recorder& rec, const RecordOutput& out, RecordTargets& target
   ro.python = rec.python_codes();
   ro.jvm = rec.jvm_methods();
   ro.v8 = rec.v8_functions();
+  ro.interp = rec.interp_frames();
   if (!vdso_file.path().empty()) ro.symbol_file_alias["[vdso]"] = vdso_file.path();
   auto kallsyms = Kallsyms::Load();
   if (!kallsyms.ok() && rec.summary().samples) {

@@ -111,7 +111,8 @@ void AgentLoop::Add(RawSample&& s, const ProcessTracker& tracker) {
   const std::string& service =
       options_.service_name.empty() ? services_.Of(s.pid, s.comm) : options_.service_name;
   aggregator_.Add(s, tracker, service, recorder_ ? recorder_->python_codes() : nullptr,
-                  recorder_ ? recorder_->jvm_methods() : nullptr, recorder_ ? recorder_->v8_functions() : nullptr);
+                  recorder_ ? recorder_->jvm_methods() : nullptr, recorder_ ? recorder_->v8_functions() : nullptr,
+                  recorder_ ? recorder_->interp_frames() : nullptr);
 }
 
 void AgentLoop::OnTick(uint64_t now_ns) {
@@ -148,6 +149,7 @@ void AgentLoop::HandOver(uint64_t now_ns) {
     recorder_->ForgetPythonCodes();
     recorder_->ForgetJvmMethods();
     recorder_->ForgetV8Functions();
+    recorder_->ForgetInterpFrames();
     // Its frames are located: files no process maps now go with it too.
     // Snapshots replaced before the previous interval ended are kept no
     // longer (a sample arriving late was taken after that).

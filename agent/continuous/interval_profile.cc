@@ -30,7 +30,8 @@ LocatedFrame StackAggregator::Located(const FrameLocation& l, uint32_t pid) {
 }
 
 void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service,
-                          const PythonCodeTable* python, const JvmMethodTable* jvm, const V8FunctionTable* v8) {
+                          const PythonCodeTable* python, const JvmMethodTable* jvm, const V8FunctionTable* v8,
+                          const InterpFrameTable* interp) {
   ++samples_;
   if (start_ns_ == 0) start_ns_ = s.time_ns;
   StackKey key;
@@ -49,6 +50,13 @@ void StackAggregator::Add(const RawSample& s, const ProcessTracker& tracker, con
       const ResolvedFrame f = PythonFrame(value, python);
       const uint64_t names = uint64_t{stacks_.String(f.symbol)} << 32 | stacks_.String(f.src_file);
       key.frames.push_back(stacks_.FrameId({LocatedFrame::kPython, names, f.addr}));
+      continue;
+    }
+    if (IsInterpFrame(value)) {
+      const ResolvedFrame f = InterpFrame(value, interp);
+      const uint64_t names = uint64_t{stacks_.String(f.symbol)} << 32 | stacks_.String(f.src_file);
+      const uint64_t kind = EHP_INTERP_FRAME_KIND(value);
+      key.frames.push_back(stacks_.FrameId({LocatedFrame::kInterp, names, kind << 62 | f.addr}));
       continue;
     }
     if (IsJvmFrame(value) || IsV8Frame(value)) {

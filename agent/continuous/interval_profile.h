@@ -47,6 +47,10 @@ struct LocatedFrame {
   // A JavaScript frame, named when it arrived: as kPython (its function and
   // script, its function's index << 20 | its line).
   static constexpr uint32_t kV8 = UINT32_MAX - 5;
+  // A Ruby, PHP or Perl frame, named when it arrived: as kPython, runtime
+  // its kind << 62 | its table index << 20 | its line
+  // (indexes stay far below 2^42).
+  static constexpr uint32_t kInterp = UINT32_MAX - 6;
   uint32_t mapping = kUnmapped;  // index into IntervalProfile::mappings, or the above
   uint64_t addr = 0;      // kernel address, or ELF address (the call site above the leaf)
   uint64_t runtime = 0;   // the address in the process (user frames)
@@ -80,12 +84,12 @@ class StackAggregator {
   // At most max_stacks distinct stacks an interval; later new ones are
   // counted as dropped (a bound on memory whatever the workload).
   explicit StackAggregator(size_t max_stacks = 200000) : stacks_(max_stacks) {}
-  // `python`, `jvm`, `v8`: the tables the sample's Python, Java and
-  // JavaScript frames index (the recorder's, current as the sample
+  // `python`, `jvm`, `v8`, `interp`: the tables the sample's Python, Java,
+  // JavaScript and Ruby/PHP frames index (the recorder's, current as the sample
   // arrives), or null.
   void Add(const RawSample& s, const ProcessTracker& tracker, const std::string& service,
            const PythonCodeTable* python = nullptr, const JvmMethodTable* jvm = nullptr,
-           const V8FunctionTable* v8 = nullptr);
+           const V8FunctionTable* v8 = nullptr, const InterpFrameTable* interp = nullptr);
   // The interval so far, ended at now_ns; the next one starts empty. Its
   // frames in no mapping when their sample arrived are located again in
   // `tracker` (which may know their mapping by now), if given.

@@ -68,6 +68,16 @@ ResolvedFrame IntervalSymbolizer::PythonFrameOf(const IntervalProfile& p, const 
   return PythonFrame(std::move(n), f.runtime >> 20);
 }
 
+ResolvedFrame IntervalSymbolizer::InterpreterLoopFrameOf(const IntervalProfile& p, const LocatedFrame& f) {
+  if (f.mapping == LocatedFrame::kPython) return PythonFrameOf(p, f);
+  InterpFrameName n;
+  n.kind = static_cast<ehp_interp_kind>(f.runtime >> 62);
+  n.function = p.strings[f.addr >> 32];
+  n.file = p.strings[f.addr & UINT32_MAX];
+  n.line = static_cast<int32_t>(f.runtime & 0xfffff);
+  return InterpFrame(std::move(n), (f.runtime & ~(uint64_t{3} << 62)) >> 20);
+}
+
 void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f,
                                  std::vector<ResolvedFrame>* out) {
   if (f.mapping == LocatedFrame::kJava) {
@@ -144,8 +154,10 @@ void IntervalSymbolizer::Resolve(const IntervalProfile& p, IntervalOutput* out) 
     // As ResolveSamples orders them.
     AppendUserFrames(
         absl::MakeConstSpan(key.frames).subspan(kernel),
-        [&](uint32_t id) { return p.frames[id].mapping == LocatedFrame::kPython; },
-        [&](uint32_t id) { return PythonFrameOf(p, p.frames[id]); },
+        [&](uint32_t id) {
+          return p.frames[id].mapping == LocatedFrame::kPython || p.frames[id].mapping == LocatedFrame::kInterp;
+        },
+        [&](uint32_t id) { return InterpreterLoopFrameOf(p, p.frames[id]); },
         [&](uint32_t id, std::vector<ResolvedFrame>* out) { AddUser(p, p.frames[id], out); }, &s.frames);
     builder.Add(p.strings[key.service], s);
   }

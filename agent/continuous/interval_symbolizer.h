@@ -71,6 +71,8 @@ class IntervalSymbolizer {
   void Prefetch(const IntervalProfile& p);
   void AddUser(const IntervalProfile& p, const LocatedFrame& f, std::vector<ResolvedFrame>* out);
   static ResolvedFrame PythonFrameOf(const IntervalProfile& p, const LocatedFrame& f);
+  // A Python, Ruby or PHP frame (kPython, kInterp).
+  static ResolvedFrame InterpreterLoopFrameOf(const IntervalProfile& p, const LocatedFrame& f);
 
   Options options_;
   std::optional<Kallsyms> kallsyms_;

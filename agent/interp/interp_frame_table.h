@@ -33,7 +33,7 @@ class InterpFrameTable {
   // word with index 0 is a frame nothing named ("[KIND unknown]").
   uint32_t Add(const InterpFrameName& name);
   // The sample word for the frame at `index`: EHP_FRAME_INTERP, its kind,
-  // the index in bits 0-57.
+  // the index in bits 0-56.
   uint64_t Word(uint32_t index) const;
   // The frame a named word stands for; a word whose index the table does
   // not hold (0, or from before a Clear) names "[KIND unknown]".

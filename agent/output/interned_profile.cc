@@ -20,6 +20,12 @@ InternedProfile::Kind KindOf(const ResolvedFrame& f) {
       return InternedProfile::Kind::kJava;
     case FrameRuntime::kJavaScript:
       return InternedProfile::Kind::kJavaScript;
+    case FrameRuntime::kRuby:
+      return InternedProfile::Kind::kRuby;
+    case FrameRuntime::kPhp:
+      return InternedProfile::Kind::kPhp;
+    case FrameRuntime::kPerl:
+      return InternedProfile::Kind::kPerl;
     case FrameRuntime::kNone:
       break;
   }
@@ -34,6 +40,12 @@ FrameRuntime RuntimeOf(InternedProfile::Kind kind) {
       return FrameRuntime::kJava;
     case InternedProfile::Kind::kJavaScript:
       return FrameRuntime::kJavaScript;
+    case InternedProfile::Kind::kRuby:
+      return FrameRuntime::kRuby;
+    case InternedProfile::Kind::kPhp:
+      return FrameRuntime::kPhp;
+    case InternedProfile::Kind::kPerl:
+      return FrameRuntime::kPerl;
     default:
       return FrameRuntime::kNone;
   }

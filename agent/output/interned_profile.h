@@ -30,7 +30,7 @@
 namespace ehprof {
 
 struct InternedProfile {
-  enum class Kind : uint8_t { kNative, kKernel, kPython, kJit, kJava, kJavaScript };
+  enum class Kind : uint8_t { kNative, kKernel, kPython, kJit, kJava, kJavaScript, kRuby, kPhp, kPerl };
   struct Mapping {
     uint32_t dso = 0;  // string id
     uint64_t start = 0, limit = 0, offset = 0;

@@ -64,13 +64,21 @@ std::string KindColor(FrameKind kind, double v1, double v2) {
       // Pink: a hue no other kind comes near (off-CPU and comm are
       // purple, below 290), light enough for the black labels.
       return Hsl(318 + 18 * v1, 0.60, 0.64 + 0.08 * v2);
+    case FrameKind::kRuby:
+      // Ruby's red, deeper than native code's and past the JavaScript pink.
+      return Hsl(344 + 10 * v1, 0.70, 0.50 + 0.08 * v2);
+    case FrameKind::kPhp:
+      // PHP's blue-violet (its logo's), apart from the kernel's sky blue.
+      return Hsl(232 + 14 * v1, 0.45, 0.64 + 0.08 * v2);
+    case FrameKind::kPerl:
+      return Hsl(298 + 12 * v1, 0.40, 0.68 + 0.08 * v2);
   }
   return "gray";
 }
 
 // The legend's words; in FrameKind's order.
 constexpr const char* kLegendNames[kFrameKinds] = {
-    "all", "comm", "user code", "library", "kernel", "inlined", "unresolved", "off-CPU", "Python", "Java", "JavaScript"};
+    "all", "comm", "user code", "library", "kernel", "inlined", "unresolved", "off-CPU", "Python", "Java", "JavaScript", "Ruby", "PHP", "Perl"};
 
 // What the tooltip's second line says a frame is.
 std::string KindText(FrameKind kind, const FrameOrigin* o) {
@@ -100,6 +108,12 @@ std::string KindText(FrameKind kind, const FrameOrigin* o) {
       return "Java method";
     case FrameKind::kJavaScript:
       return "JavaScript function";
+    case FrameKind::kRuby:
+      return "Ruby method or block";
+    case FrameKind::kPhp:
+      return "PHP function";
+    case FrameKind::kPerl:
+      return "Perl sub";
   }
   return "";
 }
@@ -129,6 +143,12 @@ FrameKind SymbolKind(const FrameView& f) {
       return FrameKind::kJava;
     case FrameRuntime::kJavaScript:
       return FrameKind::kJavaScript;
+    case FrameRuntime::kRuby:
+      return FrameKind::kRuby;
+    case FrameRuntime::kPhp:
+      return FrameKind::kPhp;
+    case FrameRuntime::kPerl:
+      return FrameKind::kPerl;
     case FrameRuntime::kNone:
       break;
   }

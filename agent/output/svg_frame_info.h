@@ -19,9 +19,9 @@ namespace ehprof {
 // vDSO): telling them apart by colour shows at a glance how much time goes
 // to libc and friends.
 enum class FrameKind {
-  kRoot, kComm, kUser, kLibrary, kKernel, kInlined, kUnknown, kOffCpu, kPython, kJava, kJavaScript
+  kRoot, kComm, kUser, kLibrary, kKernel, kInlined, kUnknown, kOffCpu, kPython, kJava, kJavaScript, kRuby, kPhp, kPerl
 };
-constexpr int kFrameKinds = 11;
+constexpr int kFrameKinds = 14;
 
 // The kind of a resolved frame with a symbol (not off-CPU, not unknown).
 FrameKind SymbolKind(const FrameView& f);

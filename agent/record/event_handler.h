@@ -13,7 +13,9 @@
 #include <map>
 #include <set>
 #include <unordered_set>
+#include <vector>
 
+#include "agent/interp/interp_tracker.h"
 #include "agent/process/process_tracker.h"
 #include "agent/jvm/jvm_tracker.h"
 #include "agent/python/python_tracker.h"
@@ -25,19 +27,23 @@
 namespace ehprof {
 
 // The runtimes' trackers, which look at each process and name its frames
-// of their runtime; each may be null (--no-python, --no-java, --no-js).
+// of their runtime; each may be null (--no-python, --no-java, --no-js;
+// --no-ruby, --no-php leave an interpreter out of interps).
 // Each has Notice, NameFrames, Exec, Exit and CheckProcess (ehprof check),
 // called through ForEach.
 struct RuntimeTrackers {
   PythonTracker* python = nullptr;
   JvmTracker* jvm = nullptr;
   V8Tracker* v8 = nullptr;
+  // Ruby, PHP, Perl (agent/record/interp_trackers.h); not owned.
+  std::vector<InterpTracker*> interps;
   // fn(tracker) for each tracker there is.
   template <typename Fn>
   void ForEach(Fn&& fn) const {
     if (python) fn(*python);
     if (jvm) fn(*jvm);
     if (v8) fn(*v8);
+    for (InterpTracker* t : interps) fn(*t);
   }
 };
 

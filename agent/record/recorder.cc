@@ -29,12 +29,19 @@ Recorder::~Recorder() {
   jvm_.reset();
   v8_.reset();
   python_.reset();
+  interps_.clear();
   tracker_.reset();
   files_.reset();
   kernel_index_.reset();
   store_.reset();
   targets_.reset();
   session_.reset();
+}
+
+RuntimeTrackers Recorder::Runtimes() const {
+  RuntimeTrackers r{python_.get(), jvm_.get(), v8_.get(), {}};
+  for (const auto& t : interps_) r.interps.push_back(t.get());
+  return r;
 }
 
 absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
@@ -60,7 +67,7 @@ absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
   if (options_.all) initial = AllPids();
   for (uint32_t pid : initial) {
     if (pid == static_cast<uint32_t>(getpid())) continue;
-    absl::Status st = TrackProcess(tracker_.get(), {python_.get(), jvm_.get(), v8_.get()}, pid, now_ns);
+    absl::Status st = TrackProcess(tracker_.get(), Runtimes(), pid, now_ns);
     if (!st.ok() && !absl::IsNotFound(st) && !options_.all) {
       warnings_->Add(std::string(st.message()));
     }
@@ -169,9 +176,12 @@ absl::Status Recorder::StartSession() {
   }
   if (options_.jvm && options_.user) jvm_ = std::make_unique<JvmTracker>(session_->JvmProcsMap(), warnings_);
   if (options_.v8 && options_.user) v8_ = std::make_unique<V8Tracker>(session_->V8ProcsMap(), warnings_);
-  events_ = std::make_unique<EventHandler>(tracker_.get(), sink_,
-                                           RuntimeTrackers{python_.get(), jvm_.get(), v8_.get()},
-                                           warnings_, EventHooks());
+  if (options_.user) {
+    interps_ = MakeInterpTrackers(
+        options_.interps, [&](ehp_interp_kind kind) { return session_->InterpProcsMap(kind); }, &interp_frames_,
+        warnings_);
+  }
+  events_ = std::make_unique<EventHandler>(tracker_.get(), sink_, Runtimes(), warnings_, EventHooks());
   return absl::OkStatus();
 }
 

@@ -16,8 +16,10 @@
 
 #include "absl/status/status.h"
 #include "agent/process/process_tracker.h"
+#include "agent/interp/interp_frame_table.h"
 #include "agent/jvm/jvm_tracker.h"
 #include "agent/python/python_tracker.h"
+#include "agent/record/interp_trackers.h"
 #include "agent/record/event_handler.h"
 #include "agent/record/raw_sample.h"
 #include "agent/record/run_control.h"
@@ -88,6 +90,9 @@ struct RecordOptions {
   // JavaScript frames of V8 processes (node) named from their heap (--no-js:
   // their code by frame pointers and perf maps only).
   bool v8 = true;
+  // Ruby and PHP frames named from the interpreters' memory (--no-ruby,
+  // --no-php: their interpreter loop's native frames only).
+  InterpSelection interps;
   // The on-disk cache of built tables (--table-cache; empty: none) and its
   // budget.
   std::string table_cache_dir = kDefaultTableCacheDir;
@@ -192,6 +197,13 @@ class Recorder {
   void ForgetV8Functions() {
     if (v8_) v8_->ForgetFunctions();
   }
+  // The Ruby, PHP and Perl frames the samples' interpreter words name.
+  const InterpFrameTable* interp_frames() const { return &interp_frames_; }
+  // Empties that table (the agent, between intervals).
+  void ForgetInterpFrames() {
+    interp_frames_.Clear();
+    for (auto& t : interps_) t->ForgetFrames();
+  }
   // ProcessTracker::ReleaseUnmappedFiles (the agent, between intervals;
   // on the recording thread).
   std::vector<ReleasedFile> ReleaseUnmappedFiles(uint64_t superseded_ns) {
@@ -243,6 +255,10 @@ class Recorder {
   std::unique_ptr<PythonTracker> python_;
   std::unique_ptr<JvmTracker> jvm_;
   std::unique_ptr<V8Tracker> v8_;
+  InterpFrameTable interp_frames_;
+  std::vector<std::unique_ptr<InterpTracker>> interps_;
+  // The trackers as the event handler and TrackProcess take them.
+  RuntimeTrackers Runtimes() const;
   SampleList list_;
   SampleSink* sink_;
   std::vector<std::string> NewWarnings();

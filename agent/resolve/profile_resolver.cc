@@ -82,8 +82,10 @@ class Resolver {
     for (uint64_t addr : raw.kernel) out.frames.push_back(KernelFrame(addr, kernel_));
     if (out.off_cpu) DropTracingFrames(&out.frames);
     AppendUserFrames(
-        options_.use_fp_walk ? raw.user_fp : raw.user, IsPythonFrame,
-        [&](uint64_t value) { return PythonFrame(value, options_.python); },
+        options_.use_fp_walk ? raw.user_fp : raw.user, IsInterpreterLoopFrame,
+        [&](uint64_t value) {
+          return IsPythonFrame(value) ? PythonFrame(value, options_.python) : InterpFrame(value, options_.interp);
+        },
         [&](uint64_t value, std::vector<ResolvedFrame>* frames) { AddUserFrames(raw, value, frames); },
         &out.frames);
     return out;
@@ -191,6 +193,39 @@ ResolvedFrame PythonFrame(PythonFrameName n, uint64_t code) {
   f.dso = n.file.empty() ? "[python]" : n.file;
   f.src_file = std::move(n.file);
   SetRuntimeLine(&f, n.line, code & EHP_PY_CODE_MASK);
+  return f;
+}
+
+FrameRuntime InterpFrameRuntime(ehp_interp_kind kind) {
+  switch (kind) {
+    case EHP_INTERP_RUBY:
+      return FrameRuntime::kRuby;
+    case EHP_INTERP_PHP:
+      return FrameRuntime::kPhp;
+    case EHP_INTERP_PERL:
+      return FrameRuntime::kPerl;
+  }
+  return FrameRuntime::kNone;
+}
+
+ResolvedFrame InterpFrame(uint64_t value, const InterpFrameTable* frames) {
+  InterpFrameName n;
+  if (frames != nullptr) {
+    n = frames->Name(value);
+  } else {
+    n.kind = static_cast<ehp_interp_kind>(EHP_INTERP_FRAME_KIND(value));
+    n.function = absl::StrCat("[", InterpKindName(n.kind), " unknown]");
+  }
+  return InterpFrame(std::move(n), value & EHP_INTERP_INDEX_MASK);
+}
+
+ResolvedFrame InterpFrame(InterpFrameName n, uint64_t id) {
+  ResolvedFrame f;
+  f.runtime = InterpFrameRuntime(n.kind);
+  f.symbol = std::move(n.function);
+  f.dso = n.file.empty() ? absl::StrCat("[", InterpKindName(n.kind), "]") : n.file;
+  f.src_file = std::move(n.file);
+  SetRuntimeLine(&f, n.line, id & EHP_INTERP_INDEX_MASK);
   return f;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "agent/interp/interp_frame_table.h"
 #include "agent/jvm/jvm_tracker.h"
 #include "agent/process/process_tracker.h"
 #include "agent/python/python_tracker.h"
@@ -40,6 +41,9 @@ struct ResolveOptions {
   // The functions the samples' JavaScript frames name (Recorder's); null:
   // they are shown as "[v8 unknown]".
   const V8FunctionTable* v8 = nullptr;
+  // The Ruby, PHP and Perl frames the samples' interpreter words name
+  // (Recorder's); null: they are shown as "[ruby unknown]" etc.
+  const InterpFrameTable* interp = nullptr;
   // Where JITs' perf-PID.map files are (JitSymbols::Options: empty, each
   // process's own /tmp).
   std::string perf_map_dir;
@@ -54,6 +58,20 @@ ResolvedFrame PythonFrame(PythonFrameName name, uint64_t code);
 
 // A user frame value that is a Python frame, not an address.
 inline bool IsPythonFrame(uint64_t value) { return EHP_IS_PY_FRAME(value); }
+
+// A Ruby, PHP or Perl frame (EHP_FRAME_INTERP, rewritten by its
+// InterpTracker) as a frame named as the interpreter names it, its dso and
+// source the script ("[ruby]" etc. for a C method or internal function).
+// It stands where Python's do: leaf-side of its interpreter loop's frame.
+ResolvedFrame InterpFrame(uint64_t value, const InterpFrameTable* frames);
+// The same from its name, read before (the agent); `id` tells frames apart
+// for formats that key on an address.
+ResolvedFrame InterpFrame(InterpFrameName name, uint64_t id);
+inline bool IsInterpFrame(uint64_t value) { return EHP_IS_INTERP_FRAME(value); }
+// A frame the walk pushes leaf-side of its interpreter loop's native
+// frame (Python's, Ruby's, PHP's), which AppendUserFrames puts above it.
+inline bool IsInterpreterLoopFrame(uint64_t value) { return IsPythonFrame(value) || IsInterpFrame(value); }
+FrameRuntime InterpFrameRuntime(ehp_interp_kind kind);
 
 // A Java frame (EHP_FRAME_JVM, rewritten by JvmTracker) as a frame named
 // "pkg.Class.method", its source the .java file, dso "[java]". It stands

@@ -25,6 +25,13 @@ enum class FrameRuntime : uint8_t {
   // A JavaScript function of V8 (symbol: its name; dso and src_file: its
   // script, "[v8]" when it has none; line: 0 when unknown).
   kJavaScript,
+  // A Ruby method or block, a PHP function, a Perl sub (agent/interp/;
+  // symbol: the interpreter's own label, "Class#method", "Class::method";
+  // dso and src_file: the script, "[ruby]"/"[php]"/"[perl]" for a C method
+  // or internal function; line: 0 when unknown).
+  kRuby,
+  kPhp,
+  kPerl,
 };
 
 struct ResolvedFrame {

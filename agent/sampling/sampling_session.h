@@ -16,6 +16,7 @@
 #include "agent/sampling/session_options.h"
 #include "agent/tables/kernel_file_index.h"
 #include "agent/tables/map_writer.h"
+#include "bpf/ehprof_abi.h"
 
 namespace ehprof {
 
@@ -41,6 +42,10 @@ class SamplingSession {
   virtual std::unique_ptr<MapWriter> JvmProcsMap() const = 0;
   // v8_procs: pid → struct ehp_v8_proc; null if the programs have none.
   virtual std::unique_ptr<MapWriter> V8ProcsMap() const = 0;
+  // The procs map of an interpreter of agent/interp/ (Ruby: ruby_procs,
+  // PHP: php_procs, Perl: perl_procs; pid → its bpf/ehprof_abi.h struct);
+  // null if the programs have none.
+  virtual std::unique_ptr<MapWriter> InterpProcsMap(ehp_interp_kind kind) const = 0;
   // The unwind-table maps the TableStore places rows in.
   virtual TableMaps UnwindTableMaps() const = 0;
   // file_tables: the kernel's index of loaded files (bpf/proc_learn.bpf.h).

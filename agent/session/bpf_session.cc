@@ -324,6 +324,14 @@ absl::StatusOr<std::unique_ptr<BpfSession>> BpfSession::Start(const SessionOptio
   session->maps_.py_procs = bpf_map__fd(m.py_procs);
   session->maps_.jvm_procs = bpf_map__fd(m.jvm_procs);
   session->maps_.v8_procs = bpf_map__fd(m.v8_procs);
+  // Found by name: a runtime's walk declares its map, and a build without
+  // that walk has none.
+  for (ehp_interp_kind kind : {EHP_INTERP_RUBY, EHP_INTERP_PHP, EHP_INTERP_PERL}) {
+    if (const bpf_map* map = bpf_object__find_map_by_name(session->skel_->obj, InterpProcsMapName(kind))) {
+      session->maps_.interp_procs[kind] = bpf_map__fd(map);
+      session->maps_.interp_value_size[kind] = bpf_map__value_size(map);
+    }
+  }
   if (absl::Status s = session->AttachLifecycle(); !s.ok()) return s;
   session->AttachMmapLearning();
   const uint8_t on = 1;

@@ -36,7 +36,16 @@ struct MapFds {
   int py_procs = -1;   // Python processes (bpf/python.bpf.h)
   int jvm_procs = -1;  // HotSpot JVMs (bpf/hotspot.bpf.h)
   int v8_procs = -1;   // V8 processes (bpf/v8.bpf.h)
+  // By enum ehp_interp_kind: a runtime's procs map (bpf/ruby.bpf.h,
+  // bpf/php.bpf.h), found by name, and its value size; -1 none.
+  int interp_procs[3] = {-1, -1, -1};
+  uint32_t interp_value_size[3] = {0, 0, 0};
 };
+
+// "ruby_procs", "php_procs", "perl_procs": the BPF map of each.
+inline const char* InterpProcsMapName(ehp_interp_kind kind) {
+  return kind == EHP_INTERP_RUBY ? "ruby_procs" : kind == EHP_INTERP_PHP ? "php_procs" : "perl_procs";
+}
 
 // Whether the syscalls:sys_exit_mmap tracepoint can be attached by this
 // process: its id is read from tracefs (mounted here if nobody has), which
@@ -62,6 +71,7 @@ class BpfSession : public SamplingSession {
   std::unique_ptr<MapWriter> PythonProcsMap() const override;
   std::unique_ptr<MapWriter> JvmProcsMap() const override;
   std::unique_ptr<MapWriter> V8ProcsMap() const override;
+  std::unique_ptr<MapWriter> InterpProcsMap(ehp_interp_kind kind) const override;
   TableMaps UnwindTableMaps() const override;
   std::unique_ptr<FileIndexMap> FileIndex() const override;
   absl::StatusOr<std::unique_ptr<EventSource>> OpenEvents(EventSource::Handler handler) const override;

@@ -38,6 +38,12 @@ std::unique_ptr<MapWriter> BpfSession::V8ProcsMap() const {
   return std::make_unique<BpfMapWriter>(maps_.v8_procs, sizeof(ehp_v8_proc), "v8_procs");
 }
 
+std::unique_ptr<MapWriter> BpfSession::InterpProcsMap(ehp_interp_kind kind) const {
+  const auto k = static_cast<size_t>(kind);
+  if (k >= std::size(maps_.interp_procs) || maps_.interp_procs[k] < 0) return nullptr;
+  return std::make_unique<BpfMapWriter>(maps_.interp_procs[k], maps_.interp_value_size[k], InterpProcsMapName(kind));
+}
+
 TableMaps BpfSession::UnwindTableMaps() const { return BpfTableMaps(maps_); }
 
 std::unique_ptr<FileIndexMap> BpfSession::FileIndex() const { return BpfFileIndexMap(maps_.file_tables); }

@@ -28,6 +28,12 @@ const char* FrameType(InternedProfile::Kind kind) {
       return "jvm";
     case InternedProfile::Kind::kJavaScript:
       return "v8js";
+    case InternedProfile::Kind::kRuby:
+      return "ruby";
+    case InternedProfile::Kind::kPhp:
+      return "php";
+    case InternedProfile::Kind::kPerl:
+      return "perl";
     case InternedProfile::Kind::kNative:
     case InternedProfile::Kind::kJit:
       break;

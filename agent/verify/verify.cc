@@ -41,11 +41,11 @@ VerifyResult VerifyWalks(const std::vector<RawSample>& samples,
     if (!theirs.ok() || theirs->empty()) continue;
     ++r.checked;
     std::vector<uint64_t> ours;
-    // The walk's Python and JavaScript frames (bpf/python.bpf.h, bpf/v8.bpf.h) sit between the native
+    // The walk's Python, JavaScript, Ruby and PHP frames (bpf/python.bpf.h, bpf/v8.bpf.h, ...) sit between the native
     // ones they were read from; libdwfl knows only the native frames, so
     // the two are compared on those.
     for (uint64_t v : s.user) {
-      if (EHP_IS_PY_FRAME(v) || EHP_IS_V8_FRAME(v)) continue;
+      if (EHP_IS_PY_FRAME(v) || EHP_IS_V8_FRAME(v) || EHP_IS_INTERP_FRAME(v)) continue;
       ours.push_back(v & EHP_FRAME_ADDR_MASK);
     }
     const size_t n = std::min(ours.size(), theirs->size());
