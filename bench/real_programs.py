@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Real Java and JavaScript programs nobody here wrote, recorded as a new user would.
+"""Real Java, JavaScript, Ruby and PHP programs nobody here wrote, recorded as a new user would.
 
   javac   Temurin 25's javac compiling java.util's sources (the 128 files of the package itself, from
           the JDK's own src.zip, --patch-module java.base), started by
@@ -7,14 +7,18 @@
   terser  terser (pinned by scripts/install_npm_tools.sh) minifying
           playwright-core's 3.6 MB coreBundle.js (compress and mangle)
           under node 20, started by `ehprof record -- node ...`, no flag
+  rdoc    Debian 12's rdoc (Ruby 3.1) documenting RubyGems' and Bundler's own
+          sources (/usr/lib/ruby/3.1.0/rubygems, bundler)
+  phpcs   Debian 12's PHP_CodeSniffer (php-codesniffer, PHP 8.2) checking its
+          own sources and Composer's against PSR-12
 
 Per program, of the samples of its main thread (javac's Java main thread, node's
 main thread), this prints and writes to
 bench/results/real_programs.json:
-  with_runtime  share with at least one Java (or JavaScript) frame
+  with_runtime  share with at least one frame of the program's runtime
   unnamed       share whose runtime frames include one that could not be
                 named ([jvm: ...] other than stubs and the interpreter's own
-                frames, [v8 unknown])
+                frames, [v8 unknown], a Ruby or PHP frame in brackets)
   reach_start   share whose root is _start or the thread start (clone3)
   complete      ehprof's own "user stacks complete" over all threads
 and the five functions of the runtime seen most often as the deepest
@@ -73,7 +77,17 @@ def is_js(dso):
     return dso == "[v8]" or dso.endswith((".js", ".mjs", ".cjs")) or dso.startswith("node:")
 
 
+def is_ruby(dso):
+    return dso == "[ruby]" or dso.endswith(".rb") or dso.startswith("<internal:")
+
+
+def is_php(dso):
+    return dso == "[php]" or dso.endswith(".php")
+
+
 def unnamed(symbol, dso):
+    if is_ruby(dso) or is_php(dso):
+        return symbol.startswith("[")
     if is_java(dso):
         return symbol.startswith("[jvm") and symbol not in ("[jvm: stub]", "[jvm: interpreter]")
     return symbol == "[v8 unknown]"
@@ -149,17 +163,47 @@ def terser(ehprof, work):
     return figures, top
 
 
+def rdoc(ehprof, work):
+    lib = "/usr/lib/ruby/3.1.0"
+    if not shutil.which("rdoc3.1") or not os.path.isdir(os.path.join(lib, "rubygems")):
+        print("rdoc: Debian 12's ruby3.1 not here, left out")
+        return None
+    dump = os.path.join(work, "rdoc.perf-script")
+    complete = record(ehprof, dump, ["rdoc3.1", "-q", "-o", os.path.join(work, "doc"),
+                                     os.path.join(lib, "rubygems"), os.path.join(lib, "bundler")], work)
+    figures, top = judge(dump, "rdoc3.1", is_ruby)
+    figures["complete_pct"] = complete
+    return figures, top
+
+
+def phpcs(ehprof, work):
+    sources = ["/usr/share/php/PHP/CodeSniffer/src", "/usr/share/php/Composer"]
+    if not shutil.which("phpcs") or not all(os.path.isdir(d) for d in sources):
+        print("phpcs: Debian 12's php-codesniffer and composer not here, left out")
+        return None
+    dump = os.path.join(work, "phpcs.perf-script")
+    # phpcs exits 2 when it finds violations: what it finds is not judged.
+    complete = record(ehprof, dump, ["sh", "-c", 'phpcs --standard=PSR12 -q --report=summary "$@" >/dev/null; true',
+                                     "phpcs", *sources], work)
+    figures, top = judge(dump, "phpcs", is_php)
+    figures["complete_pct"] = complete
+    return figures, top
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ehprof", default=os.path.join(ROOT, "build", "ehprof"))
     ap.add_argument("--keep", help="directory to keep the perf-script dumps in")
+    ap.add_argument("--only", help="comma-separated programs to run (javac,terser,rdoc,phpcs)")
     result_file.add_argument(ap, "real_programs")
     args = ap.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="ehprof-real.")
     os.makedirs(work, exist_ok=True)
     figures = {}
     try:
-        for name, run in (("javac", javac), ("terser", terser)):
+        for name, run in (("javac", javac), ("terser", terser), ("rdoc", rdoc), ("phpcs", phpcs)):
+            if args.only and name not in args.only.split(","):
+                continue
             os.makedirs(os.path.join(work, name), exist_ok=True)
             result = run(os.path.abspath(args.ehprof), os.path.join(work, name))
             if result is None:

@@ -63,6 +63,7 @@ ehprof_packages() {
         protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev `# tests decode pprof with classes protoc generates from pprof's own profile.proto` \
         help2man `# the man page (cmake --install, the Debian package)` \
         mmdebstrap `# the Debian package's install test (a clean Debian root)` \
+        php-codesniffer composer `# real PHP programs bench/real_programs.py records (phpcs over its own and Composer's sources)` \
         default-jdk-headless maven `# the JVM tests and bench: javac, jcmd; mvn fetches async-profiler (scripts/install_async_profiler.sh)`
       # The reference binaries tests/ and bench/ read by path are Debian 12's
       # (libLLVM-15.so.1, python3.11); a release without them goes without.
