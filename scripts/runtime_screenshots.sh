@@ -12,9 +12,15 @@
 #   bash scripts/runtime_screenshots.sh node  docs/node-flamegraph.png:
 #       terser (scripts/install_npm_tools.sh) minifying playwright-core's
 #       bundle under node with no flag, searching _walk
+#   bash scripts/runtime_screenshots.sh ruby  docs/ruby-flamegraph.png:
+#       Debian 12's rdoc (Ruby 3.1) documenting RubyGems' sources, searching
+#       RDoc::Parser
+#   bash scripts/runtime_screenshots.sh php  docs/php-flamegraph.png:
+#       Debian 12's phpcs (PHP 8.2) checking Composer's sources against
+#       PSR-12, searching Tokenizer
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what=${1:?python, java or node}
+what=${1:?python, java, node, ruby or php}
 work=$(mktemp -d)
 child=
 trap '[ -n "$child" ] && kill "$child" 2>/dev/null; rm -rf "$work"' EXIT
@@ -37,7 +43,14 @@ case $what in
     build/ehprof record -F 999 -q -o "$svg" -- node "$npm/terser/bin/terser" \
       "$npm/playwright-core/lib/coreBundle.js" -c -m -o "$work/min.js" >/dev/null
     search=_walk ;;
-  *) echo "runtime_screenshots.sh: python, java or node, not $what" >&2; exit 2 ;;
+  ruby)
+    build/ehprof record -F 999 -q -o "$svg" -- rdoc3.1 -q -o "$work/doc" /usr/lib/ruby/3.1.0/rubygems >/dev/null
+    search='RDoc::Parser' ;;
+  php)
+    build/ehprof record -F 999 -q -o "$svg" -- sh -c \
+      'phpcs --standard=PSR12 -q --report=summary /usr/share/php/Composer >/dev/null; true' >/dev/null
+    search=Tokenizer ;;
+  *) echo "runtime_screenshots.sh: python, java, node, ruby or php, not $what" >&2; exit 2 ;;
 esac
 # As tall as the graph, 1400 px wide, which the graph is laid out to; a
 # graph taller than 2400 px is shown by its bottom 2400 px (the root side,
