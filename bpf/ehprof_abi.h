@@ -452,6 +452,42 @@ EHP_ASSERT(EHP_INTERP_OBJECT_BITS + EHP_INTERP_AUX_BITS == EHP_INTERP_KIND_SHIFT
 EHP_ASSERT(EHP_INTERP_KIND_SHIFT + 2 == 59, "the kind below the marker bit");
 
 /* ---- Ruby (bpf/ruby.bpf.h, agent/ruby/) --------------------------------- */
+/* A Ruby frame (EHP_INTERP_FRAME with EHP_INTERP_RUBY): object the
+ * control frame's iseq for a Ruby frame, its method entry (ep[-2]) for a C
+ * method's frame; aux (pc >> 3) % EHP_RUBY_PC_MOD for a Ruby frame (user
+ * space, knowing the iseq's iseq_encoded, turns it into the instruction
+ * index: exact while the iseq is shorter than EHP_RUBY_PC_MOD words),
+ * EHP_INTERP_AUX_UNKNOWN for a C method. Object 0: the Ruby walk stopped,
+ * aux an enum ehp_ruby_stop. */
+#define EHP_RUBY_PC_MOD 16383
+enum ehp_ruby_stop {
+	EHP_RUBY_STOP_NO_EC = 1,      /* the thread's execution context unreadable */
+	EHP_RUBY_STOP_READ_FAULT = 2, /* a control frame or its env unreadable */
+	EHP_RUBY_STOP_BAD_FRAME = 3,  /* a control frame outside the thread's VM stack */
+	EHP_RUBY_STOP_FRAMES_END = 4, /* the VM loop has no control frame left */
+};
+/* How the walk finds the thread's rb_execution_context_t: libruby's TLS
+ * variable ruby_current_ec, through glibc's DTV (fsbase + 8 -> dtv, dtv +
+ * 16 * tls_module -> libruby's TLS block of this thread, + tls_offset). */
+struct ehp_ruby_proc {
+	ehp_u64 vm_begin; /* vm_exec_core, [begin, end) in the process */
+	ehp_u64 vm_end;
+	ehp_u64 tls_module;
+	ehp_u64 tls_offset;
+	ehp_u16 ec_vm_stack; /* rb_execution_context_t: VALUE *vm_stack */
+	ehp_u16 ec_vm_stack_size; /* its size in VALUEs */
+	ehp_u16 ec_cfp;      /* the current control frame */
+	ehp_u16 cfp_size;    /* sizeof(rb_control_frame_t) */
+	ehp_u16 cfp_pc;
+	ehp_u16 cfp_iseq;
+	ehp_u16 cfp_ep;
+	ehp_u16 iseq_body;    /* rb_iseq_t's body */
+	ehp_u16 body_encoded; /* the body's iseq_encoded */
+	ehp_u16 pad[3];
+};
+EHP_ASSERT(sizeof(struct ehp_ruby_proc) == 56, "ehp_ruby_proc is 56 bytes");
+#define EHP_RUBY_PROCS 1024
+
 
 /* ---- PHP (bpf/php.bpf.h, agent/php/) ------------------------------------ */
 

@@ -143,6 +143,12 @@ struct scratch {
 	 * none), where the walk calls jvm_step (bpf/hotspot.bpf.h). */
 	__u64 jvm_code[2];
 	__u8 win[STACK_WINDOW];
+	/* The Ruby walk (bpf/ruby.bpf.h): vm_exec_core's range [begin, end)
+	 * (zeros: off) and whether the Ruby walk has steps of its own; read
+	 * before rb_step is called, as py_eval and py_busy. */
+	__u64 rb_vm[2];
+	__u32 rb_busy;
+	__u32 rb_pad;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

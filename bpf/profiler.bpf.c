@@ -32,6 +32,7 @@
 #include "bpf/lookup.bpf.h"
 #include "bpf/walk.bpf.h"
 #include "bpf/python.bpf.h"
+#include "bpf/ruby.bpf.h"
 #include "bpf/hotspot.bpf.h"
 #include "bpf/stacks.bpf.h"
 #include "bpf/verify.bpf.h"

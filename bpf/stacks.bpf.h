@@ -211,7 +211,8 @@ EHP_INLINE __u64 collect_stacks(void *ctx, struct scratch *s, int user_mode)
 #ifdef EHP_JVM_WALK
 			jvm_begin(s, pid);
 #endif
-			bpf_loop(EHP_MAX_USER_FRAMES, py_dwarf_step, &w, 0);
+			ruby_begin(s, pid);
+			bpf_loop(EHP_MAX_USER_FRAMES, rb_dwarf_step, &w, 0);
 		}
 		nu = w.n;
 		s->ev.stop_reason = walk_stop_reason(&w);

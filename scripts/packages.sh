@@ -70,6 +70,9 @@ ehprof_packages() {
       # openjdk-17-jdk-headless: java, javac and javap of Debian 12's JDK 17
       # (tests/jvm_layout_priv_test.cc, bench/jvm_stacks.py).
       ehprof_if_available "$@" -- libllvm15 python3.11 openjdk-17-jdk-headless
+      # ruby3.1: Debian 12's stripped libruby-3.1 (tests/ruby_objects_test.cc,
+      # tests/record_ruby_priv_test.cc, bench/ruby_vs_rbspy.py).
+      ehprof_if_available "$@" -- ruby3.1
       ;;
     *)
       echo "packages.sh: no package set '$set' (build, test)" >&2

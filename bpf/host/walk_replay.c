@@ -17,6 +17,7 @@
 #include "bpf/lookup.bpf.h"
 #include "bpf/walk.bpf.h"
 #include "bpf/python.bpf.h"
+#include "bpf/ruby.bpf.h"
 #include "bpf/stacks.bpf.h"
 
 #include "bpf/host/walk_replay.h"
@@ -44,7 +45,7 @@ static void *bpf_map_lookup_elem(void *map, const void *key)
 	else if (map == &rules)
 		which = EHP_REPLAY_MAP_RULES;
 	else
-		return 0; /* stats, notified, the Python maps: empty */
+		return 0; /* stats, notified, the Python and Ruby maps: empty */
 	__u32 k;
 	memcpy(&k, key, sizeof(k));
 	return replay_env->lookup(replay_env->ctx, which, k);

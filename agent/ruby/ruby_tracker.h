@@ -1,0 +1,81 @@
+// The Ruby processes of a recording: finds each process's libruby, publishes
+// where its VM loop is, its TLS slot of ruby_current_ec and its control
+// frame layout into the BPF ruby_procs map (bpf/ruby.bpf.h), and names the
+// Ruby frames of each sample (an iseq and its pc, or a C method's method
+// entry) into the recording's InterpFrameTable while the process is alive:
+// "label" as Ruby 3.1's backtrace and rbspy say it ("foo", "block in foo",
+// "<main>"), file and line; a C method by its name, with no file.
+#ifndef EHPROF_AGENT_RUBY_RUBY_TRACKER_H_
+#define EHPROF_AGENT_RUBY_RUBY_TRACKER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "agent/interp/interp_frame_table.h"
+#include "agent/interp/interp_tracker.h"
+#include "agent/ruby/ruby_binary.h"
+#include "agent/ruby/ruby_objects.h"
+#include "agent/tables/map_writer.h"
+#include "base/warnings.h"
+
+namespace ehprof {
+
+class RubyTracker : public InterpTracker {
+ public:
+  // ruby_procs: the BPF map (pid -> ehp_ruby_proc) from the session; null:
+  // names frames and writes no map. table: the recording's. Refused
+  // binaries and a full map go to `warnings` once each. table and warnings
+  // are not owned and outlive the tracker.
+  RubyTracker(std::unique_ptr<MapWriter> ruby_procs, InterpFrameTable* table, Warnings* warnings)
+      : ruby_procs_(std::move(ruby_procs)), table_(table), warnings_(warnings) {}
+  ehp_interp_kind kind() const override { return EHP_INTERP_RUBY; }
+  void Notice(uint32_t pid, uint64_t now_ns) override;
+  void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) override;
+  void Exec(uint32_t pid) override { Exit(pid); }
+  void Exit(uint32_t pid) override;
+  std::optional<RuntimeCheck> CheckProcess(uint32_t pid) override;
+  void ForgetFrames() override;
+  // Finds pid's libruby now: whether it is a readable Ruby.
+  absl::StatusOr<bool> Attach(uint32_t pid);
+  // The name of one Ruby frame word of pid (what NameFrames interns).
+  InterpFrameName Name(uint32_t pid, uint64_t word, uint64_t now_ns);
+
+ private:
+  struct Proc {
+    enum State { kUnknown, kNotRuby, kRuby, kRefused } state = kUnknown;
+    uint64_t checked_ns = 0;
+    int not_ruby_checks = 0;
+    int probe_failures = 0;  // symbol table not readable yet (Ruby starting)
+    std::string binary, version;
+    std::optional<RubyObjects> objects;
+    std::unique_ptr<ProcessMemory> mem;
+    // (object, aux) -> table index, and when it was read.
+    struct Cached {
+      uint32_t index;
+      uint64_t read_ns;
+    };
+    absl::flat_hash_map<uint64_t, Cached> words;
+  };
+  absl::StatusOr<std::optional<RubyBinary>> Binary(const std::string& open_path, const std::string& path,
+                                                   uint64_t inode);
+  absl::StatusOr<bool> Publish(uint32_t pid, Proc& proc, const RubyBinary& b, uint64_t bias);
+
+  std::unique_ptr<MapWriter> ruby_procs_;
+  InterpFrameTable* table_;
+  Warnings* warnings_;
+  std::map<uint32_t, Proc> procs_;
+  std::map<std::string, absl::StatusOr<std::optional<RubyBinary>>> binaries_;
+};
+
+// The name of a Ruby stop marker's reason (enum ehp_ruby_stop).
+const char* RubyStopName(uint32_t why);
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_RUBY_RUBY_TRACKER_H_

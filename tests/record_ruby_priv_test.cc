@@ -1,0 +1,170 @@
+// Ruby frames in the walk, judged on testdata/ruby/shapes.rb's `hot` shape
+// (ten functions in two threads, recursion, blocks that C methods yield
+// to) recorded under Debian 12's stripped ruby3.1 and Debian 13's ruby3.3
+// (in a root scripts/debian_root.sh makes): named Ruby frames in the order
+// Ruby runs them with native frames between them, each Ruby thread's
+// samples carrying Ruby frames, the hot loops' lines.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "tests/srcline_perf_script.h"
+#include "tests/test_support.h"
+
+namespace ehprof {
+namespace {
+
+using testing::SrclineFrame;
+using testing::SrclineSample;
+
+// A Ruby method or C method's frame; a stop marker ("[ruby: ...]") is none.
+bool IsRuby(const SrclineFrame& f) {
+  return absl::EndsWith(f.dso, ".rb") || (f.dso == "[ruby]" && !absl::StartsWith(f.symbol, "[ruby:"));
+}
+bool IsRubyCode(const SrclineFrame& f) { return absl::EndsWith(f.dso, ".rb"); }
+bool InLibruby(const SrclineFrame& f) { return absl::StrContains(f.dso, "libruby"); }
+
+int MarkerLine(const std::string& marker) { return testing::SourceLineWith("testdata/ruby/shapes.rb", marker); }
+
+// The index of the first frame named `symbol` from `from` on; -1 none.
+int Find(const SrclineSample& s, const std::string& symbol, size_t from = 0) {
+  for (size_t i = from; i < s.frames.size(); ++i) {
+    if (s.frames[i].symbol == symbol) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+const SrclineFrame* LeafRubyCode(const SrclineSample& s) {
+  for (const SrclineFrame& f : s.frames) {
+    if (IsRubyCode(f)) return &f;
+  }
+  return nullptr;
+}
+
+class RubyFrames : public ::testing::Test {
+ protected:
+  // `prefix` runs the interpreter (a chroot for 3.3); script its path there.
+  // ehprof's stderr in *err when given.
+  std::vector<SrclineSample> Record(const std::string& prefix, const std::string& script, double seconds,
+                                    std::string* err = nullptr) {
+    const std::string out = absl::StrCat(::testing::TempDir(), "/rb.", getpid(), ".txt"), log = out + ".err";
+    const std::string cmd = absl::StrCat("timeout 120 ", testing::EhprofBinary(), " record -F 499 --srcline -o ",
+                                         out, " -- ", prefix, " ", script, " hot ", seconds, " >/dev/null 2>", log);
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << testing::ReadFile(log);
+    auto samples = testing::ParseSrclinePerfScript(testing::ReadFile(out));
+    if (err) *err = testing::ReadFile(log);
+    std::remove(out.c_str());
+    std::remove(log.c_str());
+    return samples;
+  }
+  void Judge(const std::vector<SrclineSample>& samples, const std::string& file_suffix);
+};
+
+void RubyFrames::Judge(const std::vector<SrclineSample>& samples, const std::string& file_suffix) {
+  // From each thread's first Ruby frame on (libruby is looked at once it
+  // has its symbol table), its samples in libruby carry Ruby frames.
+  std::set<uint32_t> started;
+  size_t in_ruby = 0, with_ruby = 0;
+  std::map<std::string, std::set<uint32_t>> tids;
+  size_t sort_blocks = 0, sort_ordered = 0, sort_native = 0, fib = 0, fib_ok = 0, add = 0, add_lines = 0;
+  const int add_line = MarkerLine("marker: hot_add loop");
+  for (const SrclineSample& s : samples) {
+    const SrclineFrame* leaf = LeafRubyCode(s);
+    if (leaf) started.insert(s.tid);
+    bool libruby = false, ruby = false;
+    for (const SrclineFrame& f : s.frames) libruby |= InLibruby(f), ruby |= IsRuby(f);
+    if (started.count(s.tid) && libruby) ++in_ruby, with_ruby += ruby;
+    if (!leaf) continue;
+    if (absl::StrContains(leaf->symbol, "hot_")) EXPECT_TRUE(absl::EndsWith(leaf->dso, file_suffix)) << leaf->dso;
+    for (const char* fn : {"hot_add", "hot_str"}) {
+      if (Find(s, fn) >= 0) tids[fn].insert(s.tid);
+    }
+    if (leaf->symbol == "block in hot_sort") {
+      // block, native (rb_yield's C code), each and sort_by (C methods),
+      // hot_sort, thread_one. While rb_yield is still setting the block's
+      // frame up (its VM loop not started), the block's frame goes in with
+      // its caller's at the VM loop below: then no native frame between.
+      ++sort_blocks;
+      const int block = Find(s, "block in hot_sort"), sort_by = Find(s, "sort_by", block + 1);
+      const int method = Find(s, "hot_sort", sort_by + 1), thread = Find(s, "thread_one", method + 1);
+      bool native_between = false;
+      for (int i = block + 1; i < sort_by; ++i) native_between |= InLibruby(s.frames[i]);
+      sort_ordered += sort_by > block && method > sort_by && thread > method;
+      sort_native += native_between;
+    }
+    if (leaf->symbol == "hot_fib") {
+      ++fib;
+      int n = 0;
+      for (const SrclineFrame& f : s.frames) n += f.symbol == "hot_fib";
+      fib_ok += n >= 1 && n <= 16 && Find(s, "thread_one") > Find(s, "hot_fib");
+    }
+    if (leaf->symbol == "hot_add") {
+      ++add;
+      add_lines += leaf->line >= add_line - 1 && leaf->line <= add_line + 1;  // while, body, i += 1
+    }
+  }
+  ASSERT_GE(in_ruby, 200u) << "too few samples to judge";
+  EXPECT_GE(with_ruby * 100, in_ruby * 98) << with_ruby << " of " << in_ruby;
+  ASSERT_EQ(tids["hot_add"].size(), 1u);
+  ASSERT_EQ(tids["hot_str"].size(), 1u);
+  EXPECT_NE(*tids["hot_add"].begin(), *tids["hot_str"].begin()) << "each thread its own functions";
+  EXPECT_GE(sort_blocks, 5u);
+  EXPECT_EQ(sort_ordered, sort_blocks) << "block, sort_by, hot_sort, thread_one in that order";
+  EXPECT_GE(sort_native * 100, sort_blocks * 50) << sort_native << " of " << sort_blocks;
+  EXPECT_GE(fib, 5u);
+  EXPECT_EQ(fib_ok, fib) << "hot_fib recursion, at most 16 deep, under thread_one";
+  EXPECT_GE(add, 10u);
+  EXPECT_GE(add_lines * 100, add * 98) << "hot_add's samples on its loop's lines " << add_line - 1 << "-" << add_line + 1;
+}
+
+TEST_F(RubyFrames, Debian12Ruby31) {
+  if (!testing::RequireRootForBpf()) GTEST_SKIP();
+  if (access("/usr/bin/ruby3.1", X_OK) != 0) GTEST_SKIP() << "Debian 12's ruby3.1 is not installed";
+  Judge(Record("/usr/bin/ruby3.1", testing::SourcePath("testdata/ruby/shapes.rb"), 4), "testdata/ruby/shapes.rb");
+}
+
+// Debian 13's ruby3.3 (in a root of its own, cached by
+// scripts/debian_root.sh) is built with its internals hidden: its libruby
+// exports neither ruby_current_ec nor rb_vm_exec. ehprof says so in one
+// line and names no Ruby frame there; its native frames stay.
+TEST_F(RubyFrames, Debian13Ruby33IsRefusedInOneLine) {
+  if (!testing::RequireRootForBpf()) GTEST_SKIP();
+  const std::string root = absl::StrCat(::testing::TempDir(), "/rb33root.", getpid());
+  const std::string empty = root + ".empty";
+  const std::string make = absl::StrCat(
+      "mkdir -p ", empty, " && EHPROF_ROOT_PACKAGES=ruby3.3 EHPROF_ROOT_KEEP=", root, " timeout 1800 bash ",
+      testing::SourcePath("scripts/debian_root.sh"), " trixie ", empty, " true >/dev/null 2>&1 && mount --bind /proc ",
+      root, "/proc && cp ", testing::SourcePath("testdata/ruby/shapes.rb"), " ", root, "/tmp/shapes.rb");
+  const bool made = std::system(make.c_str()) == 0;
+  std::vector<SrclineSample> samples;
+  std::string err;
+  if (made) samples = Record(absl::StrCat("chroot ", root, " /usr/bin/ruby3.3"), "/tmp/shapes.rb", 2, &err);
+  std::system(absl::StrCat("umount -l ", root, "/proc; rm -rf --one-file-system ", root, " ", empty).c_str());
+  ASSERT_TRUE(made) << make;
+  size_t lines = 0, in_libruby = 0;
+  for (absl::string_view line : absl::StrSplit(err, '\n')) {
+    lines += absl::StrContains(line, "libruby-3.3.so") && absl::StrContains(line, "symbols are hidden");
+  }
+  EXPECT_EQ(lines, 1u) << err;
+  for (const SrclineSample& s : samples) {
+    bool libruby = false;
+    for (const SrclineFrame& f : s.frames) {
+      EXPECT_FALSE(IsRuby(f)) << f.symbol;
+      libruby |= InLibruby(f);
+    }
+    in_libruby += libruby;
+  }
+  EXPECT_GE(in_libruby, 100u);
+}
+
+}  // namespace
+}  // namespace ehprof
