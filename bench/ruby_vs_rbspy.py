@@ -7,11 +7,12 @@ under Debian 12's ruby3.1, then runs at the same time
   ehprof record -p PID -F HZ --srcline -o perf-script
   rbspy record --pid PID -r HZ --on-cpu --nonblocking --format collapsed
 (crates.io rbspy, pinned by scripts/install_rbspy.sh) and compares the share
-of samples whose innermost Ruby frame is each function (rbspy's ten
-hottest), over the samples that have a Ruby frame, counts pooled over the
-REPS runs. Both name a C method by its method name and a block
-"block in NAME" (Ruby 3.1's own labels; rbspy qualifies no class before
-3.3). Also: of ehprof's samples of the Ruby threads in libruby, how many
+of samples whose innermost frame of Ruby code is each function (rbspy's
+ten hottest), over the samples that have one, counts pooled over the REPS
+runs: rbspy names no C method of Debian's stripped libruby ("(unknown)
+[c function]"), so C methods are left out on both sides. Both name a
+block "block in NAME" (Ruby 3.1's own labels; rbspy qualifies no class
+before 3.3). Also: of ehprof's samples of the Ruby threads in libruby, how many
 carry a Ruby frame; and hot_add's loop lines as each profiler saw them.
 
 Both count on-CPU samples (ehprof's cpu-clock; rbspy --on-cpu). Ruby's two
@@ -72,10 +73,11 @@ def ehprof_counts(path):
         if any("libruby" in f[1] for f in frames):
             in_libruby += 1
             with_ruby += bool(ruby)
-        if ruby:
-            leaves[ruby[0][0]] += 1
-            if ruby[0][0] == "hot_add":
-                lines[ruby[0][2]] += 1
+        code = [f for f in ruby if f[1].endswith(".rb")]
+        if code:
+            leaves[code[0][0]] += 1
+            if code[0][0] == "hot_add":
+                lines[code[0][2]] += 1
     return leaves, lines, in_libruby, with_ruby
 
 
@@ -85,8 +87,12 @@ def rbspy_counts(path):
         stack, _, count = line.rstrip("\n").rpartition(" ")
         if not stack:
             continue
-        leaf = stack.split(";")[-1]
-        name, _, where = leaf.rpartition(" - ")
+        # The innermost frame of Ruby code: rbspy names no C method of a
+        # stripped libruby ("(unknown) [c function]").
+        code = [f for f in stack.split(";") if "[c function]" not in f]
+        if not code:
+            continue
+        name, _, where = code[-1].rpartition(" - ")
         leaves[name] += int(count)
         if name == "hot_add":
             lines[int(where.rpartition(":")[2] or 0)] += int(count)
