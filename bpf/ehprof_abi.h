@@ -459,7 +459,7 @@ EHP_ASSERT(EHP_INTERP_KIND_SHIFT + 2 == 59, "the kind below the marker bit");
  * index: exact while the iseq is shorter than EHP_RUBY_PC_MOD words),
  * EHP_INTERP_AUX_UNKNOWN for a C method. Object 0: the Ruby walk stopped,
  * aux an enum ehp_ruby_stop. */
-#define EHP_RUBY_PC_MOD 16383
+#define EHP_RUBY_PC_MOD EHP_INTERP_AUX_UNKNOWN
 enum ehp_ruby_stop {
 	EHP_RUBY_STOP_NO_EC = 1,      /* the thread's execution context unreadable */
 	EHP_RUBY_STOP_READ_FAULT = 2, /* a control frame or its env unreadable */

@@ -202,7 +202,9 @@ TEST(RubyLive, NamesTheControlFramesOfAStoppedRuby31) {
     EXPECT_EQ(names[i].function, want[i].function);
     EXPECT_EQ(names[i].native, want[i].native);
     EXPECT_EQ(names[i].line, want[i].line);
-    if (!want[i].native) EXPECT_EQ(names[i].file, file);
+    if (!want[i].native) {
+      EXPECT_EQ(names[i].file, file);
+    }
   }
   // The block is the frame the C method's rb_yield entered the VM for.
   EXPECT_EQ(finish, 1);

@@ -1,5 +1,7 @@
 #include "agent/record/interp_trackers.h"
 
+#include "agent/ruby/ruby_tracker.h"
+
 namespace ehprof {
 
 std::vector<std::unique_ptr<InterpTracker>> MakeInterpTrackers(
@@ -8,6 +10,7 @@ std::vector<std::unique_ptr<InterpTracker>> MakeInterpTrackers(
   std::vector<std::unique_ptr<InterpTracker>> trackers;
   // One line per runtime: if (selection.X) trackers.push_back(
   //   std::make_unique<XTracker>(maps(EHP_INTERP_X), frames, warnings));
+  if (selection.ruby) trackers.push_back(std::make_unique<RubyTracker>(maps(EHP_INTERP_RUBY), frames, warnings));
   (void)selection;
   (void)maps;
   (void)frames;

@@ -1,0 +1,199 @@
+/* One VM call's control frames, read inside rb_step (bpf/ruby.bpf.h, a
+ * global function verified once on its own): the per-CPU state of the
+ * Ruby walk, the window control frames are read through (RB_WIN bytes a
+ * read, from the cursor up), each frame's env (ep[-2..0]: method entry,
+ * flags), the stop markers. Included by bpf/ruby.bpf.h. */
+#ifndef EHPROF_BPF_RUBY_FRAMES_BPF_H_
+#define EHPROF_BPF_RUBY_FRAMES_BPF_H_
+
+/* Control frames per rb_step; and bytes of control frames read at once
+ * (16 of 3.1's 64-byte frames). */
+#define RB_FRAMES_MAX 16
+#define RB_WIN 1024
+/* Control frames of one thread the walk looks at, at most. */
+#define RB_CFP_MAX 4096
+
+/* vm_core.h: ep[0]'s frame magic and flags. */
+#define RB_FRAME_MAGIC_MASK 0x7fff0001u
+#define RB_FRAME_MAGIC_CFUNC 0x55550001u
+#define RB_FRAME_FLAG_FINISH 0x0020u
+#define RB_FRAME_FLAG_CFRAME 0x0080u
+
+enum rb_walk_state {
+	RB_OFF = 0,    /* not a Ruby process, or the Ruby walk stopped */
+	RB_IDLE = 1,   /* native frames; look for vm_exec_core */
+	RB_FRAMES = 2, /* pushing one VM call's control frames */
+};
+
+/* Per CPU: the sample's Ruby process (copied at its start), the walk's
+ * state and the control frame window; in a map value, so none of it
+ * multiplies the native walk's verifier states. */
+struct rb_buf {
+	struct ehp_ruby_proc proc;
+	__u64 fsbase;
+	__u64 cfp;	 /* the next control frame */
+	__u64 cfp_end;	 /* the end of the thread's control frames */
+	__u64 vm_value;	 /* vm_exec_core's native frame, pushed after its frames */
+	__u64 win_lo;	 /* the window: control frames from win_lo */
+	__u32 win_len;
+	__u32 looked;	 /* control frames looked at in this sample */
+	__u8 state;	 /* enum rb_walk_state */
+	__u8 native_next; /* the VM call is done: its native step follows */
+	__u8 found;	 /* cfp was read from the execution context */
+	__u8 vm_leaf;	 /* the first VM loop reached was the sample's leaf frame */
+	__u8 pad[4];
+	struct py_out out;
+	__u64 env[3];	 /* ep[-2], ep[-1], ep[0] of one frame */
+	__u8 b[RB_WIN];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rb_buf);
+} rb_buf SEC(".maps");
+
+
+/* One frame word into the sample (0 when it does not fit: out.full). */
+EHP_INLINE int rb_push(struct rb_buf *buf, struct scratch *s, __u64 value)
+{
+	__u32 k = buf->out.k;
+	__u64 at = buf->out.at + k;
+	if (k >= buf->out.room || at >= EHP_MAX_EVENT_FRAMES) {
+		buf->out.full = 1;
+		return 0;
+	}
+	EHP_CLAMP_UMAX(at, EHP_MAX_EVENT_FRAMES - 1); /* in the register indexing */
+	s->frames[at] = value;
+	buf->out.k = k + 1;
+	return 1;
+}
+
+EHP_INLINE int rb_read_u64(__u64 addr, __u64 *out)
+{
+	return bpf_probe_read_user(out, sizeof(*out), (void *)addr) == 0;
+}
+
+/* The VM call is done (or given up): its native frame follows its frames. */
+EHP_INLINE void rb_end_vm(struct rb_buf *buf, struct scratch *s, __u8 next_state)
+{
+	buf->state = next_state;
+	buf->native_next = 1;
+	rb_push(buf, s, buf->vm_value);
+}
+
+/* The Ruby walk cannot go on: a marker saying why, vm_exec_core's frame,
+ * and native frames only from here. */
+EHP_INLINE void rb_stop(struct rb_buf *buf, struct scratch *s, __u32 why)
+{
+	rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, 0ull, why));
+	rb_end_vm(buf, s, RB_OFF);
+}
+
+/* The thread's current control frame and the end of its control frames,
+ * from its execution context (ruby_current_ec in libruby's TLS). */
+EHP_INLINE int rb_find_cfp(struct rb_buf *buf)
+{
+	struct ehp_ruby_proc *p = &buf->proc;
+	__u64 ec = 0, dtv = 0, block = 0, stack = 0, size = 0, cfp = 0;
+	if (!rb_read_u64(buf->fsbase + 8, &dtv) || !rb_read_u64(dtv + p->tls_module * 16, &block))
+		return 0;
+	if (!rb_read_u64(block + p->tls_offset, &ec) || !ec || !rb_read_u64(ec + p->ec_vm_stack, &stack) ||
+	    !rb_read_u64(ec + p->ec_vm_stack_size, &size) || !rb_read_u64(ec + p->ec_cfp, &cfp))
+		return 0;
+	if (size > (1u << 24) || cfp < stack)
+		return 0;
+	buf->cfp = cfp;
+	buf->cfp_end = stack + size * 8;
+	buf->found = 1;
+	return 1;
+}
+
+/* The control frame at cfp, from the window (read anew when it does not
+ * hold it): its offset in b, -1 when unreadable. */
+EHP_INLINE int rb_view(struct rb_buf *buf, __u64 cfp, __u32 len)
+{
+	__u64 off = cfp - buf->win_lo;
+	if (cfp >= buf->win_lo && off <= RB_WIN && off + len <= buf->win_len)
+		return (int)off;
+	__u64 size = buf->cfp_end - cfp;
+	if (size > RB_WIN)
+		size = RB_WIN;
+	if (size < len)
+		return -1;
+	EHP_CLAMP_UMAX(size, RB_WIN);
+	if (bpf_probe_read_user(buf->b, size, (void *)cfp))
+		return -1;
+	buf->win_lo = cfp;
+	buf->win_len = (__u32)size;
+	return 0;
+}
+
+EHP_INLINE __u64 rb_win_u64(struct rb_buf *buf, __u32 off)
+{
+	if (off > RB_WIN - 8)
+		return 0;
+	return *(__u64 *)(buf->b + (off & ~7u));
+}
+
+/* Whether the thread's current control frame, flagged FINISH, is one C
+ * code pushed for a block or method it calls and whose rb_vm_exec has not
+ * started yet (rb_yield's setup): its pc still at the iseq's first
+ * instruction, which the VM loop steps past as it starts one, and the
+ * sample not taken in the VM loop itself (which may be just starting it).
+ * Its frames then belong to the VM call below it, not to one of their own. */
+EHP_INLINE int rb_not_entered(struct rb_buf *buf, __u64 cfp, __u64 iseq, __u64 pc)
+{
+	__u64 body = 0, encoded = 0;
+	if (buf->looked != 1 || buf->vm_leaf || !iseq || !pc)
+		return 0;
+	return rb_read_u64(iseq + buf->proc.iseq_body, &body) &&
+	       rb_read_u64(body + buf->proc.body_encoded, &encoded) && pc == encoded;
+}
+
+/* The current VM call's next control frames (up to RB_FRAMES_MAX). */
+EHP_INLINE void rb_frames(struct rb_buf *buf, struct scratch *s)
+{
+	struct ehp_ruby_proc *p = &buf->proc;
+#pragma clang loop unroll(disable)
+	for (int i = 0; i < RB_FRAMES_MAX; i++) {
+		__u64 cfp = buf->cfp;
+		__u32 len = p->cfp_size;
+		if (len > 128 || len < 32 || (cfp & 7) || ++buf->looked > RB_CFP_MAX) {
+			rb_stop(buf, s, EHP_RUBY_STOP_BAD_FRAME);
+			return;
+		}
+		if (cfp + len > buf->cfp_end) {
+			rb_stop(buf, s, EHP_RUBY_STOP_FRAMES_END);
+			return;
+		}
+		int off = rb_view(buf, cfp, len);
+		if (off < 0) {
+			rb_stop(buf, s, EHP_RUBY_STOP_READ_FAULT);
+			return;
+		}
+		__u64 pc = rb_win_u64(buf, (__u32)off + p->cfp_pc);
+		__u64 iseq = rb_win_u64(buf, (__u32)off + p->cfp_iseq);
+		__u64 ep = rb_win_u64(buf, (__u32)off + p->cfp_ep);
+		if (bpf_probe_read_user(buf->env, sizeof(buf->env), (void *)(ep - 16))) {
+			rb_stop(buf, s, EHP_RUBY_STOP_READ_FAULT);
+			return;
+		}
+		__u32 flags = (__u32)buf->env[2];
+		__u64 word = 0;
+		if ((flags & RB_FRAME_MAGIC_MASK) == RB_FRAME_MAGIC_CFUNC)
+			word = EHP_INTERP_FRAME(EHP_INTERP_RUBY, buf->env[0], EHP_INTERP_AUX_UNKNOWN);
+		else if (!(flags & RB_FRAME_FLAG_CFRAME) && iseq && pc)
+			word = EHP_INTERP_FRAME(EHP_INTERP_RUBY, iseq, (pc >> 3) % EHP_RUBY_PC_MOD);
+		if (word && !rb_push(buf, s, word))
+			return; /* the depth limit: this frame is taken again by no one */
+		buf->cfp = cfp + len;
+		if ((flags & RB_FRAME_FLAG_FINISH) && !rb_not_entered(buf, cfp, iseq, pc)) {
+			rb_end_vm(buf, s, RB_IDLE);
+			return;
+		}
+	}
+}
+
+
+#endif /* EHPROF_BPF_RUBY_FRAMES_BPF_H_ */
