@@ -490,6 +490,47 @@ EHP_ASSERT(sizeof(struct ehp_ruby_proc) == 56, "ehp_ruby_proc is 56 bytes");
 
 
 /* ---- PHP (bpf/php.bpf.h, agent/php/) ------------------------------------ */
+/* One PHP process as the walk needs it (php_procs[pid]), read from its php
+ * binary or libphp.so (agent/php/): the VM loop's ranges and the offsets of
+ * the structures the walk follows. An NTS build only: current_execute_data
+ * is a field of the global executor_globals (a ZTS build keeps it in each
+ * thread's TSRM block, at tsrm_get_ls_cache() + executor_globals_offset,
+ * which this does not read). Addresses are the process's. */
+struct ehp_php_proc {
+	/* [vm_begin[i], vm_end[i]): code that runs PHP frames of its own (execute_ex,
+	 * its .cold part); unused slots 0, 0. */
+	ehp_u64 vm_begin[2];
+	ehp_u64 vm_end[2];
+	ehp_u64 current_execute_data; /* &executor_globals.current_execute_data */
+	ehp_u16 ex_opline;	      /* zend_execute_data.opline */
+	ehp_u16 ex_func;	      /* .func */
+	ehp_u16 ex_call_info;	      /* .This.u1.type_info: ZEND_CALL_* bits */
+	ehp_u16 ex_prev;	      /* .prev_execute_data */
+	ehp_u16 op_lineno;	      /* zend_op.lineno, a u32 */
+	/* The registers (DWARF numbers) the VM keeps its execute_data and opline
+	 * in (GCC's hybrid VM on x86-64: r14, r15), 0 when not known: at a leaf
+	 * pc in the VM the opline register is the current one, where the
+	 * frame's own opline field is saved only before calls. */
+	ehp_u8 reg_ex;
+	ehp_u8 reg_opline;
+	ehp_u32 call_top;	      /* ZEND_CALL_TOP: this frame began its execute_ex call */
+};
+EHP_ASSERT(sizeof(struct ehp_php_proc) == 56, "ehp_php_proc is 56 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_php_proc, call_top) == 52, "ehp_php_proc.call_top at 52");
+#define EHP_PHP_PROCS 1024
+/* PHP frames of one sample at most (a reference cycle in a process's memory
+ * ends there). */
+#define EHP_PHP_MAX_FRAMES 512
+/* zend_function.type of an internal (C) function; user code is 2, eval 4. */
+#define EHP_PHP_INTERNAL_FUNCTION 1
+/* Why the PHP walk stopped: the aux of a stop marker (object 0). */
+enum ehp_php_stop {
+	EHP_PHP_STOP_READ_FAULT = 1,   /* a frame or its function could not be read */
+	EHP_PHP_STOP_BAD_FRAME = 2,    /* a frame or function pointer no VM makes */
+	EHP_PHP_STOP_NO_FRAMES = 3,    /* the VM ran with no current frame */
+	EHP_PHP_STOP_TOO_DEEP = 4,     /* EHP_PHP_MAX_FRAMES */
+};
+/* aux of a PHP frame: its opline's line when below EHP_INTERP_AUX_UNKNOWN. */
 
 /* Why a user walk stopped: X(enumerator, value, name for reports). The one
  * list: the enum below and StopReasonName (bpf/stop_reasons.h)

@@ -157,6 +157,7 @@ EHP_INLINE void begin_user_walk(struct walk *w, struct leaf *leaf, __u32 pid, __
 		s->leaf_exact = s->exact;
 	}
 	push_frame(w, s->pc | EHP_FRAME_EXACT);
+	php_begin(s, pid); /* bpf/php.bpf.h */
 	if (cfg.unwinder != EHP_UNWINDER_FP) {
 		w->proc = bpf_map_lookup_elem(&procs, &pid);
 		if (!w->proc) {

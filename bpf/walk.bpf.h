@@ -294,12 +294,37 @@ EHP_INLINE int caller_rbp(struct scratch *s, struct ehp_rule *rule, __u64 cfa, _
 __noinline int jvm_step(__u32 at, __u32 room);
 #endif
 
+/* php_step's result (bpf/php.bpf.h): PHP_STEP_NATIVE, the step is the
+ * native walk's alone; else PHP_ACT_* << 16 | (1 + the frames it added, 0
+ * when it only took the VM's frame off). */
+#define PHP_STEP_NATIVE 0
+enum php_step_act {
+	PHP_ACT_NEXT = 1,   /* the VM call has frames left: the next step goes on */
+	PHP_ACT_FULL = 2,   /* a frame did not fit: the walk ends at its depth limit */
+	PHP_ACT_NATIVE = 3, /* the VM call is done: its native step follows in this step */
+};
+__noinline int php_step(__u32 at, __u32 n, __u64 pc);
+
 /* One CFI step: from the current frame's rule to the caller's registers. */
 EHP_INLINE int dwarf_step_state(struct walk *w)
 {
 	struct scratch *s = w->s;
 	__u64 pc = s->pc;
 	__u64 lookup = s->exact ? pc : pc - 1;
+	/* PHP: the VM call's frames leaf-side of its native frame. */
+	if (s->php_busy || (w->n && ((lookup >= s->php_vm[0] && lookup < s->php_vm[1]) ||
+				     (lookup >= s->php_vm[2] && lookup < s->php_vm[3])))) {
+		int r = php_step(w->base + w->n, w->n, lookup);
+		if (r != PHP_STEP_NATIVE) {
+			w->n = w->n + ((__u32)r & 0xffff) - 1;
+			if ((__u32)r >> 16 == PHP_ACT_FULL) {
+				w->stop = EHP_STOP_DEPTH_LIMIT;
+				return 0;
+			}
+			if ((__u32)r >> 16 != PHP_ACT_NATIVE)
+				return 1;
+		}
+	}
 #ifdef EHP_JVM_WALK
 	/* Java code: its frame (slot n - 1, pushed as an address) named and
 	 * unwound by the JVM's own layout. */

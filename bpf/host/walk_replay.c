@@ -18,6 +18,7 @@
 #include "bpf/walk.bpf.h"
 #include "bpf/python.bpf.h"
 #include "bpf/ruby.bpf.h"
+#include "bpf/php.bpf.h"
 #include "bpf/stacks.bpf.h"
 
 #include "bpf/host/walk_replay.h"

@@ -1,0 +1,230 @@
+#include "agent/php/php_tracker.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/process/proc_maps.h"
+#include "base/guarded.h"
+
+namespace ehprof {
+
+namespace {
+
+// A function read is trusted this long before its identifying pointers are
+// compared again (closures' functions are freed and reused).
+constexpr uint64_t kRecheckNs = 100'000'000;
+// A process that is not (yet) PHP is looked at again after 10 ms, then
+// twice as long each time up to a second.
+constexpr uint64_t kNotPhpFirstRetryNs = 10'000'000;
+constexpr uint64_t kNotPhpRetryNs = 1'000'000'000;
+// Frame checks that fail (frames read while the VM pushes them can) before
+// the process is refused, at most one counted per kVerifySpacingNs.
+constexpr int kVerifyTries = 3;
+constexpr uint64_t kVerifySpacingNs = 50'000'000;
+// Frames a check follows at most.
+constexpr int kCheckFrames = 256;
+
+const char* StopName(uint32_t why) {
+  switch (why) {
+    case EHP_PHP_STOP_READ_FAULT: return "[php: frame read fault]";
+    case EHP_PHP_STOP_BAD_FRAME: return "[php: bad frame]";
+    case EHP_PHP_STOP_NO_FRAMES: return "[php: no frame left]";
+    case EHP_PHP_STOP_TOO_DEEP: return "[php: too many frames]";
+    default: return "[php: stopped]";
+  }
+}
+
+bool LooksLikePhp(const std::string& path) {
+  return path.substr(path.rfind('/') + 1).find("php") != std::string::npos;
+}
+
+}  // namespace
+
+std::optional<absl::Status> CheckPhpFrames(const ProcessMemory& mem, const PhpLayout& l,
+                                           uint64_t current_execute_data) {
+  uint64_t ex = 0;
+  if (!mem.ReadU64(current_execute_data, &ex)) return absl::UnavailableError("executor_globals unreadable");
+  if (!ex) return std::nullopt;
+  for (int i = 0; i < kCheckFrames; ++i) {
+    uint64_t func = 0, prev = 0;
+    uint32_t info = 0;
+    if (ex % 8 || !mem.ReadU64(ex + l.ex_func, &func) || !mem.ReadU64(ex + l.ex_prev, &prev) ||
+        !mem.Read(ex + l.ex_call_info, &info, 4)) {
+      return absl::DataLossError(absl::StrFormat("frame at 0x%x unreadable", ex));
+    }
+    if (func) {
+      auto head = ReadPhpFunctionHead(mem, l, func);
+      if (!head.ok()) return head.status();
+      if (!prev) {
+        if (head->internal || !(info & l.call_top)) {
+          return absl::DataLossError("the outermost frame is no script begun by its own VM call");
+        }
+        auto file = ReadZendString(mem, l, head->file_ptr, kPhpMaxFile);
+        if (!file.ok()) return file.status();
+        if (file->empty()) return absl::DataLossError("the outermost frame names no file");
+        return absl::OkStatus();
+      }
+    }
+    ex = prev;
+  }
+  return absl::DataLossError(absl::StrCat("more than ", kCheckFrames, " frames"));
+}
+
+absl::StatusOr<std::optional<PhpBinary>> PhpTracker::Binary(const std::string& open_path, const std::string& path,
+                                                            uint64_t inode) {
+  const std::string key = absl::StrCat(path, ":", inode);
+  auto it = binaries_.find(key);
+  if (it != binaries_.end()) return it->second;
+  absl::StatusOr<std::optional<PhpBinary>> result = std::nullopt;
+  if (auto elf = ElfFile::Open(open_path); elf.ok()) result = InspectPhpBinary(*elf, path);
+  return binaries_.emplace(key, std::move(result)).first->second;
+}
+
+absl::StatusOr<bool> PhpTracker::Refuse(uint32_t pid, Proc& p, const std::string& why) {
+  warnings_->AddOnce(p.binary.empty() ? why : p.binary, absl::StrCat(why, "; its stacks are native only"));
+  if (p.state == Proc::kPhp && php_procs_) php_procs_->Delete(pid);
+  p.state = Proc::kRefused;
+  return absl::FailedPreconditionError(why);
+}
+
+absl::StatusOr<bool> PhpTracker::Attach(uint32_t pid) {
+  Proc& proc = procs_[pid];
+  auto maps = ReadProcMaps(static_cast<int>(pid));
+  if (!maps.ok()) return maps.status();
+  for (const MapsEntry& e : *maps) {
+    if (!e.exec || e.path.empty() || e.path[0] != '/' || !LooksLikePhp(e.path)) continue;
+    const std::string open = absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end);
+    auto bin = Binary(open, e.path, e.inode);
+    proc.binary = e.path;
+    if (!bin.ok()) return Refuse(pid, proc, std::string(bin.status().message()));
+    if (!*bin) {
+      proc.binary.clear();
+      continue;
+    }
+    const PhpBinary& b = **bin;
+    proc.version = b.version;
+    auto bias = PhpBias(b, e.start, e.offset);
+    if (!bias) return Refuse(pid, proc, absl::StrCat(e.path, ": its mapping lies in no segment"));
+    ehp_php_proc value = PhpProcFor(b, *bias);
+    proc.layout = b.layout;
+    proc.current_execute_data = value.current_execute_data;
+    if (absl::Status st = php_procs_ ? php_procs_->Write(pid, &value, 1) : absl::OkStatus(); !st.ok()) {
+      warnings_->AddOnce("php_procs", absl::IsResourceExhausted(st)
+                                          ? absl::StrCat("PHP processes: the BPF map is full (", pid, ")")
+                                          : absl::StrCat("PHP processes: ", st.message()));
+      return false;
+    }
+    proc.state = Proc::kPhp;
+    return true;
+  }
+  proc.state = Proc::kNotPhp;
+  return false;
+}
+
+// A published process's frames checked against its layout until one check
+// passes; kVerifyTries failures refuse it.
+void PhpTracker::Verify(uint32_t pid, Proc& p, uint64_t now_ns) {
+  if (p.verified || now_ns - p.verify_ns < kVerifySpacingNs) return;
+  p.verify_ns = now_ns;
+  ProcessMemory mem(static_cast<pid_t>(pid));
+  std::optional<absl::Status> st = CheckPhpFrames(mem, p.layout, p.current_execute_data);
+  if (!st) return;  // no PHP code running now
+  if (st->ok()) {
+    p.verified = true;
+    return;
+  }
+  if (++p.verify_failures >= kVerifyTries) {
+    (void)Refuse(pid, p, absl::StrCat(p.binary, ": PHP ", p.version, " frames do not match its offsets (",
+                                      st->message(), ")"));
+  }
+}
+
+void PhpTracker::Notice(uint32_t pid, uint64_t now_ns) {
+  Proc& p = procs_[pid];
+  const uint64_t retry = std::min(kNotPhpRetryNs, kNotPhpFirstRetryNs << std::min(p.not_php_checks, 7));
+  if (p.state == Proc::kUnknown || (p.state == Proc::kNotPhp && now_ns - p.checked_ns > retry)) {
+    if (p.state == Proc::kNotPhp) ++p.not_php_checks;
+    p.checked_ns = now_ns;
+    // Its binaries and memory are its user's: whatever they make the
+    // reading throw, that process is not looked at again.
+    const absl::Status st = Guarded("reading a PHP process", "its stacks are native only", [&] {
+      (void)Attach(pid);
+      return absl::OkStatus();
+    });
+    if (!st.ok()) procs_[pid].state = Proc::kRefused;
+  }
+  Proc& q = procs_[pid];
+  if (q.state == Proc::kPhp) Verify(pid, q, now_ns);
+}
+
+uint32_t PhpTracker::Named(const std::string& what) {
+  InterpFrameName n;
+  n.kind = EHP_INTERP_PHP;
+  n.function = what;
+  n.native = true;
+  return frames_->Add(n);
+}
+
+uint32_t PhpTracker::FrameIndex(uint32_t pid, Proc& p, uint64_t word, uint64_t now_ns) {
+  const uint64_t func = EHP_INTERP_FRAME_OBJECT(word);
+  const uint32_t aux = EHP_INTERP_FRAME_AUX(word);
+  if (func == 0) return Named(StopName(aux));
+  if (p.state != Proc::kPhp) return Named("[php: process not read]");
+  ProcessMemory mem(static_cast<pid_t>(pid));
+  auto [it, added] = p.funcs.try_emplace(func);
+  Func& f = it->second;
+  if (!added && now_ns - f.checked_ns >= kRecheckNs) {
+    // A process that is gone keeps the names read; a function whose
+    // pointers changed is read again.
+    auto head = ReadPhpFunctionHead(mem, p.layout, func);
+    f.checked_ns = now_ns;
+    if (head.ok() && (head->name_ptr != f.f.name_ptr || head->file_ptr != f.f.file_ptr ||
+                      head->scope != f.f.scope || head->internal != f.f.internal)) {
+      added = true;
+    }
+  }
+  if (added) {
+    auto read = ReadPhpFunction(mem, p.layout, func);
+    f.readable = read.ok();
+    f.f = read.ok() ? *std::move(read) : PhpFunction{};
+    f.checked_ns = now_ns;
+    f.index_by_aux.clear();
+  }
+  if (!f.readable) return Named("[php: unreadable function]");
+  auto [at, fresh] = f.index_by_aux.try_emplace(aux, 0);
+  if (fresh) {
+    InterpFrameName n;
+    n.kind = EHP_INTERP_PHP;
+    n.function = f.f.name;
+    n.file = f.f.file;
+    n.native = f.f.internal;
+    n.line = f.f.internal || aux == EHP_INTERP_AUX_UNKNOWN ? -1 : static_cast<int32_t>(aux);
+    at->second = frames_->Add(n);
+  }
+  return at->second;
+}
+
+void PhpTracker::NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) {
+  Notice(pid, now_ns);
+  Proc& p = procs_[pid];
+  for (uint64_t& v : *user) {
+    if (!EHP_IS_INTERP_FRAME(v) || EHP_INTERP_FRAME_KIND(v) != EHP_INTERP_PHP) continue;
+    v = frames_->Word(FrameIndex(pid, p, v, now_ns));
+  }
+}
+
+void PhpTracker::Exit(uint32_t pid) {
+  auto it = procs_.find(pid);
+  if (it == procs_.end()) return;
+  if (it->second.state == Proc::kPhp && php_procs_) php_procs_->Delete(pid);
+  procs_.erase(it);
+}
+
+void PhpTracker::ForgetFrames() {
+  for (auto& [pid, p] : procs_) {
+    for (auto& [addr, f] : p.funcs) f.index_by_aux.clear();
+  }
+}
+
+}  // namespace ehprof

@@ -1,0 +1,250 @@
+/* PHP frames inside the native walk: when the walk reaches the VM loop
+ * (execute_ex, and its .cold part) of a process in php_procs, the PHP
+ * frames that execute_ex call runs are emitted in front of its native
+ * frame, innermost first, then the native walk goes on. The frames come
+ * from executor_globals.current_execute_data (read at the sample's first
+ * VM frame) along prev_execute_data; one execute_ex call's frames end
+ * after the user-code frame whose call info has ZEND_CALL_TOP (the frame
+ * that call began with). Internal (C) functions' frames carry no such
+ * frame of their own in the VM: each is emitted with the VM call below
+ * it, so array_map's frame follows the native frames of zif_array_map and
+ * the callbacks' VM call above them. dwarf_step_state (bpf/walk.bpf.h)
+ * calls php_step, a global function verified once, when the step's pc is
+ * in the VM (scratch's php_vm, compared before any call) or while
+ * php_busy says a VM call has frames left (at most PHP_STEP_FRAMES a
+ * step). Each frame word: EHP_INTERP_FRAME(EHP_INTERP_PHP, its
+ * zend_function, its opline's line or EHP_INTERP_AUX_UNKNOWN); a stop
+ * marker (function 0, aux enum ehp_php_stop) where the walk could not go
+ * on. Included after bpf/walk.bpf.h, before bpf/stacks.bpf.h. */
+#ifndef EHPROF_BPF_PHP_BPF_H_
+#define EHPROF_BPF_PHP_BPF_H_
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EHP_PHP_PROCS);
+	__type(key, __u32);
+	__type(value, struct ehp_php_proc);
+} php_procs SEC(".maps");
+
+enum php_walk_state {
+	PHP_OFF = 0,	/* not a PHP process, or the PHP walk stopped */
+	PHP_IDLE = 1,	/* native frames; look for the VM */
+	PHP_FRAMES = 2, /* emitting one execute_ex call's frames */
+};
+
+/* PHP frames per php_step: a deeper VM call takes more steps. */
+#define PHP_STEP_FRAMES 16
+/* Bytes of a zend_execute_data read at once: every field the walk takes
+ * lies in its first 64 (user space checks the offsets against it). */
+#define PHP_EX_READ 64
+
+/* Per CPU: the sample's PHP process and the PHP walk's state, in a map
+ * value the verifier does not track (no states multiplied). */
+struct php_buf {
+	struct ehp_php_proc proc;
+	__u64 cursor;	/* the next zend_execute_data */
+	__u64 vm_value; /* the VM's native frame word, pushed after its PHP frames */
+	__u64 leaf_opline; /* the leaf frame's opline from the VM's register, else 0 */
+	__u64 leaf_ex;	   /* the frame it is the opline of */
+	__u32 at;	/* the next frame slot */
+	__u32 room;	/* slots left from at */
+	__u32 k;	/* frames written this step */
+	__u32 total;	/* PHP frames of this sample */
+	__u8 state;	/* enum php_walk_state */
+	__u8 started;	/* cursor read from executor_globals */
+	__u8 full;	/* a frame did not fit */
+	__u8 native_next; /* the VM call is done: its native step follows */
+	__u8 pad[4];	/* ex 8-aligned */
+	__u8 ex[PHP_EX_READ];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct php_buf);
+} php_buf SEC(".maps");
+
+/* Starts the PHP side of a walk of process pid: its VM ranges into
+ * scratch (zeros when pid is no PHP process). */
+EHP_INLINE void php_begin(struct scratch *s, __u32 pid)
+{
+	__u32 zero = 0;
+	struct php_buf *buf = bpf_map_lookup_elem(&php_buf, &zero);
+	struct ehp_php_proc *proc = buf ? bpf_map_lookup_elem(&php_procs, &pid) : 0;
+	s->php_busy = 0;
+	__builtin_memset(s->php_vm, 0, sizeof(s->php_vm));
+	if (buf)
+		buf->state = PHP_OFF;
+	if (!buf || !proc)
+		return;
+	buf->proc = *proc;
+	buf->state = PHP_IDLE;
+	buf->started = 0;
+	buf->cursor = 0;
+	buf->total = 0;
+	buf->leaf_opline = 0;
+	s->php_vm[0] = proc->vm_begin[0];
+	s->php_vm[1] = proc->vm_end[0];
+	s->php_vm[2] = proc->vm_begin[1];
+	s->php_vm[3] = proc->vm_end[1];
+}
+
+/* One frame word into the sample (0 when it does not fit: full). */
+EHP_INLINE int php_push(struct php_buf *buf, struct scratch *s, __u64 value)
+{
+	__u32 k = buf->k;
+	__u64 at = buf->at + k;
+	if (k >= buf->room || at >= EHP_MAX_EVENT_FRAMES) {
+		buf->full = 1;
+		return 0;
+	}
+	EHP_CLAMP_UMAX(at, EHP_MAX_EVENT_FRAMES - 1); /* in the register indexing */
+	s->frames[at] = value;
+	buf->k = k + 1;
+	return 1;
+}
+
+/* The VM call's frames are done (or given up): its native frame follows
+ * them, then the native walk resumes from it. */
+EHP_INLINE void php_end_vm(struct php_buf *buf, struct scratch *s, __u8 next_state)
+{
+	buf->state = next_state;
+	buf->native_next = 1;
+	php_push(buf, s, buf->vm_value);
+}
+
+/* The PHP walk cannot go on: a marker saying why, the VM's native frame,
+ * native frames only from here. */
+EHP_INLINE void php_stop(struct php_buf *buf, struct scratch *s, __u32 why)
+{
+	if (php_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_PHP, 0ull, why)))
+		php_end_vm(buf, s, PHP_OFF);
+}
+
+/* The u64 at off (8-aligned, below PHP_EX_READ) of the frame read. */
+EHP_INLINE __u64 php_ex_u64(struct php_buf *buf, __u32 off)
+{
+	return *(__u64 *)(buf->ex + (off & (PHP_EX_READ - 8)));
+}
+
+/* Up to PHP_STEP_FRAMES frames of the current VM call, from the cursor. */
+EHP_INLINE void php_frames(struct php_buf *buf, struct scratch *s)
+{
+	struct ehp_php_proc *p = &buf->proc;
+	__u64 ex = buf->cursor;
+	__u32 why = 0;
+	__u8 end = 0;
+#pragma clang loop unroll(disable)
+	for (int i = 0; i < PHP_STEP_FRAMES; i++) {
+		if (!ex || (ex & 7)) {
+			why = ex ? EHP_PHP_STOP_BAD_FRAME : EHP_PHP_STOP_NO_FRAMES;
+			break;
+		}
+		if (buf->total >= EHP_PHP_MAX_FRAMES) {
+			why = EHP_PHP_STOP_TOO_DEEP;
+			break;
+		}
+		if (bpf_probe_read_user(buf->ex, PHP_EX_READ, (void *)ex)) {
+			why = EHP_PHP_STOP_READ_FAULT;
+			break;
+		}
+		__u64 func = php_ex_u64(buf, p->ex_func);
+		__u64 opline = php_ex_u64(buf, p->ex_opline);
+		if (buf->leaf_opline && ex == buf->leaf_ex)
+			opline = buf->leaf_opline;
+		__u32 info = (__u32)(php_ex_u64(buf, p->ex_call_info & ~7u) >> ((p->ex_call_info & 4) * 8));
+		__u8 type = 0;
+		if (!func || (func & 7)) {
+			why = EHP_PHP_STOP_BAD_FRAME;
+			break;
+		}
+		if (bpf_probe_read_user(&type, 1, (void *)func)) {
+			why = EHP_PHP_STOP_READ_FAULT;
+			break;
+		}
+		__u32 line = EHP_INTERP_AUX_UNKNOWN;
+		if (type != EHP_PHP_INTERNAL_FUNCTION && opline &&
+		    bpf_probe_read_user(&line, sizeof(line), (void *)(opline + p->op_lineno)))
+			line = EHP_INTERP_AUX_UNKNOWN;
+		if (line > EHP_INTERP_AUX_UNKNOWN)
+			line = EHP_INTERP_AUX_UNKNOWN;
+		if (!php_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_PHP, func, line)))
+			break;
+		buf->total++;
+		ex = php_ex_u64(buf, p->ex_prev);
+		if ((info & p->call_top) && type != EHP_PHP_INTERNAL_FUNCTION) {
+			end = 1;
+			break;
+		}
+	}
+	buf->cursor = ex;
+	if (why)
+		php_stop(buf, s, why);
+	else if (end)
+		php_end_vm(buf, s, PHP_IDLE);
+}
+
+/* At a pc in the VM: its native frame comes off the sample until its PHP
+ * frames are out; the sample's first VM frame reads the current frame. */
+EHP_INLINE int php_at_vm(struct php_buf *buf, struct scratch *s)
+{
+	__u64 at = buf->at - 1;
+	if (at >= EHP_MAX_EVENT_FRAMES)
+		return 0;
+	EHP_CLAMP_UMAX(at, EHP_MAX_EVENT_FRAMES - 1);
+	buf->vm_value = s->frames[at];
+	buf->at = (__u32)at;
+	buf->room++;
+	buf->state = PHP_FRAMES;
+	if (!buf->started) {
+		buf->started = 1;
+		if (bpf_probe_read_user(&buf->cursor, sizeof(buf->cursor), (void *)buf->proc.current_execute_data)) {
+			php_stop(buf, s, EHP_PHP_STOP_READ_FAULT);
+			return 1;
+		}
+		/* The leaf itself in the VM: its registers are the interrupted
+		 * ones, and the opline register is the frame's when the
+		 * execute_data register is that frame. */
+		__u32 re = buf->proc.reg_ex & 15, ro = buf->proc.reg_opline & 15;
+		if (s->exact && re && ro && (s->valid & REG_BIT(re)) && (s->valid & REG_BIT(ro)) &&
+		    s->regs[re] == buf->cursor) {
+			buf->leaf_ex = buf->cursor;
+			buf->leaf_opline = s->regs[ro];
+		}
+	}
+	return 1;
+}
+
+/* The PHP side of a walk step whose next frame slot is at, n frames into
+ * the walk, at lookup address pc (bpf/walk.bpf.h declares it and its
+ * results). Keeps scratch's php_busy. */
+__noinline int php_step(__u32 at, __u32 n, __u64 pc)
+{
+	__u32 zero = 0;
+	struct php_buf *buf = bpf_map_lookup_elem(&php_buf, &zero);
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!buf || !s)
+		return PHP_STEP_NATIVE;
+	if (buf->state == PHP_OFF || (buf->state == PHP_IDLE && n == 0)) {
+		s->php_busy = 0;
+		return PHP_STEP_NATIVE;
+	}
+	__u32 limit = cfg.max_frames < EHP_MAX_USER_FRAMES ? cfg.max_frames : EHP_MAX_USER_FRAMES;
+	buf->at = at;
+	buf->room = n < limit ? limit - n : 0;
+	buf->k = 0;
+	buf->full = 0;
+	if (buf->state == PHP_IDLE && !php_at_vm(buf, s))
+		return PHP_STEP_NATIVE;
+	if (buf->state == PHP_FRAMES && !buf->full)
+		php_frames(buf, s);
+	__u32 delta = buf->at + buf->k + 1 - at;
+	__u32 act = buf->full ? PHP_ACT_FULL : buf->native_next ? PHP_ACT_NATIVE : PHP_ACT_NEXT;
+	buf->native_next = 0;
+	s->php_busy = buf->state == PHP_FRAMES;
+	if (buf->state == PHP_OFF)
+		__builtin_memset(s->php_vm, 0, sizeof(s->php_vm));
+	return (act << 16) | (delta & 0xffff);
+}
+
+#endif /* EHPROF_BPF_PHP_BPF_H_ */
