@@ -497,11 +497,15 @@ EHP_ASSERT(sizeof(struct ehp_ruby_proc) == 56, "ehp_ruby_proc is 56 bytes");
  * thread's TSRM block, at tsrm_get_ls_cache() + executor_globals_offset,
  * which this does not read). Addresses are the process's. */
 struct ehp_php_proc {
-	/* [vm_begin[i], vm_end[i]): code that runs PHP frames of its own (execute_ex,
-	 * its .cold part); unused slots 0, 0. */
+	/* [vm_begin[i], vm_end[i]): code that runs PHP frames of its own: [0]
+	 * execute_ex; [1] opcache's JIT code when jit_resume is set, else 0, 0. */
 	ehp_u64 vm_begin[2];
 	ehp_u64 vm_end[2];
 	ehp_u64 current_execute_data; /* &executor_globals.current_execute_data */
+	/* An address in execute_ex's body (its dispatch jump). The hybrid VM's
+	 * JIT code runs on execute_ex's own stack frame, jumped to, never
+	 * called: a native step from JIT code is execute_ex's step from here. */
+	ehp_u64 jit_resume;
 	ehp_u16 ex_opline;	      /* zend_execute_data.opline */
 	ehp_u16 ex_func;	      /* .func */
 	ehp_u16 ex_call_info;	      /* .This.u1.type_info: ZEND_CALL_* bits */
@@ -515,8 +519,8 @@ struct ehp_php_proc {
 	ehp_u8 reg_opline;
 	ehp_u32 call_top;	      /* ZEND_CALL_TOP: this frame began its execute_ex call */
 };
-EHP_ASSERT(sizeof(struct ehp_php_proc) == 56, "ehp_php_proc is 56 bytes");
-EHP_ASSERT(EHP_OFFSET(struct ehp_php_proc, call_top) == 52, "ehp_php_proc.call_top at 52");
+EHP_ASSERT(sizeof(struct ehp_php_proc) == 64, "ehp_php_proc is 64 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_php_proc, call_top) == 60, "ehp_php_proc.call_top at 60");
 #define EHP_PHP_PROCS 1024
 /* PHP frames of one sample at most (a reference cycle in a process's memory
  * ends there). */

@@ -1,5 +1,5 @@
 /* PHP frames inside the native walk: when the walk reaches the VM loop
- * (execute_ex, and its .cold part) of a process in php_procs, the PHP
+ * (execute_ex, and opcache's JIT code) of a process in php_procs, the PHP
  * frames that execute_ex call runs are emitted in front of its native
  * frame, innermost first, then the native walk goes on. The frames come
  * from executor_globals.current_execute_data (read at the sample's first
@@ -216,9 +216,9 @@ EHP_INLINE int php_at_vm(struct php_buf *buf, struct scratch *s)
 }
 
 /* The PHP side of a walk step whose next frame slot is at, n frames into
- * the walk, at lookup address pc (bpf/walk.bpf.h declares it and its
+ * the walk, at a pc in the VM (bpf/walk.bpf.h declares it and its
  * results). Keeps scratch's php_busy. */
-__noinline int php_step(__u32 at, __u32 n, __u64 pc)
+__noinline int php_step(__u32 at, __u32 n)
 {
 	__u32 zero = 0;
 	struct php_buf *buf = bpf_map_lookup_elem(&php_buf, &zero);
@@ -241,6 +241,12 @@ __noinline int php_step(__u32 at, __u32 n, __u64 pc)
 	__u32 delta = buf->at + buf->k + 1 - at;
 	__u32 act = buf->full ? PHP_ACT_FULL : buf->native_next ? PHP_ACT_NATIVE : PHP_ACT_NEXT;
 	buf->native_next = 0;
+	/* Leaving JIT code: the native step is execute_ex's (jit_resume). */
+	__u64 pc = s->exact ? s->pc : s->pc - 1;
+	if (act == PHP_ACT_NATIVE && buf->proc.jit_resume && pc >= buf->proc.vm_begin[1] && pc < buf->proc.vm_end[1]) {
+		s->pc = buf->proc.jit_resume;
+		s->exact = 1;
+	}
 	s->php_busy = buf->state == PHP_FRAMES;
 	if (buf->state == PHP_OFF)
 		__builtin_memset(s->php_vm, 0, sizeof(s->php_vm));

@@ -303,7 +303,7 @@ enum php_step_act {
 	PHP_ACT_FULL = 2,   /* a frame did not fit: the walk ends at its depth limit */
 	PHP_ACT_NATIVE = 3, /* the VM call is done: its native step follows in this step */
 };
-__noinline int php_step(__u32 at, __u32 n, __u64 pc);
+__noinline int php_step(__u32 at, __u32 n);
 
 /* One CFI step: from the current frame's rule to the caller's registers. */
 EHP_INLINE int dwarf_step_state(struct walk *w)
@@ -314,7 +314,7 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 	/* PHP: the VM call's frames leaf-side of its native frame. */
 	if (s->php_busy || (w->n && ((lookup >= s->php_vm[0] && lookup < s->php_vm[1]) ||
 				     (lookup >= s->php_vm[2] && lookup < s->php_vm[3])))) {
-		int r = php_step(w->base + w->n, w->n, lookup);
+		int r = php_step(w->base + w->n, w->n);
 		if (r != PHP_STEP_NATIVE) {
 			w->n = w->n + ((__u32)r & 0xffff) - 1;
 			if ((__u32)r >> 16 == PHP_ACT_FULL) {
@@ -323,6 +323,8 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 			}
 			if ((__u32)r >> 16 != PHP_ACT_NATIVE)
 				return 1;
+			pc = s->pc; /* JIT code steps as execute_ex */
+			lookup = s->exact ? pc : pc - 1;
 		}
 	}
 #ifdef EHP_JVM_WALK

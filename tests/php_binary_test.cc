@@ -43,6 +43,7 @@ TEST(PhpBinary, ProbesDebianPhp82) {
   EXPECT_EQ(l.str_val, 24u);
   EXPECT_EQ(l.reg_ex, 14);
   EXPECT_EQ(l.reg_opline, 15);
+  EXPECT_EQ(l.jit_resume, b.vm_begin + 0x45);  // execute_ex's `jmp *(%r15)`
   const ehp_php_proc p = PhpProcFor(b, 0x1000);
   EXPECT_EQ(p.vm_begin[0], b.vm_begin + 0x1000);
   EXPECT_EQ(p.current_execute_data, b.executor_globals + 0x1000 + 488);

@@ -136,6 +136,7 @@ absl::StatusOr<std::optional<PhpBinary>> InspectPhpBinary(const ElfFile& elf, co
     l.reg_ex = 14;
     l.reg_opline = 15;
   }
+  if (auto jump = ProbeDispatchJump(Code(elf, syms.execute_ex))) l.jit_resume = out.vm_begin + *jump;
   for (const ElfSegment& seg : elf.segments()) {
     if (seg.type == PT_LOAD) out.loads.push_back(seg);
   }
@@ -151,8 +152,13 @@ std::optional<uint64_t> PhpBias(const PhpBinary& b, uint64_t start, uint64_t off
   return std::nullopt;
 }
 
-ehp_php_proc PhpProcFor(const PhpBinary& b, uint64_t bias) {
+ehp_php_proc PhpProcFor(const PhpBinary& b, uint64_t bias, uint64_t jit_begin, uint64_t jit_end) {
   ehp_php_proc p{};
+  if (b.layout.jit_resume && jit_begin < jit_end) {
+    p.vm_begin[1] = jit_begin;
+    p.vm_end[1] = jit_end;
+    p.jit_resume = b.layout.jit_resume + bias;
+  }
   p.vm_begin[0] = b.vm_begin + bias;
   p.vm_end[0] = b.vm_end + bias;
   p.current_execute_data = b.executor_globals + bias + b.layout.current_execute_data;

@@ -30,6 +30,9 @@ struct PhpLayout {
   uint32_t op_lineno = 0;                           // zend_op
   uint32_t call_top = 0;                            // ZEND_CALL_TOP
   uint8_t reg_ex = 0, reg_opline = 0;  // the VM's global registers (DWARF), 0: none
+  // execute_ex's dispatch jump (a vaddr in its body), 0 when not found: JIT
+  // code is unwound as execute_ex from there.
+  uint64_t jit_resume = 0;
 };
 
 struct PhpBinary {
@@ -51,8 +54,9 @@ absl::StatusOr<std::optional<PhpBinary>> InspectPhpBinary(const ElfFile& elf, co
 // start with file offset `offset`; nullopt when no segment holds it.
 std::optional<uint64_t> PhpBias(const PhpBinary& b, uint64_t start, uint64_t offset);
 
-// The BPF map value for a process with that bias.
-ehp_php_proc PhpProcFor(const PhpBinary& b, uint64_t bias);
+// The BPF map value for a process with that bias; with opcache's JIT code
+// at [jit_begin, jit_end) (0, 0: none, or no jit_resume to unwind it by).
+ehp_php_proc PhpProcFor(const PhpBinary& b, uint64_t bias, uint64_t jit_begin = 0, uint64_t jit_end = 0);
 
 }  // namespace ehprof
 

@@ -119,16 +119,26 @@ std::optional<uint32_t> ProbeStringVal(std::span<const uint8_t> code) {
   return std::nullopt;
 }
 
+namespace {
+
+std::optional<size_t> Find(std::span<const uint8_t> code, std::span<const uint8_t> pattern) {
+  for (size_t i = 0; i + pattern.size() <= code.size(); ++i) {
+    if (std::memcmp(code.data() + i, pattern.data(), pattern.size()) == 0) return i;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 bool ProbeVmRegisters(std::span<const uint8_t> code) {
   static constexpr uint8_t kExFromRdi[] = {0x49, 0x89, 0xfe};      // mov %rdi, %r14
   static constexpr uint8_t kOplineFromRdi[] = {0x4c, 0x8b, 0x3f};  // mov (%rdi), %r15
-  auto has = [&](std::span<const uint8_t> pattern) {
-    for (size_t i = 0; i + pattern.size() <= code.size(); ++i) {
-      if (std::memcmp(code.data() + i, pattern.data(), pattern.size()) == 0) return true;
-    }
-    return false;
-  };
-  return has(kExFromRdi) && has(kOplineFromRdi);
+  return Find(code, kExFromRdi) && Find(code, kOplineFromRdi);
+}
+
+std::optional<size_t> ProbeDispatchJump(std::span<const uint8_t> code) {
+  static constexpr uint8_t kJmpOpline[] = {0x41, 0xff, 0x27};  // jmp *(%r15)
+  return Find(code, kJmpOpline);
 }
 
 }  // namespace ehprof

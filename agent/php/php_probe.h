@@ -49,6 +49,10 @@ std::optional<uint32_t> ProbeStringVal(std::span<const uint8_t> code);
 // `mov (%rdi), %r15` (execute_data and opline). Whether both are there.
 bool ProbeVmRegisters(std::span<const uint8_t> code);
 
+// execute_ex's first dispatch, `jmp *(%r15)` (the opline's handler): its
+// offset in code.
+std::optional<size_t> ProbeDispatchJump(std::span<const uint8_t> code);
+
 }  // namespace ehprof
 
 #endif  // EHPROF_AGENT_PHP_PHP_PROBE_H_

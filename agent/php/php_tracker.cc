@@ -39,6 +39,15 @@ bool LooksLikePhp(const std::string& path) {
   return path.substr(path.rfind('/') + 1).find("php") != std::string::npos;
 }
 
+// opcache's JIT code: the executable part of its shared memory, an
+// anonymous shared mapping ("/dev/zero (deleted)"); 0, 0 when none.
+std::pair<uint64_t, uint64_t> JitRange(const std::vector<MapsEntry>& maps) {
+  for (const MapsEntry& e : maps) {
+    if (e.exec && e.path.starts_with("/dev/zero")) return {e.start, e.end};
+  }
+  return {0, 0};
+}
+
 }  // namespace
 
 std::optional<absl::Status> CheckPhpFrames(const ProcessMemory& mem, const PhpLayout& l,
@@ -106,20 +115,28 @@ absl::StatusOr<bool> PhpTracker::Attach(uint32_t pid) {
     proc.version = b.version;
     auto bias = PhpBias(b, e.start, e.offset);
     if (!bias) return Refuse(pid, proc, absl::StrCat(e.path, ": its mapping lies in no segment"));
-    ehp_php_proc value = PhpProcFor(b, *bias);
+    proc.bin = b;
+    proc.bias = *bias;
     proc.layout = b.layout;
-    proc.current_execute_data = value.current_execute_data;
-    if (absl::Status st = php_procs_ ? php_procs_->Write(pid, &value, 1) : absl::OkStatus(); !st.ok()) {
-      warnings_->AddOnce("php_procs", absl::IsResourceExhausted(st)
-                                          ? absl::StrCat("PHP processes: the BPF map is full (", pid, ")")
-                                          : absl::StrCat("PHP processes: ", st.message()));
-      return false;
-    }
+    proc.current_execute_data = PhpProcFor(b, *bias).current_execute_data;
+    if (!Publish(pid, proc, JitRange(*maps))) return false;
     proc.state = Proc::kPhp;
     return true;
   }
   proc.state = Proc::kNotPhp;
   return false;
+}
+
+bool PhpTracker::Publish(uint32_t pid, Proc& p, std::pair<uint64_t, uint64_t> jit) {
+  const ehp_php_proc value = PhpProcFor(p.bin, p.bias, jit.first, jit.second);
+  p.jit = jit;
+  if (absl::Status st = php_procs_ ? php_procs_->Write(pid, &value, 1) : absl::OkStatus(); !st.ok()) {
+    warnings_->AddOnce("php_procs", absl::IsResourceExhausted(st)
+                                        ? absl::StrCat("PHP processes: the BPF map is full (", pid, ")")
+                                        : absl::StrCat("PHP processes: ", st.message()));
+    return false;
+  }
+  return true;
 }
 
 // A published process's frames checked against its layout until one check
@@ -131,7 +148,10 @@ void PhpTracker::Verify(uint32_t pid, Proc& p, uint64_t now_ns) {
   std::optional<absl::Status> st = CheckPhpFrames(mem, p.layout, p.current_execute_data);
   if (!st) return;  // no PHP code running now
   if (st->ok()) {
+    // PHP code runs: opcache (a zend extension) has made its JIT code by now.
     p.verified = true;
+    auto maps = ReadProcMaps(static_cast<int>(pid));
+    if (maps.ok() && JitRange(*maps) != p.jit) (void)Publish(pid, p, JitRange(*maps));
     return;
   }
   if (++p.verify_failures >= kVerifyTries) {

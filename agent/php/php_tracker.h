@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -57,6 +58,9 @@ class PhpTracker : public InterpTracker {
     int verify_failures = 0;
     uint64_t verify_ns = 0;
     PhpLayout layout;
+    PhpBinary bin;
+    uint64_t bias = 0;
+    std::pair<uint64_t, uint64_t> jit{0, 0};  // opcache's JIT code published
     uint64_t current_execute_data = 0;
     std::string binary, version;
     absl::flat_hash_map<uint64_t, Func> funcs;
@@ -64,6 +68,9 @@ class PhpTracker : public InterpTracker {
   absl::StatusOr<std::optional<PhpBinary>> Binary(const std::string& open_path, const std::string& path,
                                                   uint64_t inode);
   void Verify(uint32_t pid, Proc& p, uint64_t now_ns);
+  // Writes p's map value (with opcache's JIT code at jit); false when the
+  // map refused it (a warning says why).
+  bool Publish(uint32_t pid, Proc& p, std::pair<uint64_t, uint64_t> jit);
   uint32_t FrameIndex(uint32_t pid, Proc& p, uint64_t word, uint64_t now_ns);
   uint32_t Named(const std::string& what);
   absl::StatusOr<bool> Refuse(uint32_t pid, Proc& p, const std::string& why);
