@@ -171,7 +171,13 @@ EHP_INLINE void php_frames(struct php_buf *buf, struct scratch *s)
 		if (!php_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_PHP, func, line)))
 			break;
 		buf->total++;
-		ex = php_ex_u64(buf, p->ex_prev);
+		__u64 prev = php_ex_u64(buf, p->ex_prev);
+		if (prev == ex) {
+			ex = 0;
+			why = EHP_PHP_STOP_BAD_FRAME; /* its own caller: no VM makes one */
+			break;
+		}
+		ex = prev;
 		if ((info & p->call_top) && type != EHP_PHP_INTERNAL_FUNCTION) {
 			end = 1;
 			break;

@@ -70,8 +70,10 @@ std::string VersionText(const ElfFile& elf) {
   return v;
 }
 
-// zend_vm_kind(): `mov $K, %eax; ret`.
+// zend_vm_kind(): `mov $K, %eax; ret`, after an endbr64 in CET builds.
 int VmKind(std::span<const uint8_t> code) {
+  static constexpr uint8_t kEndbr64[] = {0xf3, 0x0f, 0x1e, 0xfa};
+  if (code.size() >= 4 && std::memcmp(code.data(), kEndbr64, 4) == 0) code = code.subspan(4);
   return code.size() >= 6 && code[0] == 0xb8 && code[5] == 0xc3 ? code[1] : 0;
 }
 
