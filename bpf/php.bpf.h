@@ -34,9 +34,14 @@ enum php_walk_state {
 
 /* PHP frames per php_step: a deeper VM call takes more steps. */
 #define PHP_STEP_FRAMES 16
-/* Bytes of a zend_execute_data read at once: every field the walk takes
- * lies in its first 64 (user space checks the offsets against it). */
+/* Bytes of a zend_execute_data the walk takes: every field it reads lies
+ * in its first 64 (user space checks the offsets against it). */
 #define PHP_EX_READ 64
+/* Frames are read through a window: one read from the frame's page start
+ * up to its end. A VM call's frames sit on the VM stack each caller below
+ * its callee, so the callers in the same page cost no read of their own
+ * (bench/php_cost.py's 50 frames in 2 or 3 reads). */
+#define PHP_WIN 4096
 
 /* Per CPU: the sample's PHP process and the PHP walk's state, in a map
  * value the verifier does not track (no states multiplied). */
@@ -54,8 +59,12 @@ struct php_buf {
 	__u8 started;	/* cursor read from executor_globals */
 	__u8 full;	/* a frame did not fit */
 	__u8 native_next; /* the VM call is done: its native step follows */
-	__u8 pad[4];	/* ex 8-aligned */
-	__u8 ex[PHP_EX_READ];
+	__u8 pad[4];
+	__u64 win_lo;	 /* the address of win[0] */
+	__u32 win_len;	 /* bytes win holds */
+	__u32 last_line; /* the line of last_opline */
+	__u64 last_opline; /* the opline read last (recursion repeats one) */
+	__u8 win[PHP_WIN + PHP_EX_READ];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -83,6 +92,8 @@ EHP_INLINE void php_begin(struct scratch *s, __u32 pid)
 	buf->cursor = 0;
 	buf->total = 0;
 	buf->leaf_opline = 0;
+	buf->win_len = 0; /* another sample's memory */
+	buf->last_opline = 0;
 	s->php_vm[0] = proc->vm_begin[0];
 	s->php_vm[1] = proc->vm_end[0];
 	s->php_vm[2] = proc->vm_begin[1];
@@ -121,10 +132,38 @@ EHP_INLINE void php_stop(struct php_buf *buf, struct scratch *s, __u32 why)
 		php_end_vm(buf, s, PHP_OFF);
 }
 
-/* The u64 at off (8-aligned, below PHP_EX_READ) of the frame read. */
-EHP_INLINE __u64 php_ex_u64(struct php_buf *buf, __u32 off)
+/* Where the frame at ex (8-aligned) is in the window, -1 when it cannot
+ * be read. A frame the window does not hold reads a new one, from its
+ * page's start (mapped when the frame is), else the frame alone. */
+EHP_INLINE int php_view(struct php_buf *buf, __u64 ex)
 {
-	return *(__u64 *)(buf->ex + (off & (PHP_EX_READ - 8)));
+	__u64 off = ex - buf->win_lo;
+	if (ex >= buf->win_lo && off <= PHP_WIN && off + PHP_EX_READ <= buf->win_len)
+		return (int)off;
+	__u64 lo = ex & ~(__u64)(PAGE_SIZE_BYTES - 1);
+	__u64 size = ex + PHP_EX_READ - lo;
+	EHP_CLAMP_UMAX(size, PHP_WIN + PHP_EX_READ);
+	if (bpf_probe_read_user(buf->win, size, (void *)lo)) {
+		lo = ex;
+		size = PHP_EX_READ;
+		if (bpf_probe_read_user(buf->win, PHP_EX_READ, (void *)ex)) {
+			buf->win_len = 0;
+			return -1;
+		}
+	}
+	buf->win_lo = lo;
+	buf->win_len = (__u32)size;
+	return (int)(ex - lo);
+}
+
+/* The u64 at off (8-aligned, below PHP_EX_READ) of the frame at base in
+ * the window. */
+EHP_INLINE __u64 php_ex_u64(struct php_buf *buf, __u32 base, __u32 off)
+{
+	__u32 at = base + (off & (PHP_EX_READ - 8));
+	if (at > PHP_WIN + PHP_EX_READ - 8)
+		return 0;
+	return *(__u64 *)(buf->win + (at & ~7u));
 }
 
 /* Up to PHP_STEP_FRAMES frames of the current VM call, from the cursor. */
@@ -144,34 +183,44 @@ EHP_INLINE void php_frames(struct php_buf *buf, struct scratch *s)
 			why = EHP_PHP_STOP_TOO_DEEP;
 			break;
 		}
-		if (bpf_probe_read_user(buf->ex, PHP_EX_READ, (void *)ex)) {
+		int at = php_view(buf, ex);
+		if (at < 0) {
 			why = EHP_PHP_STOP_READ_FAULT;
 			break;
 		}
-		__u64 func = php_ex_u64(buf, p->ex_func);
-		__u64 opline = php_ex_u64(buf, p->ex_opline);
+		__u32 base = (__u32)at;
+		__u64 func = php_ex_u64(buf, base, p->ex_func);
+		__u64 opline = php_ex_u64(buf, base, p->ex_opline);
 		if (buf->leaf_opline && ex == buf->leaf_ex)
 			opline = buf->leaf_opline;
-		__u32 info = (__u32)(php_ex_u64(buf, p->ex_call_info & ~7u) >> ((p->ex_call_info & 4) * 8));
+		__u32 info = (__u32)(php_ex_u64(buf, base, p->ex_call_info & ~7u) >> ((p->ex_call_info & 4) * 8));
 		__u8 type = 0;
 		if (!func || (func & 7)) {
 			why = EHP_PHP_STOP_BAD_FRAME;
 			break;
 		}
-		if (bpf_probe_read_user(&type, 1, (void *)func)) {
+		/* The function's type only where it decides the VM call's end:
+		 * a read fewer for every other frame. */
+		if ((info & p->call_top) && bpf_probe_read_user(&type, 1, (void *)func)) {
 			why = EHP_PHP_STOP_READ_FAULT;
 			break;
 		}
+		/* An internal function's frame has no opline of its own (what
+		 * its slot holds is not read as one: user space gives such a
+		 * frame no line). */
 		__u32 line = EHP_INTERP_AUX_UNKNOWN;
-		if (type != EHP_PHP_INTERNAL_FUNCTION && opline &&
-		    bpf_probe_read_user(&line, sizeof(line), (void *)(opline + p->op_lineno)))
+		if (opline && opline == buf->last_opline)
+			line = buf->last_line;
+		else if (opline && bpf_probe_read_user(&line, sizeof(line), (void *)(opline + p->op_lineno)))
 			line = EHP_INTERP_AUX_UNKNOWN;
+		buf->last_opline = opline;
+		buf->last_line = line;
 		if (line > EHP_INTERP_AUX_UNKNOWN)
 			line = EHP_INTERP_AUX_UNKNOWN;
 		if (!php_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_PHP, func, line)))
 			break;
 		buf->total++;
-		__u64 prev = php_ex_u64(buf, p->ex_prev);
+		__u64 prev = php_ex_u64(buf, base, p->ex_prev);
 		if (prev == ex) {
 			ex = 0;
 			why = EHP_PHP_STOP_BAD_FRAME; /* its own caller: no VM makes one */

@@ -5,6 +5,7 @@
 // loop on one line marked "loop wN" (its hot-loop line).
 //   php mix.php SECONDS        the mix
 //   php mix.php deep SECONDS   deep() recursing 50 frames, spinning at the bottom
+//   under PHP-FPM: mix.php?seconds=SECONDS
 // With EXCIMER_OUT=FILE and the excimer extension, php-excimer samples the
 // process too (CPU time, 1 ms) and writes its collapsed stacks to FILE at exit.
 
@@ -85,4 +86,4 @@ function main($argv) {
     }
 }
 
-main($argv);
+main(PHP_SAPI === 'cli' ? $argv : ['mix.php', $_GET['seconds'] ?? '2']);
