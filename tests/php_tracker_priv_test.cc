@@ -77,7 +77,7 @@ TEST(PhpTracker, NamesTheFramesOfALivePhp) {
   Warnings warnings;
   auto map = std::make_unique<MemoryMapWriter>(sizeof(ehp_php_proc), 16, MemoryMapWriter::Kind::kHash);
   MemoryMapWriter* published = map.get();
-  PhpTracker tracker(&table, std::move(map), &warnings);
+  PhpTracker tracker(std::move(map), &table, &warnings);
   std::vector<uint64_t> words;
   for (int i = 0; i < 200 && words.size() < 5; ++i) {  // until it sleeps in usleep
     usleep(10000);

@@ -22,6 +22,8 @@ constexpr uint64_t kNotPhpRetryNs = 1'000'000'000;
 // the process is refused, at most one counted per kVerifySpacingNs.
 constexpr int kVerifyTries = 3;
 constexpr uint64_t kVerifySpacingNs = 50'000'000;
+constexpr uint64_t kJitFirstRetryNs = 10'000'000;
+constexpr uint64_t kJitRetryNs = 1'000'000'000;
 // Frames a check follows at most.
 constexpr int kCheckFrames = 256;
 
@@ -148,16 +150,32 @@ void PhpTracker::Verify(uint32_t pid, Proc& p, uint64_t now_ns) {
   std::optional<absl::Status> st = CheckPhpFrames(mem, p.layout, p.current_execute_data);
   if (!st) return;  // no PHP code running now
   if (st->ok()) {
-    // PHP code runs: opcache (a zend extension) has made its JIT code by now.
     p.verified = true;
-    auto maps = ReadProcMaps(static_cast<int>(pid));
-    if (maps.ok() && JitRange(*maps) != p.jit) (void)Publish(pid, p, JitRange(*maps));
     return;
   }
   if (++p.verify_failures >= kVerifyTries) {
     (void)Refuse(pid, p, absl::StrCat(p.binary, ": PHP ", p.version, " frames do not match its offsets (",
                                       st->message(), ")"));
   }
+}
+
+// opcache's JIT code, looked for while not found: opcache (a zend
+// extension) makes it as PHP starts, its mapping is writable, not
+// executable, while the JIT writes code, and opcache may have no JIT.
+// After 10 ms, then twice as long each time up to a second; never again
+// once PHP code runs in a process without opcache.
+void PhpTracker::LookForJit(uint32_t pid, Proc& p, uint64_t now_ns) {
+  const uint64_t wait = std::min(kJitRetryNs, kJitFirstRetryNs << std::min(p.jit_checks, 5));
+  if (p.jit.first || p.no_opcache || now_ns - p.jit_checked_ns < wait) return;
+  p.jit_checked_ns = now_ns;
+  ++p.jit_checks;
+  auto maps = ReadProcMaps(static_cast<int>(pid));
+  if (!maps.ok()) return;
+  bool opcache = false;
+  for (const MapsEntry& e : *maps) opcache = opcache || e.path.ends_with("/opcache.so");
+  p.no_opcache = !opcache && p.verified;
+  const std::pair<uint64_t, uint64_t> jit = JitRange(*maps);
+  if (jit.first) (void)Publish(pid, p, jit);
 }
 
 void PhpTracker::Notice(uint32_t pid, uint64_t now_ns) {
@@ -176,6 +194,7 @@ void PhpTracker::Notice(uint32_t pid, uint64_t now_ns) {
   }
   Proc& q = procs_[pid];
   if (q.state == Proc::kPhp) Verify(pid, q, now_ns);
+  if (q.state == Proc::kPhp) LookForJit(pid, q, now_ns);
 }
 
 uint32_t PhpTracker::Named(const std::string& what) {

@@ -26,11 +26,11 @@ namespace ehprof {
 
 class PhpTracker : public InterpTracker {
  public:
-  // frames: the recording's table (not owned; outlives the tracker).
   // php_procs: the BPF map (pid -> ehp_php_proc), from the session; null:
-  // names frames and writes no map (tests of the reading side alone).
-  // Binaries refused and a full map go to `warnings` (not owned), once each.
-  PhpTracker(InterpFrameTable* frames, std::unique_ptr<MapWriter> php_procs, Warnings* warnings)
+  // names frames and writes no map (`ehprof check`, tests of the reading
+  // side alone). frames: the recording's table. Binaries refused and a full
+  // map go to `warnings`, once each. frames and warnings outlive it.
+  PhpTracker(std::unique_ptr<MapWriter> php_procs, InterpFrameTable* frames, Warnings* warnings)
       : frames_(frames), php_procs_(std::move(php_procs)), warnings_(warnings) {}
   ehp_interp_kind kind() const override { return EHP_INTERP_PHP; }
   void Notice(uint32_t pid, uint64_t now_ns) override;
@@ -61,6 +61,9 @@ class PhpTracker : public InterpTracker {
     PhpBinary bin;
     uint64_t bias = 0;
     std::pair<uint64_t, uint64_t> jit{0, 0};  // opcache's JIT code published
+    uint64_t jit_checked_ns = 0;
+    int jit_checks = 0;
+    bool no_opcache = false;
     uint64_t current_execute_data = 0;
     std::string binary, version;
     absl::flat_hash_map<uint64_t, Func> funcs;
@@ -68,6 +71,7 @@ class PhpTracker : public InterpTracker {
   absl::StatusOr<std::optional<PhpBinary>> Binary(const std::string& open_path, const std::string& path,
                                                   uint64_t inode);
   void Verify(uint32_t pid, Proc& p, uint64_t now_ns);
+  void LookForJit(uint32_t pid, Proc& p, uint64_t now_ns);
   // Writes p's map value (with opcache's JIT code at jit); false when the
   // map refused it (a warning says why).
   bool Publish(uint32_t pid, Proc& p, std::pair<uint64_t, uint64_t> jit);

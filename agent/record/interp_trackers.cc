@@ -1,5 +1,6 @@
 #include "agent/record/interp_trackers.h"
 
+#include "agent/php/php_tracker.h"
 #include "agent/ruby/ruby_tracker.h"
 
 namespace ehprof {
@@ -11,10 +12,7 @@ std::vector<std::unique_ptr<InterpTracker>> MakeInterpTrackers(
   // One line per runtime: if (selection.X) trackers.push_back(
   //   std::make_unique<XTracker>(maps(EHP_INTERP_X), frames, warnings));
   if (selection.ruby) trackers.push_back(std::make_unique<RubyTracker>(maps(EHP_INTERP_RUBY), frames, warnings));
-  (void)selection;
-  (void)maps;
-  (void)frames;
-  (void)warnings;
+  if (selection.php) trackers.push_back(std::make_unique<PhpTracker>(maps(EHP_INTERP_PHP), frames, warnings));
   return trackers;
 }
 
