@@ -12,7 +12,8 @@ records the same process. Compared: the share of samples whose innermost
 user PHP frame is each function (excimer's 10 hottest; excimer shows no
 internal functions, so array_map, usort and the like are looked through),
 with each profiler's counts summed over the REPS runs; of ehprof's samples
-of the process, how many carry a PHP frame; and of ehprof's samples whose
+of the process from its first PHP frame on (a process ehprof did not start
+is read once its first samples come in), how many carry a PHP frame; and of ehprof's samples whose
 leaf PHP frame is wN, how many are on its hot-loop line (the line marked
 "loop wN"). Needs root and the test set's php8.2-cli and php-excimer.
 """
@@ -77,10 +78,16 @@ def ehprof_figures(samples, lines):
     with_php = 0
     on_line = collections.Counter()
     in_fn = collections.Counter()
+    judged = 0
     for frames in samples:
         user = [f for f in frames if f[1].endswith(".php")]
-        if any(f[1].endswith(".php") or f[1] == "[php]" for f in frames):
-            with_php += 1
+        php = any(f[1].endswith(".php") or f[1] == "[php]" for f in frames)
+        # From the first PHP frame on: ehprof publishes a process it did not
+        # start (-p) once its first samples are read, some 100 ms in.
+        if not php and not judged:
+            continue
+        judged += 1
+        with_php += php
         if not user:
             continue
         name, _, line = user[0]
@@ -89,7 +96,7 @@ def ehprof_figures(samples, lines):
         if short in lines:
             in_fn[short] += 1
             on_line[short] += line == lines[short]
-    return leaves, with_php, on_line, in_fn
+    return leaves, with_php, judged, on_line, in_fn
 
 
 def excimer_leaves(path):
@@ -140,7 +147,7 @@ def main():
             s, t = run_once(args.ehprof, args.seconds, args.hz, tmp)
             samples += s
             theirs.update(t)
-    ours, with_php, on_line, in_fn = ehprof_figures(samples, lines)
+    ours, with_php, judged, on_line, in_fn = ehprof_figures(samples, lines)
     ours_s, theirs_s = shares(ours), shares(theirs)
     top = [k for k, _ in theirs.most_common(10)]
     max_diff = max(abs(ours_s.get(k, 0.0) - theirs_s.get(k, 0.0)) for k in top)
@@ -149,7 +156,7 @@ def main():
           f"{args.reps} runs pooled; ehprof {len(samples)} samples, excimer {sum(theirs.values())}")
     for k in top:
         print(f"    {k:36} ehprof {ours_s.get(k, 0):5.1f}%  excimer {theirs_s[k]:5.1f}%")
-    with_pct = 100.0 * with_php / max(len(samples), 1)
+    with_pct = 100.0 * with_php / max(judged, 1)
     line_pct = 100.0 * sum(on_line.values()) / max(sum(in_fn.values()), 1)
     print(f"max |share difference| over excimer's top 10: {max_diff:.2f} points; "
           f"samples with PHP frames {with_pct:.2f} %; leaf samples of w1..w10 on their loop line {line_pct:.2f} %")

@@ -2,7 +2,11 @@
 // A CPU-bound PHP workload whose time splits unevenly over ten functions
 // (weights 1..10): five functions, a recursive one, a closure array_map
 // calls, a usort callback, a static and an instance method; each spins in a
-// loop on one line marked "loop wN" (its hot-loop line).
+// loop on one line marked "loop wN" (its hot-loop line). A round takes
+// some 7 ms, and a random spin between rounds keeps a profiler sampling
+// every millisecond from meeting the functions at the same points of each
+// round (with 1 ms rounds php-excimer's and ehprof's shares differed by
+// up to 4 points).
 //   php mix.php SECONDS        the mix
 //   php mix.php deep SECONDS   deep() recursing 50 frames, spinning at the bottom
 //   under PHP-FPM: mix.php?seconds=SECONDS
@@ -10,36 +14,39 @@
 // process too (CPU time, 1 ms) and writes its collapsed stacks to FILE at exit.
 
 function w1() { $s = 0;
-    for ($i = 0; $i < 1000; $i++) { $s += $i % 7; } // loop w1
+    for ($i = 0; $i < 7000; $i++) { $s += $i % 7; } // loop w1
     return $s; }
 function w2() { $s = 0;
-    for ($i = 0; $i < 2000; $i++) { $s += $i % 7; } // loop w2
+    for ($i = 0; $i < 14000; $i++) { $s += $i % 7; } // loop w2
     return $s; }
 function w3() { $s = 0;
-    for ($i = 0; $i < 3000; $i++) { $s += $i % 7; } // loop w3
+    for ($i = 0; $i < 21000; $i++) { $s += $i % 7; } // loop w3
     return $s; }
 function w4() { $s = 0;
-    for ($i = 0; $i < 4000; $i++) { $s += $i % 7; } // loop w4
+    for ($i = 0; $i < 28000; $i++) { $s += $i % 7; } // loop w4
     return $s; }
 function w5() { $s = 0;
-    for ($i = 0; $i < 5000; $i++) { $s += $i % 7; } // loop w5
+    for ($i = 0; $i < 35000; $i++) { $s += $i % 7; } // loop w5
     return $s; }
 function w6($depth) {
     if ($depth > 0) return w6($depth - 1);
     $s = 0;
-    for ($i = 0; $i < 6000 / 4; $i++) { $s += $i % 7; } // loop w6
+    for ($i = 0; $i < 42000 / 4; $i++) { $s += $i % 7; } // loop w6
     return $s; }
 function w8($a, $b) { $s = 0;
-    for ($i = 0; $i < 8000 / 64; $i++) { $s += $i % 7; } // loop w8
+    for ($i = 0; $i < 56000 / 64; $i++) { $s += $i % 7; } // loop w8
     return $a <=> $b; }
 class Mix {
     static function w9() { $s = 0;
-        for ($i = 0; $i < 9000; $i++) { $s += $i % 7; } // loop w9
+        for ($i = 0; $i < 63000; $i++) { $s += $i % 7; } // loop w9
         return $s; }
     function w10() { $s = 0;
-        for ($i = 0; $i < 10000; $i++) { $s += $i % 7; } // loop w10
+        for ($i = 0; $i < 70000; $i++) { $s += $i % 7; } // loop w10
         return $s; }
 }
+function jitter() { $s = 0; $n = mt_rand(0, 3000);
+    for ($i = 0; $i < $n; $i++) { $s += $i % 7; }
+    return $s; }
 function deep($depth) {
     if ($depth > 0) return deep($depth - 1);
     $s = 0;
@@ -48,7 +55,7 @@ function deep($depth) {
 
 function run_mix($deadline) {
     $w7 = function ($x) { $s = 0;
-        for ($i = 0; $i < 7000 / 4; $i++) { $s += $i % 7; } // loop w7
+        for ($i = 0; $i < 49000 / 4; $i++) { $s += $i % 7; } // loop w7
         return $s; };
     $sortme = [5, 3, 9, 1, 7, 2, 8, 4, 6, 0, 11, 10, 13, 12, 15, 14];
     $mix = new Mix();
@@ -60,6 +67,7 @@ function run_mix($deadline) {
         usort($a, 'w8');
         Mix::w9();
         $mix->w10();
+        jitter();
     }
 }
 
