@@ -4,7 +4,8 @@
 // with its source lines. Its PHP frames come in the order PHP runs them,
 // with the native frames of the VM and of the internal functions
 // (array_map, usort) between; nearly every sample of the interpreter
-// carries them; each hot function's samples are on its loop line.
+// running the VM carries them; each hot function's samples are on its
+// loop line.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -63,25 +64,33 @@ bool InOrder(const std::vector<std::string>& frames, const std::vector<std::stri
 
 // Judges samples of mix.php run as `script` (its path as PHP names it).
 void JudgeMix(const std::vector<SrclineSample>& samples, const std::string& script) {
-  size_t with_php = 0;
+  size_t with_php = 0, complete = 0;
   struct Shape {
     size_t n = 0, ordered = 0;
     std::string bad;  // the first stack out of order
   } closure, callback, recursion;
   std::map<std::string, std::pair<size_t, size_t>> lines;  // wN -> (leaf samples, on its loop line)
-  // From each thread's first PHP frame on: a process ehprof did not start
-  // (FPM's workers) has its offsets published once its first samples are
-  // read, some 100 ms in.
+  // Samples running the VM (execute_ex on their stack), from each thread's
+  // first PHP frame on: a process ehprof did not start (FPM's workers) has
+  // its offsets published once its first samples are read, some 100 ms in.
   std::set<uint32_t> started;
   size_t judged = 0;
   for (const SrclineSample& s : samples) {
     const SrclineFrame* leaf = LeafUserPhp(s);
-    bool any = false;
-    for (const SrclineFrame& f : s.frames) any = any || AnyPhp(f);
+    bool any = false, vm = false;
+    for (const SrclineFrame& f : s.frames) {
+      any = any || AnyPhp(f);
+      vm = vm || f.symbol == "execute_ex";
+    }
     if (any) started.insert(s.tid);
-    if (!started.count(s.tid)) continue;
+    if (!started.count(s.tid) || !vm) continue;
     ++judged;
     with_php += any;
+    // A walk cut short below the VM (php's unwind table still being built
+    // as a new binary starts: the Debian 13 root is new each run) says
+    // nothing of the order: whole walks are judged, and counted.
+    const bool whole = s.frames.back().symbol == "_start";
+    complete += whole;
     if (!leaf) continue;
     const std::string fn = leaf->symbol.substr(leaf->symbol.rfind(':') == std::string::npos
                                                    ? 0 : leaf->symbol.rfind(':') + 1);
@@ -89,6 +98,7 @@ void JudgeMix(const std::vector<SrclineSample>& samples, const std::string& scri
     // frames between them and their caller; the recursion five deep at its
     // loop (fewer on the way down or up).
     auto judge = [&](Shape* shape, const std::vector<std::string>& order) {
+      if (!whole) return;
       const auto rest = From(s, order[0]);
       ++shape->n;
       if (InOrder(rest, order)) ++shape->ordered;
@@ -112,11 +122,10 @@ void JudgeMix(const std::vector<SrclineSample>& samples, const std::string& scri
   }
   ASSERT_GE(judged, 300u) << "too few samples to judge";
   EXPECT_GE(with_php * 100, judged * 98) << with_php << " of " << judged << " with PHP frames";
-  // A native step that fails below the VM (a sample in an epilogue) may
-  // cut a stack short: 95 % whole.
+  EXPECT_GE(complete * 100, judged * 90) << complete << " of " << judged << " reach _start";
   for (const Shape* shape : {&closure, &callback, &recursion}) {
     EXPECT_GE(shape->n, 5u);
-    EXPECT_GE(shape->ordered * 100, shape->n * 95) << shape->ordered << " of " << shape->n << "; " << shape->bad;
+    EXPECT_EQ(shape->ordered, shape->n) << shape->bad;
   }
   for (const auto& [marker, counts] : lines) {
     if (counts.first < 20) continue;
