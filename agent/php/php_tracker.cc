@@ -26,6 +26,11 @@ constexpr uint64_t kJitFirstRetryNs = 10'000'000;
 constexpr uint64_t kJitRetryNs = 1'000'000'000;
 // Frames a check follows at most.
 constexpr int kCheckFrames = 256;
+// Functions remembered per process at most: a closure's function is a copy
+// in its closure object, so a long-lived process that makes closures shows
+// ever new addresses. Past this the cache starts over (the names read stay
+// in the frame table).
+constexpr size_t kMaxFuncs = 65536;
 
 const char* StopName(uint32_t why) {
   switch (why) {
@@ -211,6 +216,7 @@ uint32_t PhpTracker::FrameIndex(uint32_t pid, Proc& p, uint64_t word, uint64_t n
   if (func == 0) return Named(StopName(aux));
   if (p.state != Proc::kPhp) return Named("[php: process not read]");
   ProcessMemory mem(static_cast<pid_t>(pid));
+  if (p.funcs.size() >= kMaxFuncs && !p.funcs.contains(func)) p.funcs.clear();
   auto [it, added] = p.funcs.try_emplace(func);
   Func& f = it->second;
   if (!added && now_ns - f.checked_ns >= kRecheckNs) {
