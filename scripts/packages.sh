@@ -75,9 +75,8 @@ ehprof_packages() {
       ehprof_if_available "$@" -- ruby3.1
       # PHP 8.2 (Debian 12's): the PHP frame tests (tests/php_*_test.cc,
       # tests/record_php_priv_test.cc) run php8.2 and php-fpm8.2 by path;
-      # php-excimer is the reference bench/php_vs_excimer.py compares with;
-      # composer, a real PHP program bench/real_programs.py records.
-      ehprof_if_available "$@" -- php8.2-cli php8.2-fpm php-excimer composer
+      # php-excimer is the reference bench/php_vs_excimer.py compares with.
+      ehprof_if_available "$@" -- php8.2-cli php8.2-fpm php-excimer
       ;;
     *)
       echo "packages.sh: no package set '$set' (build, test)" >&2
