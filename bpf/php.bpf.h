@@ -40,9 +40,9 @@ enum php_walk_state {
 /* Frames are read through a window: one read of up to PHP_WIN bytes below
  * the frame (never below its page's start) up to its end. A VM call's
  * frames sit on the VM stack each caller below its callee, so the callers
- * in the window cost no read of their own. A larger window cost more than
- * it saved here (4 KiB: mix.php's 6 frames 9.4 us a sample, 1 KiB 5.2 us,
- * native walk alone 3.9 us). */
+ * in the window cost no read of their own. 1 KiB and 4 KiB measured
+ * alike (bench/php_cost.py, 52 frames: 2.9 and 2.5 us over the native walk
+ * alone); the smaller read is the cheaper one for shallow stacks. */
 #define PHP_WIN 1024
 
 /* Per CPU: the sample's PHP process and the PHP walk's state, in a map
