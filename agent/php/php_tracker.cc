@@ -23,6 +23,7 @@ constexpr uint64_t kNotPhpRetryNs = 1'000'000'000;
 constexpr int kVerifyTries = 3;
 constexpr uint64_t kVerifySpacingNs = 50'000'000;
 constexpr uint64_t kJitFirstRetryNs = 10'000'000;
+constexpr int kJitFirstRetries = 100;
 constexpr uint64_t kJitRetryNs = 1'000'000'000;
 // Frames a check follows at most.
 constexpr int kCheckFrames = 256;
@@ -167,10 +168,11 @@ void PhpTracker::Verify(uint32_t pid, Proc& p, uint64_t now_ns) {
 // opcache's JIT code, looked for while not found: opcache (a zend
 // extension) makes it as PHP starts, its mapping is writable, not
 // executable, while the JIT writes code, and opcache may have no JIT.
-// After 10 ms, then twice as long each time up to a second; never again
-// once PHP code runs in a process without opcache.
+// Every 10 ms for its first second (JIT code run before it is found has no
+// PHP frames), then every second; never again once PHP code runs in a
+// process without opcache.
 void PhpTracker::LookForJit(uint32_t pid, Proc& p, uint64_t now_ns) {
-  const uint64_t wait = std::min(kJitRetryNs, kJitFirstRetryNs << std::min(p.jit_checks, 5));
+  const uint64_t wait = p.jit_checks < kJitFirstRetries ? kJitFirstRetryNs : kJitRetryNs;
   if (p.jit.first || p.no_opcache || now_ns - p.jit_checked_ns < wait) return;
   p.jit_checked_ns = now_ns;
   ++p.jit_checks;
