@@ -14,7 +14,7 @@
 #       bundle under node with no flag, searching _walk
 #   bash scripts/runtime_screenshots.sh ruby  docs/ruby-flamegraph.png:
 #       Debian 12's rdoc (Ruby 3.1) documenting RubyGems' sources, searching
-#       RDoc::Parser
+#       parse
 #   bash scripts/runtime_screenshots.sh php  docs/php-flamegraph.png:
 #       Debian 12's phpcs (PHP 8.2) checking Composer's sources against
 #       PSR-12, searching Tokenizer
@@ -45,7 +45,7 @@ case $what in
     search=_walk ;;
   ruby)
     build/ehprof record -F 999 -q -o "$svg" -- rdoc3.1 -q -o "$work/doc" /usr/lib/ruby/3.1.0/rubygems >/dev/null
-    search='RDoc::Parser' ;;
+    search=parse ;;
   php)
     build/ehprof record -F 999 -q -o "$svg" -- sh -c \
       'phpcs --standard=PSR12 -q --report=summary /usr/share/php/Composer >/dev/null; true' >/dev/null
