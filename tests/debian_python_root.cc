@@ -3,10 +3,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/python/python_binary.h"
+#include "elf/elf_file.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
 
@@ -76,6 +81,27 @@ std::string DebianPythonRoot::Copy(const std::string& rel) const {
 }
 
 std::string DebianPythonRoot::Command() const { return absl::StrCat("chroot ", dir, " ", python); }
+
+absl::StatusOr<std::string> DebianPythonRoot::EvalColdName() const {
+  auto elf = ElfFile::Open(dir + python);
+  if (!elf.ok()) return elf.status();
+  auto bin = InspectPythonBinary(*elf, python);
+  if (!bin.ok()) return bin.status();
+  if (!*bin || (*bin)->eval.size() < 2) return absl::NotFoundError(absl::StrCat("no eval loop .cold part in ", python));
+  return absl::StrFormat("python3.14+%#x", (*bin)->eval[1].begin);
+}
+
+bool IsClone3Child(const std::string& dso, const std::string& symbol) {
+  constexpr std::string_view kPrefix = "libc.so.6+";
+  if (!dso.ends_with("/libc.so.6") || !symbol.starts_with(kPrefix)) return false;
+  uint64_t at = 0;
+  auto elf = ElfFile::Open(dso);
+  if (!absl::SimpleHexAtoi(symbol.substr(kPrefix.size()), &at) || !elf.ok() || at < 16) return false;
+  static constexpr uint8_t kClone3Syscall[] = {0xb8, 0xb3, 0x01, 0x00, 0x00, 0x0f, 0x05};
+  auto before = elf->BytesAtVaddr(at - 16, 16);
+  return before && std::search(before->begin(), before->end(), std::begin(kClone3Syscall),
+                               std::end(kClone3Syscall)) != before->end();
+}
 
 const DebianPythonRoot& ForkyPython314() {
   static Owned* root = [] {

@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
+
 namespace ehprof::testing {
 
 struct DebianPythonRoot {
@@ -19,7 +21,17 @@ struct DebianPythonRoot {
   std::string Copy(const std::string& rel) const;
   // "chroot DIR PYTHON": the command that runs the interpreter.
   std::string Command() const;
+  // How the symbolizer names the eval loop's .cold part, where forky's
+  // GCC 16 build runs its dispatch loop ("python3.14+0x43e429"): the FDE
+  // InspectPythonBinary finds, the binary being stripped.
+  absl::StatusOr<std::string> EvalColdName() const;
 };
+
+// Whether a root frame (perf-script's dso and symbol) is a thread's first
+// in a libc that names no clone3 (forky's, "libc.so.6+0x112f91"): the code
+// right before its FDE is clone3's syscall (mov $435, %eax; syscall),
+// after which the child's FDE starts.
+bool IsClone3Child(const std::string& dso, const std::string& symbol);
 
 // The root, made on first use. A root that could not be made for another
 // reason than a missing tool (mmdebstrap, with no cached tarball) fails

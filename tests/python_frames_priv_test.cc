@@ -5,7 +5,6 @@
 // output read back with its source lines.
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -15,11 +14,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "agent/python/python_binary.h"
 #include "gtest/gtest.h"
 #include "tests/debian_python_root.h"
 #include "tests/srcline_perf_script.h"
@@ -110,7 +106,10 @@ class PythonFrames : public ::testing::TestWithParam<std::string> {
       ++in_eval;
       if (s.LeafPython()) ++with_python;
       const std::string& root = s.frames.back().symbol;
-      if (root == "_start" || root == "clone3" || root == "clone" || Clone3Child(s.frames.back())) {
+      const Frame& last = s.frames.back();
+      auto [known, added] = clone3_.try_emplace(last.symbol, false);
+      if (added) known->second = testing::IsClone3Child(last.dso, last.symbol);
+      if (root == "_start" || root == "clone3" || root == "clone" || known->second) {
         ++complete;
       } else {
         ++roots[root];
@@ -122,45 +121,19 @@ class PythonFrames : public ::testing::TestWithParam<std::string> {
     EXPECT_GE(with_python * 100, in_eval * 97) << with_python << " of " << in_eval;
     EXPECT_GE(complete * 100, in_eval * 95) << complete << " of " << in_eval << " reach _start or clone3; the others end at" << other_roots;
   }
-  // Whether a root frame is a thread's first, in a libc that names no
-  // clone3 (forky's): the code right before its FDE is clone3's syscall
-  // (mov $435, %eax; syscall), after which the child's FDE starts.
-  bool Clone3Child(const Frame& f) {
-    if (!absl::EndsWith(f.dso, "/libc.so.6") || !absl::StartsWith(f.symbol, "libc.so.6+0x")) return false;
-    auto [it, added] = clone3_.try_emplace(f.symbol, false);
-    if (!added) return it->second;
-    uint64_t at = 0;
-    auto elf = ElfFile::Open(f.dso);
-    if (!absl::SimpleHexAtoi(f.symbol.substr(std::string("libc.so.6+").size()), &at) || !elf.ok() || at < 16) {
-      return false;
-    }
-    static constexpr uint8_t kClone3Syscall[] = {0xb8, 0xb3, 0x01, 0x00, 0x00, 0x0f, 0x05};
-    auto before = elf->BytesAtVaddr(at - 16, 16);
-    it->second = before && std::search(before->begin(), before->end(), std::begin(kClone3Syscall),
-                                       std::end(kClone3Syscall)) != before->end();
-    return it->second;
-  }
-  std::map<std::string, bool> clone3_;
   // Whether the sample runs the eval loop: its exported symbol, or (forky's
-  // stripped python3.14, built by GCC 16, runs its dispatch loop there) the
-  // .cold part, which the symbolizer names by the FDE's address as
-  // InspectPythonBinary finds it.
+  // python3.14) its .cold part, named by address.
   bool InEval(const Sample& s) {
     if (s.Has("_PyEval_EvalFrameDefault")) return true;
     if (GetParam() != kForky314) return false;
     if (cold_name_.empty()) {
-      const testing::DebianPythonRoot& root = testing::ForkyPython314();
-      auto elf = ElfFile::Open(root.dir + root.python);
-      auto bin = elf.ok() ? InspectPythonBinary(*elf, root.python) : absl::NotFoundError("no ELF");
-      if (!bin.ok() || !*bin || (*bin)->eval.size() < 2) {
-        ADD_FAILURE() << "no .cold part of the eval loop in " << root.python;
-        cold_name_ = "-";
-      } else {
-        cold_name_ = absl::StrFormat("python3.14+%#x", (*bin)->eval[1].begin);
-      }
+      auto name = testing::ForkyPython314().EvalColdName();
+      EXPECT_TRUE(name.ok()) << name.status();
+      cold_name_ = name.ok() ? *name : "-";
     }
     return s.Has(cold_name_);
   }
+  std::map<std::string, bool> clone3_;  // root symbol -> testing::IsClone3Child
   bool Skip() {
     if (!testing::RequireRootForBpf()) return true;
     if (GetParam() == kForky314) {
