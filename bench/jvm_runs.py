@@ -64,15 +64,20 @@ class Jdk:
 
 
 def make_jdk21_root(tmp):
-    """Debian 13's openjdk-21 in a fresh root, /proc and /dev bound. The
-    root is a folder of its own, not under tmp: only close_root removes it,
-    once nothing is mounted there."""
-    root = tempfile.mkdtemp(prefix="ehprof-jdk21-root.")
+    """Debian 13's openjdk-21 in a fresh root, /proc and /dev bound."""
+    return make_debian_root("trixie", "openjdk-21-jdk-headless", "ehprof-jdk21-root.", tmp)
+
+
+def make_debian_root(codename, packages, prefix, tmp):
+    """A fresh root of Debian CODENAME with PACKAGES (scripts/debian_root.sh,
+    cached), /proc and /dev bound. The root is a folder of its own, not
+    under tmp: only close_root removes it, once nothing is mounted there."""
+    root = tempfile.mkdtemp(prefix=prefix)
     empty = os.path.join(tmp, "empty")
     os.makedirs(empty, exist_ok=True)
-    env = dict(os.environ, EHPROF_ROOT_PACKAGES="openjdk-21-jdk-headless", EHPROF_ROOT_KEEP=root)
+    env = dict(os.environ, EHPROF_ROOT_PACKAGES=packages, EHPROF_ROOT_KEEP=root)
     try:
-        subprocess.run(["bash", os.path.join(ROOT, "scripts", "debian_root.sh"), "trixie", empty, "true"],
+        subprocess.run(["bash", os.path.join(ROOT, "scripts", "debian_root.sh"), codename, empty, "true"],
                        env=env, check=True, timeout=1800)
         subprocess.run(["mount", "--bind", "/proc", os.path.join(root, "proc")], check=True)
         subprocess.run(["mount", "--rbind", "/dev", os.path.join(root, "dev")], check=True)

@@ -248,7 +248,11 @@ struct ehp_py_proc {
 	/* 3.11+: the thread state's datastack_chunk, followed by
 	 * datastack_top and datastack_limit; EHP_PY_NO_DATASTACK on 3.10. */
 	ehp_u16 tstate_datastack;
-	ehp_u16 pad[3];
+	/* Low bits of the frame's code field that are tags, not address:
+	 * 3.14's f_executable is a _PyStackRef (Py_TAG_BITS 3); 0 before. */
+	ehp_u8 code_tags;
+	ehp_u8 pad8;
+	ehp_u16 pad[2];
 };
 #define EHP_PY_NO_CFRAME 0xffff
 #define EHP_PY_NO_DATASTACK 0xffff

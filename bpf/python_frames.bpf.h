@@ -261,7 +261,7 @@ EHP_INLINE void py_frames(struct py_win_buf *buf, struct scratch *s)
 			break;
 		}
 		__u32 base = (__u32)off;
-		__u64 code = py_win_u64(buf, base + p->frame_code);
+		__u64 code = py_win_u64(buf, base + p->frame_code) & ~(__u64)p->code_tags;
 		__u32 entry_at = base + p->frame_entry;
 		__u8 entry = entry_at < PY_WIN ? buf->b[entry_at] : 0;
 		__u8 layout = p->layout;

@@ -1,7 +1,8 @@
 // Python frames in the walk, judged by the shapes testdata/python/shapes.py
-// is known to have: each shape recorded under CPython 3.10-3.13 (pyenv) and
-// Debian 12's stripped /usr/bin/python3.11, the perf-script output read
-// back with its source lines.
+// is known to have: each shape recorded under CPython 3.10-3.13 (pyenv),
+// Debian 12's stripped /usr/bin/python3.11 and Debian forky's python3.14
+// (in a root of that release: tests/debian_python_root.h), the perf-script
+// output read back with its source lines.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "tests/debian_python_root.h"
 #include "tests/srcline_perf_script.h"
 #include "tests/test_support.h"
 
@@ -65,16 +67,26 @@ int MarkerLine(const std::string& marker) {
   return testing::SourceLineWith("testdata/python/shapes.py", marker);
 }
 
+// The parameter naming Debian forky's python3.14, run in its root.
+constexpr char kForky314[] = "forky:python3.14";
+
 class PythonFrames : public ::testing::TestWithParam<std::string> {
  protected:
+  // The interpreter and shapes.py as a command line.
+  std::string Command() {
+    if (GetParam() != kForky314) {
+      return absl::StrCat(GetParam(), " ", testing::SourcePath("testdata/python/shapes.py"));
+    }
+    const testing::DebianPythonRoot& root = testing::ForkyPython314();
+    return absl::StrCat(root.Command(), " ", root.Copy("testdata/python/shapes.py"));
+  }
   // Records `shape` for `seconds`; the samples of the interpreter.
+  std::string cold_name_;
   std::vector<Sample> Record(const std::string& shape, double seconds = 2) {
     const std::string out =
         absl::StrCat(::testing::TempDir(), "/py.", getpid(), ".", shape, ".txt");
     const std::string cmd = absl::StrCat("timeout 120 ", testing::EhprofBinary(), " record -F 499 -q --srcline -o ",
-                                         out, " -- ", GetParam(), " ",
-                                         testing::SourcePath("testdata/python/shapes.py"), " ", shape, " ",
-                                         seconds, " 2>/dev/null");
+                                         out, " -- ", Command(), " ", shape, " ", seconds, " 2>/dev/null");
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     std::vector<Sample> samples = ParsePerfScript(testing::ReadFile(out));
     std::remove(out.c_str());
@@ -87,20 +99,48 @@ class PythonFrames : public ::testing::TestWithParam<std::string> {
   void ExpectPythonAndComplete(const std::vector<Sample>& samples) {
     size_t in_eval = 0, with_python = 0, complete = 0;
     std::set<uint32_t> started;
+    std::map<std::string, int> roots;  // of the others
     for (const Sample& s : samples) {
       if (s.LeafPython()) started.insert(s.tid);
-      if (!started.count(s.tid) || !s.Has("_PyEval_EvalFrameDefault")) continue;
+      if (!started.count(s.tid) || !InEval(s)) continue;
       ++in_eval;
       if (s.LeafPython()) ++with_python;
       const std::string& root = s.frames.back().symbol;
-      if (root == "_start" || root == "clone3" || root == "clone") ++complete;
+      const Frame& last = s.frames.back();
+      auto [known, added] = clone3_.try_emplace(last.symbol, false);
+      if (added) known->second = testing::IsClone3Child(last.dso, last.symbol);
+      if (root == "_start" || root == "clone3" || root == "clone" || known->second) {
+        ++complete;
+      } else {
+        ++roots[root];
+      }
     }
+    std::string other_roots;
+    for (const auto& [root, n] : roots) absl::StrAppend(&other_roots, " ", root, " x", n);
     ASSERT_GE(in_eval, 60u) << "too few samples to judge";
     EXPECT_GE(with_python * 100, in_eval * 97) << with_python << " of " << in_eval;
-    EXPECT_GE(complete * 100, in_eval * 95) << complete << " of " << in_eval << " reach _start or clone3";
+    EXPECT_GE(complete * 100, in_eval * 95) << complete << " of " << in_eval << " reach _start or clone3; the others end at" << other_roots;
   }
+  // Whether the sample runs the eval loop: its exported symbol, or (forky's
+  // python3.14) its .cold part, named by address.
+  bool InEval(const Sample& s) {
+    if (s.Has("_PyEval_EvalFrameDefault")) return true;
+    if (GetParam() != kForky314) return false;
+    if (cold_name_.empty()) {
+      auto name = testing::ForkyPython314().EvalColdName();
+      EXPECT_TRUE(name.ok()) << name.status();
+      cold_name_ = name.ok() ? *name : "-";
+    }
+    return s.Has(cold_name_);
+  }
+  std::map<std::string, bool> clone3_;  // root symbol -> testing::IsClone3Child
   bool Skip() {
     if (!testing::RequireRootForBpf()) return true;
+    if (GetParam() == kForky314) {
+      const testing::DebianPythonRoot& root = testing::ForkyPython314();
+      if (!root.skip.empty()) std::printf("SKIPPED: %s\n", root.skip.c_str());
+      return !root.skip.empty() || root.python.empty();
+    }
     if (access(GetParam().c_str(), X_OK) != 0) {
       std::printf("SKIPPED: %s is not installed\n", GetParam().c_str());
       return true;
@@ -231,8 +271,7 @@ TEST_P(PythonFrames, NoPythonGivesNativeFramesOnly) {
   if (Skip()) GTEST_SKIP();
   const std::string out = absl::StrCat(::testing::TempDir(), "/py.", getpid(), ".native.txt");
   const std::string cmd = absl::StrCat("timeout 120 ", testing::EhprofBinary(), " record --no-python -F 499 -q -o ",
-                                       out, " -- ", GetParam(), " ",
-                                       testing::SourcePath("testdata/python/shapes.py"), " method 1 2>/dev/null");
+                                       out, " -- ", Command(), " method 1 2>/dev/null");
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const auto samples = ParsePerfScript(testing::ReadFile(out));
   std::remove(out.c_str());
@@ -245,8 +284,9 @@ INSTANTIATE_TEST_SUITE_P(Interpreters, PythonFrames,
                                            "/root/.pyenv/versions/3.11.7/bin/python3.11",
                                            "/root/.pyenv/versions/3.12.1/bin/python3.12",
                                            "/root/.pyenv/versions/3.13.0/bin/python3.13",
-                                           testing::DebianPython()),
+                                           testing::DebianPython(), kForky314),
                          [](const auto& info) {
+                           if (info.param == kForky314) return std::string("forky_python3_14");
                            std::string name = info.param.substr(info.param.rfind('/') + 1);
                            if (absl::StartsWith(info.param, "/usr/")) name = "debian_" + name;
                            for (char& c : name) c = isalnum(static_cast<unsigned char>(c)) ? c : '_';

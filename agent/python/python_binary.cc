@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/python/debug_offsets.h"
 #include "agent/python/python_offsets.h"
 #include "base/parse_number.h"
 #include "unwind_tables/cfi_functions.h"
@@ -130,8 +131,8 @@ absl::StatusOr<std::optional<PythonBinary>> InspectPythonBinary(const ElfFile& e
     if (out.minor == 0) return fail("no Py_Version and no python3.X in its file name");
     if (out.minor >= 11) return fail("no Py_Version, which 3.11 and later have");
   }
-  if (out.major != 3 || out.minor < 10 || out.minor > 13) {
-    return fail(absl::StrFormat("version %d.%d (ehprof reads 3.10 to 3.13)", out.major, out.minor));
+  if (out.major != 3 || out.minor < 10 || out.minor > 14) {
+    return fail(absl::StrFormat("version %d.%d (ehprof reads 3.10 to 3.14)", out.major, out.minor));
   }
   if (out.minor >= 13) {
     auto bytes = elf.BytesAtVaddr(syms.runtime->addr, kDebugOffsetsSize);

@@ -2,7 +2,8 @@
 // python3.X or a libpython3.X.so), read from the file: its version, where
 // the eval loop is, where _PyRuntime and PyCode_Type are, and the offsets
 // that lead from _PyRuntime to a thread's frames. 3.13+ from the
-// _Py_DebugOffsets at the start of _PyRuntime; 3.10-3.12 (which have none)
+// _Py_DebugOffsets at the start of _PyRuntime (the file's here; the
+// tracker reads the process's own again before use); 3.10-3.12 (which have none)
 // from offsets measured on those versions' builds (agent/python/
 // python_offsets.cc), checked against the running process before use.
 #ifndef EHPROF_AGENT_PYTHON_PYTHON_BINARY_H_

@@ -1,10 +1,5 @@
 #include "agent/python/python_offsets.h"
 
-#include <cstring>
-
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-
 namespace ehprof {
 
 std::optional<ehp_py_proc> MeasuredLayout(int major, int minor) {
@@ -63,69 +58,6 @@ std::optional<ehp_py_proc> MeasuredLayout(int major, int minor) {
     default:
       return std::nullopt;
   }
-}
-
-namespace {
-
-uint64_t U64At(std::span<const uint8_t> b, size_t off) {
-  uint64_t v = 0;
-  if (off + 8 <= b.size()) std::memcpy(&v, b.data() + off, 8);
-  return v;
-}
-
-}  // namespace
-
-absl::StatusOr<ehp_py_proc> LayoutFromDebugOffsets(std::span<const uint8_t> b,
-                                                   uint32_t py_version) {
-  if (b.size() < kDebugOffsetsSize || std::memcmp(b.data(), "xdebugpy", 8) != 0) {
-    return absl::InvalidArgumentError("_PyRuntime does not start with _Py_DebugOffsets' cookie");
-  }
-  const uint64_t version = U64At(b, 8);
-  if (version != py_version) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "_Py_DebugOffsets' version %#x is not Py_Version %#x", version, py_version));
-  }
-  if (U64At(b, 16) != 0) return absl::InvalidArgumentError("a free-threaded build");
-  // 3.13's _Py_DebugOffsets: runtime_state at 24, interpreter_state at 48,
-  // thread_state at 152, interpreter_frame at 224, each a size then offsets.
-  const uint64_t fields[] = {
-      U64At(b, 40),   // interpreters_head
-      U64At(b, 64),   // interpreter next
-      U64At(b, 72),   // threads_head
-      U64At(b, 168),  // thread next
-      U64At(b, 192),  // thread_id
-      U64At(b, 184),  // current_frame
-      U64At(b, 240),  // frame executable
-      U64At(b, 232),  // frame previous
-      U64At(b, 248),  // instr_ptr
-      U64At(b, 264),  // owner
-      U64At(b, 208),  // datastack_chunk
-  };
-  for (uint64_t f : fields) {
-    if (f >= 0xffff) return absl::InvalidArgumentError(absl::StrCat("an offset of ", f, " in _Py_DebugOffsets"));
-  }
-  ehp_py_proc p{};
-  p.interp_head = fields[0];
-  p.interp_next = fields[1];
-  p.interp_threads = fields[2];
-  p.tstate_next = fields[3];
-  p.tstate_thread_id = fields[4];
-  p.tstate_frame = fields[5];
-  p.cframe_frame = EHP_PY_NO_CFRAME;
-  p.frame_code = fields[6];
-  p.frame_previous = fields[7];
-  p.frame_instr = fields[8];
-  p.frame_entry = fields[9];
-  uint64_t read = 0;
-  for (uint64_t f : {fields[6] + 8, fields[7] + 8, fields[8] + 8, fields[9] + 1}) read = std::max(read, f);
-  if (read > EHP_PY_FRAME_READ_MAX) {
-    return absl::InvalidArgumentError(absl::StrCat("interpreter frame fields end at ", read));
-  }
-  p.frame_read = static_cast<uint16_t>((read + 7) & ~uint64_t{7});
-  p.layout = EHP_PY_CSTACK_OWNER;
-  p.owner_cstack = 3;  // FRAME_OWNED_BY_CSTACK
-  p.tstate_datastack = fields[10];
-  return p;
 }
 
 }  // namespace ehprof

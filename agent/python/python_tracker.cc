@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/process/proc_maps.h"
+#include "agent/python/debug_offsets.h"
 #include "base/guarded.h"
 #include "base/monotonic_clock.h"
 
@@ -123,6 +124,7 @@ std::optional<bool> FramesHoldCode(const ProcessMemory& mem, const ehp_py_proc& 
         frame = previous;
         continue;
       }
+      code &= ~uint64_t{p.code_tags};
       return mem.ReadU64(code + 8, &type) && type == code_type;
     }
     if (!mem.ReadU64(tstate + p.tstate_next, &next)) return false;
@@ -156,6 +158,21 @@ bool DataStackHolds(const ProcessMemory& mem, const ehp_py_proc& p, uint64_t int
   return true;
 }
 
+// The walk's offsets for the process: 3.13+ from its own _Py_DebugOffsets
+// (the file's may be patched in memory, or the file not what is mapped);
+// the file's measured ones before. interp_head relative to the file.
+absl::StatusOr<ehp_py_proc> OwnLayout(const ProcessMemory& mem, const PythonBinary& b, uint64_t bias) {
+  if (b.minor < 13) return b.layout;
+  auto own = LayoutFromProcess(mem, b.runtime + bias, b.py_version_value);
+  if (absl::IsUnavailable(own.status())) return own.status();
+  if (!own.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(b.path, ": a Python ehprof cannot read: ", own.status().message(),
+                                                      " (in the process)"));
+  }
+  own->interp_head += b.runtime;
+  return own;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
@@ -184,7 +201,10 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
       if (!mem.Read(b.py_version + *bias, &v, 4)) return absl::UnavailableError("process memory unreadable");
       if (v != b.py_version_value) return refuse(absl::StrCat(e.path, ": Py_Version in memory is not the file's"));
     }
-    ehp_py_proc p = b.layout;
+    auto layout = OwnLayout(mem, b, *bias);
+    if (absl::IsUnavailable(layout.status())) return layout.status();
+    if (!layout.ok()) return refuse(std::string(layout.status().message()));
+    ehp_py_proc p = *layout;
     p.interp_head += *bias;
     for (size_t i = 0; i < b.eval.size() && i < 2; ++i) {
       p.eval_begin[i] = b.eval[i].begin + *bias;
