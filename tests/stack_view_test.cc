@@ -159,6 +159,16 @@ TEST(StackView, ProfileBuilderMergesWhatTheViewMakesEqual) {
   }
 }
 
+// A runtime added to FrameRuntime later (Ruby, PHP) needs no change here:
+// frames are told apart by the enum's value alone.
+TEST(StackView, ARuntimeNotYetInTheEnum) {
+  const auto later = static_cast<FrameRuntime>(static_cast<uint8_t>(FrameRuntime::kJavaScript) + 7);
+  const std::vector<ResolvedFrame> frames = {Native("rb_ary_sort"), Runtime(later, "Sorter#key"),
+                                             Native("vm_exec_core"), Native("rb_yield"),
+                                             Runtime(later, "Sorter#run"), Native("ruby_run_node")};
+  EXPECT_EQ(Shown(frames, StackView::kRuntime), "rb_ary_sort Sorter#key Sorter#run ruby_run_node");
+}
+
 TEST(StackView, NamesAsTheOptionAndLabelsSpellThem) {
   EXPECT_EQ(ParseStackView("runtime"), StackView::kRuntime);
   EXPECT_EQ(ParseStackView("full"), StackView::kFull);
