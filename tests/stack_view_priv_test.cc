@@ -38,9 +38,11 @@ struct Counts {
   size_t samples = 0;
   size_t two_python = 0;      // with at least two Python frames
   size_t native_between = 0;  // of those, with a native frame between two of them
-  // sort_key under sorted's C code, with a native frame between it and
-  // run_sorted (3.11+ run Python-to-Python calls in one eval loop: only a
-  // call through C puts native frames between Python ones).
+  // Walks down to the process's start with sort_key under sorted's C code,
+  // and of those with a native frame between it and run_sorted (3.11+ run
+  // Python-to-Python calls in one eval loop: only a call through C puts
+  // native frames between Python ones; a walk cut short has its Python
+  // frames side by side at its end).
   size_t keyed = 0, keyed_native_between = 0;
   size_t native_leafward = 0;  // with a native frame leafward of the innermost Python frame
   size_t rooted = 0;           // ending in _start (or a thread's clone)
@@ -60,16 +62,18 @@ Counts Count(const std::vector<SrclineSample>& samples) {
       ++python;
     }
     if (first > 0) ++c.native_leafward;
+    bool rooted = false;
     if (!s.frames.empty()) {
       const std::string& root = s.frames.back().symbol;
-      c.rooted += root == "_start" || root == "clone3" || root == "clone";
+      rooted = root == "_start" || root == "clone3" || root == "clone";
     }
+    c.rooted += rooted;
     if (python < 2) continue;
     ++c.two_python;
     const bool between = last - first + 1 > python;
     c.native_between += between;
-    c.keyed += keyed;
-    c.keyed_native_between += keyed && between;
+    c.keyed += keyed && rooted;
+    c.keyed_native_between += keyed && rooted && between;
   }
   return c;
 }

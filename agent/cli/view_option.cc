@@ -5,9 +5,10 @@ namespace ehprof {
 
 void AddViewOption(CLI::App& app, std::string* view) {
   app.add_option("--view", *view,
-                 "full (default): every frame, native and runtime (Python, Java, JavaScript) "
-                 "interleaved as they ran; runtime: without the native frames between two frames of "
-                 "one runtime (its interpreter loop and call glue), as py-spy and rbspy show stacks")
+                 "full (default): every frame, native and runtime (Python, Java, JavaScript, Ruby, "
+                 "PHP, Perl) interleaved as they ran; runtime: without the native frames between two "
+                 "frames of one runtime (its interpreter loop and call glue), as py-spy and rbspy show "
+                 "stacks")
       ->type_name("V")
       ->check(CLI::IsMember({"full", "runtime"}).description(""));
 }

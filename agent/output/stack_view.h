@@ -1,6 +1,6 @@
 // --view: which frames of a stack the outputs show. The full view is every
 // frame as the walk found it, native and runtime (Python, Java,
-// JavaScript, ...) interleaved in the order they ran. The runtime view
+// JavaScript, Ruby, PHP, Perl) interleaved in the order they ran. The runtime view
 // reads as py-spy, rbspy and phpspy show stacks: the native frames between
 // two frames of one runtime (its interpreter loop, call glue, a JIT's
 // stubs) are left out; those rootward of the outermost runtime frame (the
