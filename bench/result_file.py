@@ -60,15 +60,16 @@ def command():
     return "python3 " + " ".join(shlex.quote(a) for a in argv)
 
 
-def write(name, figures, note="", path=None):
-    """Writes bench/results/NAME.json (or path) and says where."""
+def write(name, figures, note="", path=None, extra=None):
+    """Writes bench/results/NAME.json (or path) and says where; `extra`:
+    more top-level fields (text such as a conclusion), beside the figures."""
     bad = {k: v for k, v in figures.items() if not isinstance(v, (int, float)) or isinstance(v, bool)}
     if bad:
         raise ValueError(f"result {name}: figures must be numbers: {bad}")
     doc = {"bench": name, "command": command(),
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "commit": commit(), "machine": machine(), "note": note,
-           "figures": dict(sorted(figures.items()))}
+           **(extra or {}), "figures": dict(sorted(figures.items()))}
     path = path or os.path.join(RESULTS, name + ".json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path + ".tmp", "w") as f:

@@ -184,6 +184,7 @@ TEST_F(Otlp, FiosHotPathArrivesWithItsShareAndEverySample) {
   EXPECT_NE(fio.find(absl::StrCat("\"host.name\": \"", host, "\"")), std::string::npos) << fio;
   EXPECT_NE(fio.find("\"process.executable.name\": \"fio\""), std::string::npos) << fio;
   EXPECT_NE(fio.find("\"test\": \"otlp_priv_test\""), std::string::npos) << fio;
+  EXPECT_NE(fio.find("\"ehprof.view\": \"full\""), std::string::npos) << fio;  // the default --view
   EXPECT_NE(fio.find("\"period_type\": \"cpu/nanoseconds\""), std::string::npos) << fio;
   EXPECT_EQ(Number(fio, "period"), 1'000'000'000u / 99) << fio;
   EXPECT_NE(fio.find("\"types\": [\"samples/count\"]"), std::string::npos) << fio;

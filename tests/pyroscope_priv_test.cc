@@ -36,8 +36,9 @@ using testing::RunEhprof;
 std::string Judge(const PyroscopeServer& server, const std::string& service, const std::string& fn,
                   const std::string& ancestors,
                   const std::string& type = "process_cpu:cpu:nanoseconds:cpu:nanoseconds") {
+  // Every series says its --view (the agents here run the default).
   const std::string q = absl::StrCat("/pyroscope/render?query=", type, "%7Bservice_name%3D%22", service,
-                                     "%22%7D&from=now-15m&until=now%2B1m&format=json");
+                                     "%22%2Cehprof_view%3D%22full%22%7D&from=now-15m&until=now%2B1m&format=json");
   const std::string py = R"PY(
 import json, sys
 fn, anc = sys.argv[1], [a for a in sys.argv[2].split(",") if a]

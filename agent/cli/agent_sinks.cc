@@ -76,7 +76,7 @@ absl::Status AgentSinks::OpenOtlp(const SinkFlags& flags) {
   if (flags.otlp.url.empty()) return absl::OkStatus();
   Labels labels;
   if (absl::Status s = ParseLabels(flags.labels, &labels); !s.ok()) return s;
-  otlp_attributes_ = {{"host.name", HostName()}};
+  otlp_attributes_ = {{"host.name", HostName()}, {"ehprof.view", std::string(StackViewName(flags.view))}};
   otlp_attributes_.insert(otlp_attributes_.end(), labels.begin(), labels.end());
   for (const std::string& h : flags.otlp.headers) {
     if (LooksSecret(h.substr(0, h.find(':')))) {
@@ -153,6 +153,7 @@ absl::Status AgentSinks::Open(const SinkFlags& flags) {
   }
   if (absl::Status s = ParseLabels(flags.labels, &labels_); !s.ok()) return s;
   labels_.emplace_back("hostname", HostName());
+  labels_.emplace_back("ehprof_view", StackViewName(flags.view));
   // The labels every series will carry, with sample names for the two the
   // agent sets per series.
   Labels check = labels_;

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "agent/continuous/agent_loop.h"
 #include "agent/continuous/output_dir.h"
+#include "agent/output/stack_view.h"
 #include "agent/sink/otlp_client.h"
 #include "agent/sink/push_queue.h"
 #include "agent/sink/push_request.h"
@@ -32,6 +33,9 @@ struct SinkFlags {
   size_t queue_mb = 64;  // and at most this many MiB queued, each queue
   OtlpOptions otlp;  // --otlp URL; --label pairs become resource attributes
   std::string otlp_header_file;  // more otlp.headers, read at Open
+  // The view the profiles are in: label ehprof_view of every series,
+  // attribute ehprof.view of every resource.
+  StackView view = StackView::kFull;
 };
 
 class AgentSinks {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "agent/output/stack_view.h"
 #include "agent/record/recorder.h"
 #include "agent/session/bpf_session.h"
 
@@ -73,6 +74,10 @@ struct OffCpuFlags {
 void AddOffCpuOptions(CLI::App& app, OffCpuFlags* flags);
 // Sets record's off_cpu, threshold and state mask (not sample_cpu).
 void ApplyOffCpuFlags(const OffCpuFlags& flags, RecordOptions* record);
+// --view full|runtime (record and agent), parsed into `view`.
+void AddViewOption(CLI::App& app, std::string* view);
+// The view --view named ("full" when it was not given).
+StackView ViewOf(const std::string& view);
 // Whether the event counts time (a clock), so a sample's period is known.
 bool IsClockEvent(const std::string& event);
 

@@ -27,13 +27,14 @@ kernel with CFI, as `ehprof record` does. Targets: every process (-a, the
 default), or -p PIDs and their children.)";
 
 constexpr char kFooter[] = R"(--pyroscope URL pushes to Grafana Pyroscope's push API (URL/push.v1.PusherService/Push):
-one series per service an interval, named process_cpu, labelled service_name
-and hostname (and --label). A server that is down or slow never stops
+one series per service an interval, named process_cpu, labelled service_name,
+hostname, ehprof_view (and --label). A server that is down or slow never stops
 sampling: pushes queue (--queue N, oldest dropped and counted) and are
 retried with backoff. --otlp URL exports OTLP profiles (the v1development
 schema of OpenTelemetry Collector v0.165.0) the same way: a resource per
 service (service.name, host.name, container.id, process.executable.name,
---label pairs). --output-dir files are read with
+--label pairs, ehprof.view). ehprof_view and ehprof.view say which --view
+the stacks are in. --output-dir files are read with
 `go tool pprof -http=: DIR/*.pb.gz`.)";
 
 struct AgentFlags {
@@ -44,6 +45,7 @@ struct AgentFlags {
   uint64_t memory_limit_mb = 96;
   std::string log_path;
   std::string metrics_addr;
+  std::string view = "full";
 };
 
 void AddSinkOptions(CLI::App& app, SinkFlags* f) {
@@ -143,6 +145,7 @@ void AddAgentOptions(CLI::App& app, AgentOptions* o, AgentFlags* f) {
       ->check(InRange(0.0, 1e9));
   app.add_option("--metrics-addr", f->metrics_addr, "the same as a Prometheus scrape target (GET /metrics)")
       ->type_name("IP:PORT");
+  AddViewOption(app, &f->view);
 }
 
 std::atomic<bool> g_reopen_log{false};
@@ -236,6 +239,8 @@ int RunAgentCommand(const std::vector<std::string>& args) {
       AgentRingBytes(static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)), o.record.frequency_hz,
                      f.off_cpu.off_cpu);
 
+  // One view for the profiles and the label saying which it is.
+  o.symbols.view = f.sinks.view = ViewOf(f.view);
   AgentSinks sinks;
   if (absl::Status s = sinks.Open(f.sinks); !s.ok()) {
     if (absl::IsInvalidArgument(s)) return UsageError("agent", std::string(s.message()));

@@ -43,6 +43,7 @@ struct RecordFlags {
   std::string call_graph;  // -g/--call-graph: accepted, unused
   std::vector<std::string> outputs;  // every -o
   std::string format;
+  std::string view = "full";
 };
 
 void AddWallOption(CLI::App& app, RecordFlags* f) {
@@ -145,6 +146,7 @@ void AddOutputOptions(CLI::App& app, RecordFlags* f, RecordOutput* out) {
   app.add_flag("--folded-annotate", out->folded_annotate,
                "folded: kernel frames end in _[k], inlined ones in _[i], JIT ones in _[j] (as "
                "stackcollapse-perf.pl --all; plain names without it)");
+  AddViewOption(app, &f->view);
   app.add_flag("-q,--quiet", f->quiet, "no live status line");
 }
 
@@ -201,6 +203,7 @@ void Apply(const RecordFlags& f, const CLI::App& app, RecordOptions* o, RecordOu
   if (f.quiet) o->live_status = false;
   if (!f.output_mode.empty()) out->mode = static_cast<mode_t>(ParseUnsigned<unsigned>(f.output_mode, 8).value_or(0600));
   out->demangle = !f.no_demangle;
+  out->view = ViewOf(f.view);
   if (!f.outputs.empty()) out->files.clear();
   for (const std::string& path : f.outputs) {
     const std::string format = f.format.empty() ? std::string(FormatForPath(path).name) : f.format;

@@ -150,6 +150,7 @@ OutputSettings MakeSettings(const Recorder& rec, const RecordOutput& out) {
   const bool clocked = out.probe_type.empty() && (!out.off_cpu || out.wall);
   w.svg_details = FlameGraphDetails(out.target, clocked ? out.frequency_hz : 0,
                                     rec.summary().seconds, w.pprof.time_nanos);
+  if (out.view == StackView::kRuntime) absl::StrAppend(&w.svg_details, " | runtime view");
   w.script.srcline = out.srcline;
   w.script.event = out.event;
   // Clock events count nanoseconds; a hardware event's period in frequency
@@ -176,7 +177,7 @@ Models BuildModels(const Recorder& rec, const RecordOutput& out, RecordTargets& 
     per_sample = per_sample || format.per_sample;
     (out.wall && format.per_thread_wall ? want_per_thread : want_shared) = true;
   }
-  ProfileBuilder shared(per_sample), per_thread;
+  ProfileBuilder shared(per_sample, out.view), per_thread(false, out.view);
   const uint64_t period_ns = 1000000000 / out.frequency_hz;
   Resolve(rec, out, targets, [&](ResolvedSample&& s) {
     if (!out.wall) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/output/stack_view.h"
 #include "agent/record/recorder.h"
 #include "base/output_target.h"
 
@@ -33,6 +34,9 @@ struct RecordOutput {
   uint64_t max_dwarf_mb = 0;
   bool srcline = false;
   bool folded_annotate = false;  // _[k] _[i] _[j] in folded names
+  // The frames every -o shows (--view): the reports (--compare, --diff-
+  // folded, --verify) compare walks and keep every frame.
+  StackView view = StackView::kFull;
   std::string compare_path;  // FP-vs-CFI report
   std::string diff_path;     // "stack FP CFI" lines
   std::string verify_path;   // --verify report; empty: stderr

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/output/interned_profile.h"
+#include "agent/output/stack_view.h"
 #include "agent/resolve/resolved_sample.h"
 
 namespace ehprof {
@@ -31,6 +32,7 @@ struct IntervalOutput {
 // service (equal samples of a service merged).
 class ServiceProfileBuilder {
  public:
+  explicit ServiceProfileBuilder(StackView view = StackView::kFull) : builder_(false, view) {}
   void Add(const std::string& service, const ResolvedSample& s) {
     const std::vector<std::pair<uint32_t, uint32_t>> label = {
         {builder_.String("service_name"), builder_.String(service)}};

@@ -138,7 +138,7 @@ void IntervalSymbolizer::Resolve(const IntervalProfile& p, IntervalOutput* out) 
   symbols_.NextRound();
   jit_.NextRound();
   Prefetch(p);
-  ServiceProfileBuilder builder;
+  ServiceProfileBuilder builder(options_.view);
   ResolvedSample s;  // one stack at a time: the profile keeps its ids
   for (const auto& [key, value] : p.counts) {
     s.comm = p.strings[key.comm];

@@ -20,6 +20,7 @@
 
 #include "agent/continuous/interval_output.h"
 #include "agent/continuous/interval_profile.h"
+#include "agent/output/stack_view.h"
 #include "agent/resolve/address_symbolizer.h"
 #include "agent/resolve/frame_locator.h"
 #include "agent/resolve/resolved_sample.h"
@@ -44,6 +45,8 @@ class IntervalSymbolizer {
     size_t max_jit_bytes = size_t{32} << 20;
     // Empty: each process's own /tmp/perf-PID.map (JitSymbols::Options).
     std::string perf_map_dir;
+    // The frames the profiles keep (--view).
+    StackView view = StackView::kFull;
   };
   // Files, perf maps and kernel symbols that fail to load go to `warnings`
   // (not owned; it outlives the symbolizer).

@@ -179,19 +179,19 @@ std::pair<uint32_t, bool> ProfileBuilder::Add(const ResolvedSample& s,
                                               const std::vector<std::pair<uint32_t, uint32_t>>& extra_labels) {
   if (s.count == 0) return {UINT32_MAX, false};
   std::vector<uint32_t> locations;
-  const auto& frames = s.frames;
+  const std::vector<const ResolvedFrame*> frames = ShownFrames(s.frames, view_);
   for (size_t i = 0; i < frames.size();) {
     // frames[i..end) is one Location: a run of inline expansions and the
     // frame they expand (the first one not marked inlined).
     size_t end = i;
-    while (end + 1 < frames.size() && frames[end].inlined) ++end;
+    while (end + 1 < frames.size() && frames[end]->inlined) ++end;
     ++end;
     std::vector<InternedProfile::Line> lines;
     lines.reserve(end - i);
     for (size_t j = i; j < end; ++j) {
-      lines.push_back({FunctionId(frames[j]), frames[j].line, String(frames[j].src_file)});
+      lines.push_back({FunctionId(*frames[j]), frames[j]->line, String(frames[j]->src_file)});
     }
-    locations.push_back(LocationId(frames[end - 1], std::move(lines)));
+    locations.push_back(LocationId(*frames[end - 1], std::move(lines)));
     i = end;
   }
   std::vector<std::pair<uint32_t, uint32_t>> labels;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "agent/output/stack_view.h"
 #include "agent/resolve/resolved_sample.h"
 
 namespace ehprof {
@@ -114,8 +115,10 @@ std::vector<InternedProfile::Event> EventsOf(const InternedProfile& p);
 class ProfileBuilder {
  public:
   ProfileBuilder() = default;
-  // keep_events: an Event per Add, for the per-sample formats.
-  explicit ProfileBuilder(bool keep_events) : keep_events_(keep_events) {}
+  // keep_events: an Event per Add, for the per-sample formats. `view`:
+  // the frames of each sample kept (stack_view.h), for every output at once.
+  explicit ProfileBuilder(bool keep_events, StackView view = StackView::kFull)
+      : keep_events_(keep_events), view_(view) {}
   ProfileBuilder(const ProfileBuilder&) = delete;
   ProfileBuilder& operator=(const ProfileBuilder&) = delete;
 
@@ -134,6 +137,7 @@ class ProfileBuilder {
   uint32_t LocationId(const ResolvedFrame& base, std::vector<InternedProfile::Line> lines);
 
   bool keep_events_ = false;
+  StackView view_ = StackView::kFull;
   InternedProfile p_;  // its strings (but "") only in string_store_ until Take
   std::deque<std::string> string_store_;  // stable addresses for the index's keys
   absl::flat_hash_map<std::string_view, uint32_t> string_index_;
