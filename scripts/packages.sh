@@ -17,7 +17,8 @@ ehprof_if_available() {
   while [[ $1 != -- ]]; do opts+=("$1"); shift; done
   shift
   for p in "$@"; do
-    apt-cache "${opts[@]}" show --no-all-versions "$p" >/dev/null 2>&1 && echo "$p"
+    # (a purely virtual package, named only by others, has no Package: stanza)
+    apt-cache "${opts[@]}" show --no-all-versions "$p" 2>/dev/null | grep '^Package:' >/dev/null && echo "$p"
   done
   return 0
 }
@@ -63,7 +64,6 @@ ehprof_packages() {
         protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev `# tests decode pprof with classes protoc generates from pprof's own profile.proto` \
         help2man `# the man page (cmake --install, the Debian package)` \
         mmdebstrap `# the Debian package's install test (a clean Debian root)` \
-        php-codesniffer composer `# real PHP programs bench/real_programs.py records (phpcs over its own and Composer's sources)` \
         default-jdk-headless maven `# the JVM tests and bench: javac, jcmd; mvn fetches async-profiler (scripts/install_async_profiler.sh)`
       # The reference binaries tests/ and bench/ read by path are Debian 12's
       # (libLLVM-15.so.1, python3.11); a release without them goes without.
@@ -77,6 +77,10 @@ ehprof_packages() {
       # tests/record_php_priv_test.cc) run php8.2 and php-fpm8.2 by path;
       # php-excimer is the reference bench/php_vs_excimer.py compares with.
       ehprof_if_available "$@" -- php8.2-cli php8.2-fpm php-excimer
+      # php-codesniffer and composer: real PHP programs bench/real_programs.py
+      # and bench/php_real_program.py record (Debian 12's; trixie has no
+      # php-codesniffer).
+      ehprof_if_available "$@" -- php-codesniffer composer
       ;;
     *)
       echo "packages.sh: no package set '$set' (build, test)" >&2
