@@ -13,42 +13,8 @@ uint64_t StringBytes(const std::string& s) { return s.capacity() > 15 ? s.capaci
 
 InternedProfile::Kind KindOf(const ResolvedFrame& f) {
   if (f.kernel) return InternedProfile::Kind::kKernel;
-  switch (f.runtime) {
-    case FrameRuntime::kPython:
-      return InternedProfile::Kind::kPython;
-    case FrameRuntime::kJava:
-      return InternedProfile::Kind::kJava;
-    case FrameRuntime::kJavaScript:
-      return InternedProfile::Kind::kJavaScript;
-    case FrameRuntime::kRuby:
-      return InternedProfile::Kind::kRuby;
-    case FrameRuntime::kPhp:
-      return InternedProfile::Kind::kPhp;
-    case FrameRuntime::kPerl:
-      return InternedProfile::Kind::kPerl;
-    case FrameRuntime::kNone:
-      break;
-  }
+  if (f.runtime != FrameRuntime::kNone) return InternedProfile::Kind::kNative;
   return f.jit ? InternedProfile::Kind::kJit : InternedProfile::Kind::kNative;
-}
-
-FrameRuntime RuntimeOf(InternedProfile::Kind kind) {
-  switch (kind) {
-    case InternedProfile::Kind::kPython:
-      return FrameRuntime::kPython;
-    case InternedProfile::Kind::kJava:
-      return FrameRuntime::kJava;
-    case InternedProfile::Kind::kJavaScript:
-      return FrameRuntime::kJavaScript;
-    case InternedProfile::Kind::kRuby:
-      return FrameRuntime::kRuby;
-    case InternedProfile::Kind::kPhp:
-      return FrameRuntime::kPhp;
-    case InternedProfile::Kind::kPerl:
-      return FrameRuntime::kPerl;
-    default:
-      return FrameRuntime::kNone;
-  }
 }
 
 }  // namespace
@@ -97,7 +63,7 @@ std::vector<FrameView> Frames(const InternedProfile& p, const InternedProfile::S
       if (!f.inlined) f.symbol_start = loc.symbol_start;
       f.kernel = loc.kind == InternedProfile::Kind::kKernel;
       f.jit = loc.kind == InternedProfile::Kind::kJit;
-      f.runtime = RuntimeOf(loc.kind);
+      f.runtime = loc.runtime;
     }
   }
   return out;
@@ -169,7 +135,7 @@ uint32_t ProfileBuilder::LocationId(const ResolvedFrame& base, std::vector<Inter
   const auto id = static_cast<uint32_t>(p_.locations.size());
   const std::vector<InternedProfile::Line>& l = std::get<2>(key);
   p_.locations.push_back({mapping, address, base.addr, base.symbol_start, static_cast<uint32_t>(p_.lines.size()),
-                          static_cast<uint32_t>(l.size()), KindOf(base)});
+                          static_cast<uint32_t>(l.size()), KindOf(base), base.kernel ? FrameRuntime::kNone : base.runtime});
   p_.lines.insert(p_.lines.end(), l.begin(), l.end());
   location_index_.emplace(std::move(key), id);
   return id;

@@ -31,7 +31,8 @@
 namespace ehprof {
 
 struct InternedProfile {
-  enum class Kind : uint8_t { kNative, kKernel, kPython, kJit, kJava, kJavaScript, kRuby, kPhp, kPerl };
+  // A runtime's frame (Location::runtime not kNone) is kNative.
+  enum class Kind : uint8_t { kNative, kKernel, kJit };
   struct Mapping {
     uint32_t dso = 0;  // string id
     uint64_t start = 0, limit = 0, offset = 0;
@@ -58,6 +59,7 @@ struct InternedProfile {
     uint64_t symbol_start = 0;  // the function's first address (0: unknown)
     uint32_t first_line = 0, num_lines = 0;  // into lines, innermost first
     Kind kind = Kind::kNative;
+    FrameRuntime runtime = FrameRuntime::kNone;
   };
   struct Sample {
     std::vector<uint32_t> locations;  // leaf first

@@ -19,6 +19,12 @@ uint32_t Fnv1a(const std::string& s) {
   return h;
 }
 
+// A runtime's traits when `kind` is a runtime's, else nullptr.
+const FrameRuntimeTraits* RuntimeTraits(FrameKind kind) {
+  const int r = static_cast<int>(kind) - static_cast<int>(FrameKind::kFirstRuntime) + 1;
+  return r >= 1 ? TraitsOf(static_cast<FrameRuntime>(r)) : nullptr;
+}
+
 std::string Hsl(double h, double s, double l) {
   // CSS's HSL to RGB; written out as rgb() because SVG 1.1 viewers may not
   // know hsl().
@@ -54,31 +60,24 @@ std::string KindColor(FrameKind kind, double v1, double v2) {
       return Hsl(95 + 40 * v1, 0.50, 0.55 + 0.10 * v2);
     case FrameKind::kUnknown:
       return Hsl(0, 0, 0.70 + 0.10 * v2);
-    case FrameKind::kPython:
-      // Teal: apart from native code's reds and oranges and the kernel's blue.
-      return Hsl(160 + 18 * v1, 0.55, 0.48 + 0.10 * v2);
-    case FrameKind::kJava:
-      // Green-yellow, as async-profiler draws Java: apart from Python's teal.
-      return Hsl(75 + 20 * v1, 0.60, 0.45 + 0.10 * v2);
-    case FrameKind::kJavaScript:
-      // Pink: a hue no other kind comes near (off-CPU and comm are
-      // purple, below 290), light enough for the black labels.
-      return Hsl(318 + 18 * v1, 0.60, 0.64 + 0.08 * v2);
-    case FrameKind::kRuby:
-      // Ruby's red, deeper than native code's and past the JavaScript pink.
-      return Hsl(344 + 10 * v1, 0.70, 0.50 + 0.08 * v2);
-    case FrameKind::kPhp:
-      // PHP's blue-violet (its logo's), apart from the kernel's sky blue.
-      return Hsl(232 + 14 * v1, 0.45, 0.64 + 0.08 * v2);
-    case FrameKind::kPerl:
-      return Hsl(298 + 12 * v1, 0.40, 0.68 + 0.08 * v2);
+    case FrameKind::kFirstRuntime:
+      break;
+  }
+  if (const FrameRuntimeTraits* t = RuntimeTraits(kind)) {
+    return Hsl(t->hue + t->hue_span * v1, t->saturation, t->lightness + t->lightness_span * v2);
   }
   return "gray";
 }
 
-// The legend's words; in FrameKind's order.
-constexpr const char* kLegendNames[kFrameKinds] = {
-    "all", "comm", "user code", "library", "kernel", "inlined", "unresolved", "off-CPU", "Python", "Java", "JavaScript", "Ruby", "PHP", "Perl"};
+// The legend's words; in FrameKind's order, up to the runtimes'.
+constexpr std::string_view kLegendNames[] = {"all",     "comm",       "user code", "library",
+                                             "kernel",  "inlined",    "unresolved", "off-CPU"};
+static_assert(std::size(kLegendNames) == static_cast<size_t>(FrameKind::kFirstRuntime));
+
+std::string_view LegendName(int kind) {
+  const FrameRuntimeTraits* t = RuntimeTraits(static_cast<FrameKind>(kind));
+  return t ? t->legend : kLegendNames[kind];
+}
 
 // What the tooltip's second line says a frame is.
 std::string KindText(FrameKind kind, const FrameOrigin* o) {
@@ -102,19 +101,10 @@ std::string KindText(FrameKind kind, const FrameOrigin* o) {
       return absl::StrCat("unresolved (no symbol)", in);
     case FrameKind::kOffCpu:
       return "off the CPU (blocked or waiting)";
-    case FrameKind::kPython:
-      return "Python function";
-    case FrameKind::kJava:
-      return "Java method";
-    case FrameKind::kJavaScript:
-      return "JavaScript function";
-    case FrameKind::kRuby:
-      return "Ruby method or block";
-    case FrameKind::kPhp:
-      return "PHP function";
-    case FrameKind::kPerl:
-      return "Perl sub";
+    case FrameKind::kFirstRuntime:
+      break;
   }
+  if (const FrameRuntimeTraits* t = RuntimeTraits(kind)) return std::string(t->what);
   return "";
 }
 
@@ -130,27 +120,14 @@ constexpr double kLegendCharWidth = 12 * 0.62;
 constexpr double kSwatch = 11;
 
 double ItemWidth(int kind) {
-  return kSwatch + 4 + std::string_view(kLegendNames[kind]).size() * kLegendCharWidth + 14;
+  return kSwatch + 4 + LegendName(kind).size() * kLegendCharWidth + 14;
 }
 
 }  // namespace
 
 FrameKind SymbolKind(const FrameView& f) {
-  switch (f.runtime) {
-    case FrameRuntime::kPython:
-      return FrameKind::kPython;
-    case FrameRuntime::kJava:
-      return FrameKind::kJava;
-    case FrameRuntime::kJavaScript:
-      return FrameKind::kJavaScript;
-    case FrameRuntime::kRuby:
-      return FrameKind::kRuby;
-    case FrameRuntime::kPhp:
-      return FrameKind::kPhp;
-    case FrameRuntime::kPerl:
-      return FrameKind::kPerl;
-    case FrameRuntime::kNone:
-      break;
+  if (f.runtime != FrameRuntime::kNone) {
+    return static_cast<FrameKind>(static_cast<int>(FrameKind::kFirstRuntime) + static_cast<int>(f.runtime) - 1);
   }
   if (f.inlined) return FrameKind::kInlined;
   if (f.kernel) return FrameKind::kKernel;
@@ -235,7 +212,7 @@ void WriteLegend(std::ostream& out, const std::vector<bool>& present, double wid
         "<rect class=\"swatch\" x=\"%.2f\" y=\"%.2f\" width=\"%g\" height=\"%g\" rx=\"2\" "
         "fill=\"%s\"/><text x=\"%.2f\" y=\"%.2f\">%s</text>\n",
         x, y + 2, kSwatch, kSwatch, KindColor(static_cast<FrameKind>(k), 0.5, 0.5),
-        x + kSwatch + 4, y + 11.5, kLegendNames[k]);
+        x + kSwatch + 4, y + 11.5, LegendName(k));
     x += ItemWidth(k);
   }
   out << "</g>\n";

@@ -12,16 +12,16 @@
 #include <vector>
 
 #include "agent/output/interned_profile.h"
+#include "agent/resolve/frame_runtime_traits.h"
 
 namespace ehprof {
 
 // kUser is code of the executable, kLibrary of a shared object (or the
 // vDSO): telling them apart by colour shows at a glance how much time goes
-// to libc and friends.
-enum class FrameKind {
-  kRoot, kComm, kUser, kLibrary, kKernel, kInlined, kUnknown, kOffCpu, kPython, kJava, kJavaScript, kRuby, kPhp, kPerl
-};
-constexpr int kFrameKinds = 14;
+// to libc and friends. A runtime's frames (FrameRuntime r) have the kind
+// kFirstRuntime + r - 1; frame_runtime_traits.cc says their colour and words.
+enum class FrameKind { kRoot, kComm, kUser, kLibrary, kKernel, kInlined, kUnknown, kOffCpu, kFirstRuntime };
+constexpr int kFrameKinds = static_cast<int>(FrameKind::kFirstRuntime) + kFrameRuntimeCount;
 
 // The kind of a resolved frame with a symbol (not off-CPU, not unknown).
 FrameKind SymbolKind(const FrameView& f);

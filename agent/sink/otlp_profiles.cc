@@ -9,6 +9,7 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/match.h"
 #include "agent/output/protobuf_writer.h"
+#include "agent/resolve/frame_runtime_traits.h"
 #include "agent/sink/otlp_fields.h"
 
 namespace ehprof {
@@ -18,27 +19,9 @@ using namespace otlp_fields;  // NOLINT: the field names read as the schema's
 
 // The profile.frame.type attribute of a location (OpenTelemetry's
 // semantic conventions for profiles).
-const char* FrameType(InternedProfile::Kind kind) {
-  switch (kind) {
-    case InternedProfile::Kind::kKernel:
-      return "kernel";
-    case InternedProfile::Kind::kPython:
-      return "cpython";
-    case InternedProfile::Kind::kJava:
-      return "jvm";
-    case InternedProfile::Kind::kJavaScript:
-      return "v8js";
-    case InternedProfile::Kind::kRuby:
-      return "ruby";
-    case InternedProfile::Kind::kPhp:
-      return "php";
-    case InternedProfile::Kind::kPerl:
-      return "perl";
-    case InternedProfile::Kind::kNative:
-    case InternedProfile::Kind::kJit:
-      break;
-  }
-  return "native";
+std::string_view FrameType(const InternedProfile::Location& l) {
+  if (const FrameRuntimeTraits* t = TraitsOf(l.runtime)) return t->otlp_type;
+  return l.kind == InternedProfile::Kind::kKernel ? "kernel" : "native";
 }
 
 // A dictionary table: each distinct entry once, keyed by its own encoding
@@ -146,7 +129,7 @@ class Dictionary {
       if (out.profile.lines[i].line != 0) line.Varint(kLineLine, out.profile.lines[i].line);
       loc.Message(kLocationLines, line);
     }
-    const char* type = FrameType(l.kind);
+    const std::string_view type = FrameType(l);
     const uint64_t attr[] = {static_cast<uint64_t>(Attribute("profile.frame.type", type))};
     loc.PackedVarints(kLocationAttributeIndices, attr);
     return cached = locations_.Add(loc.data());
