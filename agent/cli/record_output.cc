@@ -104,6 +104,7 @@ void Resolve(const Recorder& rec, const RecordOutput& out, RecordTargets& target
   const VdsoFile vdso_file(ReadOwnVdso());
   ResolveOptions ro;
   ro.use_fp_walk = out.fp_walk;
+  ro.stop_frames = out.show_stops;
   ro.warnings = rec.warnings();
   ro.python = rec.python_codes();
   ro.jvm = rec.jvm_methods();

@@ -28,6 +28,7 @@ struct RecordOutput {
   std::vector<OutputFile> files = {{"ehprof.folded", "folded"}};
   mode_t mode = 0600;
   bool fp_walk = false;  // write the frame-pointer walk (--unwinder both)
+  bool show_stops = false;  // an incomplete walk's stop reason as its outermost frame
   bool demangle = true;
   // The compressed DWARF all files may expand to at once, in MB (0: a
   // quarter of the machine's memory, at least 256 MB).

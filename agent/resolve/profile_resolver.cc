@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/resolve/frame_locator.h"
+#include "bpf/stop_reasons.h"
 
 namespace ehprof {
 // Off-CPU stacks are taken inside the sched_switch tracepoint: their
@@ -88,10 +89,20 @@ class Resolver {
         },
         [&](uint64_t value, std::vector<ResolvedFrame>* frames) { AddUserFrames(raw, value, frames); },
         &out.frames);
+    if (options_.stop_frames) AddStopFrame(raw, &out.frames);
     return out;
   }
 
  private:
+  void AddStopFrame(const RawSample& raw, std::vector<ResolvedFrame>* frames) const {
+    const unsigned reason = options_.use_fp_walk ? raw.fp_stop_reason : raw.stop_reason;
+    if (reason == EHP_STOP_END_OF_STACK || reason == EHP_STOP_NOT_WALKED || reason == EHP_STOP_NO_USER_STACK) return;
+    ResolvedFrame f;
+    f.symbol = absl::StrCat("[stop: ", StopReasonName(reason), "]");
+    f.dso = "[stop]";
+    frames->push_back(std::move(f));
+  }
+
   // One address: its inline expansions (innermost first), then the
   // function holding it, as perf and eu-addr2line -i show them.
   void AddUserFrames(const RawSample& raw, uint64_t value, std::vector<ResolvedFrame>* out) {

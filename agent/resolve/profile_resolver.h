@@ -27,6 +27,10 @@ struct ResolveOptions {
   // Which user walk to print: the primary one, or the frame-pointer walk
   // recorded alongside it (--unwinder both).
   bool use_fp_walk = false;
+  // A walk that stopped short of the stack's bottom gets its stop reason as
+  // one more frame, "[stop: REASON]" in dso "[stop]", outermost (--show-stops):
+  // which binaries and pcs a host's incomplete stacks stop at.
+  bool stop_frames = false;
   // Files to read symbols from instead of the path in the maps ("[vdso]").
   std::map<std::string, std::string> symbol_file_alias;
   // Where problems worth one line each go (a perf map with broken lines);
