@@ -27,7 +27,6 @@ not recorded), then records `make -j2 unwind_tables` in it. Prints, per
 mode, the whole run's complete % and the main commands' own.
 """
 import argparse
-import json
 import re
 import os
 import shutil
@@ -36,22 +35,14 @@ import sys
 import tempfile
 
 import result_file
+import stackcheck_json
+from stackcheck_json import stackcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-STACKCHECK = os.path.join(os.environ.get("EHPROF_SHARED", os.path.join(ROOT, "..", "shared")),
-                          "eval", "stackcheck.py")
 COMMS = ("make", "sh", "cc1plus", "as", "g++", "cmake", "ar", "ranlib")
 MODES = {"on": [], "off": ["--no-kernel-maps"]}
 
-
-def stackcheck(dump, comm=None):
-    cmd = [sys.executable, STACKCHECK, "--json", dump] + (["--comm", comm] if comm else [])
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    try:
-        return json.loads(r.stdout)
-    except json.JSONDecodeError:
-        return {}
 
 
 def ldso_start_bottoms(dump, comm=None):
@@ -160,8 +151,7 @@ def main():
     ap.add_argument("--gpp", action="store_true", help="a g++ compile instead of the make build")
     result_file.add_argument(ap, "build_stacks")
     args = ap.parse_args()
-    if not os.path.exists(STACKCHECK):
-        raise SystemExit(f"needs {STACKCHECK}")
+    stackcheck_json.require()
     if args.gpp:
         figures = run_gpp(args.ehprof)
         if not args.no_result:
