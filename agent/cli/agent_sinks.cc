@@ -126,6 +126,9 @@ std::string PushBody(const IntervalOutput& out, const Labels& common, std::vecto
       }
       PushSeries s;
       s.labels = {{"__name__", off_cpu ? "off_cpu" : "process_cpu"}, {"service_name", service}};
+      if (auto name = out.container_names.find(service); name != out.container_names.end()) {
+        s.labels.emplace_back("container_name", name->second);
+      }
       s.labels.insert(s.labels.end(), common.begin(), common.end());
       s.profiles.push_back(pprof.str());
       series.push_back(std::move(s));

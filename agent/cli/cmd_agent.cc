@@ -133,6 +133,11 @@ void AddAgentOptions(CLI::App& app, AgentOptions* o, AgentFlags* f) {
                  "are counted as service ehprof-other-services: random comms cannot make series without end")
       ->type_name("N")
       ->check(InRange<size_t>(1, 1000000));
+  app.add_option("--container-storage", o->container_storage,
+                 "containers/storage's root (podman, CRI-O), read for the names of containers: label "
+                 "container_name, OTLP container.name (default /var/lib/containers/storage; \"\" for none; "
+                 "only a root-owned record is read)")
+      ->type_name("DIR");
   app.add_option("--memory-limit", f->memory_limit_mb,
                  "the resident size to stay within: above it after an interval, the symbol data of "
                  "the least recently used files is evicted until it fits (default 96; 0: no limit)")

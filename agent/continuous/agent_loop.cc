@@ -86,6 +86,7 @@ std::string MemoryMetrics(const AgentCounters& c) {
 AgentLoop::AgentLoop(AgentOptions options)
     : options_(std::move(options)),
       services_("/proc", options_.max_services),
+      containers_(options_.container_storage),
       placeholder_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {
   worker_ = std::thread([this] { Worker(); });
 }
@@ -256,7 +257,10 @@ void AgentLoop::Export(IntervalSymbolizer& symbolizer, IntervalProfile& p) {
   out.duration_ns = p.end_ns > start ? p.end_ns - start : 0;
   out.frequency_hz = options_.record.frequency_hz;
   out.samples = p.samples;
-  symbolizer.Resolve(p, &out);
+  if (absl::Status st = containers_.Refresh(); !st.ok()) {
+    warnings_.AddOnce("container names", absl::StrCat("containers go unnamed: ", st.message()));
+  }
+  symbolizer.Resolve(p, &out, [this](const std::string& service) { return containers_.Of(service); });
   for (const LocatedMapping& m : p.mappings) {
     // Keyed as the profile names the file (ProfileBuilder::String).
     if (!m.build_id.empty()) out.build_ids.emplace(PrintableText(m.path), m.build_id);

@@ -23,6 +23,7 @@
 #include "agent/continuous/interval_output.h"
 #include "agent/continuous/interval_profile.h"
 #include "agent/continuous/interval_symbolizer.h"
+#include "agent/continuous/container_names.h"
 #include "agent/continuous/service_name.h"
 #include "agent/record/recorder.h"
 #include "base/mutex.h"
@@ -38,6 +39,9 @@ struct AgentOptions {
   // Distinct per-process service names in one interval; the rest go to
   // ServiceNames::kOverflow.
   size_t max_services = ServiceNames::kDefaultMaxPerInterval;
+  // containers/storage's root, where container names are looked up
+  // (container_names.h); "" for none.
+  std::string container_storage = ContainerNames::kDefaultStorage;
   IntervalSymbolizer::Options symbols;
   // Called on the worker thread for each interval (may block: sampling
   // goes on).
@@ -111,6 +115,7 @@ class AgentLoop : private SampleSink {
   Recorder* recorder_ = nullptr;
   StackAggregator aggregator_;
   ServiceNames services_;
+  ContainerNames containers_;  // the interval worker's
   uint64_t next_end_ns_ = 0;
   uint64_t next_log_ns_ = 0;
   uint64_t started_cpu_ns_ = 0;

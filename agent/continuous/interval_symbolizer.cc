@@ -133,12 +133,13 @@ void IntervalSymbolizer::AddUser(const IntervalProfile& p, const LocatedFrame& f
   AppendSourceFrames(r, s.frames, s.start, out);
 }
 
-void IntervalSymbolizer::Resolve(const IntervalProfile& p, IntervalOutput* out) {
+void IntervalSymbolizer::Resolve(const IntervalProfile& p, IntervalOutput* out,
+                                 ServiceProfileBuilder::NameOf container_name) {
   // Between intervals only, so that what Prefetch finds stays.
   symbols_.NextRound();
   jit_.NextRound();
   Prefetch(p);
-  ServiceProfileBuilder builder(options_.view);
+  ServiceProfileBuilder builder(options_.view, std::move(container_name));
   ResolvedSample s;  // one stack at a time: the profile keeps its ids
   for (const auto& [key, value] : p.counts) {
     s.comm = p.strings[key.comm];

@@ -53,8 +53,10 @@ class IntervalSymbolizer {
   IntervalSymbolizer(Options options, Warnings* warnings);
 
   // The interval's stacks (count = occurrences in the interval) into
-  // out->profile, by service.
-  void Resolve(const IntervalProfile& p, IntervalOutput* out);
+  // out->profile, by service; container_name names the services'
+  // containers (ServiceProfileBuilder).
+  void Resolve(const IntervalProfile& p, IntervalOutput* out,
+               ServiceProfileBuilder::NameOf container_name = nullptr);
 
   using Usage = AddressSymbolizer::Usage;
   Usage usage() const { return symbols_.usage(); }

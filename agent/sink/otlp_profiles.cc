@@ -215,6 +215,9 @@ std::string EncodeOtlpProfiles(const IntervalOutput& out, const OtlpAttributes& 
     if (absl::StartsWith(service, "container/")) {
       KeyValue("container.id", service.substr(10), kResourceAttributes, &resource);
     }
+    if (auto name = out.container_names.find(service); name != out.container_names.end()) {
+      KeyValue("container.name", name->second, kResourceAttributes, &resource);
+    }
     if (comms.size() == 1) KeyValue("process.executable.name", *comms.begin(), kResourceAttributes, &resource);
     for (const auto& [k, v] : common) KeyValue(k, v, kResourceAttributes, &resource);
     scope_id.Bytes(kScopeName, "ehprof");
