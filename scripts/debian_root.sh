@@ -11,8 +11,15 @@
 #   there, unmounted, for the caller (e.g. to boot it).
 #   EHPROF_ROOT_PACKAGES=P1,P2,...: these packages too, in a base root of
 #   their own (cached under a name with a hash of the list).
+# debian_root.sh --tarball CODENAME makes the cached base root if it has to
+#   and prints its tarball's path (e.g. to import it as a container image).
 set -euo pipefail
-[[ $# -ge 3 ]] || { echo "usage: debian_root.sh CODENAME DIR COMMAND [ARG...]" >&2; exit 2; }
+tarball_only=0
+if [[ ${1:-} == --tarball && $# -eq 2 ]]; then
+  tarball_only=1
+  set -- "$2" /nonexistent true
+fi
+[[ $# -ge 3 ]] || { echo "usage: debian_root.sh CODENAME DIR COMMAND [ARG...] | --tarball CODENAME" >&2; exit 2; }
 codename=$1 src=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +42,10 @@ if [[ ! -s $tarball ]]; then
   mv "$tarball.part.tar" "$tarball"
 fi
 flock -u 8
+if ((tarball_only)); then
+  echo "$tarball"
+  exit 0
+fi
 
 keep=${EHPROF_ROOT_KEEP:-}
 if [[ -n $keep ]]; then

@@ -63,7 +63,8 @@ ehprof_packages() {
         bpftrace `# the peer bench/uprobe_stacks.py runs beside ehprof -e uprobe: (ustack by frame pointers)` \
         protobuf-compiler libprotobuf-dev golang-github-google-pprof-dev `# tests decode pprof with classes protoc generates from pprof's own profile.proto` \
         help2man `# the man page (cmake --install, the Debian package)` \
-        mmdebstrap `# the Debian package's install test (a clean Debian root)` \
+        mmdebstrap `# the Debian package's install test (a clean Debian root); the agent's OCI image (scripts/build_image.sh)` \
+        podman runc `# the agent's image run beside other containers (tests/container_agent_priv_test.cc: podman --runtime runc)` \
         default-jdk-headless maven `# the JVM tests and bench: javac, jcmd; mvn fetches async-profiler (scripts/install_async_profiler.sh)`
       # The reference binaries tests/ and bench/ read by path are Debian 12's
       # (libLLVM-15.so.1, python3.11); a release without them goes without.
