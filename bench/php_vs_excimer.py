@@ -12,7 +12,7 @@ records the same process. Compared: the share of samples whose innermost
 user PHP frame is each function (excimer's 10 hottest; excimer shows no
 internal functions, so array_map, usort and the like are looked through),
 with each profiler's counts summed over the REPS runs; of ehprof's samples
-of the process from its first PHP frame on (a process ehprof did not start
+of the PHP thread (not excimer's timer threads) from its first PHP frame on (a process ehprof did not start
 is read once its first samples come in), how many carry a PHP frame; and of ehprof's samples whose
 leaf PHP frame is wN, how many are on its hot-loop line (the line marked
 "loop wN"). Needs root and the test set's php8.2-cli and php-excimer.
@@ -107,7 +107,9 @@ def run_once(ehprof, seconds, hz, tmp):
         if work.poll() is None:
             work.kill()
             work.wait()
-    return [f for _, _, f in perf_script.samples(eh_out)], excimer_leaves(ex_out)
+    # The PHP thread's samples: excimer's CPU timer starts a thread for each
+    # of its ticks (SIGEV_THREAD), which runs no PHP.
+    return [f for _, tid, f in perf_script.samples(eh_out) if tid == work.pid], excimer_leaves(ex_out)
 
 
 def main():
