@@ -3,7 +3,7 @@
 Debian 12's composer (2.5, its own package) writing an optimized class map
 (`composer dump-autoload -o`) of the PHP libraries Debian installs under
 /usr/share/php, ten times over, started by
-  ehprof record -F 999 --srcline -- sh -c 'composer dump-autoload -o ...'
+  ehprof record -F 999 -- sh -c 'composer dump-autoload -o ...'
 Of the samples running the VM (execute_ex on their stack) of the composer
 processes, this prints and writes to bench/results/php_real_program.json:
   with_php     share with at least one PHP frame
@@ -16,31 +16,15 @@ Needs root and the test set's composer.
 import argparse
 import collections
 import os
-import re
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perf_script  # noqa: E402
+import real_programs  # noqa: E402
 import result_file  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def samples(path):
-    """(comm, frames leaf first as (symbol, dso)) per sample."""
-    out = []
-    for block in open(path).read().split("\n\n"):
-        lines = block.rstrip("\n").split("\n")
-        if not lines or not lines[0].strip():
-            continue
-        frames = []
-        for line in lines[1:]:
-            m = re.match(r"\t\s*[0-9a-f]+ (.*) \((.*)\)$", line)
-            if m:
-                frames.append((m.group(1), m.group(2)))
-        out.append((lines[0].split()[0], frames))
-    return out
 
 
 def main():
@@ -54,15 +38,14 @@ def main():
             f.write('{"autoload": {"classmap": ["/usr/share/php"]}}\n')
         out = os.path.join(tmp, "composer.perf")
         script = " && ".join(["composer dump-autoload -o --no-interaction -q"] * args.runs)
-        subprocess.run([args.ehprof, "record", "-F", "999", "--srcline", "-o", out, "--", "sh", "-c", script],
-                       cwd=tmp, env=dict(os.environ, COMPOSER_HOME=os.path.join(tmp, "home")), check=True,
-                       capture_output=True, timeout=600)
-        recorded = samples(out)
-    vm = [f for comm, f in recorded if comm == "composer" and any(s == "execute_ex" for s, _ in f)]
-    php = [f for f in vm if any(d.endswith(".php") or d == "[php]" for _, d in f)]
-    unnamed = [f for f in vm if any(d == "[php]" and s.startswith("[php") for s, d in f)]
-    start = [f for f in vm if f and f[-1][0] == "_start"]
-    leaves = collections.Counter(next((s for s, d in f if d.endswith(".php")), "(none)") for f in vm)
+        perf_script.record(args.ehprof, out, ["sh", "-c", script], 999, cwd=tmp,
+                           env=dict(os.environ, COMPOSER_HOME=os.path.join(tmp, "home")))
+        recorded = list(perf_script.samples(out))
+    vm = [f for comm, _, f in recorded if comm == "composer" and any(x.symbol == "execute_ex" for x in f)]
+    php = [f for f in vm if any(perf_script.is_php(x.dso) for x in f)]
+    unnamed = [f for f in vm if any(perf_script.is_php(x.dso) and real_programs.unnamed(x.symbol, x.dso) for x in f)]
+    start = [f for f in vm if f and f[-1].symbol == "_start"]
+    leaves = collections.Counter(next((x.symbol for x in f if x.dso.endswith(".php")), "(none)") for f in vm)
     n = max(len(vm), 1)
     figures = {"samples": len(vm), "with_php_pct": round(100.0 * len(php) / n, 2),
                "unnamed_pct": round(100.0 * len(unnamed) / n, 2), "reach_start_pct": round(100.0 * len(start) / n, 2)}

@@ -12,7 +12,7 @@ records the same process. Compared: the share of samples whose innermost
 user PHP frame is each function (excimer's 10 hottest; excimer shows no
 internal functions, so array_map, usort and the like are looked through),
 with each profiler's counts summed over the REPS runs; of ehprof's samples
-of the process from its first PHP frame on (a process ehprof did not start
+of the PHP thread (not excimer's timer threads) from its first PHP frame on (a process ehprof did not start
 is read once its first samples come in), how many carry a PHP frame; and of ehprof's samples whose
 leaf PHP frame is wN, how many are on its hot-loop line (the line marked
 "loop wN"). Needs root and the test set's php8.2-cli and php-excimer.
@@ -28,6 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perf_script  # noqa: E402
 import result_file  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,26 +54,6 @@ def plain(name):
     return "{closure}" if name.startswith("{closure") else name
 
 
-def ehprof_samples(path):
-    """Per sample, its frames leaf first as (symbol, dso, line)."""
-    samples = []
-    for block in open(path).read().split("\n\n"):
-        lines = block.rstrip("\n").split("\n")
-        if not lines or not lines[0].strip():
-            continue
-        frames = []
-        for line in lines[1:]:
-            m = re.match(r"\t\s*[0-9a-f]+ (.*) \((.*)\)$", line)
-            if m:
-                frames.append([m.group(1), m.group(2), 0])
-                continue
-            m = re.match(r"\s+(.*):(\d+)$", line)
-            if m and frames:
-                frames[-1][2] = int(m.group(2))
-        samples.append(frames)
-    return samples
-
-
 def ehprof_figures(samples, lines):
     leaves = collections.Counter()
     with_php = 0
@@ -80,8 +61,8 @@ def ehprof_figures(samples, lines):
     in_fn = collections.Counter()
     judged = 0
     for frames in samples:
-        user = [f for f in frames if f[1].endswith(".php")]
-        php = any(f[1].endswith(".php") or f[1] == "[php]" for f in frames)
+        user = [f for f in frames if f.dso.endswith(".php")]
+        php = any(perf_script.is_php(f.dso) for f in frames)
         # From the first PHP frame on: ehprof publishes a process it did not
         # start (-p) once its first samples are read, some 100 ms in.
         if not php and not judged:
@@ -120,16 +101,15 @@ def run_once(ehprof, seconds, hz, tmp):
     work = subprocess.Popen([PHP, MIX, str(seconds + 1.5)], env=dict(os.environ, EXCIMER_OUT=ex_out))
     try:
         time.sleep(0.5)
-        eh = subprocess.run([ehprof, "record", "-p", str(work.pid), "-F", str(hz), "-d", str(seconds),
-                             "--srcline", "-o", eh_out], capture_output=True, text=True, timeout=seconds + 120)
-        if eh.returncode != 0:
-            sys.exit(f"ehprof failed:\n{eh.stderr}")
+        perf_script.record(ehprof, eh_out, work.pid, hz, ["-d", str(seconds), "--srcline"], timeout=seconds + 120)
         work.wait(timeout=seconds + 60)
     finally:
         if work.poll() is None:
             work.kill()
             work.wait()
-    return ehprof_samples(eh_out), excimer_leaves(ex_out)
+    # The PHP thread's samples: excimer's CPU timer starts a thread for each
+    # of its ticks (SIGEV_THREAD), which runs no PHP.
+    return [f for _, tid, f in perf_script.samples(eh_out) if tid == work.pid], excimer_leaves(ex_out)
 
 
 def main():

@@ -30,11 +30,11 @@ import collections
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
 
+import perf_script
 import result_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -43,30 +43,6 @@ TEMURIN = "/usr/lib/jvm/temurin-25-jdk-amd64"
 NPM = os.environ.get("EHPROF_NPM_CACHE", "/var/cache/ehprof/npm")
 BUNDLE = os.path.join(NPM, "node_modules", "playwright-core", "lib", "coreBundle.js")
 TERSER = os.path.join(NPM, "node_modules", "terser", "bin", "terser")
-_HEADER = re.compile(r"^(\S.*?)\s+(\d+)(?:/\d+)?\s+\[\d+\]")
-_FRAME = re.compile(r"^\s+[0-9a-f]+ (.*) \((.*)\)$")
-_COMPLETE = re.compile(r"user stacks complete \(reached the bottom\): ([0-9.]+)%")
-
-
-def samples(path):
-    """(comm, tid, [(symbol, dso)] leaf first) of each sample of a perf-script dump."""
-    comm, tid, frames = None, 0, []
-    with open(path, errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                if comm is not None:
-                    yield comm, tid, frames
-                comm, frames = None, []
-                continue
-            m = _HEADER.match(line)
-            if m and not line.startswith(("\t", " ")):
-                comm, tid = m.group(1), int(m.group(2))
-                continue
-            m = _FRAME.match(line.rstrip("\n"))
-            if m:
-                frames.append((m.group(1), m.group(2)))
-    if comm is not None:
-        yield comm, tid, frames
 
 
 def is_java(dso):
@@ -81,12 +57,8 @@ def is_ruby(dso):
     return dso == "[ruby]" or dso.endswith(".rb") or dso.startswith("<internal:")
 
 
-def is_php(dso):
-    return dso == "[php]" or dso.endswith(".php")
-
-
 def unnamed(symbol, dso):
-    if is_ruby(dso) or is_php(dso):
+    if is_ruby(dso) or perf_script.is_php(dso):
         return symbol.startswith("[")
     if is_java(dso):
         return symbol.startswith("[jvm") and symbol not in ("[jvm: stub]", "[jvm: interpreter]")
@@ -97,15 +69,15 @@ def judge(dump, comm, runtime):
     """Figures of the program's main thread: of its threads named comm, the
     one sampled most (node's workers share its comm; javac's Java main
     thread is not the process's first)."""
-    per_tid = collections.Counter(t for c, t, f in samples(dump) if c == comm and f)
+    per_tid = collections.Counter(t for c, t, f in perf_script.samples(dump) if c == comm and f)
     main_tid = per_tid.most_common(1)[0][0] if per_tid else -1
     total = with_rt = bad = start = 0
     self_counts = collections.Counter()
-    for c, tid, frames in samples(dump):
+    for c, tid, frames in perf_script.samples(dump):
         if tid != main_tid or not frames:
             continue
         total += 1
-        rt = [(s, d) for s, d in frames if runtime(d)]
+        rt = [(f.symbol, f.dso) for f in frames if runtime(f.dso)]
         if rt:
             with_rt += 1
             named = [s for s, d in rt if not s.startswith("[")]
@@ -113,8 +85,8 @@ def judge(dump, comm, runtime):
                 self_counts[named[0]] += 1
         if any(unnamed(s, d) for s, d in rt):
             bad += 1
-        root = frames[-1][0]
-        if root in ("_start", "clone3", "clone", "start_thread") or (len(frames) > 1 and frames[-2][0] == "start_thread"):
+        root = frames[-1].symbol
+        if root in ("_start", "clone3", "clone", "start_thread") or (len(frames) > 1 and frames[-2].symbol == "start_thread"):
             start += 1
     pct = lambda n: round(100.0 * n / total, 1) if total else 0.0
     top = [(name, pct(n)) for name, n in self_counts.most_common(5)]
@@ -123,12 +95,7 @@ def judge(dump, comm, runtime):
 
 
 def record(ehprof, out, argv, cwd):
-    r = subprocess.run([ehprof, "record", "-F", "499", "-o", out, "--", *argv], cwd=cwd,
-                       capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        sys.exit(f"real_programs.py: {' '.join(argv[:2])}: ehprof record failed:\n{r.stderr[-2000:]}")
-    m = _COMPLETE.search(r.stderr)
-    return float(m.group(1)) if m else 0.0
+    return perf_script.complete_pct(perf_script.record(ehprof, out, argv, cwd=cwd))
 
 
 def javac(ehprof, work):
@@ -185,7 +152,7 @@ def phpcs(ehprof, work):
     # phpcs exits 2 when it finds violations: what it finds is not judged.
     complete = record(ehprof, dump, ["sh", "-c", 'phpcs --standard=PSR12 -q --report=summary "$@" >/dev/null; true',
                                      "phpcs", *sources], work)
-    figures, top = judge(dump, "phpcs", is_php)
+    figures, top = judge(dump, "phpcs", perf_script.is_php)
     figures["complete_pct"] = complete
     return figures, top
 

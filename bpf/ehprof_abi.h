@@ -494,6 +494,8 @@ EHP_ASSERT(sizeof(struct ehp_ruby_proc) == 56, "ehp_ruby_proc is 56 bytes");
 
 
 /* ---- PHP (bpf/php.bpf.h, agent/php/) ------------------------------------ */
+/* Code ranges of one PHP process whose native frames are the VM's. */
+#define EHP_PHP_VM_RANGES 4
 /* One PHP process as the walk needs it (php_procs[pid]), read from its php
  * binary or libphp.so (agent/php/): the VM loop's ranges and the offsets of
  * the structures the walk follows. An NTS build only: current_execute_data
@@ -502,9 +504,11 @@ EHP_ASSERT(sizeof(struct ehp_ruby_proc) == 56, "ehp_ruby_proc is 56 bytes");
  * which this does not read). Addresses are the process's. */
 struct ehp_php_proc {
 	/* [vm_begin[i], vm_end[i]): code that runs PHP frames of its own: [0]
-	 * execute_ex; [1] opcache's JIT code when jit_resume is set, else 0, 0. */
-	ehp_u64 vm_begin[2];
-	ehp_u64 vm_end[2];
+	 * execute_ex; [1] opcache's JIT code when jit_resume is set; [2], [3]
+	 * execute_ex's other parts (GCC's execute_ex.cold: its slow paths,
+	 * jumped to, on execute_ex's frame); 0, 0 where there is none. */
+	ehp_u64 vm_begin[EHP_PHP_VM_RANGES];
+	ehp_u64 vm_end[EHP_PHP_VM_RANGES];
 	ehp_u64 current_execute_data; /* &executor_globals.current_execute_data */
 	/* An address in execute_ex's body (its dispatch jump). The hybrid VM's
 	 * JIT code runs on execute_ex's own stack frame, jumped to, never
@@ -514,17 +518,17 @@ struct ehp_php_proc {
 	ehp_u16 ex_func;	      /* .func */
 	ehp_u16 ex_call_info;	      /* .This.u1.type_info: ZEND_CALL_* bits */
 	ehp_u16 ex_prev;	      /* .prev_execute_data */
-	ehp_u16 op_lineno;	      /* zend_op.lineno, a u32 */
 	/* The registers (DWARF numbers) the VM keeps its execute_data and opline
 	 * in (GCC's hybrid VM on x86-64: r14, r15), 0 when not known: at a leaf
 	 * pc in the VM the opline register is the current one, where the
 	 * frame's own opline field is saved only before calls. */
 	ehp_u8 reg_ex;
 	ehp_u8 reg_opline;
+	ehp_u16 pad;
 	ehp_u32 call_top;	      /* ZEND_CALL_TOP: this frame began its execute_ex call */
 };
-EHP_ASSERT(sizeof(struct ehp_php_proc) == 64, "ehp_php_proc is 64 bytes");
-EHP_ASSERT(EHP_OFFSET(struct ehp_php_proc, call_top) == 60, "ehp_php_proc.call_top at 60");
+EHP_ASSERT(sizeof(struct ehp_php_proc) == 96, "ehp_php_proc is 96 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_php_proc, call_top) == 92, "ehp_php_proc.call_top at 92");
 #define EHP_PHP_PROCS 1024
 /* PHP frames of one sample at most (a reference cycle in a process's memory
  * ends there). */
@@ -538,7 +542,16 @@ enum ehp_php_stop {
 	EHP_PHP_STOP_NO_FRAMES = 3,    /* the VM ran with no current frame */
 	EHP_PHP_STOP_TOO_DEEP = 4,     /* EHP_PHP_MAX_FRAMES */
 };
-/* aux of a PHP frame: its opline's line when below EHP_INTERP_AUX_UNKNOWN. */
+/* aux of a PHP frame: EHP_INTERP_AUX_UNKNOWN where it has no opline, else
+ * (opline >> EHP_PHP_OP_SHIFT) & EHP_PHP_OPLINE_MASK, the opline's index
+ * in its function's opcodes (zend_op arrays of 32-byte zend_ops) modulo
+ * EHP_PHP_OPLINE_MASK + 1 offset by the array's address: user space, which
+ * reads the function's opcodes, turns it into the opline's index and line
+ * (exact while the function has at most EHP_PHP_OPLINE_MASK + 1 oplines;
+ * beyond, no line). No line read in the walk. */
+#define EHP_PHP_OP_SHIFT 5
+#define EHP_PHP_OPLINE_MASK 0xfffu
+EHP_ASSERT(EHP_PHP_OPLINE_MASK < EHP_INTERP_AUX_UNKNOWN, "an opline's aux below the unknown one");
 
 /* Why a user walk stopped: X(enumerator, value, name for reports). The one
  * list: the enum below and StopReasonName (bpf/stop_reasons.h)

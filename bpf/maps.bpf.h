@@ -149,10 +149,11 @@ struct scratch {
 	__u64 rb_vm[2];
 	__u32 rb_busy;
 	__u32 rb_pad;
-	/* The PHP walk (bpf/php.bpf.h) of this sample's process: its VM's two
-	 * ranges [begin, end) (zeros: none), where the walk calls php_step, and
+	/* The PHP walk (bpf/php.bpf.h) of this sample's process: its VM's
+	 * ranges [begin, end), begin and end in turn (zeros: none), where the
+	 * walk calls php_step, and
 	 * whether a VM call still has frames for the next step. */
-	__u64 php_vm[4];
+	__u64 php_vm[2 * EHP_PHP_VM_RANGES];
 	__u32 php_busy;
 	__u32 php_pad;
 };

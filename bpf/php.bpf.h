@@ -13,7 +13,7 @@
  * in the VM (scratch's php_vm, compared before any call) or while
  * php_busy says a VM call has frames left (at most PHP_STEP_FRAMES a
  * step). Each frame word: EHP_INTERP_FRAME(EHP_INTERP_PHP, its
- * zend_function, its opline's line or EHP_INTERP_AUX_UNKNOWN); a stop
+ * zend_function, its opline's aux, bpf/ehprof_abi.h); a stop
  * marker (function 0, aux enum ehp_php_stop) where the walk could not go
  * on. Included after bpf/walk.bpf.h, before bpf/stacks.bpf.h. */
 #ifndef EHPROF_BPF_PHP_BPF_H_
@@ -37,13 +37,12 @@ enum php_walk_state {
 /* Bytes of a zend_execute_data the walk takes: every field it reads lies
  * in its first 64 (user space checks the offsets against it). */
 #define PHP_EX_READ 64
-/* Frames are read through a window: one read of up to PHP_WIN bytes below
- * the frame (never below its page's start) up to its end. A VM call's
- * frames sit on the VM stack each caller below its callee, so the callers
- * in the window cost no read of their own. 1 KiB and 4 KiB measured
- * alike (bench/php_cost.py, 52 frames: 2.9 and 2.5 us over the native walk
- * alone); the smaller read is the cheaper one for shallow stacks. */
-#define PHP_WIN 1024
+/* Frames are read through a window: one read of the frame's page from its
+ * start up to the frame's end. A VM call's frames sit on the VM stack
+ * each caller below its callee, so the callers in the window cost no read
+ * of their own (bench/php_cost.py's 52 frames, some 200 bytes each: 3-4
+ * reads). */
+#define PHP_WIN 4096
 
 /* Per CPU: the sample's PHP process and the PHP walk's state, in a map
  * value the verifier does not track (no states multiplied). */
@@ -64,8 +63,7 @@ struct php_buf {
 	__u8 pad[4];
 	__u64 win_lo;	 /* the address of win[0] */
 	__u32 win_len;	 /* bytes win holds */
-	__u32 last_line; /* the line of last_opline */
-	__u64 last_opline; /* the opline read last (recursion repeats one) */
+	__u32 pad2;
 	__u8 win[PHP_WIN + PHP_EX_READ];
 };
 struct {
@@ -94,12 +92,12 @@ EHP_INLINE void php_begin(struct scratch *s, __u32 pid)
 	buf->cursor = 0;
 	buf->total = 0;
 	buf->leaf_opline = 0;
+	buf->leaf_ex = 0; /* no frame is at 0 */
 	buf->win_len = 0; /* another sample's memory */
-	buf->last_opline = 0;
-	s->php_vm[0] = proc->vm_begin[0];
-	s->php_vm[1] = proc->vm_end[0];
-	s->php_vm[2] = proc->vm_begin[1];
-	s->php_vm[3] = proc->vm_end[1];
+	for (int i = 0; i < EHP_PHP_VM_RANGES; i++) {
+		s->php_vm[2 * i] = proc->vm_begin[i];
+		s->php_vm[2 * i + 1] = proc->vm_end[i];
+	}
 }
 
 /* One frame word into the sample (0 when it does not fit: full). */
@@ -135,9 +133,8 @@ EHP_INLINE void php_stop(struct php_buf *buf, struct scratch *s, __u32 why)
 }
 
 /* Where the frame at ex (8-aligned) is in the window, -1 when it cannot
- * be read. A frame the window does not hold reads a new one, from
- * PHP_WIN below it or its page's start (mapped when the frame is), else
- * the frame alone. */
+ * be read. A frame the window does not hold reads a new one, from its
+ * page's start (mapped when the frame is), else the frame alone. */
 EHP_INLINE int php_view(struct php_buf *buf, __u64 ex)
 {
 	__u64 off = ex - buf->win_lo;
@@ -161,71 +158,74 @@ EHP_INLINE int php_view(struct php_buf *buf, __u64 ex)
 	return (int)(ex - lo);
 }
 
-/* The u64 at off (8-aligned, below PHP_EX_READ) of the frame at base in
- * the window. */
-EHP_INLINE __u64 php_ex_u64(struct php_buf *buf, __u32 base, __u32 off)
-{
-	__u32 at = base + (off & (PHP_EX_READ - 8));
-	if (at > PHP_WIN + PHP_EX_READ - 8)
-		return 0;
-	return *(__u64 *)(buf->win + (at & ~7u));
-}
+/* The u64 at off (masked below PHP_EX_READ, 8-aligned) of the frame at
+ * base (at most PHP_WIN, 8-aligned: frames and windows are) in the window. */
+#define PHP_EX_U64(buf, base, off) (*(__u64 *)((buf)->win + (base) + ((off) & (PHP_EX_READ - 8))))
 
-/* Up to PHP_STEP_FRAMES frames of the current VM call, from the cursor. */
+/* Up to PHP_STEP_FRAMES frames of the current VM call, from the cursor.
+ * The frame loop touches the window alone (a read where a frame leaves
+ * it, the function's type at the call's first frame): no line is read
+ * (the opline's aux is arithmetic), its state stays in locals. */
 EHP_INLINE void php_frames(struct php_buf *buf, struct scratch *s)
 {
 	struct ehp_php_proc *p = &buf->proc;
 	__u64 ex = buf->cursor;
 	__u32 why = 0;
 	__u8 end = 0;
+	__u32 k = buf->k;
+	__u32 room = buf->room;
+	__u32 slot = buf->at;
+	__u32 left = EHP_PHP_MAX_FRAMES - buf->total;
+	if (left > EHP_PHP_MAX_FRAMES)
+		left = 0;
+	if (room > EHP_MAX_EVENT_FRAMES)
+		room = EHP_MAX_EVENT_FRAMES;
 #pragma clang loop unroll(disable)
 	for (int i = 0; i < PHP_STEP_FRAMES; i++) {
 		if (!ex || (ex & 7)) {
 			why = ex ? EHP_PHP_STOP_BAD_FRAME : EHP_PHP_STOP_NO_FRAMES;
 			break;
 		}
-		if (buf->total >= EHP_PHP_MAX_FRAMES) {
+		if (!left) {
 			why = EHP_PHP_STOP_TOO_DEEP;
 			break;
 		}
-		int at = php_view(buf, ex);
-		if (at < 0) {
-			why = EHP_PHP_STOP_READ_FAULT;
-			break;
+		__u64 base = ex - buf->win_lo;
+		if (ex < buf->win_lo || base > PHP_WIN || base + PHP_EX_READ > buf->win_len) {
+			int at = php_view(buf, ex);
+			if (at < 0) {
+				why = EHP_PHP_STOP_READ_FAULT;
+				break;
+			}
+			base = (__u32)at;
 		}
-		__u32 base = (__u32)at;
-		__u64 func = php_ex_u64(buf, base, p->ex_func);
-		__u64 opline = php_ex_u64(buf, base, p->ex_opline);
-		if (buf->leaf_opline && ex == buf->leaf_ex)
-			opline = buf->leaf_opline;
-		__u32 info = (__u32)(php_ex_u64(buf, base, p->ex_call_info & ~7u) >> ((p->ex_call_info & 4) * 8));
-		__u8 type = 0;
+		EHP_CLAMP_UMAX(base, PHP_WIN);
+		__u64 func = PHP_EX_U64(buf, base, p->ex_func);
 		if (!func || (func & 7)) {
 			why = EHP_PHP_STOP_BAD_FRAME;
 			break;
 		}
-		/* The function's type only where it decides the VM call's end:
-		 * a read fewer for every other frame. */
+		__u64 opline = ex == buf->leaf_ex ? buf->leaf_opline : PHP_EX_U64(buf, base, p->ex_opline);
+		__u32 info = (__u32)(PHP_EX_U64(buf, base, p->ex_call_info) >> ((p->ex_call_info & 4) * 8));
+		__u64 prev = PHP_EX_U64(buf, base, p->ex_prev);
+		/* The function's type only where it decides the VM call's end. */
+		__u8 type = 0;
 		if ((info & p->call_top) && bpf_probe_read_user(&type, 1, (void *)func)) {
 			why = EHP_PHP_STOP_READ_FAULT;
 			break;
 		}
-		/* An internal function's frame has no opline of its own (what
-		 * its slot holds is not read as one: user space gives such a
-		 * frame no line). */
-		__u32 line = EHP_INTERP_AUX_UNKNOWN;
-		if (opline && opline == buf->last_opline)
-			line = buf->last_line;
-		else if (opline && bpf_probe_read_user(&line, sizeof(line), (void *)(opline + p->op_lineno)))
-			line = EHP_INTERP_AUX_UNKNOWN;
-		buf->last_opline = opline;
-		buf->last_line = line;
-		if (line > EHP_INTERP_AUX_UNKNOWN)
-			line = EHP_INTERP_AUX_UNKNOWN;
-		if (!php_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_PHP, func, line)))
+		/* An internal function's frame has no opline of its own (user
+		 * space gives such a frame no line). */
+		__u32 aux = opline ? (__u32)(opline >> EHP_PHP_OP_SHIFT) & EHP_PHP_OPLINE_MASK : EHP_INTERP_AUX_UNKNOWN;
+		__u64 at = slot + k;
+		if (k >= room || at >= EHP_MAX_EVENT_FRAMES) {
+			buf->full = 1;
 			break;
-		buf->total++;
-		__u64 prev = php_ex_u64(buf, base, p->ex_prev);
+		}
+		EHP_CLAMP_UMAX(at, EHP_MAX_EVENT_FRAMES - 1); /* in the register indexing */
+		s->frames[at] = EHP_INTERP_FRAME(EHP_INTERP_PHP, func, aux);
+		k++;
+		left--;
 		if (prev == ex) {
 			ex = 0;
 			why = EHP_PHP_STOP_BAD_FRAME; /* its own caller: no VM makes one */
@@ -237,6 +237,8 @@ EHP_INLINE void php_frames(struct php_buf *buf, struct scratch *s)
 			break;
 		}
 	}
+	buf->k = k;
+	buf->total = EHP_PHP_MAX_FRAMES - left;
 	buf->cursor = ex;
 	if (why)
 		php_stop(buf, s, why);
@@ -267,7 +269,7 @@ EHP_INLINE int php_at_vm(struct php_buf *buf, struct scratch *s)
 		 * execute_data register is that frame. */
 		__u32 re = buf->proc.reg_ex & 15, ro = buf->proc.reg_opline & 15;
 		if (s->exact && re && ro && (s->valid & REG_BIT(re)) && (s->valid & REG_BIT(ro)) &&
-		    s->regs[re] == buf->cursor) {
+		    s->regs[re] == buf->cursor && s->regs[ro]) {
 			buf->leaf_ex = buf->cursor;
 			buf->leaf_opline = s->regs[ro];
 		}

@@ -313,7 +313,9 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 	__u64 lookup = s->exact ? pc : pc - 1;
 	/* PHP: the VM call's frames leaf-side of its native frame. */
 	if (s->php_busy || (w->n && ((lookup >= s->php_vm[0] && lookup < s->php_vm[1]) ||
-				     (lookup >= s->php_vm[2] && lookup < s->php_vm[3])))) {
+				     (lookup >= s->php_vm[2] && lookup < s->php_vm[3]) ||
+				     (lookup >= s->php_vm[4] && lookup < s->php_vm[5]) ||
+				     (lookup >= s->php_vm[6] && lookup < s->php_vm[7])))) {
 		int r = php_step(w->base + w->n, w->n);
 		if (r != PHP_STEP_NATIVE) {
 			w->n = w->n + ((__u32)r & 0xffff) - 1;

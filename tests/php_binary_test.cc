@@ -7,10 +7,15 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "agent/php/php_binary.h"
 #include "agent/php/php_probe.h"
+#include "agent/php/php_vm_parts.h"
+#include "unwind_tables/cfi_functions.h"
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 
 namespace ehprof {
@@ -39,6 +44,7 @@ TEST(PhpBinary, ProbesDebianPhp82) {
   EXPECT_EQ(l.fn_filename, 152u);
   EXPECT_EQ(l.fn_line_start, 160u);
   EXPECT_EQ(l.op_lineno, 24u);
+  EXPECT_EQ(l.fn_opcodes, 88u);  // op_array.opcodes
   EXPECT_EQ(l.str_len, 16u);
   EXPECT_EQ(l.str_val, 24u);
   EXPECT_EQ(l.reg_ex, 14);
@@ -48,6 +54,64 @@ TEST(PhpBinary, ProbesDebianPhp82) {
   EXPECT_EQ(p.vm_begin[0], b.vm_begin + 0x1000);
   EXPECT_EQ(p.current_execute_data, b.executor_globals + 0x1000 + 488);
   EXPECT_EQ(p.vm_begin[1], 0u);
+}
+
+// execute_ex.cold (a range of its own, no symbol in Debian's stripped
+// php8.2): found from execute_ex's jumps and the file's FDEs, and judged
+// by objdump's disassembly of execute_ex: every jump it decodes out of
+// execute_ex lands in the part found (GCC's code leaves the VM only for
+// its cold part).
+TEST(PhpBinary, FindsExecuteExColdPart) {
+  if (access(kPhp, R_OK) != 0) GTEST_SKIP() << kPhp << " is not installed (php8.2-cli)";
+  if (std::system("command -v objdump >/dev/null") != 0) GTEST_SKIP() << "objdump is not installed";
+  auto elf = ElfFile::Open(kPhp);
+  ASSERT_TRUE(elf.ok()) << elf.status();
+  auto bin = InspectPhpBinary(*elf, kPhp);
+  ASSERT_TRUE(bin.ok() && bin->has_value());
+  const PhpBinary& b = **bin;
+  ASSERT_EQ(b.vm_parts.size(), 1u);
+  const auto [lo, hi] = b.vm_parts[0];
+  EXPECT_TRUE(hi <= b.vm_begin || lo >= b.vm_end);
+  auto cfi = CfiFunctions::FromElf(*elf);
+  ASSERT_TRUE(cfi.ok());
+  auto fde = cfi->Find(lo);
+  ASSERT_TRUE(fde.has_value());
+  EXPECT_EQ(fde->begin, lo);  // a whole FDE
+  EXPECT_EQ(fde->end, hi);
+  const std::string cmd = absl::StrFormat("objdump -d --no-show-raw-insn --start-address=0x%x --stop-address=0x%x %s",
+                                          b.vm_begin, b.vm_end, kPhp);
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char line[512];
+  size_t out = 0, in_part = 0;
+  while (fgets(line, sizeof(line), f)) {
+    unsigned long long at = 0, target = 0;
+    char op[16];
+    if (sscanf(line, " %llx: %15s %llx", &at, op, &target) != 3 || op[0] != 'j') continue;
+    if (target >= b.vm_begin && target < b.vm_end) continue;
+    ++out;
+    in_part += target >= lo && target < hi;
+  }
+  pclose(f);
+  EXPECT_GE(out, 2u);
+  EXPECT_EQ(in_part, out);
+  const ehp_php_proc p = PhpProcFor(b, 0x1000);
+  EXPECT_EQ(p.vm_begin[2], lo + 0x1000);
+  EXPECT_EQ(p.vm_end[2], hi + 0x1000);
+  EXPECT_EQ(p.vm_begin[3], 0u);
+}
+
+TEST(PhpProbe, VmPartsNeedTwoJumpsInside) {
+  // jne to 0x1120 and jmp to 0x1180: two jumps into [0x1100, 0x1200).
+  std::vector<uint8_t> code = {0x0f, 0x85, 0x1a, 0x01, 0x00, 0x00, 0xe9, 0x75, 0x01, 0x00, 0x00};
+  const CfiFunctions cfi = CfiFunctions::FromRanges({{0x1000, 0x100b}, {0x1100, 0x1200}, {0x1300, 0x1400}});
+  auto parts = FindVmParts(code, 0x1000, cfi, 2);
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].first, 0x1100u);
+  EXPECT_EQ(parts[0].second, 0x1200u);
+  // One jump only: none.
+  code[6] = 0x90;
+  EXPECT_TRUE(FindVmParts(code, 0x1000, cfi, 2).empty());
 }
 
 TEST(PhpBinary, NoVmIsNoPhp) {

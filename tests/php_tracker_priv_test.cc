@@ -51,14 +51,12 @@ std::vector<uint64_t> FrameWords(pid_t pid) {
     if (!mem.ReadU64(p.current_execute_data, &ex)) return words;
     for (int i = 0; ex && i < 64; ++i) {
       uint64_t func = 0, opline = 0, prev = 0;
-      uint32_t line = EHP_INTERP_AUX_UNKNOWN;
-      uint8_t type = 0;
       mem.ReadU64(ex + p.ex_func, &func);
       mem.ReadU64(ex + p.ex_opline, &opline);
       mem.ReadU64(ex + p.ex_prev, &prev);
-      mem.Read(func, &type, 1);
-      if (type != 1 && opline) mem.Read(opline + p.op_lineno, &line, 4);
-      words.push_back(EHP_INTERP_FRAME(EHP_INTERP_PHP, func, line));
+      // bpf/php.bpf.h's aux: the opline's masked index, no line read.
+      const uint32_t aux = opline ? (opline >> EHP_PHP_OP_SHIFT) & EHP_PHP_OPLINE_MASK : EHP_INTERP_AUX_UNKNOWN;
+      words.push_back(EHP_INTERP_FRAME(EHP_INTERP_PHP, func, aux));
       ex = prev;
     }
   }

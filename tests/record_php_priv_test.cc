@@ -23,44 +23,20 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "tests/php_record_support.h"
 #include "tests/srcline_perf_script.h"
 #include "tests/test_support.h"
 
 namespace ehprof {
 namespace {
 
+using testing::AnyPhp;
+using testing::From;
+using testing::InOrder;
+using testing::LeafUserPhp;
+using testing::Record;
 using testing::SrclineFrame;
 using testing::SrclineSample;
-
-// A user PHP frame: its dso is its file (a .php script).
-bool UserPhp(const SrclineFrame& f) { return absl::EndsWith(f.dso, ".php"); }
-bool AnyPhp(const SrclineFrame& f) { return UserPhp(f) || f.dso == "[php]"; }
-
-const SrclineFrame* LeafUserPhp(const SrclineSample& s) {
-  for (const SrclineFrame& f : s.frames) {
-    if (UserPhp(f)) return &f;
-  }
-  return nullptr;
-}
-
-// The frames' symbols from the first one named `from` on (leaf first).
-std::vector<std::string> From(const SrclineSample& s, const std::string& from) {
-  std::vector<std::string> out;
-  for (const SrclineFrame& f : s.frames) {
-    if (out.empty() && f.symbol != from) continue;
-    out.push_back(f.symbol);
-  }
-  return out;
-}
-
-// Whether `names` appear in `frames` in this order (others between).
-bool InOrder(const std::vector<std::string>& frames, const std::vector<std::string>& names) {
-  size_t at = 0;
-  for (const std::string& f : frames) {
-    if (at < names.size() && f == names[at]) ++at;
-  }
-  return at == names.size();
-}
 
 // Judges samples of mix.php run as `script` (its path as PHP names it).
 void JudgeMix(const std::vector<SrclineSample>& samples, const std::string& script) {
@@ -161,17 +137,6 @@ void JudgeJit(const std::vector<SrclineSample>& samples) {
   EXPECT_GE(jit * 2, judged) << "most samples in JIT code";
   EXPECT_GE(with_php * 100, judged * 98) << with_php << " of " << judged;
   EXPECT_GE(complete * 100, judged * 90) << complete << " of " << judged << " reach _start";
-}
-
-// Records `command` (or, not a command, the processes its -p names).
-std::vector<SrclineSample> Record(const std::string& command, bool run = true) {
-  const std::string out = absl::StrCat(::testing::TempDir(), "/php.", getpid(), ".txt");
-  const std::string cmd = absl::StrCat("timeout 120 ", testing::EhprofBinary(), " record -F 499 -q --srcline -o ",
-                                       out, run ? " -- " : " ", command, " 2>/dev/null");
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  auto samples = testing::ParseSrclinePerfScript(testing::ReadFile(out));
-  std::remove(out.c_str());
-  return samples;
 }
 
 TEST(RecordPhp, Php82MixInOrderAtItsLines) {

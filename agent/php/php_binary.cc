@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/php/php_probe.h"
+#include "agent/php/php_vm_parts.h"
 
 namespace ehprof {
 
@@ -95,6 +96,7 @@ absl::StatusOr<std::optional<PhpBinary>> InspectPhpBinary(const ElfFile& elf, co
   if (!syms.execute_ex->size) return fail("execute_ex has no size");
   out.vm_begin = syms.execute_ex->addr;
   out.vm_end = syms.execute_ex->addr + syms.execute_ex->size;
+  out.vm_parts = FindVmPartsInFile(elf, out.vm_begin, out.vm_end, EHP_PHP_VM_RANGES - 2);
   out.vm_kind = VmKind(Code(elf, syms.vm_kind));
   PhpLayout& l = out.layout;
   if (!syms.is_executing || !syms.filename_ex || !syms.lineno || !syms.function_name) {
@@ -115,6 +117,11 @@ absl::StatusOr<std::optional<PhpBinary>> InspectPhpBinary(const ElfFile& elf, co
   auto lineno = ProbeLineno(Code(elf, syms.lineno), l.ex_func);
   if (!lineno || *lineno % 4 || *lineno > 64) return fail("no opline line offset in zend_get_executed_lineno");
   l.op_lineno = *lineno;
+  auto opcodes = ProbeOpcodes(Code(elf, syms.lineno), l.ex_func, l.op_lineno);
+  if (!opcodes || *opcodes % 8 || *opcodes < 64 || *opcodes > 512) {
+    return fail("no op_array opcodes offset in zend_get_executed_lineno");
+  }
+  l.fn_opcodes = *opcodes;
   auto val = ProbeStringVal(Code(elf, syms.function_name));
   if (!val || *val < 16) return fail("no zend_string text offset in get_active_function_name");
   l.str_val = *val;
@@ -131,6 +138,9 @@ absl::StatusOr<std::optional<PhpBinary>> InspectPhpBinary(const ElfFile& elf, co
   l.fn_name = 8;
   l.fn_scope = 16;
   l.fn_line_start = l.fn_filename + 8;
+  l.fn_line_end = l.fn_line_start + 4;
+  l.op_size = 32;  // handler, op1, op2, result, extended_value, lineno, the four type bytes
+  if (l.op_lineno + 4 > l.op_size) return fail("a zend_op line past its 32 bytes");
   l.ce_name = 8;
   l.call_top = 1u << 17;
   if (l.ex_func + 24 != l.ex_prev) return fail("frame offsets with no room for This between func and prev");
@@ -163,12 +173,15 @@ ehp_php_proc PhpProcFor(const PhpBinary& b, uint64_t bias, uint64_t jit_begin, u
   }
   p.vm_begin[0] = b.vm_begin + bias;
   p.vm_end[0] = b.vm_end + bias;
+  for (size_t i = 0; i < b.vm_parts.size() && i + 2 < EHP_PHP_VM_RANGES; ++i) {
+    p.vm_begin[i + 2] = b.vm_parts[i].first + bias;
+    p.vm_end[i + 2] = b.vm_parts[i].second + bias;
+  }
   p.current_execute_data = b.executor_globals + bias + b.layout.current_execute_data;
   p.ex_opline = static_cast<uint16_t>(b.layout.ex_opline);
   p.ex_func = static_cast<uint16_t>(b.layout.ex_func);
   p.ex_call_info = static_cast<uint16_t>(b.layout.ex_call_info);
   p.ex_prev = static_cast<uint16_t>(b.layout.ex_prev);
-  p.op_lineno = static_cast<uint16_t>(b.layout.op_lineno);
   p.reg_ex = b.layout.reg_ex;
   p.reg_opline = b.layout.reg_opline;
   p.call_top = b.layout.call_top;

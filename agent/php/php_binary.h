@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,9 +26,11 @@ struct PhpLayout {
   uint32_t ex_opline = 0, ex_func = 0, ex_call_info = 0, ex_prev = 0;  // zend_execute_data
   uint32_t fn_type = 0, fn_name = 0, fn_scope = 0;  // zend_function (common)
   uint32_t fn_filename = 0, fn_line_start = 0;      // zend_op_array
+  uint32_t fn_line_end = 0, fn_opcodes = 0;         // zend_op_array
   uint32_t ce_name = 0;                             // zend_class_entry
   uint32_t str_len = 0, str_val = 0;                // zend_string
   uint32_t op_lineno = 0;                           // zend_op
+  uint32_t op_size = 0;                             // sizeof(zend_op)
   uint32_t call_top = 0;                            // ZEND_CALL_TOP
   uint8_t reg_ex = 0, reg_opline = 0;  // the VM's global registers (DWARF), 0: none
   // execute_ex's dispatch jump (a vaddr in its body), 0 when not found: JIT
@@ -40,6 +43,8 @@ struct PhpBinary {
   std::string version;  // "8.2.36" from the file's own text; "" when not found
   uint64_t executor_globals = 0;  // ELF virtual addresses
   uint64_t vm_begin = 0, vm_end = 0;  // execute_ex
+  // execute_ex's other parts (agent/php/php_vm_parts.h), [begin, end).
+  std::vector<std::pair<uint64_t, uint64_t>> vm_parts;
   int vm_kind = 0;  // zend_vm_kind(): 4 hybrid, 1 call; 0 unknown
   PhpLayout layout;
   std::vector<ElfSegment> loads;  // PT_LOAD segments: the runtime bias

@@ -40,6 +40,19 @@ absl::StatusOr<PhpFunction> ReadPhpFunctionHead(const ProcessMemory& mem, const 
   return f;
 }
 
+int32_t PhpFrameLine(const ProcessMemory& mem, const PhpLayout& l, const PhpFunction& f, uint32_t aux) {
+  if (f.internal || !f.opcodes || aux > EHP_PHP_OPLINE_MASK || l.op_size != (1u << EHP_PHP_OP_SHIFT)) return -1;
+  const uint64_t index = (aux - (f.opcodes >> EHP_PHP_OP_SHIFT)) & EHP_PHP_OPLINE_MASK;
+  uint32_t line = 0;
+  if (!mem.Read(f.opcodes + index * l.op_size + l.op_lineno, &line, 4) || line == 0 || line >= (1u << 31)) {
+    return -1;
+  }
+  const int32_t v = static_cast<int32_t>(line);
+  if (f.line_start > 0 && v < f.line_start) return -1;
+  if (f.line_end > 0 && f.line_end >= f.line_start && v > f.line_end) return -1;
+  return v;
+}
+
 absl::StatusOr<PhpFunction> ReadPhpFunction(const ProcessMemory& mem, const PhpLayout& l, uint64_t func) {
   auto f = ReadPhpFunctionHead(mem, l, func);
   if (!f.ok()) return f.status();
@@ -47,8 +60,14 @@ absl::StatusOr<PhpFunction> ReadPhpFunction(const ProcessMemory& mem, const PhpL
     auto file = ReadZendString(mem, l, f->file_ptr, kPhpMaxFile);
     if (!file.ok()) return file.status();
     f->file = *std::move(file);
-    uint32_t line = 0;
-    if (mem.Read(func + l.fn_line_start, &line, 4) && line < (1u << 31)) f->line_start = static_cast<int32_t>(line);
+    uint32_t lines[2] = {0, 0};  // line_start, line_end
+    if (mem.Read(func + l.fn_line_start, &lines[0], 4) && lines[0] < (1u << 31)) {
+      f->line_start = static_cast<int32_t>(lines[0]);
+    }
+    if (mem.Read(func + l.fn_line_end, &lines[1], 4) && lines[1] < (1u << 31)) {
+      f->line_end = static_cast<int32_t>(lines[1]);
+    }
+    if (!mem.ReadU64(func + l.fn_opcodes, &f->opcodes) || f->opcodes % 8) f->opcodes = 0;
   }
   if (!f->name_ptr) {
     // Code outside any function: a script's or an included file's.

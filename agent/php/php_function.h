@@ -27,7 +27,8 @@ inline constexpr uint64_t kPhpMaxFile = 4096;
 struct PhpFunction {
   std::string name;  // "Foo::bar", "{closure}", "strlen", or the file for top-level code
   std::string file;  // "" for an internal function
-  int32_t line_start = -1;
+  int32_t line_start = -1, line_end = -1;
+  uint64_t opcodes = 0;  // the op_array's zend_op array (0: internal)
   bool internal = false;
   // The pointers that identify it: a zend_function freed and reused for
   // another function has another name or file string.
@@ -41,6 +42,12 @@ absl::StatusOr<std::string> ReadZendString(const ProcessMemory& mem, const PhpLa
 // The identifying pointers of the zend_function at func (name_ptr,
 // file_ptr, scope, internal filled; no strings read).
 absl::StatusOr<PhpFunction> ReadPhpFunctionHead(const ProcessMemory& mem, const PhpLayout& l, uint64_t func);
+
+// The line of a frame of f whose aux (bpf/ehprof_abi.h: its opline's
+// index in f's opcodes, masked, offset by their address) is aux: read from
+// that opline; -1 for an internal function, an unknown aux, or a line
+// outside f's own (an aux no opline of f gives).
+int32_t PhpFrameLine(const ProcessMemory& mem, const PhpLayout& l, const PhpFunction& f, uint32_t aux);
 
 // The whole function at func.
 absl::StatusOr<PhpFunction> ReadPhpFunction(const ProcessMemory& mem, const PhpLayout& l, uint64_t func);

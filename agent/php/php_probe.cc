@@ -108,6 +108,24 @@ std::optional<uint32_t> ProbeLineno(std::span<const uint8_t> code, uint32_t func
   return std::nullopt;
 }
 
+std::optional<uint32_t> ProbeOpcodes(std::span<const uint8_t> code, uint32_t func, uint32_t lineno) {
+  const std::vector<X86Load> loads = FindLoads(code);
+  for (size_t i = 0; i < loads.size(); ++i) {
+    if (!loads[i].wide || loads[i].disp != static_cast<int32_t>(func)) continue;
+    const int fn = loads[i].dst;
+    for (size_t j = i + 1; j < loads.size(); ++j) {
+      if (!loads[j].wide || loads[j].base != fn || loads[j].disp <= 0) continue;
+      // The line load right after it (within one disp32 load's length).
+      for (size_t k = j + 1; k < loads.size() && loads[k].at <= loads[j].at + 7; ++k) {
+        if (!loads[k].wide && loads[k].base == loads[j].dst && loads[k].disp == static_cast<int32_t>(lineno)) {
+          return loads[j].disp;
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<uint32_t> ProbeStringVal(std::span<const uint8_t> code) {
   for (size_t i = 0; i + 4 <= code.size(); ++i) {
     // lea disp8(%r), %rax: 48 8d (01 000 rrr) d8

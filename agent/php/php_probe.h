@@ -41,6 +41,11 @@ std::optional<FilenameLoads> ProbeFilenameLoop(std::span<const uint8_t> code, ui
 // register that took `mov (%ex), %opline` (opline at 0).
 std::optional<uint32_t> ProbeLineno(std::span<const uint8_t> code, uint32_t func);
 
+// zend_get_executed_lineno's fallback, func->op_array.opcodes[0].lineno:
+// a 64-bit load from the register that took ex->func, then the 32-bit load
+// at lineno from the register it wrote: the offset of op_array.opcodes.
+std::optional<uint32_t> ProbeOpcodes(std::span<const uint8_t> code, uint32_t func, uint32_t lineno);
+
 // get_active_function_name: `lea disp8(%name), %rax` returns the name's
 // text: the offset of zend_string.val.
 std::optional<uint32_t> ProbeStringVal(std::span<const uint8_t> code);

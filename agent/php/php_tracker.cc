@@ -246,7 +246,7 @@ uint32_t PhpTracker::FrameIndex(uint32_t pid, Proc& p, uint64_t word, uint64_t n
     n.function = f.f.name;
     n.file = f.f.file;
     n.native = f.f.internal;
-    n.line = f.f.internal || aux == EHP_INTERP_AUX_UNKNOWN ? -1 : static_cast<int32_t>(aux);
+    n.line = PhpFrameLine(mem, p.layout, f.f, aux);
     at->second = frames_->Add(n);
   }
   return at->second;
