@@ -584,9 +584,9 @@ enum ehp_perl_stop {
 	EHP_PERL_STOP_NO_INTERP = 1,  /* the thread's interpreter or its stackinfo unreadable */
 	EHP_PERL_STOP_READ_FAULT = 2, /* a context or stackinfo could not be read */
 	EHP_PERL_STOP_BAD_CONTEXT = 3, /* a context index or size no interpreter makes */
-	EHP_PERL_STOP_TOO_DEEP = 4,   /* EHP_PERL_MAX_CONTEXTS looked at */
+	EHP_PERL_STOP_TOO_DEEP = 4,   /* EHP_PERL_MAX_CONTEXTS looked at, or 64 in a row with no frame */
 };
-#define EHP_PERL_MAX_CONTEXTS 2048
+#define EHP_PERL_MAX_CONTEXTS 512
 
 /* Why a user walk stopped: X(enumerator, value, name for reports). The one
  * list: the enum below and StopReasonName (bpf/stop_reasons.h)

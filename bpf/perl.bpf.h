@@ -51,6 +51,7 @@ EHP_INLINE void perl_begin(struct scratch *s, __u32 pid)
 		buf->fsbase = bpf_get_current_task_btf()->thread.fsbase;
 		buf->started = 0;
 		buf->looked = 0;
+		buf->bare = 0;
 		buf->win_len = 0;
 		buf->last_cop = 0;
 		buf->state = PL_IDLE;
@@ -118,6 +119,8 @@ EHP_INLINE int pl_context(struct pl_buf *buf, struct scratch *s)
 		word = EHP_INTERP_FRAME(EHP_INTERP_PERL, buf->cop, EHP_PERL_AUX_EVAL);
 	if (word && !pl_push(buf, s, word))
 		return 0; /* the depth limit: this context is taken again by no one */
+	if (word)
+		buf->bare = 0;
 	buf->cxix--;
 	buf->base_cop = oldcop;
 	if (kind != PL_CXt_SUB && kind != PL_CXt_EVAL)
@@ -140,7 +143,7 @@ EHP_INLINE void pl_frames(struct pl_buf *buf, struct scratch *s)
 	struct ehp_perl_proc *p = &buf->proc;
 #pragma clang loop unroll(disable)
 	for (int i = 0; i < PL_STEP_CX; i++) {
-		if (++buf->looked > EHP_PERL_MAX_CONTEXTS) {
+		if (++buf->looked > EHP_PERL_MAX_CONTEXTS || ++buf->bare > PL_MAX_BARE) {
 			pl_stop(buf, s, EHP_PERL_STOP_TOO_DEEP);
 			return;
 		}

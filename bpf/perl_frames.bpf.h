@@ -10,6 +10,10 @@
  * 104-byte contexts). */
 #define PL_STEP_CX 16
 #define PL_WIN 1024
+/* Contexts in a row that give no frame (loops, blocks) at most: a sub's
+ * body nests a few; more is memory no interpreter made, and reading it
+ * would spend the walk's time budget. */
+#define PL_MAX_BARE 64
 
 /* cop.h: a context's type in the low 4 bits of its first byte. */
 #define PL_CXTYPEMASK 0xf
@@ -42,6 +46,8 @@ struct pl_buf {
 	__u32 last_line;
 	__s32 cxix;	 /* the next context's index */
 	__u32 looked;	 /* contexts looked at in this sample */
+	__u32 bare;	 /* contexts in a row that gave no frame */
+	__u32 pad3;
 	__u8 state;	 /* enum pl_walk_state */
 	__u8 native_next; /* the run loop call is done: its native step follows */
 	__u8 started;	 /* the interpreter was read */

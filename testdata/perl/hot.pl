@@ -24,12 +24,12 @@ sub hot_add {
 sub hot_tree {
     my ($depth) = @_;
     my $s = 0;
-    $s += $_ for 1 .. 40;
+    $s += $_ for 1 .. 1000;
     return $s if $depth == 0;
     return $s + hot_tree($depth - 1) + hot_tree($depth - 1);
 }
 
-sub sort_key { my $v = $_[0]; my $k = 0; $k += ($v >> $_) & 1 for 0 .. 15; return $k * 100000 + $v }
+sub sort_key { my $v = $_[0]; my $k = 0; $k += ($v >> ($_ & 15)) & 1 for 0 .. 255; return $k * 100000 + $v }
 
 sub hot_sort {
     my @list = map { ($_ * 7919) % 10007 } 1 .. $_[0];
@@ -81,8 +81,8 @@ sub thread_one {
     my $scale = make_scaler(3);
     while (time < $end) {
         hot_add(40000);
-        hot_tree(7);
-        hot_sort(400);
+        hot_tree(5);
+        hot_sort(60);
         hot_reduce(800);
         $scale->(20000);
     }
