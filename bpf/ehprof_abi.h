@@ -553,6 +553,54 @@ enum ehp_php_stop {
 #define EHP_PHP_OPLINE_MASK 0xfffu
 EHP_ASSERT(EHP_PHP_OPLINE_MASK < EHP_INTERP_AUX_UNKNOWN, "an opline's aux below the unknown one");
 
+/* ---- Perl (bpf/perl.bpf.h, agent/perl/) ---------------------------------- */
+/* One Perl process as the walk needs it (perl_procs[pid]), read from its
+ * libperl (agent/perl/): the run loop's range, how a thread finds its
+ * interpreter (PL_current_context, libperl's TLS variable that
+ * PERL_SET_CONTEXT sets for each thread of an ithreads build, read through
+ * glibc's DTV as Ruby's ruby_current_ec), and the offsets the walk
+ * follows, probed from libperl's code. A Perl frame (EHP_INTERP_FRAME with
+ * EHP_INTERP_PERL): object a sub's CV, aux the line of its current
+ * statement (EHP_INTERP_AUX_UNKNOWN when none, or at or past
+ * EHP_PERL_AUX_BLOCK); or object a COP, aux EHP_PERL_AUX_BLOCK (code that
+ * runs outside any sub of its own: the main program, a sort block) or
+ * EHP_PERL_AUX_EVAL (an eval's code); object 0: the walk stopped, aux an
+ * enum ehp_perl_stop. */
+struct ehp_perl_proc {
+	ehp_u64 runops_begin; /* Perl_runops_standard, [begin, end) in the process */
+	ehp_u64 runops_end;
+	ehp_u64 tls_module;   /* PL_current_context: libperl's TLS module id */
+	ehp_u64 tls_offset;   /* and its offset in the module's block */
+	ehp_u16 i_curstackinfo; /* PerlInterpreter: PL_curstackinfo */
+	ehp_u16 i_curcop;     /* PL_curcop */
+	ehp_u16 si_cxstack;   /* struct stackinfo: the context array */
+	ehp_u16 si_prev;      /* the stackinfo this one was pushed over */
+	ehp_u16 si_cxix;      /* the top context's index, an I32 */
+	ehp_u16 cx_size;      /* sizeof(PERL_CONTEXT) */
+	ehp_u16 cx_oldcop;    /* blk_oldcop: the statement that entered the block */
+	ehp_u16 cx_retop;     /* blk_sub.retop: 0 when C code called the sub */
+	ehp_u16 cx_cv;        /* blk_sub.cv */
+	ehp_u16 cop_line;     /* COP's cop_line, a u32 */
+	ehp_u16 pad[2];
+};
+EHP_ASSERT(sizeof(struct ehp_perl_proc) == 56, "ehp_perl_proc is 56 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_perl_proc, cop_line) == 50, "ehp_perl_proc.cop_line at 50");
+#define EHP_PERL_PROCS 1024
+/* The bytes of a stackinfo and of a context the walk reads: every field it
+ * takes lies below (user space checks the offsets against them). */
+#define EHP_PERL_SI_READ 48
+#define EHP_PERL_CX_READ 80
+#define EHP_PERL_AUX_BLOCK (EHP_INTERP_AUX_UNKNOWN - 2)
+#define EHP_PERL_AUX_EVAL (EHP_INTERP_AUX_UNKNOWN - 1)
+/* Why the Perl walk stopped: the aux of a stop marker (object 0). */
+enum ehp_perl_stop {
+	EHP_PERL_STOP_NO_INTERP = 1,  /* the thread's interpreter or its stackinfo unreadable */
+	EHP_PERL_STOP_READ_FAULT = 2, /* a context or stackinfo could not be read */
+	EHP_PERL_STOP_BAD_CONTEXT = 3, /* a context index or size no interpreter makes */
+	EHP_PERL_STOP_TOO_DEEP = 4,   /* EHP_PERL_MAX_CONTEXTS looked at, or 64 in a row with no frame */
+};
+#define EHP_PERL_MAX_CONTEXTS 512
+
 /* Why a user walk stopped: X(enumerator, value, name for reports). The one
  * list: the enum below and StopReasonName (bpf/stop_reasons.h)
  * are both made from it, so a new reason cannot go unnamed. */

@@ -156,6 +156,11 @@ struct scratch {
 	__u64 php_vm[2 * EHP_PHP_VM_RANGES];
 	__u32 php_busy;
 	__u32 php_pad;
+	/* The Perl walk (bpf/perl.bpf.h): the run loop's range (zeros: off)
+	 * and whether a run loop call still has frames for the next step. */
+	__u64 pl_vm[2];
+	__u32 pl_busy;
+	__u32 pl_pad;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -33,6 +33,7 @@
 #include "bpf/walk.bpf.h"
 #include "bpf/python.bpf.h"
 #include "bpf/ruby.bpf.h"
+#include "bpf/perl.bpf.h"
 #include "bpf/php.bpf.h"
 #include "bpf/hotspot.bpf.h"
 #include "bpf/stacks.bpf.h"

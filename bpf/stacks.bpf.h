@@ -213,7 +213,8 @@ EHP_INLINE __u64 collect_stacks(void *ctx, struct scratch *s, int user_mode)
 			jvm_begin(s, pid);
 #endif
 			ruby_begin(s, pid);
-			bpf_loop(EHP_MAX_USER_FRAMES, rb_dwarf_step, &w, 0);
+			perl_begin(s, pid);
+			bpf_loop(EHP_MAX_USER_FRAMES, pl_dwarf_step, &w, 0);
 		}
 		nu = w.n;
 		s->ev.stop_reason = walk_stop_reason(&w);

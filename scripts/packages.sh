@@ -78,6 +78,9 @@ ehprof_packages() {
       # tests/record_php_priv_test.cc) run php8.2 and php-fpm8.2 by path;
       # php-excimer is the reference bench/php_vs_excimer.py compares with.
       ehprof_if_available "$@" -- php8.2-cli php8.2-fpm php-excimer
+      # Devel::NYTProf: the reference bench/perl_vs_nytprof.py compares the
+      # Perl walk's leaf subs with (its exclusive sub times).
+      ehprof_if_available "$@" -- libdevel-nytprof-perl
       # php-codesniffer and composer: real PHP programs bench/real_programs.py
       # and bench/php_real_program.py record (Debian 12's; trixie has no
       # php-codesniffer).

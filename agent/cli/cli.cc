@@ -269,6 +269,9 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
   app.add_flag("--no-php", flags->no_php,
                "native frames only in PHP processes (by default the PHP functions the Zend VM runs are "
                "shown among them, as Class::method with file.php:line)");
+  app.add_flag("--no-perl", flags->no_perl,
+               "native frames only in Perl processes (by default the Perl subs libperl's run loop runs are "
+               "shown among them, as Package::sub with file.pl:line)");
   AddFilterOptions(app, record);
 }
 
@@ -300,6 +303,7 @@ void ApplySamplingFlags(const SamplingFlags& flags, const CLI::App& app, RecordO
   record->v8 = !flags.no_js;
   record->interps.ruby = !flags.no_ruby;
   record->interps.php = !flags.no_php;
+  record->interps.perl = !flags.no_perl;
 }
 
 void AddOffCpuOptions(CLI::App& app, OffCpuFlags* f) {

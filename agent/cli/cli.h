@@ -61,6 +61,7 @@ struct SamplingFlags {
   bool no_js = false;
   bool no_ruby = false;
   bool no_php = false;
+  bool no_perl = false;
 };
 void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* flags);
 // Sets the event, map sizes and table cache of record from flags.

@@ -28,7 +28,7 @@ namespace ehprof {
 
 // The runtimes' trackers, which look at each process and name its frames
 // of their runtime; each may be null (--no-python, --no-java, --no-js;
-// --no-ruby, --no-php leave an interpreter out of interps).
+// --no-ruby, --no-php, --no-perl leave an interpreter out of interps).
 // Each has Notice, NameFrames, Exec, Exit and CheckProcess (ehprof check),
 // called through ForEach.
 struct RuntimeTrackers {

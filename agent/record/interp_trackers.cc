@@ -1,5 +1,6 @@
 #include "agent/record/interp_trackers.h"
 
+#include "agent/perl/perl_tracker.h"
 #include "agent/php/php_tracker.h"
 #include "agent/ruby/ruby_tracker.h"
 
@@ -13,6 +14,7 @@ std::vector<std::unique_ptr<InterpTracker>> MakeInterpTrackers(
   //   std::make_unique<XTracker>(maps(EHP_INTERP_X), frames, warnings));
   if (selection.ruby) trackers.push_back(std::make_unique<RubyTracker>(maps(EHP_INTERP_RUBY), frames, warnings));
   if (selection.php) trackers.push_back(std::make_unique<PhpTracker>(maps(EHP_INTERP_PHP), frames, warnings));
+  if (selection.perl) trackers.push_back(std::make_unique<PerlTracker>(maps(EHP_INTERP_PERL), frames, warnings));
   return trackers;
 }
 

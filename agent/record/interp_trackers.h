@@ -15,10 +15,11 @@
 
 namespace ehprof {
 
-// Which interpreters' frames to name (--no-ruby, --no-php).
+// Which interpreters' frames to name (--no-ruby, --no-php, --no-perl).
 struct InterpSelection {
   bool ruby = true;
   bool php = true;
+  bool perl = true;
 };
 
 // A tracker per selected interpreter this build has. maps(kind): the

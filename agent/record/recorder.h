@@ -90,8 +90,9 @@ struct RecordOptions {
   // JavaScript frames of V8 processes (node) named from their heap (--no-js:
   // their code by frame pointers and perf maps only).
   bool v8 = true;
-  // Ruby and PHP frames named from the interpreters' memory (--no-ruby,
-  // --no-php: their interpreter loop's native frames only).
+  // Ruby, PHP and Perl frames named from the interpreters' memory
+  // (--no-ruby, --no-php, --no-perl: their interpreter loop's native frames
+  // only).
   InterpSelection interps;
   // The on-disk cache of built tables (--table-cache; empty: none) and its
   // budget.

@@ -18,6 +18,7 @@
 #include "bpf/walk.bpf.h"
 #include "bpf/python.bpf.h"
 #include "bpf/ruby.bpf.h"
+#include "bpf/perl.bpf.h"
 #include "bpf/php.bpf.h"
 #include "bpf/stacks.bpf.h"
 
@@ -46,7 +47,7 @@ static void *bpf_map_lookup_elem(void *map, const void *key)
 	else if (map == &rules)
 		which = EHP_REPLAY_MAP_RULES;
 	else
-		return 0; /* stats, notified, the Python and Ruby maps: empty */
+		return 0; /* stats, notified, the Python, Ruby and Perl maps: empty */
 	__u32 k;
 	memcpy(&k, key, sizeof(k));
 	return replay_env->lookup(replay_env->ctx, which, k);
