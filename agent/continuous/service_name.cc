@@ -94,10 +94,11 @@ ServiceSeries SplitSeriesKey(absl::string_view key) {
 
 std::string ServiceNames::KeyOf(uint32_t pid, const std::string& comm) const {
   std::ifstream f(absl::StrCat(proc_, "/", pid, "/cgroup"));
-  // Bounded: a cgroup file is a few hundred bytes; the parser takes 64 KiB.
-  std::string text(64 << 10, '\0');
-  f.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(f.gcount()));
+  // Bounded: a cgroup file is a few hundred bytes; the parser refuses one
+  // over 64 KiB, so a byte more than that is all that is read.
+  std::string text;
+  char buf[4096];
+  while (text.size() <= (64u << 10) && f.read(buf, sizeof(buf)).gcount() > 0) text.append(buf, f.gcount());
   const CgroupIdentity id = IdentityFromCgroup(text);
   ServiceSeries s;
   s.name = fixed_;
