@@ -19,7 +19,8 @@ import yaml
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHART = os.path.join(SRC, "deploy/helm/ehprof")
 PLAIN = os.path.join(SRC, "deploy/kubernetes/ehprof-daemonset.yaml")
-FOUR = ["BPF", "PERFMON", "SYS_PTRACE", "SYS_RESOURCE"]
+# As tests/container_agent_priv_test.cc runs the image under podman.
+CAPS = ["BPF", "PERFMON", "SYS_PTRACE", "SYSLOG", "CHECKPOINT_RESTORE"]
 
 
 def installed(env, script):
@@ -59,7 +60,7 @@ def check_default(ds):
     sc = c["securityContext"]
     check(pod["hostPID"] is True, "hostPID")
     check(pod["automountServiceAccountToken"] is False, "no service account token")
-    check(sc["capabilities"] == {"drop": ["ALL"], "add": FOUR}, f"capabilities: all dropped, {FOUR} added")
+    check(sc["capabilities"] == {"drop": ["ALL"], "add": CAPS}, f"capabilities: all dropped, {CAPS} added")
     check(sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
           and sc["privileged"] is False, "read-only root, no privilege escalation, not privileged")
     check(sc["seccompProfile"] == {"type": "RuntimeDefault"}, "the runtime's default seccomp profile")
