@@ -41,6 +41,9 @@ bash "$here/install_pyroscope.sh" >/dev/null
 # The OpenTelemetry Collector the agent's OTLP tests export to (built once
 # from its Go modules, then cached).
 bash "$here/install_otelcol.sh" >/dev/null
+# Helm, whose lint and template check the chart under deploy/helm (built
+# once from its Go module, then cached).
+bash "$here/install_helm.sh" >/dev/null
 # The npm packages the consumer and browser tests run (pinned).
 bash "$here/install_npm_tools.sh"
 # py-spy, the reference the Python frames are judged by (pinned).

@@ -65,6 +65,8 @@ ehprof_packages() {
         help2man `# the man page (cmake --install, the Debian package)` \
         mmdebstrap `# the Debian package's install test (a clean Debian root); the agent's OCI image (scripts/build_image.sh)` \
         podman runc `# the agent's image run beside other containers (tests/container_agent_priv_test.cc: podman --runtime runc)` \
+        python3-yaml `# tests/deploy_chart_test.py reads helm's rendered manifests (run by /usr/bin/python3)` \
+        prometheus `# the real Prometheus scrapes ehprof agent --metrics-addr; promtool checks deploy/prometheus's rules` \
         default-jdk-headless maven `# the JVM tests and bench: javac, jcmd; mvn fetches async-profiler (scripts/install_async_profiler.sh)`
       # The reference binaries tests/ and bench/ read by path are Debian 12's
       # (libLLVM-15.so.1, python3.11); a release without them goes without.

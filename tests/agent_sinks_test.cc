@@ -10,13 +10,13 @@
 namespace ehprof {
 namespace {
 
-IntervalOutput TwoServices(uint64_t frequency_hz) {
+IntervalOutput TwoServices(uint64_t frequency_hz, std::vector<std::string> services = {"fio", "nginx"}) {
   IntervalOutput out;
   out.start_unix_ns = 1'700'000'000'000'000'000;
   out.duration_ns = 10'000'000'000;
   out.frequency_hz = frequency_hz;
   ServiceProfileBuilder b;
-  for (const char* service : {"fio", "nginx"}) {
+  for (const std::string& service : services) {
     ResolvedSample s;
     s.comm = service;
     s.pid = 42;
@@ -38,6 +38,22 @@ TEST(PushBody, EverySeriesOfAGoodInterval) {
   EXPECT_TRUE(dropped.empty());
   EXPECT_NE(body.find("fio"), std::string::npos);
   EXPECT_NE(body.find("nginx"), std::string::npos);
+}
+
+// A pod's series: service_name pod/UID, its cgroup labels with Pyroscope's
+// names (no '.'), the key itself nowhere.
+TEST(PushBody, CgroupLabelsAsPyroscopeLabels) {
+  const std::string uid = "0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d", id(64, 'c');
+  std::vector<std::string> dropped;
+  const std::string body = PushBody(
+      TwoServices(99, {SeriesKey({"pod/" + uid, {{"container.id", id}, {"k8s.pod.uid", uid}}})}), {}, &dropped);
+  EXPECT_TRUE(dropped.empty());
+  for (const std::string& s : std::vector<std::string>{"service_name", "pod/" + uid, "container_id", id, "k8s_pod_uid"}) {
+    EXPECT_NE(body.find(s), std::string::npos) << s;
+  }
+  // Neither the key as it is ("...\x1fcontainer.id=...") nor the OTel name.
+  EXPECT_EQ(body.find("container.id"), std::string::npos);
+  EXPECT_EQ(body.find("=" + id), std::string::npos);
 }
 
 TEST(PushBody, ASeriesThatCannotBeEncodedIsNamedWithWhy) {

@@ -80,6 +80,11 @@ ResolvedSample Sample(const std::string& comm, std::vector<ResolvedFrame> frames
   return s;
 }
 
+const std::string kUid = "0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d";
+const std::string kContainer(64, 'c');
+// A pod's container: its series as ServiceNames keys it.
+const std::string kPodSeries = SeriesKey({"pod/" + kUid, {{"container.id", kContainer}, {"k8s.pod.uid", kUid}}});
+
 IntervalOutput TwoServices() {
   IntervalOutput out;
   out.start_unix_ns = 1'700'000'000'123'456'789ull;
@@ -96,8 +101,8 @@ IntervalOutput TwoServices() {
   off.off_cpu = true;
   off.weight_ns = 5'000'000;
   b.Add("app", off);
-  b.Add("container/0123456789ab", Sample("worker", {stack[2]}, 1));
-  b.Add("container/0123456789ab", Sample("helper", {stack[2]}, 1));
+  b.Add(kPodSeries, Sample("worker", {stack[2]}, 1));
+  b.Add(kPodSeries, Sample("helper", {stack[2]}, 1));
   b.Finish(&out);
   out.build_ids["/bin/app"] = "abcdef0123";
   return out;
@@ -124,10 +129,10 @@ TEST(OtlpProfiles, ResourcePerServiceWithItsAttributes) {
   // std::map order: "app" first.
   EXPECT_EQ(Attributes(Msg(Msg(rps[0]).One(1))),
             (std::vector<std::string>{"service.name=app", "process.executable.name=app", "host.name=h1", "team=t"}));
-  // Two comms: no process.executable.name; the container's id.
+  // Two comms: no process.executable.name; the series' cgroup labels.
   EXPECT_EQ(Attributes(Msg(Msg(rps[1]).One(1))),
-            (std::vector<std::string>{"service.name=container/0123456789ab", "container.id=0123456789ab",
-                                      "host.name=h1", "team=t"}));
+            (std::vector<std::string>{"service.name=pod/" + kUid, "container.id=" + kContainer,
+                                      "k8s.pod.uid=" + kUid, "host.name=h1", "team=t"}));
   Msg scope(Msg(rps[0]).One(2));
   EXPECT_EQ(Msg(scope.One(1)).One(1), "ehprof");
   EXPECT_EQ(scope.All(2).size(), 2u);  // CPU and off-CPU

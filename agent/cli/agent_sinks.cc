@@ -13,9 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "base/guarded.h"
-#include "agent/continuous/metrics_server.h"
-#include "agent/continuous/state_metrics.h"
+#include "absl/strings/str_replace.h"
 #include "agent/output/output_pprof.h"
 #include "agent/sink/otlp_profiles.h"
 #include "agent/sink/secret_file.h"
@@ -112,6 +110,7 @@ std::string PushBody(const IntervalOutput& out, const Labels& common, std::vecto
   for (const auto& [service, samples] : out.by_service) {
     // Timer samples as process_cpu; --off-cpu time as off_cpu (the name and
     // sample type Pyroscope's own eBPF agent uses).
+    const ServiceSeries named = SplitSeriesKey(service);
     std::vector<uint32_t> cpu, off;
     for (uint32_t i : samples) (out.profile.samples[i].off_cpu ? off : cpu).push_back(i);
     for (auto* part : {&cpu, &off}) {
@@ -121,11 +120,13 @@ std::string PushBody(const IntervalOutput& out, const Labels& common, std::vecto
       std::ostringstream pprof;
       if (absl::Status st = WritePprof(out.profile, *part, pprof, po); !st.ok()) {
         dropped->push_back(absl::StrCat("the ", off_cpu ? "off_cpu" : "process_cpu", " series of service ",
-                                        service, ": ", st.message()));
+                                        named.name, ": ", st.message()));
         continue;
       }
       PushSeries s;
-      s.labels = {{"__name__", off_cpu ? "off_cpu" : "process_cpu"}, {"service_name", service}};
+      s.labels = {{"__name__", off_cpu ? "off_cpu" : "process_cpu"}, {"service_name", named.name}};
+      // Pyroscope's label names have no '.': container_id, k8s_pod_uid.
+      for (const auto& [k, v] : named.labels) s.labels.emplace_back(absl::StrReplaceAll(k, {{".", "_"}}), v);
       if (auto name = out.container_names.find(service); name != out.container_names.end()) {
         s.labels.emplace_back("container_name", name->second);
       }
@@ -162,6 +163,8 @@ absl::Status AgentSinks::Open(const SinkFlags& flags) {
   Labels check = labels_;
   check.emplace_back("__name__", "process_cpu");
   check.emplace_back("service_name", "x");
+  check.emplace_back("container_id", "x");
+  check.emplace_back("k8s_pod_uid", "x");
   if (absl::Status s = ValidateLabels(check); !s.ok()) return s;
   auto c = PyroscopeClient::Create(push);
   if (!c.ok()) return c.status();
@@ -192,7 +195,10 @@ void AgentSinks::WriteDir(const IntervalOutput& out) {
   if (!s.ok()) {
     if (dir_failing_++ == 0) Say(absl::StrCat("--output-dir: ", s.message(), " (said once until a file is written)"));
     ++dir_failures_;
-  } else if (dir_failing_ > 0) {
+  } else {
+    ++dir_written_;
+  }
+  if (s.ok() && dir_failing_ > 0) {
     Say(absl::StrCat("--output-dir: writing again after ", dir_failing_, " intervals not written"));
     dir_failing_ = 0;
   }
@@ -202,68 +208,6 @@ std::string AgentSinks::MetricsSuffix() const {
   std::string out;
   if (queue_) out += absl::StrCat(", pushed ", queue_->counters().pushed, QueueCounts(*queue_));
   if (otlp_queue_) out += absl::StrCat(", otlp exported ", otlp_queue_->counters().pushed, QueueCounts(*otlp_queue_));
-  return out;
-}
-
-std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) const {
-  std::string out;
-  out += PromMetric("ehprof_samples_total", "counter", "Samples aggregated into intervals.", c.samples);
-  out += PromMetric("ehprof_samples_lost_total", "counter", "Samples lost to a full ring buffer.",
-                    c.samples_lost);
-  out += PromMetric("ehprof_intervals_total", "counter", "Intervals handed to the sinks.", c.intervals);
-  out += PromMetric("ehprof_intervals_dropped_total", "counter",
-                    "Intervals dropped because symbolization fell behind.", c.intervals_dropped);
-  out += PromMetric("ehprof_stacks_dropped_total", "counter",
-                    "Samples over the distinct-stack cap of an interval.", c.stacks_dropped);
-  out += PromMetric("ehprof_services", "gauge", "Distinct service names with samples in the last interval.",
-                    static_cast<double>(c.services));
-  out += PromMetric("ehprof_services_overflowed_total", "counter",
-                    "Processes counted as service ehprof-other-services, past --max-services (once per "
-                    "interval each).",
-                    static_cast<double>(c.services_overflowed));
-  out += PromMetric("ehprof_internal_errors_total", "counter",
-                    "Exceptions caught at the top of a thread or of one item's handling.",
-                    static_cast<double>(GuardedExceptions()));
-  if (queue_) {
-    const PushQueue::Counters q = queue_->counters();
-    out += PromMetric("ehprof_pushes_total", "counter", "Pushes to Pyroscope by outcome.", q.pushed,
-                      "result=\"ok\"");
-    out += PromMetric("ehprof_push_failed_attempts_total", "counter",
-                      "Push attempts that failed (retried when the server may recover).", q.attempts_failed);
-    out += PromMetric("ehprof_pushes_refused_total", "counter", "Pushes the server refused (4xx).",
-                      q.rejected);
-    out += PromMetric("ehprof_pushes_dropped_total", "counter",
-                      "Pushes dropped from a full queue (oldest first).", q.dropped);
-    out += PromMetric("ehprof_pushes_abandoned_total", "counter",
-                      "Pushes given up after 12 failed attempts (about 3 minutes).", q.abandoned);
-    out += PromMetric("ehprof_push_queue_depth", "gauge", "Pushes waiting.", static_cast<double>(q.queued));
-    out += PromMetric("ehprof_push_queue_bytes", "gauge", "Bytes of the pushes waiting.",
-                      static_cast<double>(q.queued_bytes));
-    out += PromMetric("ehprof_push_series_dropped_total", "counter",
-                      "Series left out of a push because their profile could not be encoded.",
-                      static_cast<double>(series_dropped_.load()));
-  }
-  if (otlp_queue_) {
-    const PushQueue::Counters q = otlp_queue_->counters();
-    out += PromMetric("ehprof_otlp_exports_total", "counter", "OTLP profile exports delivered.", q.pushed);
-    out += PromMetric("ehprof_otlp_failed_attempts_total", "counter", "OTLP export attempts that failed.",
-                      q.attempts_failed);
-    out += PromMetric("ehprof_otlp_exports_lost_total", "counter",
-                      "OTLP exports refused, dropped from a full queue or given up.",
-                      q.rejected + q.dropped + q.abandoned);
-    out += PromMetric("ehprof_otlp_queue_depth", "gauge", "OTLP exports waiting.", static_cast<double>(q.queued));
-    out += PromMetric("ehprof_otlp_queue_bytes", "gauge", "Bytes of the OTLP exports waiting.",
-                      static_cast<double>(q.queued_bytes));
-  }
-  if (dir_) {
-    out += PromMetric("ehprof_output_dir_failures_total", "counter",
-                      "Intervals that could not be written to --output-dir.",
-                      static_cast<double>(dir_failures_.load()));
-  }
-  out += MemoryMetrics(c);
-  out += StateMetrics(c.state);
-  out += PromMetric("ehprof_cpu_seconds_total", "counter", "CPU time of the agent since it started.",
-                    cpu_ns / 1e9);
   return out;
 }
 

@@ -55,10 +55,14 @@ class AgentSinks {
 
  private:
   absl::Status OpenOtlp(const SinkFlags& flags);
+  // ehprof_sink_intervals_{exported,refused,dropped}_total{sink=...}
+  // (agent_metrics.cc, with PrometheusText).
+  std::string SinkMetrics() const;
   void WriteDir(const IntervalOutput& out);
   std::unique_ptr<OutputDir> dir_;
   uint64_t dir_failing_ = 0;                // failed writes in a row; the worker thread's
   std::atomic<uint64_t> dir_failures_{0};  // all failed writes, for the metrics
+  std::atomic<uint64_t> dir_written_{0};   // intervals written, likewise
   std::unique_ptr<PyroscopeClient> client_;
   std::unique_ptr<PushQueue> queue_;
   Labels labels_;  // of every series, hostname included

@@ -32,8 +32,8 @@ hostname, ehprof_view (and --label). A server that is down or slow never stops
 sampling: pushes queue (--queue N, oldest dropped and counted) and are
 retried with backoff. --otlp URL exports OTLP profiles (the v1development
 schema of OpenTelemetry Collector v0.165.0) the same way: a resource per
-service (service.name, host.name, container.id, process.executable.name,
---label pairs, ehprof.view). ehprof_view and ehprof.view say which --view
+service (service.name, host.name, container.id, k8s.pod.uid,
+process.executable.name, --label pairs, ehprof.view). ehprof_view and ehprof.view say which --view
 the stacks are in. --output-dir files are read with
 `go tool pprof -http=: DIR/*.pb.gz`.)";
 
@@ -46,6 +46,7 @@ struct AgentFlags {
   std::string log_path;
   std::string metrics_addr;
   std::string view = "full";
+  std::string cgroup_labels = "container.id,k8s.pod.uid";
 };
 
 void AddSinkOptions(CLI::App& app, SinkFlags* f) {
@@ -81,7 +82,7 @@ void AddSinkOptions(CLI::App& app, SinkFlags* f) {
       ->group(g);
   app.add_option("--output-dir", f->output_dir,
                  "one pprof file (.pb.gz) per interval, the newest --keep kept; each sample is "
-                 "labelled service_name and comm")
+                 "labelled service_name, comm and its cgroup labels (container_id, k8s_pod_uid)")
       ->type_name("DIR")
       ->group(g);
   app.add_option("--keep", f->keep, "files kept in --output-dir (default 60)")
@@ -128,6 +129,16 @@ void AddAgentOptions(CLI::App& app, AgentOptions* o, AgentFlags* f) {
                  "service_name of every sample (default: per process, its container or systemd unit "
                  "from its cgroup, else its executable's name)")
       ->type_name("S");
+  app.add_option("--cgroup-labels", f->cgroup_labels,
+                 "the labels each series takes from its processes' cgroup: container.id (the "
+                 "runtime's full id), k8s.pod.uid (kubelet's pod), comma-separated, or none (default "
+                 "both; Pyroscope names them container_id, k8s_pod_uid). A pod's processes are "
+                 "service pod/UID unless --service-name is given")
+      ->type_name("LIST")
+      ->check([](const std::string& v) {
+        unsigned bits;
+        return ParseCgroupLabels(v, &bits) ? std::string() : "not a list of container.id, k8s.pod.uid or none";
+      });
   app.add_option("--max-services", o->max_services,
                  "distinct service names in one interval (default 500); the processes of the others "
                  "are counted as service ehprof-other-services: random comms cannot make series without end")
@@ -239,6 +250,7 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   o.record.live_status = false;
   o.record.start_session = BpfSession::StartSampling;
   o.memory_limit_bytes = f.memory_limit_mb << 20;
+  ParseCgroupLabels(f.cgroup_labels, &o.cgroup_labels);  // checked by the option
   // Its data pages are mapped twice here: their size counts twice in RSS.
   o.record.sizes.ringbuf_bytes =
       AgentRingBytes(static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)), o.record.frequency_hz,

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -63,17 +64,14 @@ std::string MemoryMetrics(const AgentCounters& c) {
       {"symbols", c.symbols.symbol_bytes},  {"address_cache", c.symbols.address_bytes},
       {"interval", c.interval_bytes},       {"resolved_interval", c.output_bytes},
       {"jvm_metadata", c.state.jvm.total()}};
-  bool first = true;
+  std::vector<std::pair<std::string, double>> samples;
   for (const auto& [part, bytes] : parts) {
-    std::string one = PromMetric("ehprof_memory_bytes", "gauge",
-                                 "Resident memory by part (symbols, address_cache, interval, "
-                                 "resolved_interval and jvm_metadata are inside heap_in_use).",
-                                 static_cast<double>(bytes), absl::StrCat("part=\"", part, "\""));
-    // One HELP/TYPE header for the family.
-    if (!first) one = one.substr(one.find("\nehprof_memory_bytes{") + 1);
-    out += one;
-    first = false;
+    samples.emplace_back(absl::StrCat("part=\"", part, "\""), static_cast<double>(bytes));
   }
+  out += PromFamily("ehprof_memory_bytes", "gauge",
+                    "Resident memory by part (symbols, address_cache, interval, resolved_interval and "
+                    "jvm_metadata are inside heap_in_use).",
+                    samples);
   out += PromMetric("ehprof_symbol_files", "gauge", "Files whose symbol data is loaded.",
                     static_cast<double>(c.symbols.files));
   out += PromMetric("ehprof_symbol_files_evicted_total", "counter",
@@ -85,7 +83,7 @@ std::string MemoryMetrics(const AgentCounters& c) {
 
 AgentLoop::AgentLoop(AgentOptions options)
     : options_(std::move(options)),
-      services_("/proc", options_.max_services),
+      services_("/proc", options_.max_services, options_.cgroup_labels, options_.service_name),
       containers_(options_.container_storage),
       placeholder_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {
   worker_ = std::thread([this] { Worker(); });
@@ -109,8 +107,8 @@ AgentCounters AgentLoop::counters() const {
 }
 
 void AgentLoop::Add(RawSample&& s, const ProcessTracker& tracker) {
-  const std::string& service =
-      options_.service_name.empty() ? services_.Of(s.pid, s.comm) : options_.service_name;
+  if (s.stop_reason < EHP_STOP_REASON_COUNT) ++stops_[s.stop_reason];
+  const std::string& service = services_.Of(s.pid, s.comm);
   aggregator_.Add(s, tracker, service, recorder_ ? recorder_->python_codes() : nullptr,
                   recorder_ ? recorder_->jvm_methods() : nullptr, recorder_ ? recorder_->v8_functions() : nullptr,
                   recorder_ ? recorder_->interp_frames() : nullptr);
@@ -172,6 +170,7 @@ void AgentLoop::HandOver(uint64_t now_ns) {
     MutexLock lock(mu_);
     counters_.services = services;
     counters_.services_overflowed = overflowed;
+    std::copy(std::begin(stops_), std::end(stops_), std::begin(counters_.walk_stops));
     counters_.samples += p.samples;
     counters_.stacks_dropped += p.dropped;
     counters_.state = state;

@@ -26,6 +26,7 @@
 #include "agent/continuous/container_names.h"
 #include "agent/continuous/service_name.h"
 #include "agent/record/recorder.h"
+#include "bpf/ehprof_abi.h"
 #include "base/mutex.h"
 #include "base/unique_fd.h"
 #include "base/warnings.h"
@@ -42,6 +43,8 @@ struct AgentOptions {
   // containers/storage's root, where container names are looked up
   // (container_names.h); "" for none.
   std::string container_storage = ContainerNames::kDefaultStorage;
+  // The cgroup labels each process's series carries (CgroupLabels bits).
+  unsigned cgroup_labels = kAllCgroupLabels;
   IntervalSymbolizer::Options symbols;
   // Called on the worker thread for each interval (may block: sampling
   // goes on).
@@ -70,6 +73,9 @@ struct AgentCounters {
   uint64_t bytes_evicted = 0;     // the heap that freed
   uint64_t services = 0;          // distinct service names in the last interval
   uint64_t services_overflowed = 0;  // processes counted as the overflow service (once per interval)
+  // Samples by why their user walk stopped (enum ehp_stop_reason), as of
+  // the last hand-over.
+  uint64_t walk_stops[EHP_STOP_REASON_COUNT] = {};
   // As of the last interval: the symbolizer's state and the interval's
   // own size.
   IntervalSymbolizer::Usage symbols;
@@ -121,6 +127,7 @@ class AgentLoop : private SampleSink {
   uint64_t started_cpu_ns_ = 0;
   uint64_t next_stats_ns_ = 0;
   bool said_overflow_ = false;
+  uint64_t stops_[EHP_STOP_REASON_COUNT] = {};  // the recording thread's count
   std::atomic<uint64_t> lost_{0};  // refreshed each second on the recording thread
   std::atomic<uint64_t> walks_cut_{0};  // likewise
 

@@ -198,4 +198,11 @@ std::string PromMetric(const std::string& name, const std::string& type, const s
                          labels.empty() ? "" : absl::StrCat("{", labels, "}"), value);
 }
 
+std::string PromFamily(const std::string& name, const std::string& type, const std::string& help,
+                       const std::vector<std::pair<std::string, double>>& samples) {
+  std::string out = absl::StrFormat("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+  for (const auto& [labels, value] : samples) absl::StrAppendFormat(&out, "%s{%s} %.17g\n", name, labels, value);
+  return out;
+}
+
 }  // namespace ehprof

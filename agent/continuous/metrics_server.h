@@ -21,6 +21,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/unique_fd.h"
@@ -72,6 +74,10 @@ class MetricsServer {
 // One metric in the exposition format: HELP, TYPE and the sample line.
 std::string PromMetric(const std::string& name, const std::string& type, const std::string& help,
                        double value, const std::string& labels = "");
+// One metric family of several labelled samples ("sink=\"otlp\"", value):
+// HELP and TYPE once.
+std::string PromFamily(const std::string& name, const std::string& type, const std::string& help,
+                       const std::vector<std::pair<std::string, double>>& samples);
 
 }  // namespace ehprof
 

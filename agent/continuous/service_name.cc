@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agent/continuous/cgroup_identity.h"
 #include "base/printable_text.h"
 
 namespace ehprof {
@@ -58,18 +59,66 @@ std::string ServiceFromCgroup(const std::string& text) {
   return "";
 }
 
+bool ParseCgroupLabels(absl::string_view list, unsigned* out) {
+  *out = kNoCgroupLabels;
+  if (list == "none") return true;
+  for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    if (name == "container.id") {
+      *out |= kContainerIdLabel;
+    } else if (name == "k8s.pod.uid") {
+      *out |= kPodUidLabel;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string SeriesKey(const ServiceSeries& s) {
+  std::string key = s.name;
+  for (const auto& [k, v] : s.labels) absl::StrAppend(&key, "\x1f", k, "=", v);
+  return key;
+}
+
+ServiceSeries SplitSeriesKey(absl::string_view key) {
+  ServiceSeries s;
+  std::vector<absl::string_view> parts = absl::StrSplit(key, '\x1f');
+  s.name = std::string(parts[0]);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    if (eq == absl::string_view::npos) continue;
+    s.labels.emplace_back(std::string(parts[i].substr(0, eq)), std::string(parts[i].substr(eq + 1)));
+  }
+  return s;
+}
+
+std::string ServiceNames::KeyOf(uint32_t pid, const std::string& comm) const {
+  std::ifstream f(absl::StrCat(proc_, "/", pid, "/cgroup"));
+  // Bounded: a cgroup file is a few hundred bytes; the parser refuses one
+  // over 64 KiB, so a byte more than that is all that is read.
+  std::string text;
+  char buf[4096];
+  while (text.size() <= (64u << 10) && f.read(buf, sizeof(buf)).gcount() > 0) text.append(buf, f.gcount());
+  const CgroupIdentity id = IdentityFromCgroup(text);
+  ServiceSeries s;
+  s.name = fixed_;
+  // A pod's processes are its service when nothing names them: Pyroscope
+  // then shows a pod as one application (its containers told apart by
+  // container.id), as a Kubernetes user reads them.
+  if (s.name.empty() && !id.pod_uid.empty()) s.name = absl::StrCat("pod/", id.pod_uid);
+  if (s.name.empty()) s.name = ServiceFromCgroup(text);
+  if (s.name.empty()) s.name = comm.empty() ? "unknown" : comm;
+  if (!IsPrintableText(s.name)) s.name = PrintableText(s.name);
+  if ((labels_ & kContainerIdLabel) && !id.container_id.empty()) s.labels.emplace_back("container.id", id.container_id);
+  if ((labels_ & kPodUidLabel) && !id.pod_uid.empty()) s.labels.emplace_back("k8s.pod.uid", id.pod_uid);
+  return SeriesKey(s);
+}
+
 const std::string& ServiceNames::Of(uint32_t pid, const std::string& comm) {
   auto [it, inserted] = names_.try_emplace(pid);
   Entry& e = it->second;
   e.seen = true;
-  if (inserted) {
-    std::ifstream f(absl::StrCat(proc_, "/", pid, "/cgroup"));
-    std::stringstream text;
-    text << f.rdbuf();
-    e.name = ServiceFromCgroup(text.str());
-    if (e.name.empty()) e.name = comm.empty() ? "unknown" : comm;
-    if (!IsPrintableText(e.name)) e.name = PrintableText(e.name);
-  }
+  if (inserted) e.name = KeyOf(pid, comm);
   if (e.interval != interval_) {
     e.interval = interval_;
     e.overflow = !Admit(e.name);

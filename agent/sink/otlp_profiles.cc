@@ -211,10 +211,9 @@ std::string EncodeOtlpProfiles(const IntervalOutput& out, const OtlpAttributes& 
       comms.insert(out.profile.strings[s.comm]);
     }
     ProtobufWriter resource, scope, scope_id, rp;
-    KeyValue("service.name", service, kResourceAttributes, &resource);
-    if (absl::StartsWith(service, "container/")) {
-      KeyValue("container.id", service.substr(10), kResourceAttributes, &resource);
-    }
+    const ServiceSeries series = SplitSeriesKey(service);
+    KeyValue("service.name", series.name, kResourceAttributes, &resource);
+    for (const auto& [k, v] : series.labels) KeyValue(k, v, kResourceAttributes, &resource);
     if (auto name = out.container_names.find(service); name != out.container_names.end()) {
       KeyValue("container.name", name->second, kResourceAttributes, &resource);
     }

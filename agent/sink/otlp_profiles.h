@@ -2,8 +2,8 @@
 // (opentelemetry.proto.collector.profiles.v1development
 // .ExportProfilesServiceRequest, field numbers in otlp_fields.h), encoded
 // with the project's protobuf writer:
-//   one ResourceProfiles per service, its Resource attributed service.name,
-//   host.name, container.id (a service named "container/ID"),
+//   one ResourceProfiles per series, its Resource attributed service.name,
+//   host.name, the series' cgroup labels (container.id, k8s.pod.uid),
 //   process.executable.name (when the service's samples all have one
 //   comm), and the --label pairs; one ScopeProfiles (scope "ehprof");
 //   a CPU profile (sample type samples/count, period type cpu/nanoseconds,

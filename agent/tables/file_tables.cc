@@ -280,6 +280,7 @@ std::vector<FileKey> FileTables::CollectFinished() {
     }
     if (!d.table.ok()) {
       f.state = FileInfo::State::kFailed;
+      ++stats_.failed;
       f.error = std::string(d.table.status().message());
       warnings_->Add(absl::StrCat("no unwind table for ", f.path, ": ", f.error,
                                        " (frame pointers used there)"));

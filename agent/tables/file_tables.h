@@ -108,6 +108,7 @@ class FileTables {
     uint64_t expired = 0;       // unused tables unloaded after kUnusedTableSeconds
     uint64_t reused = 0;        // registrations that found an unused table
     uint64_t no_space = 0;      // files left without a table for lack of room
+    uint64_t failed = 0;        // builds that failed or refused the file (frame pointers used)
     uint64_t from_cache = 0;    // builds served by the on-disk table cache
     size_t unused = 0;          // unused tables loaded now
     size_t idle = 0;            // unused files without a table, remembered now
