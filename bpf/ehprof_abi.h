@@ -472,7 +472,8 @@ enum ehp_ruby_stop {
 };
 /* How the walk finds the thread's rb_execution_context_t: libruby's TLS
  * variable ruby_current_ec, through glibc's DTV (fsbase + 8 -> dtv, dtv +
- * 16 * tls_module -> libruby's TLS block of this thread, + tls_offset). */
+ * 16 * tls_module -> libruby's TLS block of this thread, + tls_offset), or
+ * at fsbase - tls_back once the walk has learned it. */
 struct ehp_ruby_proc {
 	ehp_u64 vm_begin; /* vm_exec_core, [begin, end) in the process */
 	ehp_u64 vm_end;
@@ -487,9 +488,15 @@ struct ehp_ruby_proc {
 	ehp_u16 cfp_ep;
 	ehp_u16 iseq_body;    /* rb_iseq_t's body */
 	ehp_u16 body_encoded; /* the body's iseq_encoded */
-	ehp_u16 pad[3];
+	ehp_u16 pad;
+	/* Learned by the walk, 0 from user space: fsbase - the address of the
+	 * ruby_current_ec slot, when libruby's TLS block is in the static TLS
+	 * below the thread pointer (the same distance for every thread of a
+	 * process), so later walks skip the DTV. */
+	ehp_u32 tls_back;
 };
 EHP_ASSERT(sizeof(struct ehp_ruby_proc) == 56, "ehp_ruby_proc is 56 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_ruby_proc, tls_back) == 52, "ehp_ruby_proc.tls_back at 52");
 #define EHP_RUBY_PROCS 1024
 
 

@@ -8,8 +8,9 @@
  * frames interleave with the native frames of C methods and of the C code
  * that yields to blocks, in the order Ruby runs them. The thread's
  * execution context is libruby's TLS variable ruby_current_ec, read
- * through the thread's own fsbase: exact for every thread, the ones
- * waiting for the GVL included (a ractor's running_ec is only the GVL
+ * through the thread's own fsbase (through the DTV until the walk has
+ * learned the process's static TLS distance): exact for every thread, the
+ * ones waiting for the GVL included (a ractor's running_ec is only the GVL
  * holder's). rb_step is a global function verified once on its own; up to
  * RB_FRAMES_MAX control frames a bpf_loop step. The offsets come per
  * libruby from user space (agent/ruby/). Included after bpf/python.bpf.h. */
@@ -45,6 +46,8 @@ EHP_INLINE __u8 ruby_begin(struct scratch *s, __u32 pid)
 		buf->found = 0;
 		buf->looked = 0;
 		buf->win_len = 0;
+		buf->val_len = 0;
+		buf->pid = pid;
 		buf->state = RB_IDLE;
 		s->rb_vm[0] = proc->vm_begin;
 		s->rb_vm[1] = proc->vm_end;
