@@ -8,19 +8,23 @@
 #ifndef EHPROF_BPF_RUBY_FRAMES_BPF_H_
 #define EHPROF_BPF_RUBY_FRAMES_BPF_H_
 
-/* Control frames per rb_step; and bytes of control frames read at once
- * (16 of 3.1's 64-byte frames). */
+/* Control frames per rb_step; and bytes of control frames (32 of 3.1's
+ * 64-byte frames), or of the value stack, read at once. */
 #define RB_FRAMES_MAX 16
-#define RB_WIN 1024
+#define RB_WIN 2048
 /* Control frames of one thread the walk looks at, at most. */
 #define RB_CFP_MAX 4096
+/* Envs a block's env leads through to its method's, at most. */
+#define RB_EP_HOPS 4
 /* The farthest below the thread pointer a static TLS block is taken to
  * lie (glibc's static TLS: the modules loaded at start, and a surplus). */
 #define RB_STATIC_TLS_MAX (1u << 20)
 
 /* vm_core.h: ep[0]'s frame magic and flags. */
 #define RB_FRAME_MAGIC_MASK 0x7fff0001u
+#define RB_FRAME_MAGIC_METHOD 0x11110001u
 #define RB_FRAME_MAGIC_CFUNC 0x55550001u
+#define RB_ENV_FLAG_LOCAL 0x0002u
 #define RB_FRAME_FLAG_FINISH 0x0020u
 #define RB_FRAME_FLAG_CFRAME 0x0080u
 
@@ -218,6 +222,43 @@ EHP_INLINE int rb_not_entered(struct rb_buf *buf, __u64 cfp, __u64 iseq, __u64 p
 	       rb_read_u64(body + buf->proc.body_encoded, &encoded) && pc == encoded;
 }
 
+/* The method entry of the method whose env a block's env leads to (ep[-1]:
+ * the previous env, tagged 1), at most RB_EP_HOPS envs up; 0 when it is no
+ * method's (a block in <main> or a class body) or not reached. A global
+ * function, verified once on its own. */
+__noinline __u64 rb_local_method(__u64 prev)
+{
+	__u32 zero = 0;
+	struct rb_buf *buf = bpf_map_lookup_elem(&rb_buf, &zero);
+	if (!buf)
+		return 0;
+#pragma clang loop unroll(disable)
+	for (int i = 0; i < RB_EP_HOPS; i++) {
+		if (!(prev & 1) || !rb_env(buf, prev & ~3ull))
+			return 0;
+		__u32 flags = (__u32)buf->env[2];
+		if (flags & RB_ENV_FLAG_LOCAL)
+			return (flags & RB_FRAME_MAGIC_MASK) == RB_FRAME_MAGIC_METHOD ? buf->env[0] : 0;
+		prev = buf->env[1];
+	}
+	return 0;
+}
+
+/* A Ruby frame's words (bpf/ehprof_abi.h): a method's entry, or its iseq
+ * and, for a block's, its method's entry. 0 when one did not fit. */
+EHP_INLINE int rb_push_code(struct rb_buf *buf, struct scratch *s, __u32 flags, __u64 iseq, __u64 pc)
+{
+	__u64 aux = (pc >> 3) % EHP_RUBY_PC_MOD, me = buf->env[0];
+	if ((flags & RB_ENV_FLAG_LOCAL) && (flags & RB_FRAME_MAGIC_MASK) == RB_FRAME_MAGIC_METHOD && me)
+		return rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, me, aux));
+	if (!rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, iseq, aux)))
+		return 0;
+	if (flags & RB_ENV_FLAG_LOCAL)
+		return 1;
+	me = rb_local_method(buf->env[1]);
+	return !me || rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, me, EHP_RUBY_AUX_METHOD));
+}
+
 /* The current VM call's next control frames (up to RB_FRAMES_MAX). */
 EHP_INLINE void rb_frames(struct rb_buf *buf, struct scratch *s)
 {
@@ -247,12 +288,12 @@ EHP_INLINE void rb_frames(struct rb_buf *buf, struct scratch *s)
 			return;
 		}
 		__u32 flags = (__u32)buf->env[2];
-		__u64 word = 0;
+		int fit = 1;
 		if ((flags & RB_FRAME_MAGIC_MASK) == RB_FRAME_MAGIC_CFUNC)
-			word = EHP_INTERP_FRAME(EHP_INTERP_RUBY, buf->env[0], EHP_INTERP_AUX_UNKNOWN);
+			fit = rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, buf->env[0], EHP_INTERP_AUX_UNKNOWN));
 		else if (!(flags & RB_FRAME_FLAG_CFRAME) && iseq && pc)
-			word = EHP_INTERP_FRAME(EHP_INTERP_RUBY, iseq, (pc >> 3) % EHP_RUBY_PC_MOD);
-		if (word && !rb_push(buf, s, word))
+			fit = rb_push_code(buf, s, flags, iseq, pc);
+		if (!fit)
 			return; /* the depth limit: this frame is taken again by no one */
 		buf->cfp = cfp + len;
 		if ((flags & RB_FRAME_FLAG_FINISH) && !rb_not_entered(buf, cfp, iseq, pc)) {

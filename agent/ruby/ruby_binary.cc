@@ -22,6 +22,7 @@ struct Symbols {
   std::optional<Sym> vm_exec, current_ec, next_cfp, id2str, global_symbols, api_version;
   // 3.3 as Debian 13 builds it exports none of the first three: these lead to them.
   std::optional<Sym> iseq_eval_main, profile_frames, thread_current;
+  std::optional<Sym> class_vars[3];  // rb_cObject, rb_cModule, rb_cString
 };
 
 void ReadSymbols(const ElfFile& elf, std::string_view table, std::string_view strings, Symbols* out) {
@@ -45,6 +46,9 @@ void ReadSymbols(const ElfFile& elf, std::string_view table, std::string_view st
     else if (name == "rb_iseq_eval_main") out->iseq_eval_main = v;
     else if (name == "rb_profile_frames") out->profile_frames = v;
     else if (name == "rb_thread_current") out->thread_current = v;
+    else if (name == "rb_cObject") out->class_vars[0] = v;
+    else if (name == "rb_cModule") out->class_vars[1] = v;
+    else if (name == "rb_cString") out->class_vars[2] = v;
   }
 }
 
@@ -224,6 +228,7 @@ absl::StatusOr<std::optional<RubyBinary>> InspectRubyBinary(const ElfFile& elf, 
   }
   if (absl::Status st = FindGlobalSymbols(elf, *fdes, syms, &out); !st.ok()) return fail(st.message());
   if (absl::Status st = ProbeLayout(elf, *fdes, syms, &out.layout); !st.ok()) return fail(st.message());
+  for (int i = 0; i < 3; ++i) out.class_vars[i] = syms.class_vars[i] ? syms.class_vars[i]->addr : 0;
   for (const ElfSegment& seg : elf.segments()) {
     if (seg.type == PT_LOAD) out.loads.push_back(seg);
   }
