@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/process/look_again.h"
 #include "agent/process/proc_maps.h"
 #include "base/guarded.h"
 
@@ -17,10 +18,6 @@ constexpr int kClassProbeTries = 20;
 // A frame named is trusted this long before it is read again (an iseq of
 // eval'd code can be freed and its memory reused).
 constexpr uint64_t kRereadNs = 1'000'000'000;
-// A process that is not (yet) Ruby is looked at again after 10 ms, then
-// twice as long each time up to a second.
-constexpr uint64_t kNotRubyFirstRetryNs = 10'000'000;
-constexpr uint64_t kNotRubyRetryNs = 1'000'000'000;
 // Looks at a process whose TLS module id or symbol table does not read yet
 // before it is refused (a Ruby still starting has neither for a few
 // milliseconds).
@@ -31,15 +28,6 @@ constexpr uint64_t kMaxTlsModule = 1u << 16;
 bool LooksLikeRuby(const std::string& path) {
   const std::string base = path.substr(path.rfind('/') + 1);
   return base.find("ruby") != std::string::npos;
-}
-
-std::optional<uint64_t> BiasOf(const RubyBinary& b, const MapsEntry& e) {
-  for (const ElfSegment& seg : b.loads) {
-    if (e.offset >= (seg.offset & ~uint64_t{4095}) && e.offset < seg.offset + seg.filesz) {
-      return e.start - (e.offset + seg.vaddr - seg.offset);
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -118,7 +106,7 @@ absl::StatusOr<bool> RubyTracker::Attach(uint32_t pid) {
     if (!*bin) continue;
     proc.binary = e.path;
     proc.version = (*bin)->version;
-    auto bias = BiasOf(**bin, e);
+    auto bias = LoadBias((*bin)->loads, e);
     if (!bias) return refuse(absl::StrCat(e.path, ": its mapping lies in no segment"));
     auto published = Publish(pid, proc, **bin, *bias);
     if (!published.ok() && absl::IsFailedPrecondition(published.status())) {
@@ -133,10 +121,7 @@ absl::StatusOr<bool> RubyTracker::Attach(uint32_t pid) {
 
 void RubyTracker::Notice(uint32_t pid, uint64_t now_ns) {
   Proc& p = procs_[pid];
-  const uint64_t retry = std::min(kNotRubyRetryNs, kNotRubyFirstRetryNs << std::min(p.not_ruby_checks, 7));
-  if (p.state == Proc::kUnknown || (p.state == Proc::kNotRuby && now_ns - p.checked_ns > retry)) {
-    if (p.state == Proc::kNotRuby) ++p.not_ruby_checks;
-    p.checked_ns = now_ns;
+  if (p.look.Due(p.state == Proc::kUnknown, p.state == Proc::kNotRuby, now_ns)) {
     // Its binaries and memory are its user's: whatever they make the
     // reading throw, that process is not looked at again.
     const absl::Status st = Guarded("reading a Ruby process", "its stacks are native only", [&] {

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "agent/interp/interp_frame_table.h"
 #include "agent/interp/interp_tracker.h"
+#include "agent/process/look_again.h"
 #include "agent/ruby/ruby_binary.h"
 #include "agent/ruby/ruby_class.h"
 #include "agent/ruby/ruby_objects.h"
@@ -54,8 +55,7 @@ class RubyTracker : public InterpTracker {
  private:
   struct Proc {
     enum State { kUnknown, kNotRuby, kRuby, kRefused } state = kUnknown;
-    uint64_t checked_ns = 0;
-    int not_ruby_checks = 0;
+    LookAgain look;
     int probe_failures = 0;  // symbol table not readable yet (Ruby starting)
     std::string binary, version;
     std::optional<RubyObjects> objects;
