@@ -122,9 +122,17 @@ def run_once(ehprof, rbspy, ruby, root, seconds, hz, tmp):
                                "-d", str(seconds + 0.5), "-o", eh_out],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
-        rb = subprocess.run([rbspy, "record", "--pid", str(work.pid), "-r", str(hz), "-d", str(int(seconds)),
-                             "--on-cpu", "--nonblocking", "--silent", "--format", "collapsed", "-f", rb_out],
-                            capture_output=True, text=True)
+        # In the root rbspy runs there too: it opens the files the maps name.
+        # rbspy 0.55.0 knows 3.3 up to 3.3.13; trixie's later patch
+        # releases keep 3.3's layout.
+        inside = ["chroot", root, "/tmp/rbspy"] if root else [rbspy]
+        force = ["--force-version", "3.3.13"] if root else []
+        rb_file = "/tmp/rbspy.txt" if root else rb_out
+        rb = subprocess.run(inside + ["record", "--pid", str(work.pid), "-r", str(hz), "-d", str(int(seconds)),
+                                      "--on-cpu", "--nonblocking", "--silent", "--format", "collapsed",
+                                      "-f", rb_file] + force, capture_output=True, text=True)
+        if root:
+            shutil.move(os.path.join(root, "tmp", "rbspy.txt"), rb_out)
         eh_err = eh.communicate()[1]
         if eh.returncode != 0 or rb.returncode != 0:
             sys.exit(f"a profiler failed:\n{eh_err}\n{rb.stderr}")
@@ -156,6 +164,7 @@ def main():
         try:
             if root:
                 shutil.copy(SHAPES, os.path.join(root, "tmp", "shapes.rb"))
+                shutil.copy(rbspy, os.path.join(root, "tmp", "rbspy"))
             runs = [run_once(args.ehprof, rbspy, args.ruby, root, args.seconds, args.hz, tmp)
                     for _ in range(args.reps)]
         finally:
@@ -175,14 +184,14 @@ def main():
     print(f"max |share difference| over rbspy's top 10: {max_diff:.2f} points; "
           f"samples in libruby with Ruby frames {with_ruby:.2f}% of {in_libruby}; "
           f"ehprof {sum(ours.values())} rbspy {sum(theirs.values())} samples with a Ruby frame")
-    figures = {"ruby": args.ruby, "max_diff_points": round(max_diff, 2), "with_ruby_pct": round(with_ruby, 2),
+    figures = {"max_diff_points": round(max_diff, 2), "with_ruby_pct": round(with_ruby, 2),
                "names_equal": sum(1 for k in top if k in ours),
                "ehprof_samples": sum(ours.values()), "rbspy_samples": sum(theirs.values())}
     line_set = set(our_lines) | set(their_lines)
     figures["hot_add_line_max_diff_points"] = round(max(
         (abs(shares(our_lines).get(x, 0) - shares(their_lines).get(x, 0)) for x in line_set), default=0), 2)
     if not args.no_result:
-        result_file.write("ruby_vs_rbspy", figures, args.note, args.result)
+        result_file.write("ruby_vs_rbspy", figures, args.note, args.result, extra={"ruby": args.ruby})
 
 
 if __name__ == "__main__":
