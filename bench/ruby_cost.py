@@ -10,12 +10,15 @@ SECONDS` records it; the figure is ehprof's own per-sample BPF time
 (bpf/*: the sampler's clock, median over the run's samples, as
 bench/jvm_node_cost.py reads it; bench/interp_cost.py). Runs interleave; figures are medians
 over --reps. Ruby frames per sample: the median count in the run's
-perf-script output. Needs root and ruby3.1. Writes
-bench/results/ruby_cost.json.
-  python3 bench/ruby_cost.py [--reps 3] [--seconds 3]
+perf-script output. With --before EHPROF (another build, the change's
+base) each repetition also runs that build's pair, interleaved, and both
+are written. Needs root and ruby3.1. Writes bench/results/ruby_cost.json.
+  python3 bench/ruby_cost.py [--reps 3] [--seconds 3] [--before EHPROF]
 """
 import argparse
+import copy
 import os
+import statistics
 import sys
 import time
 
@@ -32,9 +35,23 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     interp_cost.add_arguments(ap, ROOT)
     ap.add_argument("--ruby", default="/usr/bin/ruby3.1")
+    ap.add_argument("--before", help="another ehprof build, measured interleaved with --ehprof's")
     result_file.add_argument(ap, "ruby_cost")
     args = ap.parse_args()
-    on_us, native_us, frames = interp_cost.measure(args, [args.ruby, DEEP, str(args.warm + args.seconds + 5)], "ruby", ".rb")
+    argv = [args.ruby, DEEP, str(args.warm + args.seconds + 5)]
+    if not args.before:
+        on_us, native_us, frames = interp_cost.measure(args, argv, "ruby", ".rb")
+        before = None
+    else:
+        runs = {"after": [], "before": []}
+        for rep in range(args.reps):
+            for name in (["after", "before"] if rep % 2 == 0 else ["before", "after"]):
+                one = copy.copy(args)
+                one.reps, one.ehprof = 1, args.ehprof if name == "after" else args.before
+                runs[name].append(interp_cost.measure(one, argv, "ruby", ".rb"))
+        med = statistics.median
+        on_us, native_us, frames = (med(r[i] for r in runs["after"]) for i in range(3))
+        before = [med(r[i] for r in runs["before"]) for i in range(3)]
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {os.getloadavg()[0]:.2f}; "
           f"median of {args.reps} interleaved runs, {args.hz} Hz")
     print(f"ruby3.1 deep, Ruby frames ({frames:.0f} a sample): {on_us:.2f} us; native walk only: {native_us:.2f} us; "
@@ -42,6 +59,11 @@ def main():
     figures = {"ruby_bpf_us": round(on_us, 2), "native_bpf_us": round(native_us, 2),
                "ruby_added_us": round(on_us - native_us, 2), "ruby_frames": frames, "hz": args.hz,
                "reps": args.reps}
+    if before:
+        print(f"before ({args.before}): {before[0]:.2f} us; native walk only: {before[1]:.2f} us; "
+              f"the Ruby walk added {before[0] - before[1]:.2f} us")
+        figures.update({"before_ruby_bpf_us": round(before[0], 2), "before_native_bpf_us": round(before[1], 2),
+                        "before_ruby_added_us": round(before[0] - before[1], 2)})
     if not args.no_result:
         result_file.write("ruby_cost", figures, args.note, args.result)
 

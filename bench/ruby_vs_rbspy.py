@@ -10,9 +10,12 @@ under Debian 12's ruby3.1, then runs at the same time
 of samples whose innermost frame of Ruby code is each function (rbspy's
 ten hottest), over the samples that have one, counts pooled over the REPS
 runs: rbspy names no C method of Debian's stripped libruby ("(unknown)
-[c function]"), so C methods are left out on both sides. Both name a
-block "block in NAME" (Ruby 3.1's own labels; rbspy qualifies no class
-before 3.3). Also: of ehprof's samples of the Ruby threads in libruby, how many
+[c function]"), so C methods are left out on both sides. Under ruby3.1
+both name a block "block in NAME" (Ruby 3.1's own labels; rbspy qualifies
+no class before 3.3); with --ruby trixie:ruby3.3 (Debian 13's, in a root
+scripts/debian_root.sh makes) both qualify by class ("Object#hot_add",
+"block in Object#hot_sort"), and the names are compared as they are.
+Also: of ehprof's samples of the Ruby threads in libruby, how many
 carry a Ruby frame; and hot_add's loop lines as each profiler saw them.
 
 Both count on-CPU samples (ehprof's cpu-clock; rbspy --on-cpu). Ruby's two
@@ -25,6 +28,7 @@ import collections
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +36,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import result_file  # noqa: E402
+from jvm_runs import close_root, make_debian_root  # noqa: E402
 from python_vs_pyspy import pooled, shares  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,6 +44,9 @@ ROOT = os.path.dirname(HERE)
 SHAPES = os.path.join(ROOT, "testdata", "ruby", "shapes.rb")
 FRAME = re.compile(r"\s*[0-9a-f]+ (.*) \((.*)\)$")
 SRCLINE = re.compile(r"\s+(\S+):(\d+)$")
+TRIXIE_33 = "trixie:ruby3.3"
+# hot_add as each Ruby names it: bare before 3.3, by its class (Object's) from 3.3.
+HOT_ADD = ("hot_add", "Object#hot_add")
 
 
 def ehprof_samples(path):
@@ -76,7 +84,7 @@ def ehprof_counts(path):
         code = [f for f in ruby if f[1].endswith(".rb")]
         if code:
             leaves[code[0][0]] += 1
-            if code[0][0] == "hot_add":
+            if code[0][0] in HOT_ADD:
                 lines[code[0][2]] += 1
     return leaves, lines, in_libruby, with_ruby
 
@@ -94,13 +102,19 @@ def rbspy_counts(path):
             continue
         name, _, where = code[-1].rpartition(" - ")
         leaves[name] += int(count)
-        if name == "hot_add":
+        if name in HOT_ADD:
             lines[int(where.rpartition(":")[2] or 0)] += int(count)
     return leaves, lines
 
 
-def run_once(ehprof, rbspy, ruby, seconds, hz, tmp):
-    work = subprocess.Popen([ruby, SHAPES, "hot", str(seconds + 4)])
+def workload(ruby, root, seconds):
+    if ruby == TRIXIE_33:
+        return ["chroot", root, "/usr/bin/ruby3.3", "/tmp/shapes.rb", "hot", str(seconds + 4)]
+    return [ruby, SHAPES, "hot", str(seconds + 4)]
+
+
+def run_once(ehprof, rbspy, ruby, root, seconds, hz, tmp):
+    work = subprocess.Popen(workload(ruby, root, seconds))
     try:
         time.sleep(1.0)
         eh_out, rb_out = os.path.join(tmp, "ehprof.txt"), os.path.join(tmp, "rbspy.txt")
@@ -108,9 +122,17 @@ def run_once(ehprof, rbspy, ruby, seconds, hz, tmp):
                                "-d", str(seconds + 0.5), "-o", eh_out],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(0.5)
-        rb = subprocess.run([rbspy, "record", "--pid", str(work.pid), "-r", str(hz), "-d", str(int(seconds)),
-                             "--on-cpu", "--nonblocking", "--silent", "--format", "collapsed", "-f", rb_out],
-                            capture_output=True, text=True)
+        # In the root rbspy runs there too: it opens the files the maps name.
+        # rbspy 0.55.0 knows 3.3 up to 3.3.13; trixie's later patch
+        # releases keep 3.3's layout.
+        inside = ["chroot", root, "/tmp/rbspy"] if root else [rbspy]
+        force = ["--force-version", "3.3.13"] if root else []
+        rb_file = "/tmp/rbspy.txt" if root else rb_out
+        rb = subprocess.run(inside + ["record", "--pid", str(work.pid), "-r", str(hz), "-d", str(int(seconds)),
+                                      "--on-cpu", "--nonblocking", "--silent", "--format", "collapsed",
+                                      "-f", rb_file] + force, capture_output=True, text=True)
+        if root:
+            shutil.move(os.path.join(root, "tmp", "rbspy.txt"), rb_out)
         eh_err = eh.communicate()[1]
         if eh.returncode != 0 or rb.returncode != 0:
             sys.exit(f"a profiler failed:\n{eh_err}\n{rb.stderr}")
@@ -126,7 +148,7 @@ def run_once(ehprof, rbspy, ruby, seconds, hz, tmp):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ehprof", default=os.path.join(ROOT, "build", "ehprof"))
-    ap.add_argument("--ruby", default="/usr/bin/ruby3.1")
+    ap.add_argument("--ruby", default="/usr/bin/ruby3.1", help=f"a ruby, or {TRIXIE_33}")
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--hz", type=int, default=499)
     ap.add_argument("--reps", type=int, default=3)
@@ -138,7 +160,16 @@ def main():
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {args.ruby}, {args.seconds:g} s at "
           f"{args.hz} Hz, {args.reps} runs pooled")
     with tempfile.TemporaryDirectory() as tmp:
-        runs = [run_once(args.ehprof, rbspy, args.ruby, args.seconds, args.hz, tmp) for _ in range(args.reps)]
+        root = make_debian_root("trixie", "ruby3.3", "ehprof-rb33-root.", tmp) if args.ruby == TRIXIE_33 else None
+        try:
+            if root:
+                shutil.copy(SHAPES, os.path.join(root, "tmp", "shapes.rb"))
+                shutil.copy(rbspy, os.path.join(root, "tmp", "rbspy"))
+            runs = [run_once(args.ehprof, rbspy, args.ruby, root, args.seconds, args.hz, tmp)
+                    for _ in range(args.reps)]
+        finally:
+            if root:
+                close_root(root)
     ours, theirs = pooled(runs, "ours"), pooled(runs, "theirs")
     ours_s, theirs_s = shares(ours), shares(theirs)
     top = [k for k, _ in theirs.most_common(10)]
@@ -148,18 +179,19 @@ def main():
     for k in top:
         print(f"    {k:28} ehprof {ours_s.get(k, 0):5.1f}%  rbspy {theirs_s[k]:5.1f}%")
     our_lines, their_lines = pooled(runs, "our_lines"), pooled(runs, "their_lines")
-    print(f"hot_add lines: ehprof {dict(sorted(shares(our_lines).items()))}")
+    print(f"{HOT_ADD[args.ruby == TRIXIE_33]} lines: ehprof {dict(sorted(shares(our_lines).items()))}")
     print(f"               rbspy  {dict(sorted(shares(their_lines).items()))}")
     print(f"max |share difference| over rbspy's top 10: {max_diff:.2f} points; "
           f"samples in libruby with Ruby frames {with_ruby:.2f}% of {in_libruby}; "
           f"ehprof {sum(ours.values())} rbspy {sum(theirs.values())} samples with a Ruby frame")
     figures = {"max_diff_points": round(max_diff, 2), "with_ruby_pct": round(with_ruby, 2),
+               "names_equal": sum(1 for k in top if k in ours),
                "ehprof_samples": sum(ours.values()), "rbspy_samples": sum(theirs.values())}
     line_set = set(our_lines) | set(their_lines)
     figures["hot_add_line_max_diff_points"] = round(max(
         (abs(shares(our_lines).get(x, 0) - shares(their_lines).get(x, 0)) for x in line_set), default=0), 2)
     if not args.no_result:
-        result_file.write("ruby_vs_rbspy", figures, args.note, args.result)
+        result_file.write("ruby_vs_rbspy", figures, args.note, args.result, extra={"ruby": args.ruby})
 
 
 if __name__ == "__main__":

@@ -457,13 +457,18 @@ EHP_ASSERT(EHP_INTERP_KIND_SHIFT + 2 == 59, "the kind below the marker bit");
 
 /* ---- Ruby (bpf/ruby.bpf.h, agent/ruby/) --------------------------------- */
 /* A Ruby frame (EHP_INTERP_FRAME with EHP_INTERP_RUBY): object the
- * control frame's iseq for a Ruby frame, its method entry (ep[-2]) for a C
- * method's frame; aux (pc >> 3) % EHP_RUBY_PC_MOD for a Ruby frame (user
- * space, knowing the iseq's iseq_encoded, turns it into the instruction
- * index: exact while the iseq is shorter than EHP_RUBY_PC_MOD words),
- * EHP_INTERP_AUX_UNKNOWN for a C method. Object 0: the Ruby walk stopped,
- * aux an enum ehp_ruby_stop. */
-#define EHP_RUBY_PC_MOD EHP_INTERP_AUX_UNKNOWN
+ * method entry (ep[-2]) of a Ruby method's frame (the iseq is its
+ * definition's), the control frame's iseq for another Ruby frame (a block,
+ * <main>, a class body), the method entry for a C method's frame; aux
+ * (pc >> 3) % EHP_RUBY_PC_MOD for a Ruby frame (user space, knowing the
+ * iseq's iseq_encoded, turns it into the instruction index: exact while
+ * the iseq is shorter than EHP_RUBY_PC_MOD words), EHP_INTERP_AUX_UNKNOWN
+ * for a C method. A frame whose env leads to a method's (a block's) is
+ * followed by a word with aux EHP_RUBY_AUX_METHOD and that method's entry
+ * (ep[-2]), which user space reads with it (the class it names) and drops.
+ * Object 0: the Ruby walk stopped, aux an enum ehp_ruby_stop. */
+#define EHP_RUBY_AUX_METHOD (EHP_INTERP_AUX_UNKNOWN - 1)
+#define EHP_RUBY_PC_MOD EHP_RUBY_AUX_METHOD
 enum ehp_ruby_stop {
 	EHP_RUBY_STOP_NO_EC = 1,      /* the thread's execution context unreadable */
 	EHP_RUBY_STOP_READ_FAULT = 2, /* a control frame or its env unreadable */
@@ -472,7 +477,8 @@ enum ehp_ruby_stop {
 };
 /* How the walk finds the thread's rb_execution_context_t: libruby's TLS
  * variable ruby_current_ec, through glibc's DTV (fsbase + 8 -> dtv, dtv +
- * 16 * tls_module -> libruby's TLS block of this thread, + tls_offset). */
+ * 16 * tls_module -> libruby's TLS block of this thread, + tls_offset), or
+ * at fsbase - tls_back once the walk has learned it. */
 struct ehp_ruby_proc {
 	ehp_u64 vm_begin; /* vm_exec_core, [begin, end) in the process */
 	ehp_u64 vm_end;
@@ -487,9 +493,15 @@ struct ehp_ruby_proc {
 	ehp_u16 cfp_ep;
 	ehp_u16 iseq_body;    /* rb_iseq_t's body */
 	ehp_u16 body_encoded; /* the body's iseq_encoded */
-	ehp_u16 pad[3];
+	ehp_u16 pad;
+	/* Learned by the walk, 0 from user space: fsbase - the address of the
+	 * ruby_current_ec slot, when libruby's TLS block is in the static TLS
+	 * below the thread pointer (the same distance for every thread of a
+	 * process), so later walks skip the DTV. */
+	ehp_u32 tls_back;
 };
 EHP_ASSERT(sizeof(struct ehp_ruby_proc) == 56, "ehp_ruby_proc is 56 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_ruby_proc, tls_back) == 52, "ehp_ruby_proc.tls_back at 52");
 #define EHP_RUBY_PROCS 1024
 
 

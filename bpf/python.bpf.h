@@ -28,17 +28,8 @@ struct {
 	__type(value, __u64);
 } py_threads SEC(".maps");
 
+#include "bpf/interp_walk.bpf.h"
 #include "bpf/python_frames.bpf.h"
-
-/* py_step's result: 0, the step is the native walk's; else what it did,
- * (PY_ACT_* << 16) | (1 + how many frames it added, -1 when it only took
- * the eval loop's frame off). */
-#define PY_STEP_NATIVE 0
-enum py_step_act {
-	PY_ACT_NEXT = 1,   /* go on with the next step */
-	PY_ACT_FULL = 2,   /* a frame did not fit: the walk ends at its depth limit */
-	PY_ACT_NATIVE = 3, /* the eval call is done: its native step follows in this step */
-};
 
 /* Starts the Python side of a walk of process pid: nonzero when it is on
  * (struct walk's python; read back from the map value, so a value the
@@ -178,11 +169,7 @@ __noinline int py_step(__u32 at, __u32 n, __u64 pc)
 		s->py_busy = 0;
 		return PY_STEP_NATIVE;
 	}
-	__u32 limit = cfg.max_frames < EHP_MAX_USER_FRAMES ? cfg.max_frames : EHP_MAX_USER_FRAMES;
-	buf->out.at = at;
-	buf->out.room = n < limit ? limit - n : 0;
-	buf->out.k = 0;
-	buf->out.full = 0;
+	interp_out_begin(&buf->out, at, n);
 	/* Each part runs on from the one before it in the same step. */
 	if (buf->walk.state == PY_IDLE && !py_at_eval(buf, s))
 		return PY_STEP_NATIVE;
@@ -190,13 +177,12 @@ __noinline int py_step(__u32 at, __u32 n, __u64 pc)
 		py_search_step(buf, s);
 	if (buf->walk.state == PY_FRAMES && !buf->out.full)
 		py_frames(buf, s);
-	__u32 delta = buf->out.at + buf->out.k + 1 - at; /* frames added, + 1 */
-	__u32 act = buf->out.full ? PY_ACT_FULL : buf->walk.native_next ? PY_ACT_NATIVE : PY_ACT_NEXT;
+	int r = interp_step_result(&buf->out, at, buf->walk.native_next);
 	buf->walk.native_next = 0;
 	s->py_busy = buf->walk.state == PY_SEARCH || buf->walk.state == PY_FRAMES;
 	if (buf->walk.state == PY_OFF)
 		__builtin_memset(s->py_eval, 0, sizeof(s->py_eval));
-	return (act << 16) | (delta & 0xffff);
+	return r;
 }
 
 /* A step of the user walk that knows Python: Python frames while inside
@@ -209,19 +195,11 @@ static long py_dwarf_step(__u32 i, void *data)
 		return 1;
 	if (cfg.python && w->python) {
 		__u64 pc = s->exact ? s->pc : s->pc - 1;
-		if (s->py_busy || (w->n && ((pc >= s->py_eval[0] && pc < s->py_eval[1]) ||
-					    (pc >= s->py_eval[2] && pc < s->py_eval[3])))) {
-			int r = py_step(w->base + w->n, w->n, pc);
-			if (r != PY_STEP_NATIVE) {
-				__u32 act = (__u32)r >> 16;
-				w->n = w->n + ((__u32)r & 0xffff) - 1;
-				if (act == PY_ACT_FULL) {
-					w->stop = EHP_STOP_DEPTH_LIMIT;
-					return 1;
-				}
-				if (act != PY_ACT_NATIVE)
-					return 0;
-			}
+		if (s->py_busy || (w->n && (interp_in(pc, s->py_eval[0], s->py_eval[1]) ||
+					    interp_in(pc, s->py_eval[2], s->py_eval[3])))) {
+			long r = interp_apply(w, py_step(w->base + w->n, w->n, pc));
+			if (r >= 0)
+				return r;
 		}
 	}
 	return dwarf_step_state(w) ? 0 : 1;

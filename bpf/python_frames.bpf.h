@@ -150,16 +150,7 @@ EHP_INLINE __u64 py_stack_u64(struct scratch *s, __u32 off)
 /* One frame value into the sample (0 when it does not fit: out.full). */
 EHP_INLINE int py_push(struct py_win_buf *buf, struct scratch *s, __u64 value)
 {
-	__u32 k = buf->out.k;
-	__u64 at = buf->out.at + k;
-	if (k >= buf->out.room || at >= EHP_MAX_EVENT_FRAMES) {
-		buf->out.full = 1;
-		return 0;
-	}
-	EHP_CLAMP_UMAX(at, EHP_MAX_EVENT_FRAMES - 1); /* in the register indexing */
-	s->frames[at] = value;
-	buf->out.k = k + 1;
-	return 1;
+	return interp_push(&buf->out, s, value);
 }
 
 /* The eval call's Python frames are done (or given up): its native frame

@@ -8,8 +8,9 @@
  * frames interleave with the native frames of C methods and of the C code
  * that yields to blocks, in the order Ruby runs them. The thread's
  * execution context is libruby's TLS variable ruby_current_ec, read
- * through the thread's own fsbase: exact for every thread, the ones
- * waiting for the GVL included (a ractor's running_ec is only the GVL
+ * through the thread's own fsbase (through the DTV until the walk has
+ * learned the process's static TLS distance): exact for every thread, the
+ * ones waiting for the GVL included (a ractor's running_ec is only the GVL
  * holder's). rb_step is a global function verified once on its own; up to
  * RB_FRAMES_MAX control frames a bpf_loop step. The offsets come per
  * libruby from user space (agent/ruby/). Included after bpf/python.bpf.h. */
@@ -45,6 +46,8 @@ EHP_INLINE __u8 ruby_begin(struct scratch *s, __u32 pid)
 		buf->found = 0;
 		buf->looked = 0;
 		buf->win_len = 0;
+		buf->val_len = 0;
+		buf->pid = pid;
 		buf->state = RB_IDLE;
 		s->rb_vm[0] = proc->vm_begin;
 		s->rb_vm[1] = proc->vm_end;
@@ -64,15 +67,11 @@ __noinline int rb_step(__u32 at, __u32 n, __u64 pc)
 	if (!buf || !s)
 		return PY_STEP_NATIVE;
 	if (buf->state == RB_OFF ||
-	    (buf->state == RB_IDLE && (n == 0 || pc < buf->proc.vm_begin || pc >= buf->proc.vm_end))) {
+	    (buf->state == RB_IDLE && (n == 0 || !interp_in(pc, buf->proc.vm_begin, buf->proc.vm_end)))) {
 		s->rb_busy = 0;
 		return PY_STEP_NATIVE;
 	}
-	__u32 limit = cfg.max_frames < EHP_MAX_USER_FRAMES ? cfg.max_frames : EHP_MAX_USER_FRAMES;
-	buf->out.room = n < limit ? limit - n : 0;
-	buf->out.k = 0;
-	buf->out.full = 0;
-	buf->out.at = at;
+	interp_out_begin(&buf->out, at, n);
 	if (buf->state == RB_IDLE) {
 		/* vm_exec_core's frame comes off until its control frames are in. */
 		__u64 prev = at - 1;
@@ -91,13 +90,12 @@ __noinline int rb_step(__u32 at, __u32 n, __u64 pc)
 	}
 	if (buf->state == RB_FRAMES && !buf->out.full)
 		rb_frames(buf, s);
-	__u32 delta = buf->out.at + buf->out.k + 1 - at;
-	__u32 act = buf->out.full ? PY_ACT_FULL : buf->native_next ? PY_ACT_NATIVE : PY_ACT_NEXT;
+	int r = interp_step_result(&buf->out, at, buf->native_next);
 	buf->native_next = 0;
 	s->rb_busy = buf->state == RB_FRAMES;
 	if (buf->state == RB_OFF)
 		s->rb_vm[0] = s->rb_vm[1] = 0;
-	return (act << 16) | (delta & 0xffff);
+	return r;
 }
 
 /* A step of the user walk that knows Ruby, then Python's (py_dwarf_step:
@@ -109,18 +107,10 @@ static long rb_dwarf_step(__u32 i, void *data)
 	/* rb_vm is [0, 0) while the Ruby walk is off. */
 	if (s->rb_vm[1]) {
 		__u64 pc = s->exact ? s->pc : s->pc - 1;
-		if (s->rb_busy || (w->n && pc >= s->rb_vm[0] && pc < s->rb_vm[1])) {
-			int r = rb_step(w->base + w->n, w->n, pc);
-			if (r != PY_STEP_NATIVE) {
-				__u32 act = (__u32)r >> 16;
-				w->n = w->n + ((__u32)r & 0xffff) - 1;
-				if (act == PY_ACT_FULL) {
-					w->stop = EHP_STOP_DEPTH_LIMIT;
-					return 1;
-				}
-				if (act != PY_ACT_NATIVE)
-					return 0;
-			}
+		if (s->rb_busy || (w->n && interp_in(pc, s->rb_vm[0], s->rb_vm[1]))) {
+			long r = interp_apply(w, rb_step(w->base + w->n, w->n, pc));
+			if (r >= 0)
+				return r;
 		}
 	}
 	return py_dwarf_step(i, data);

@@ -1,21 +1,30 @@
 /* One VM call's control frames, read inside rb_step (bpf/ruby.bpf.h, a
  * global function verified once on its own): the per-CPU state of the
  * Ruby walk, the window control frames are read through (RB_WIN bytes a
- * read, from the cursor up), each frame's env (ep[-2..0]: method entry,
- * flags), the stop markers. Included by bpf/ruby.bpf.h. */
+ * read, from the cursor up), the window of the VM's value stack each
+ * frame's env (ep[-2..0]: method entry, flags) is read through (RB_WIN
+ * bytes a read, down from the env: outer frames' envs lie below), the
+ * stop markers. Included by bpf/ruby.bpf.h. */
 #ifndef EHPROF_BPF_RUBY_FRAMES_BPF_H_
 #define EHPROF_BPF_RUBY_FRAMES_BPF_H_
 
-/* Control frames per rb_step; and bytes of control frames read at once
- * (16 of 3.1's 64-byte frames). */
+/* Control frames per rb_step; and bytes of control frames (32 of 3.1's
+ * 64-byte frames), or of the value stack, read at once. */
 #define RB_FRAMES_MAX 16
-#define RB_WIN 1024
+#define RB_WIN 2048
 /* Control frames of one thread the walk looks at, at most. */
 #define RB_CFP_MAX 4096
+/* Envs a block's env leads through to its method's, at most. */
+#define RB_EP_HOPS 4
+/* The farthest below the thread pointer a static TLS block is taken to
+ * lie (glibc's static TLS: the modules loaded at start, and a surplus). */
+#define RB_STATIC_TLS_MAX (1u << 20)
 
 /* vm_core.h: ep[0]'s frame magic and flags. */
 #define RB_FRAME_MAGIC_MASK 0x7fff0001u
+#define RB_FRAME_MAGIC_METHOD 0x11110001u
 #define RB_FRAME_MAGIC_CFUNC 0x55550001u
+#define RB_ENV_FLAG_LOCAL 0x0002u
 #define RB_FRAME_FLAG_FINISH 0x0020u
 #define RB_FRAME_FLAG_CFRAME 0x0080u
 
@@ -31,20 +40,24 @@ enum rb_walk_state {
 struct rb_buf {
 	struct ehp_ruby_proc proc;
 	__u64 fsbase;
+	__u64 stack;	 /* the thread's VM stack: values up, control frames down */
 	__u64 cfp;	 /* the next control frame */
-	__u64 cfp_end;	 /* the end of the thread's control frames */
+	__u64 cfp_end;	 /* the end of the thread's VM stack */
 	__u64 vm_value;	 /* vm_exec_core's native frame, pushed after its frames */
 	__u64 win_lo;	 /* the window: control frames from win_lo */
+	__u64 val_lo;	 /* the value stack's window from val_lo */
 	__u32 win_len;
+	__u32 val_len;
+	__u32 pid;
 	__u32 looked;	 /* control frames looked at in this sample */
 	__u8 state;	 /* enum rb_walk_state */
 	__u8 native_next; /* the VM call is done: its native step follows */
 	__u8 found;	 /* cfp was read from the execution context */
 	__u8 vm_leaf;	 /* the first VM loop reached was the sample's leaf frame */
-	__u8 pad[4];
 	struct py_out out;
 	__u64 env[3];	 /* ep[-2], ep[-1], ep[0] of one frame */
 	__u8 b[RB_WIN];
+	__u8 val[RB_WIN];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -57,16 +70,7 @@ struct {
 /* One frame word into the sample (0 when it does not fit: out.full). */
 EHP_INLINE int rb_push(struct rb_buf *buf, struct scratch *s, __u64 value)
 {
-	__u32 k = buf->out.k;
-	__u64 at = buf->out.at + k;
-	if (k >= buf->out.room || at >= EHP_MAX_EVENT_FRAMES) {
-		buf->out.full = 1;
-		return 0;
-	}
-	EHP_CLAMP_UMAX(at, EHP_MAX_EVENT_FRAMES - 1); /* in the register indexing */
-	s->frames[at] = value;
-	buf->out.k = k + 1;
-	return 1;
+	return interp_push(&buf->out, s, value);
 }
 
 EHP_INLINE int rb_read_u64(__u64 addr, __u64 *out)
@@ -90,19 +94,50 @@ EHP_INLINE void rb_stop(struct rb_buf *buf, struct scratch *s, __u32 why)
 	rb_end_vm(buf, s, RB_OFF);
 }
 
+/* The address of the thread's ruby_current_ec slot: fsbase - tls_back
+ * once learned, else through the DTV. The distance is learned when the
+ * DTV says libruby's block is static TLS (glibc's dtv_t {val, to_free}:
+ * to_free 0) lying just below the thread pointer: then it is the same for
+ * every thread of the process. */
+EHP_INLINE __u64 rb_ec_slot(struct rb_buf *buf)
+{
+	struct ehp_ruby_proc *p = &buf->proc;
+	__u64 dtv = 0, entry[2] = {0, 0};
+	if (p->tls_back)
+		return buf->fsbase - p->tls_back;
+	if (!rb_read_u64(buf->fsbase + 8, &dtv) ||
+	    bpf_probe_read_user(entry, sizeof(entry), (void *)(dtv + p->tls_module * 16)))
+		return 0;
+	__u64 slot = entry[0] + p->tls_offset;
+	if (!entry[1] && slot < buf->fsbase && buf->fsbase - slot <= RB_STATIC_TLS_MAX && !(slot & 7)) {
+		struct ehp_ruby_proc *live = bpf_map_lookup_elem(&ruby_procs, &buf->pid);
+		if (live && live->tls_module == p->tls_module && live->tls_offset == p->tls_offset)
+			live->tls_back = (__u32)(buf->fsbase - slot);
+	}
+	return slot;
+}
+
 /* The thread's current control frame and the end of its control frames,
- * from its execution context (ruby_current_ec in libruby's TLS). */
+ * from its execution context (ruby_current_ec in libruby's TLS): its
+ * {vm_stack, vm_stack_size, cfp} in one read where they lie side by side
+ * (as since 2.5). */
 EHP_INLINE int rb_find_cfp(struct rb_buf *buf)
 {
 	struct ehp_ruby_proc *p = &buf->proc;
-	__u64 ec = 0, dtv = 0, block = 0, stack = 0, size = 0, cfp = 0;
-	if (!rb_read_u64(buf->fsbase + 8, &dtv) || !rb_read_u64(dtv + p->tls_module * 16, &block))
+	__u64 slot = rb_ec_slot(buf), ec = 0, w[3] = {0, 0, 0};
+	if (!slot || !rb_read_u64(slot, &ec) || !ec)
 		return 0;
-	if (!rb_read_u64(block + p->tls_offset, &ec) || !ec || !rb_read_u64(ec + p->ec_vm_stack, &stack) ||
-	    !rb_read_u64(ec + p->ec_vm_stack_size, &size) || !rb_read_u64(ec + p->ec_cfp, &cfp))
+	if (p->ec_vm_stack_size == p->ec_vm_stack + 8 && p->ec_cfp == p->ec_vm_stack + 16) {
+		if (bpf_probe_read_user(w, sizeof(w), (void *)(ec + p->ec_vm_stack)))
+			return 0;
+	} else if (!rb_read_u64(ec + p->ec_vm_stack, &w[0]) || !rb_read_u64(ec + p->ec_vm_stack_size, &w[1]) ||
+		   !rb_read_u64(ec + p->ec_cfp, &w[2])) {
 		return 0;
+	}
+	__u64 stack = w[0], size = w[1], cfp = w[2];
 	if (size > (1u << 24) || cfp < stack)
 		return 0;
+	buf->stack = stack;
 	buf->cfp = cfp;
 	buf->cfp_end = stack + size * 8;
 	buf->found = 1;
@@ -129,6 +164,33 @@ EHP_INLINE int rb_view(struct rb_buf *buf, __u64 cfp, __u32 len)
 	return 0;
 }
 
+/* ep[-2..0] into env: from the value stack's window, read anew (RB_WIN
+ * bytes up to ep's end) when it does not hold them; an env off the VM
+ * stack (a block's, moved to the heap) read alone. */
+EHP_INLINE int rb_env(struct rb_buf *buf, __u64 ep)
+{
+	__u64 lo = ep - 16, hi = ep + 8;
+	if (ep & 7)
+		return 0;
+	if (lo < buf->stack || hi > buf->cfp_end || lo > hi)
+		return bpf_probe_read_user(buf->env, sizeof(buf->env), (void *)lo) == 0;
+	if (lo < buf->val_lo || hi > buf->val_lo + buf->val_len) {
+		__u64 start = hi - buf->stack > RB_WIN ? hi - RB_WIN : buf->stack;
+		__u64 size = hi - start;
+		EHP_CLAMP_UMAX(size, RB_WIN);
+		if (size < sizeof(buf->env) || bpf_probe_read_user(buf->val, size, (void *)start))
+			return 0;
+		buf->val_lo = start;
+		buf->val_len = (__u32)size;
+	}
+	__u64 off = lo - buf->val_lo;
+	if (off > RB_WIN - sizeof(buf->env))
+		return 0;
+	EHP_CLAMP_UMAX(off, RB_WIN - sizeof(buf->env));
+	__builtin_memcpy(buf->env, buf->val + (off & ~7ull), sizeof(buf->env));
+	return 1;
+}
+
 EHP_INLINE __u64 rb_win_u64(struct rb_buf *buf, __u32 off)
 {
 	if (off > RB_WIN - 8)
@@ -149,6 +211,43 @@ EHP_INLINE int rb_not_entered(struct rb_buf *buf, __u64 cfp, __u64 iseq, __u64 p
 		return 0;
 	return rb_read_u64(iseq + buf->proc.iseq_body, &body) &&
 	       rb_read_u64(body + buf->proc.body_encoded, &encoded) && pc == encoded;
+}
+
+/* The method entry of the method whose env a block's env leads to (ep[-1]:
+ * the previous env, tagged 1), at most RB_EP_HOPS envs up; 0 when it is no
+ * method's (a block in <main> or a class body) or not reached. A global
+ * function, verified once on its own. */
+__noinline __u64 rb_local_method(__u64 prev)
+{
+	__u32 zero = 0;
+	struct rb_buf *buf = bpf_map_lookup_elem(&rb_buf, &zero);
+	if (!buf)
+		return 0;
+#pragma clang loop unroll(disable)
+	for (int i = 0; i < RB_EP_HOPS; i++) {
+		if (!(prev & 1) || !rb_env(buf, prev & ~3ull))
+			return 0;
+		__u32 flags = (__u32)buf->env[2];
+		if (flags & RB_ENV_FLAG_LOCAL)
+			return (flags & RB_FRAME_MAGIC_MASK) == RB_FRAME_MAGIC_METHOD ? buf->env[0] : 0;
+		prev = buf->env[1];
+	}
+	return 0;
+}
+
+/* A Ruby frame's words (bpf/ehprof_abi.h): a method's entry, or its iseq
+ * and, for a block's, its method's entry. 0 when one did not fit. */
+EHP_INLINE int rb_push_code(struct rb_buf *buf, struct scratch *s, __u32 flags, __u64 iseq, __u64 pc)
+{
+	__u64 aux = (pc >> 3) % EHP_RUBY_PC_MOD, me = buf->env[0];
+	if ((flags & RB_ENV_FLAG_LOCAL) && (flags & RB_FRAME_MAGIC_MASK) == RB_FRAME_MAGIC_METHOD && me)
+		return rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, me, aux));
+	if (!rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, iseq, aux)))
+		return 0;
+	if (flags & RB_ENV_FLAG_LOCAL)
+		return 1;
+	me = rb_local_method(buf->env[1]);
+	return !me || rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, me, EHP_RUBY_AUX_METHOD));
 }
 
 /* The current VM call's next control frames (up to RB_FRAMES_MAX). */
@@ -175,17 +274,17 @@ EHP_INLINE void rb_frames(struct rb_buf *buf, struct scratch *s)
 		__u64 pc = rb_win_u64(buf, (__u32)off + p->cfp_pc);
 		__u64 iseq = rb_win_u64(buf, (__u32)off + p->cfp_iseq);
 		__u64 ep = rb_win_u64(buf, (__u32)off + p->cfp_ep);
-		if (bpf_probe_read_user(buf->env, sizeof(buf->env), (void *)(ep - 16))) {
+		if (!rb_env(buf, ep)) {
 			rb_stop(buf, s, EHP_RUBY_STOP_READ_FAULT);
 			return;
 		}
 		__u32 flags = (__u32)buf->env[2];
-		__u64 word = 0;
+		int fit = 1;
 		if ((flags & RB_FRAME_MAGIC_MASK) == RB_FRAME_MAGIC_CFUNC)
-			word = EHP_INTERP_FRAME(EHP_INTERP_RUBY, buf->env[0], EHP_INTERP_AUX_UNKNOWN);
+			fit = rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, buf->env[0], EHP_INTERP_AUX_UNKNOWN));
 		else if (!(flags & RB_FRAME_FLAG_CFRAME) && iseq && pc)
-			word = EHP_INTERP_FRAME(EHP_INTERP_RUBY, iseq, (pc >> 3) % EHP_RUBY_PC_MOD);
-		if (word && !rb_push(buf, s, word))
+			fit = rb_push_code(buf, s, flags, iseq, pc);
+		if (!fit)
 			return; /* the depth limit: this frame is taken again by no one */
 		buf->cfp = cfp + len;
 		if ((flags & RB_FRAME_FLAG_FINISH) && !rb_not_entered(buf, cfp, iseq, pc)) {

@@ -65,10 +65,25 @@ class RubyFrames : public ::testing::Test {
     std::remove(log.c_str());
     return samples;
   }
-  void Judge(const std::vector<SrclineSample>& samples, const std::string& file_suffix);
+  // qualified: names as Ruby 3.4's backtraces and rbspy on 3.3 say them
+  // ("Object#hot_add", "block in Object#hot_sort", "Enumerable#sort_by");
+  // else Ruby's bare labels (3.1, whose classes keep no path field).
+  void Judge(const std::vector<SrclineSample>& samples, const std::string& file_suffix, bool qualified);
 };
 
-void RubyFrames::Judge(const std::vector<SrclineSample>& samples, const std::string& file_suffix) {
+// A method of shapes.rb (top-level: Object's) or a C method, as named.
+std::string Named(const std::string& label, bool qualified) {
+  if (!qualified) return label;
+  if (label == "sort_by") return "Enumerable#sort_by";
+  if (absl::StartsWith(label, "block in ")) return "block in Object#" + label.substr(9);
+  return "Object#" + label;
+}
+
+void RubyFrames::Judge(const std::vector<SrclineSample>& samples, const std::string& file_suffix, bool qualified) {
+  const std::string add_fn = Named("hot_add", qualified), str_fn = Named("hot_str", qualified);
+  const std::string sort_block = Named("block in hot_sort", qualified), sort_by = Named("sort_by", qualified);
+  const std::string sort_fn = Named("hot_sort", qualified), thread_fn = Named("thread_one", qualified);
+  const std::string fib_fn = Named("hot_fib", qualified);
   // From each thread's first Ruby frame on (libruby is looked at once it
   // has its symbol table) to its last (then the VM shuts down: libruby's C
   // with no Ruby frame left to run), its samples in libruby carry Ruby
@@ -96,41 +111,41 @@ void RubyFrames::Judge(const std::vector<SrclineSample>& samples, const std::str
     if (absl::StrContains(leaf->symbol, "hot_")) {
       EXPECT_TRUE(absl::EndsWith(leaf->dso, file_suffix)) << leaf->dso;
     }
-    for (const char* fn : {"hot_add", "hot_str"}) {
+    for (const std::string& fn : {add_fn, str_fn}) {
       if (Find(s, fn) >= 0) tids[fn].insert(s.tid);
     }
     // The order is judged on walks that reach the thread's own method (a
     // walk cut short, by its time budget or a read, is counted elsewhere).
-    if (leaf->symbol == "block in hot_sort" && Find(s, "thread_one") >= 0) {
+    if (leaf->symbol == sort_block && Find(s, thread_fn) >= 0) {
       // block, native (rb_yield's C code), each and sort_by (C methods),
       // hot_sort, thread_one. While rb_yield is still setting the block's
       // frame up (its VM loop not started), the block's frame goes in with
       // its caller's at the VM loop below: then no native frame between.
       ++sort_blocks;
-      const int block = Find(s, "block in hot_sort"), sort_by = Find(s, "sort_by", block + 1);
-      const int method = Find(s, "hot_sort", sort_by + 1), thread = Find(s, "thread_one", method + 1);
+      const int block = Find(s, sort_block), by = Find(s, sort_by, block + 1);
+      const int method = Find(s, sort_fn, by + 1), thread = Find(s, thread_fn, method + 1);
       bool native_between = false;
-      for (int i = block + 1; i < sort_by; ++i) native_between |= InLibruby(s.frames[i]);
-      sort_ordered += sort_by > block && method > sort_by && thread > method;
+      for (int i = block + 1; i < by; ++i) native_between |= InLibruby(s.frames[i]);
+      sort_ordered += by > block && method > by && thread > method;
 
       sort_native += native_between;
     }
-    if (leaf->symbol == "hot_fib") {
+    if (leaf->symbol == fib_fn) {
       ++fib;
       int n = 0;
-      for (const SrclineFrame& f : s.frames) n += f.symbol == "hot_fib";
-      fib_ok += n >= 1 && n <= 16 && Find(s, "thread_one") > Find(s, "hot_fib");
+      for (const SrclineFrame& f : s.frames) n += f.symbol == fib_fn;
+      fib_ok += n >= 1 && n <= 16 && Find(s, thread_fn) > Find(s, fib_fn);
     }
-    if (leaf->symbol == "hot_add") {
+    if (leaf->symbol == add_fn) {
       ++add;
       add_lines += leaf->line >= add_line - 1 && leaf->line <= add_line + 1;  // while, body, i += 1
     }
   }
   ASSERT_GE(in_ruby, 200u) << "too few samples to judge";
   EXPECT_GE(with_ruby * 100, in_ruby * 98) << with_ruby << " of " << in_ruby;
-  ASSERT_EQ(tids["hot_add"].size(), 1u);
-  ASSERT_EQ(tids["hot_str"].size(), 1u);
-  EXPECT_NE(*tids["hot_add"].begin(), *tids["hot_str"].begin()) << "each thread its own functions";
+  ASSERT_EQ(tids[add_fn].size(), 1u) << add_fn;
+  ASSERT_EQ(tids[str_fn].size(), 1u) << str_fn;
+  EXPECT_NE(*tids[add_fn].begin(), *tids[str_fn].begin()) << "each thread its own functions";
   EXPECT_GE(sort_blocks, 5u);
   EXPECT_EQ(sort_ordered, sort_blocks) << "block, sort_by, hot_sort, thread_one in that order";
   EXPECT_GE(sort_native * 100, sort_blocks * 50) << sort_native << " of " << sort_blocks;
@@ -143,13 +158,14 @@ void RubyFrames::Judge(const std::vector<SrclineSample>& samples, const std::str
 TEST_F(RubyFrames, Debian12Ruby31) {
   if (!testing::RequireRootForBpf()) GTEST_SKIP();
   if (access("/usr/bin/ruby3.1", X_OK) != 0) GTEST_SKIP() << "Debian 12's ruby3.1 is not installed";
-  Judge(Record("/usr/bin/ruby3.1", testing::SourcePath("testdata/ruby/shapes.rb"), 4), "testdata/ruby/shapes.rb");
+  Judge(Record("/usr/bin/ruby3.1", testing::SourcePath("testdata/ruby/shapes.rb"), 4), "testdata/ruby/shapes.rb", false);
 }
 
 // Debian 13's ruby3.3, in a root of its own (cached by
 // scripts/debian_root.sh): its libruby exports only Ruby's public API, so
 // the VM loop, the TLS slot and the control frame size come from the code
-// of rb_iseq_eval_main, rb_thread_current and rb_profile_frames.
+// of rb_iseq_eval_main, rb_thread_current and rb_profile_frames; its
+// classes keep their path, so methods are named by their class.
 TEST_F(RubyFrames, Debian13Ruby33) {
   if (!testing::RequireRootForBpf()) GTEST_SKIP();
   const std::string root = absl::StrCat(::testing::TempDir(), "/rb33root.", getpid());
@@ -163,7 +179,7 @@ TEST_F(RubyFrames, Debian13Ruby33) {
   if (made) samples = Record(absl::StrCat("chroot ", root, " /usr/bin/ruby3.3"), "/tmp/shapes.rb", 4);
   std::system(absl::StrCat("umount -l ", root, "/proc; rm -rf --one-file-system ", root, " ", empty).c_str());
   ASSERT_TRUE(made) << make;
-  Judge(samples, "/tmp/shapes.rb");
+  Judge(samples, "/tmp/shapes.rb", true);
 }
 
 }  // namespace

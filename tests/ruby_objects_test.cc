@@ -16,6 +16,7 @@
 
 #include "agent/process/process_memory.h"
 #include "agent/ruby/ruby_binary.h"
+#include "agent/ruby/ruby_class.h"
 #include "agent/ruby/ruby_code_probe.h"
 #include "agent/ruby/ruby_tracker.h"
 #include "elf/elf_file.h"
@@ -89,6 +90,17 @@ TEST(RubySuccIndex, ImmediateAndBlockRanks) {
   EXPECT_EQ(SuccIndexLookup(t, 54 + 512), std::nullopt);  // past the bytes
 }
 
+TEST(RubyClass, QualifiesLabelsAsRubyDoes) {
+  const RubyClassName foo{"Foo::Bar", false}, single{"Foo", true}, none{"", false};
+  EXPECT_EQ(QualifiedLabel("run", "run", foo), "Foo::Bar#run");
+  EXPECT_EQ(QualifiedLabel("block in run", "run", foo), "block in Foo::Bar#run");
+  EXPECT_EQ(QualifiedLabel("block (2 levels) in run", "run", single), "block (2 levels) in Foo.run");
+  EXPECT_EQ(QualifiedLabel("rescue in run", "run", foo), "rescue in Foo::Bar#run");
+  EXPECT_EQ(QualifiedLabel("run", "run", none), "run");        // no path: the bare label
+  EXPECT_EQ(QualifiedLabel("other", "run", foo), "other");     // the base label does not end it
+  EXPECT_EQ(QualifiedLabel("<main>", "", foo), "<main>");
+}
+
 // Keeps what the tracker publishes.
 class KeepWriter : public MapWriter {
  public:
@@ -124,9 +136,23 @@ pid_t StartSleeper() {
   return pid;
 }
 
+// The method entry of the method whose env a block's env leads to, as
+// bpf/ruby_frames.bpf.h's rb_local_method finds it; 0 none.
+uint64_t LocalMethod(const ProcessMemory& mem, uint64_t prev) {
+  for (int i = 0; i < 4 && (prev & 1); ++i) {
+    uint64_t env[3] = {};
+    if (!mem.Read((prev & ~uint64_t{3}) - 16, env, sizeof(env))) return 0;
+    const uint32_t flags = static_cast<uint32_t>(env[2]);
+    if (flags & 2) return (flags & 0x7fff0001) == 0x11110001 ? env[0] : 0;
+    prev = env[1];
+  }
+  return 0;
+}
+
 // The words bpf/ruby.bpf.h pushes for every control frame of the thread
-// whose fsbase is given, leaf first; *finish the index of the first frame
-// flagged VM_FRAME_FLAG_FINISH.
+// whose fsbase is given, leaf first; *finish the index among the frames
+// (a block's method word not counted) of the first flagged
+// VM_FRAME_FLAG_FINISH.
 std::vector<uint64_t> WalkControlFrames(const ProcessMemory& mem, const ehp_ruby_proc& p, uint64_t fsbase,
                                         int* finish) {
   std::vector<uint64_t> words;
@@ -137,21 +163,28 @@ std::vector<uint64_t> WalkControlFrames(const ProcessMemory& mem, const ehp_ruby
     return words;
   }
   *finish = -1;
+  int frames = 0;
   for (int i = 0; cfp + p.cfp_size <= stack + size * 8 && i < 1000; cfp += p.cfp_size, ++i) {
     uint64_t pc = 0, iseq = 0, ep = 0, env[3] = {};
     if (!mem.ReadU64(cfp + p.cfp_pc, &pc) || !mem.ReadU64(cfp + p.cfp_iseq, &iseq) ||
         !mem.ReadU64(cfp + p.cfp_ep, &ep) || !mem.Read(ep - 16, env, sizeof(env))) {
       break;
     }
-    const uint32_t flags = static_cast<uint32_t>(env[2]);
-    if ((flags & 0x7fff0001) == 0x55550001) {
+    const uint32_t flags = static_cast<uint32_t>(env[2]), magic = flags & 0x7fff0001;
+    const uint64_t aux = (pc >> 3) % EHP_RUBY_PC_MOD;
+    uint64_t method = 0;
+    if (magic == 0x55550001) {
       words.push_back(EHP_INTERP_FRAME(EHP_INTERP_RUBY, env[0], EHP_INTERP_AUX_UNKNOWN));
     } else if (!(flags & 0x80) && iseq && pc) {
-      words.push_back(EHP_INTERP_FRAME(EHP_INTERP_RUBY, iseq, (pc >> 3) % EHP_RUBY_PC_MOD));
+      const bool local = flags & 2;
+      words.push_back(EHP_INTERP_FRAME(EHP_INTERP_RUBY, local && magic == 0x11110001 && env[0] ? env[0] : iseq, aux));
+      if (!local) method = LocalMethod(mem, env[1]);
     } else {
       continue;
     }
-    if ((flags & 0x20) && *finish < 0) *finish = static_cast<int>(words.size()) - 1;
+    if ((flags & 0x20) && *finish < 0) *finish = frames;
+    ++frames;
+    if (method) words.push_back(EHP_INTERP_FRAME(EHP_INTERP_RUBY, method, EHP_RUBY_AUX_METHOD));
   }
   return words;
 }
@@ -176,8 +209,11 @@ TEST(RubyLive, NamesTheControlFramesOfAStoppedRuby31) {
   ProcessMemory mem(pid);
   int finish = -1;
   std::vector<uint64_t> words = WalkControlFrames(mem, published, regs.fs_base, &finish);
+  // Ruby 3.1 keeps a class's path in an instance variable: no class path
+  // field is found, and the names are the bare labels (as rbspy's there).
+  tracker.NameFrames(pid, 1, &words);
   std::vector<InterpFrameName> names;
-  for (uint64_t w : words) names.push_back(tracker.Name(pid, w, 0));
+  for (uint64_t w : words) names.push_back(table.Name(w));
   ptrace(PTRACE_DETACH, pid, nullptr, nullptr);
   kill(pid, SIGKILL);
   waitpid(pid, &status, 0);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/php/php_probe.h"
 #include "agent/php/php_vm_parts.h"
+#include "elf/elf_symbols.h"
 
 namespace ehprof {
 
@@ -23,17 +24,10 @@ struct Symbols {
 };
 
 void ReadSymbols(const ElfFile& elf, std::string_view table, std::string_view strings, Symbols* out) {
-  auto syms = elf.Section(table);
-  auto strs = elf.Section(strings);
-  if (!syms.ok() || !*syms || !strs.ok() || !*strs) return;
-  std::span<const uint8_t> s = (*syms)->data, str = (*strs)->data;
-  for (size_t at = 0; at + sizeof(Elf64_Sym) <= s.size(); at += sizeof(Elf64_Sym)) {
-    Elf64_Sym sym;
-    std::memcpy(&sym, s.data() + at, sizeof(sym));
-    if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0 || sym.st_name >= str.size()) continue;
-    const char* p = reinterpret_cast<const char*>(str.data()) + sym.st_name;
-    std::string_view name(p, strnlen(p, str.size() - sym.st_name));
-    const Sym v{sym.st_value, sym.st_size};
+  ForEachDefinedSymbol(elf, table, strings, [&](const ElfSymbol& sym) {
+    if (sym.value == 0) return;
+    const std::string_view name = sym.name;
+    const Sym v{sym.value, sym.size};
     if (name == "executor_globals") out->globals = v;
     else if (name == "executor_globals_offset") out->globals_offset = v;
     else if (name == "execute_ex") out->execute_ex = v;
@@ -42,7 +36,7 @@ void ReadSymbols(const ElfFile& elf, std::string_view table, std::string_view st
     else if (name == "zend_get_executed_filename_ex") out->filename_ex = v;
     else if (name == "zend_get_executed_lineno") out->lineno = v;
     else if (name == "get_active_function_name") out->function_name = v;
-  }
+  });
 }
 
 // A function's first bytes (at most 256: the probes read short functions).

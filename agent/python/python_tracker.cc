@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/process/look_again.h"
 #include "agent/process/proc_maps.h"
 #include "agent/python/debug_offsets.h"
 #include "base/guarded.h"
@@ -18,12 +19,6 @@ namespace {
 // A code object read is trusted this long before it is checked again
 // (freed and reused code objects differ in their identifying fields).
 constexpr uint64_t kRecheckNs = 100'000'000;
-// A process that is not (yet) Python is looked at again after 10 ms, then
-// twice as long each time up to a second: a command just exec'd may not have
-// mapped its libpython yet (1 in 6 one-second runs of a pyenv python3.12
-// lost every Python frame when the first retry came after a second).
-constexpr uint64_t kNotPythonFirstRetryNs = 10'000'000;
-constexpr uint64_t kNotPythonRetryNs = 1'000'000'000;
 // Frame checks before an interpreter whose frames hold no code object is refused.
 constexpr int kFrameCheckTries = 3;
 constexpr uint64_t kFrameCheckSpacingNs = 50'000'000;
@@ -90,15 +85,6 @@ absl::StatusOr<std::optional<PythonBinary>> PythonTracker::Binary(const std::str
 namespace {
 
 // The runtime address of ELF address 0 for a mapping of the file.
-std::optional<uint64_t> BiasOf(const PythonBinary& b, const MapsEntry& e) {
-  for (const ElfSegment& seg : b.loads) {
-    if (e.offset >= (seg.offset & ~uint64_t{4095}) && e.offset < seg.offset + seg.filesz) {
-      return e.start - (e.offset + seg.vaddr - seg.offset);
-    }
-  }
-  return std::nullopt;
-}
-
 // Whether the offsets lead to code objects in this process: the first
 // frames of its threads have PyCode_Type as their type. nullopt: no frame
 // to look at (every thread in C code); false: a frame without a code
@@ -193,7 +179,7 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
     const PythonBinary& b = **bin;
     proc.binary = e.path;
     proc.version = absl::StrCat(b.major, ".", b.minor);
-    auto bias = BiasOf(b, e);
+    auto bias = LoadBias(b.loads, e);
     if (!bias) return refuse(absl::StrCat(e.path, ": its mapping lies in no segment"));
     ProcessMemory mem(static_cast<pid_t>(pid));
     if (b.py_version) {
@@ -291,10 +277,7 @@ uint32_t PythonTracker::CodeIndex(uint32_t pid, Proc& p, uint64_t addr, uint64_t
 
 void PythonTracker::Notice(uint32_t pid, uint64_t now_ns) {
   Proc& p = procs_[pid];
-  const uint64_t retry = std::min(kNotPythonRetryNs, kNotPythonFirstRetryNs << std::min(p.not_python_checks, 7));
-  if (p.state == Proc::kUnknown || (p.state == Proc::kNotPython && now_ns - p.checked_ns > retry)) {
-    if (p.state == Proc::kNotPython) ++p.not_python_checks;
-    p.checked_ns = now_ns;
+  if (p.look.Due(p.state == Proc::kUnknown, p.state == Proc::kNotPython, now_ns)) {
     // Its binaries and memory are its user's: whatever they make the
     // reading throw, that process is not looked at again (every sample of
     // it would throw the same), and the others are.

@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "agent/process/look_again.h"
 #include "agent/process/runtime_check.h"
 #include "agent/python/python_binary.h"
 #include "agent/python/python_code.h"
@@ -90,7 +91,7 @@ class PythonTracker {
  private:
   struct Proc {
     enum State { kUnknown, kNotPython, kPython, kRefused } state = kUnknown;
-    uint64_t checked_ns = 0;
+    LookAgain look;
     // Frame checks that found no code object: refused at kFrameCheckTries
     // (a frame read while the process pushes it can fail once), counted at
     // most one per kFrameCheckSpacingNs (CLOCK_MONOTONIC of the last one
@@ -98,7 +99,6 @@ class PythonTracker {
     // all meet its frames in flux.
     int frame_check_failures = 0;
     uint64_t frame_check_failed_ns = 0;
-    int not_python_checks = 0;  // looks while kNotPython: the next comes later
     CodeFields fields;
     std::string binary, version;  // the interpreter Attach last read ("3.11")
     // code address -> index in codes_, and when it was last checked.

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/ruby/ruby_code_probe.h"
+#include "elf/elf_symbols.h"
 #include "unwind_tables/cfi_functions.h"
 
 namespace ehprof {
@@ -22,22 +23,15 @@ struct Symbols {
   std::optional<Sym> vm_exec, current_ec, next_cfp, id2str, global_symbols, api_version;
   // 3.3 as Debian 13 builds it exports none of the first three: these lead to them.
   std::optional<Sym> iseq_eval_main, profile_frames, thread_current;
+  std::optional<Sym> class_vars[3];  // rb_cObject, rb_cModule, rb_cString
 };
 
 void ReadSymbols(const ElfFile& elf, std::string_view table, std::string_view strings, Symbols* out) {
-  auto syms = elf.Section(table);
-  auto strs = elf.Section(strings);
-  if (!syms.ok() || !*syms || !strs.ok() || !*strs) return;
-  std::span<const uint8_t> s = (*syms)->data, str = (*strs)->data;
-  for (size_t at = 0; at + sizeof(Elf64_Sym) <= s.size(); at += sizeof(Elf64_Sym)) {
-    Elf64_Sym sym;
-    std::memcpy(&sym, s.data() + at, sizeof(sym));
-    if (sym.st_shndx == SHN_UNDEF || sym.st_name >= str.size()) continue;
-    const char* p = reinterpret_cast<const char*>(str.data()) + sym.st_name;
-    std::string_view name(p, strnlen(p, str.size() - sym.st_name));
-    Sym v{sym.st_value, sym.st_size, static_cast<uint32_t>(at / sizeof(Elf64_Sym))};
+  ForEachDefinedSymbol(elf, table, strings, [&](const ElfSymbol& sym) {
+    const std::string_view name = sym.name;
+    const Sym v{sym.value, sym.size, sym.index};
     if (name == "rb_vm_exec") out->vm_exec = v;
-    else if (name == "ruby_current_ec" && ELF64_ST_TYPE(sym.st_info) == STT_TLS) out->current_ec = v;
+    else if (name == "ruby_current_ec" && sym.type == STT_TLS) out->current_ec = v;
     else if (name == "rb_vm_get_ruby_level_next_cfp") out->next_cfp = v;
     else if (name == "rb_id2str") out->id2str = v;
     else if (name == "ruby_global_symbols") out->global_symbols = v;
@@ -45,7 +39,10 @@ void ReadSymbols(const ElfFile& elf, std::string_view table, std::string_view st
     else if (name == "rb_iseq_eval_main") out->iseq_eval_main = v;
     else if (name == "rb_profile_frames") out->profile_frames = v;
     else if (name == "rb_thread_current") out->thread_current = v;
-  }
+    else if (name == "rb_cObject") out->class_vars[0] = v;
+    else if (name == "rb_cModule") out->class_vars[1] = v;
+    else if (name == "rb_cString") out->class_vars[2] = v;
+  });
 }
 
 // The largest function that code at [addr, addr + size) calls directly,
@@ -224,6 +221,7 @@ absl::StatusOr<std::optional<RubyBinary>> InspectRubyBinary(const ElfFile& elf, 
   }
   if (absl::Status st = FindGlobalSymbols(elf, *fdes, syms, &out); !st.ok()) return fail(st.message());
   if (absl::Status st = ProbeLayout(elf, *fdes, syms, &out.layout); !st.ok()) return fail(st.message());
+  for (int i = 0; i < 3; ++i) out.class_vars[i] = syms.class_vars[i] ? syms.class_vars[i]->addr : 0;
   for (const ElfSegment& seg : elf.segments()) {
     if (seg.type == PT_LOAD) out.loads.push_back(seg);
   }

@@ -29,6 +29,9 @@ struct RubyBinary {
   int64_t tls_offset = 0;
   // global_symbols: its last_id (u32) and ids (an Array of Arrays).
   uint64_t symbols_last_id = 0, symbols_ids = 0;
+  // The VALUE variables rb_cObject, rb_cModule, rb_cString (0: not
+  // exported), for probing where a class keeps its path.
+  uint64_t class_vars[3] = {0, 0, 0};
   // The layout the BPF walk takes (vm range and TLS left 0: per process).
   ehp_ruby_proc layout{};
   std::vector<ElfSegment> loads;

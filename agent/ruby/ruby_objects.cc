@@ -21,7 +21,7 @@ constexpr uint64_t kFlUser1 = 1u << 13;
 // low RUBY_ID_SCOPE_SHIFT bits.
 constexpr uint64_t kIdEntryUnit = 512, kLastOpId = 0xa9, kIdScopeShift = 4;
 // method.h: VM_METHOD_TYPE_CFUNC; rb_method_definition_t's original_id.
-constexpr uint32_t kMethodCfunc = 1;
+constexpr uint32_t kMethodIseq = 0, kMethodCfunc = 1;
 constexpr uint64_t kDefOriginalId = 32;
 // The longest Array the walk indexes: the ID table's tops (a few hundred
 // units) and its units (1024 VALUEs).
@@ -134,6 +134,7 @@ absl::StatusOr<RubyIseq> RubyObjects::Iseq(uint64_t iseq) {
   auto label = String(loc[2]);
   if (!label.ok()) return label.status();
   out.label = *label;
+  if (auto base = String(loc[1]); base.ok()) out.base_label = *base;
   auto path = String(loc[0]);
   if (!path.ok()) {  // [path, realpath]
     auto first = ArrayAt(loc[0], 0);
@@ -178,16 +179,36 @@ absl::StatusOr<int32_t> RubyObjects::Line(const RubyIseq& iseq, uint32_t index) 
   return line;
 }
 
-absl::StatusOr<std::string> RubyObjects::MethodName(uint64_t me, bool* is_cfunc) const {
-  auto type = ImemoType(me);
+absl::StatusOr<uint64_t> RubyObjects::MethodEntry(uint64_t value) const {
+  auto type = ImemoType(value);
   if (type.ok() && *type == kImemoSvar) {  // vm_svar {flags, cref_or_me, ...}
-    auto inner = U64(me + 8);
+    auto inner = U64(value + 8);
     if (!inner.ok()) return inner.status();
-    me = *inner;
-    type = ImemoType(me);
+    value = *inner;
+    type = ImemoType(value);
   }
   if (!type.ok()) return type.status();
-  if (*type != kImemoMethodEntry) return absl::InvalidArgumentError(absl::StrFormat("0x%x is no method entry", me));
+  if (*type != kImemoMethodEntry) return absl::InvalidArgumentError(absl::StrFormat("0x%x is no method entry", value));
+  return value;
+}
+
+absl::StatusOr<uint64_t> RubyObjects::MethodIseq(uint64_t me) const {
+  auto def = U64(me + 16);
+  if (!def.ok()) return def.status();
+  uint32_t def_type = 0;
+  uint64_t iseq = 0;
+  // rb_method_definition_t {type:4 and counts (8 bytes), body {iseq {iseqptr, cref}, ...}}
+  if (!Canonical(*def) || !mem_.Read(*def, &def_type, 4) || !mem_.ReadU64(*def + 8, &iseq)) {
+    return absl::UnavailableError("method definition unreadable");
+  }
+  if ((def_type & 0xf) != kMethodIseq) return absl::InvalidArgumentError("not a Ruby method");
+  return iseq;
+}
+
+absl::StatusOr<std::string> RubyObjects::MethodName(uint64_t me, bool* is_cfunc) const {
+  auto entry = MethodEntry(me);
+  if (!entry.ok()) return entry.status();
+  me = *entry;
   auto def = U64(me + 16);
   if (!def.ok()) return def.status();
   uint32_t def_type = 0;

@@ -30,7 +30,7 @@ struct RubyObjectLayout {
 };
 
 struct RubyIseq {
-  std::string label, path;
+  std::string label, base_label, path;
   uint64_t encoded = 0;  // iseq_encoded
   uint32_t size = 0;     // iseq_size, in VALUEs
   uint64_t info_body = 0, info_succ = 0, info_positions = 0;
@@ -58,6 +58,11 @@ class RubyObjects {
   // The name of a method entry (through an svar that wraps one): the
   // method's original name; *is_cfunc whether it is a C method.
   absl::StatusOr<std::string> MethodName(uint64_t me, bool* is_cfunc) const;
+  // The method entry a frame's ep[-2] holds (itself, or the one an svar
+  // wraps); an error for anything else (a cref, false).
+  absl::StatusOr<uint64_t> MethodEntry(uint64_t value) const;
+  // The iseq of a Ruby method's entry (its definition of type ISEQ).
+  absl::StatusOr<uint64_t> MethodIseq(uint64_t me) const;
   // What an object is: T_IMEMO's type (0-15), -1 for anything else.
   absl::StatusOr<int> ImemoType(uint64_t value) const;
   const RubyObjectLayout& layout() const { return layout_; }

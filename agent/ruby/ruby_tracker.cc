@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/process/look_again.h"
 #include "agent/process/proc_maps.h"
 #include "base/guarded.h"
 
@@ -11,13 +12,12 @@ namespace ehprof {
 
 namespace {
 
+// Tries to find where the process's classes keep their path before names
+// stay bare labels (classes not set up yet, or a Ruby keeping it elsewhere).
+constexpr int kClassProbeTries = 20;
 // A frame named is trusted this long before it is read again (an iseq of
 // eval'd code can be freed and its memory reused).
 constexpr uint64_t kRereadNs = 1'000'000'000;
-// A process that is not (yet) Ruby is looked at again after 10 ms, then
-// twice as long each time up to a second.
-constexpr uint64_t kNotRubyFirstRetryNs = 10'000'000;
-constexpr uint64_t kNotRubyRetryNs = 1'000'000'000;
 // Looks at a process whose TLS module id or symbol table does not read yet
 // before it is refused (a Ruby still starting has neither for a few
 // milliseconds).
@@ -28,15 +28,6 @@ constexpr uint64_t kMaxTlsModule = 1u << 16;
 bool LooksLikeRuby(const std::string& path) {
   const std::string base = path.substr(path.rfind('/') + 1);
   return base.find("ruby") != std::string::npos;
-}
-
-std::optional<uint64_t> BiasOf(const RubyBinary& b, const MapsEntry& e) {
-  for (const ElfSegment& seg : b.loads) {
-    if (e.offset >= (seg.offset & ~uint64_t{4095}) && e.offset < seg.offset + seg.filesz) {
-      return e.start - (e.offset + seg.vaddr - seg.offset);
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -77,6 +68,8 @@ absl::StatusOr<bool> RubyTracker::Publish(uint32_t pid, Proc& proc, const RubyBi
   layout.symbols_last_id = b.symbols_last_id + bias;
   layout.symbols_ids = b.symbols_ids + bias;
   proc.objects.emplace(*proc.mem, layout);
+  proc.classes.emplace(*proc.mem, *proc.objects);
+  for (int i = 0; i < 3; ++i) proc.class_vars[i] = b.class_vars[i] ? b.class_vars[i] + bias : 0;
   if (absl::Status st = proc.objects->Probe(); !st.ok()) {
     if (++proc.probe_failures < kProbeTries) return false;  // still starting: look again
     return absl::FailedPreconditionError(absl::StrCat(b.path, ": ", st.message()));
@@ -113,7 +106,7 @@ absl::StatusOr<bool> RubyTracker::Attach(uint32_t pid) {
     if (!*bin) continue;
     proc.binary = e.path;
     proc.version = (*bin)->version;
-    auto bias = BiasOf(**bin, e);
+    auto bias = LoadBias((*bin)->loads, e);
     if (!bias) return refuse(absl::StrCat(e.path, ": its mapping lies in no segment"));
     auto published = Publish(pid, proc, **bin, *bias);
     if (!published.ok() && absl::IsFailedPrecondition(published.status())) {
@@ -128,10 +121,7 @@ absl::StatusOr<bool> RubyTracker::Attach(uint32_t pid) {
 
 void RubyTracker::Notice(uint32_t pid, uint64_t now_ns) {
   Proc& p = procs_[pid];
-  const uint64_t retry = std::min(kNotRubyRetryNs, kNotRubyFirstRetryNs << std::min(p.not_ruby_checks, 7));
-  if (p.state == Proc::kUnknown || (p.state == Proc::kNotRuby && now_ns - p.checked_ns > retry)) {
-    if (p.state == Proc::kNotRuby) ++p.not_ruby_checks;
-    p.checked_ns = now_ns;
+  if (p.look.Due(p.state == Proc::kUnknown, p.state == Proc::kNotRuby, now_ns)) {
     // Its binaries and memory are its user's: whatever they make the
     // reading throw, that process is not looked at again.
     const absl::Status st = Guarded("reading a Ruby process", "its stacks are native only", [&] {
@@ -142,7 +132,20 @@ void RubyTracker::Notice(uint32_t pid, uint64_t now_ns) {
   }
 }
 
-InterpFrameName RubyTracker::Name(uint32_t pid, uint64_t word, uint64_t now_ns) {
+std::optional<RubyClassName> RubyTracker::ClassOf(Proc& proc, uint64_t me, bool cfunc) {
+  if (!proc.classes || !proc.class_vars[0] || !proc.class_vars[1] || !proc.class_vars[2]) return std::nullopt;
+  if (!proc.classes->ready()) {
+    if (proc.class_probes >= kClassProbeTries) return std::nullopt;
+    ++proc.class_probes;
+    if (!proc.classes->Probe(proc.class_vars[0], proc.class_vars[1], proc.class_vars[2]).ok()) return std::nullopt;
+  }
+  auto entry = proc.objects->MethodEntry(me);
+  auto klass = entry.ok() ? proc.classes->OfMethodEntry(*entry, cfunc) : entry.status();
+  if (!klass.ok()) return std::nullopt;
+  return *klass;
+}
+
+InterpFrameName RubyTracker::Name(uint32_t pid, uint64_t word, uint64_t method) {
   InterpFrameName n;
   n.kind = EHP_INTERP_RUBY;
   const uint64_t object = EHP_INTERP_FRAME_OBJECT(word);
@@ -154,19 +157,33 @@ InterpFrameName RubyTracker::Name(uint32_t pid, uint64_t word, uint64_t now_ns) 
   n.function = "[ruby: unreadable frame]";
   auto it = procs_.find(pid);
   if (it == procs_.end() || it->second.state != Proc::kRuby || !it->second.objects) return n;
-  RubyObjects& objects = *it->second.objects;
+  Proc& proc = it->second;
+  RubyObjects& objects = *proc.objects;
   if (aux == EHP_INTERP_AUX_UNKNOWN) {  // a C method's entry
     bool cfunc = false;
     auto name = objects.MethodName(object, &cfunc);
     if (name.ok()) {
-      n.function = *name;
+      auto klass = ClassOf(proc, object, /*cfunc=*/true);
+      n.function = klass ? QualifiedLabel(*name, *name, *klass) : *name;
       n.native = true;
     }
     return n;
   }
-  auto iseq = objects.Iseq(object);
+  // A Ruby method's frame holds its method entry, others their iseq (a
+  // block's followed by its method's entry).
+  uint64_t iseq_addr = object;
+  std::optional<RubyClassName> klass;
+  if (auto me = objects.MethodEntry(object); me.ok()) {
+    auto from_me = objects.MethodIseq(*me);
+    if (!from_me.ok()) return n;
+    iseq_addr = *from_me;
+    klass = ClassOf(proc, *me, false);
+  } else if (method) {
+    klass = ClassOf(proc, method, false);
+  }
+  auto iseq = objects.Iseq(iseq_addr);
   if (!iseq.ok()) return n;
-  n.function = iseq->label;
+  n.function = klass ? QualifiedLabel(iseq->label, iseq->base_label, *klass) : iseq->label;
   n.file = iseq->path;
   // aux is (pc >> 3) % EHP_RUBY_PC_MOD: the index is exact while the iseq
   // is shorter than the modulus.
@@ -179,21 +196,33 @@ InterpFrameName RubyTracker::Name(uint32_t pid, uint64_t word, uint64_t now_ns) 
   return n;
 }
 
+namespace {
+
+bool IsRubyWord(uint64_t v) { return EHP_IS_INTERP_FRAME(v) && EHP_INTERP_FRAME_KIND(v) == EHP_INTERP_RUBY; }
+bool IsMethodWord(uint64_t v) { return IsRubyWord(v) && EHP_INTERP_FRAME_AUX(v) == EHP_RUBY_AUX_METHOD; }
+
+}  // namespace
+
 void RubyTracker::NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) {
   Notice(pid, now_ns);
   Proc& p = procs_[pid];
-  for (uint64_t& v : *user) {
-    if (!EHP_IS_INTERP_FRAME(v) || EHP_INTERP_FRAME_KIND(v) != EHP_INTERP_RUBY) continue;
-    const uint64_t key = v & EHP_INTERP_INDEX_MASK;
-    auto it = p.words.find(key);
-    if (it != p.words.end() && now_ns - it->second.read_ns < kRereadNs) {
+  std::vector<uint64_t>& u = *user;
+  size_t out = 0;
+  for (size_t i = 0; i < u.size(); ++i) {
+    uint64_t v = u[i];
+    if (IsMethodWord(v)) continue;  // read with the block before it; one alone is dropped
+    if (IsRubyWord(v)) {
+      const uint64_t method = i + 1 < u.size() && IsMethodWord(u[i + 1]) ? EHP_INTERP_FRAME_OBJECT(u[i + 1]) : 0;
+      const std::pair<uint64_t, uint64_t> key{v & EHP_INTERP_INDEX_MASK, method};
+      auto it = p.words.find(key);
+      if (it == p.words.end() || now_ns - it->second.read_ns >= kRereadNs) {
+        it = p.words.insert_or_assign(key, Proc::Cached{table_->Add(Name(pid, v, method)), now_ns}).first;
+      }
       v = table_->Word(it->second.index);
-      continue;
     }
-    const uint32_t index = table_->Add(Name(pid, v, now_ns));
-    p.words[key] = {index, now_ns};
-    v = table_->Word(index);
+    u[out++] = v;
   }
+  u.resize(out);
 }
 
 void RubyTracker::Exit(uint32_t pid) {

@@ -1,10 +1,13 @@
 // The Ruby processes of a recording: finds each process's libruby, publishes
 // where its VM loop is, its TLS slot of ruby_current_ec and its control
 // frame layout into the BPF ruby_procs map (bpf/ruby.bpf.h), and names the
-// Ruby frames of each sample (an iseq and its pc, or a C method's method
-// entry) into the recording's InterpFrameTable while the process is alive:
-// "label" as Ruby 3.1's backtrace and rbspy say it ("foo", "block in foo",
-// "<main>"), file and line; a C method by its name, with no file.
+// Ruby frames of each sample (an iseq or a Ruby method's entry and its pc,
+// a block's iseq followed by its method's entry, or a C method's entry)
+// into the recording's InterpFrameTable while the process is alive: the
+// label qualified by its method's class as Ruby 3.4's backtraces and rbspy
+// on 3.3 say it ("Foo#foo", "block in Foo#foo", "Foo.bar", "<main>") where
+// the process's classes keep their path (ruby_class.h), else the bare
+// label; file and line; a C method by its name ("Integer#times"), no file.
 #ifndef EHPROF_AGENT_RUBY_RUBY_TRACKER_H_
 #define EHPROF_AGENT_RUBY_RUBY_TRACKER_H_
 
@@ -19,7 +22,9 @@
 #include "absl/status/statusor.h"
 #include "agent/interp/interp_frame_table.h"
 #include "agent/interp/interp_tracker.h"
+#include "agent/process/look_again.h"
 #include "agent/ruby/ruby_binary.h"
+#include "agent/ruby/ruby_class.h"
 #include "agent/ruby/ruby_objects.h"
 #include "agent/tables/map_writer.h"
 #include "base/warnings.h"
@@ -43,25 +48,30 @@ class RubyTracker : public InterpTracker {
   void ForgetFrames() override;
   // Finds pid's libruby now: whether it is a readable Ruby.
   absl::StatusOr<bool> Attach(uint32_t pid);
-  // The name of one Ruby frame word of pid (what NameFrames interns).
-  InterpFrameName Name(uint32_t pid, uint64_t word, uint64_t now_ns);
+  // The name of one Ruby frame word of pid (what NameFrames interns);
+  // method: the method entry of a block's method (the word after it), 0.
+  InterpFrameName Name(uint32_t pid, uint64_t word, uint64_t method);
 
  private:
   struct Proc {
     enum State { kUnknown, kNotRuby, kRuby, kRefused } state = kUnknown;
-    uint64_t checked_ns = 0;
-    int not_ruby_checks = 0;
+    LookAgain look;
     int probe_failures = 0;  // symbol table not readable yet (Ruby starting)
     std::string binary, version;
     std::optional<RubyObjects> objects;
+    std::optional<RubyClasses> classes;
+    uint64_t class_vars[3] = {0, 0, 0};  // rb_cObject, rb_cModule, rb_cString in the process
+    int class_probes = 0;
     std::unique_ptr<ProcessMemory> mem;
-    // (object, aux) -> table index, and when it was read.
+    // ((object, aux), a block's method entry or 0) -> table index, and when it was read.
     struct Cached {
       uint32_t index;
       uint64_t read_ns;
     };
-    absl::flat_hash_map<uint64_t, Cached> words;
+    absl::flat_hash_map<std::pair<uint64_t, uint64_t>, Cached> words;
   };
+  // The class of a method entry (through an svar) when pid's classes read.
+  std::optional<RubyClassName> ClassOf(Proc& proc, uint64_t me, bool cfunc);
   absl::StatusOr<std::optional<RubyBinary>> Binary(const std::string& open_path, const std::string& path,
                                                    uint64_t inode);
   absl::StatusOr<bool> Publish(uint32_t pid, Proc& proc, const RubyBinary& b, uint64_t bias);

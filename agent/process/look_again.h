@@ -1,0 +1,39 @@
+// What the trackers of interpreters (agent/python, agent/ruby) share when
+// they look at a process: where a mapping of a binary puts the binary's
+// ELF addresses (LoadBias), and when a process that does not run the
+// interpreter yet is looked at again (LookAgain).
+#ifndef EHPROF_AGENT_PROCESS_LOOK_AGAIN_H_
+#define EHPROF_AGENT_PROCESS_LOOK_AGAIN_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "agent/process/proc_maps.h"
+#include "elf/elf_file.h"
+
+namespace ehprof {
+
+// Runtime address - ELF address for the binary whose PT_LOAD segments are
+// `loads`, from one of its mappings; nullopt when the mapping lies in none.
+std::optional<uint64_t> LoadBias(std::span<const ElfSegment> loads, const MapsEntry& e);
+
+// A process not (yet) running the interpreter is looked at again after
+// 10 ms, then twice as long each time, up to a second: a command just
+// exec'd may not have mapped its libpython or libruby yet (1 in 6
+// one-second runs of a pyenv python3.12 lost every Python frame when the
+// first retry came after a second).
+class LookAgain {
+ public:
+  // Whether to look now: always while the process is `unknown`; while it
+  // is known to run none (`absent`), once the wait is over.
+  bool Due(bool unknown, bool absent, uint64_t now_ns);
+
+ private:
+  uint64_t checked_ns_ = 0;
+  int absent_checks_ = 0;
+};
+
+}  // namespace ehprof
+
+#endif  // EHPROF_AGENT_PROCESS_LOOK_AGAIN_H_
