@@ -34,6 +34,7 @@ EHP_INLINE __u8 ruby_begin(struct scratch *s, __u32 pid)
 	s->rb_busy = 0;
 	s->rb_vm[0] = 0;
 	s->rb_vm[1] = 0;
+	s->rb_jit = RB_JIT_NONE;
 	if (!buf)
 		return 0;
 	buf->state = RB_OFF;
@@ -48,6 +49,7 @@ EHP_INLINE __u8 ruby_begin(struct scratch *s, __u32 pid)
 		buf->state = RB_IDLE;
 		s->rb_vm[0] = proc->vm_begin;
 		s->rb_vm[1] = proc->vm_end;
+		s->rb_jit = RB_JIT_IDLE;
 	}
 #endif
 	return buf->state;
@@ -56,7 +58,7 @@ EHP_INLINE __u8 ruby_begin(struct scratch *s, __u32 pid)
 /* The Ruby side of a walk step whose next frame slot is at, n frames
  * into the walk, at lookup address pc: as py_step, PY_STEP_NATIVE or
  * (PY_ACT_* << 16) | (1 + frames added). */
-__noinline int rb_step(__u32 at, __u32 n, __u64 pc)
+__noinline int rb_step(__u32 at, __u32 n, __u64 pc, __u32 jit)
 {
 	__u32 zero = 0;
 	struct rb_buf *buf = bpf_map_lookup_elem(&rb_buf, &zero);
@@ -64,7 +66,7 @@ __noinline int rb_step(__u32 at, __u32 n, __u64 pc)
 	if (!buf || !s)
 		return PY_STEP_NATIVE;
 	if (buf->state == RB_OFF ||
-	    (buf->state == RB_IDLE && (n == 0 || pc < buf->proc.vm_begin || pc >= buf->proc.vm_end))) {
+	    (buf->state == RB_IDLE && (n == 0 || (!jit && (pc < buf->proc.vm_begin || pc >= buf->proc.vm_end))))) {
 		s->rb_busy = 0;
 		return PY_STEP_NATIVE;
 	}
@@ -83,6 +85,7 @@ __noinline int rb_step(__u32 at, __u32 n, __u64 pc)
 		buf->out.at = (__u32)prev;
 		buf->out.room++;
 		buf->state = RB_FRAMES;
+		rb_jit_begin(buf, jit);
 		if (!buf->found) {
 			buf->vm_leaf = n == 1;
 			if (!rb_find_cfp(buf))
@@ -109,8 +112,12 @@ static long rb_dwarf_step(__u32 i, void *data)
 	/* rb_vm is [0, 0) while the Ruby walk is off. */
 	if (s->rb_vm[1]) {
 		__u64 pc = s->exact ? s->pc : s->pc - 1;
-		if (s->rb_busy || (w->n && pc >= s->rb_vm[0] && pc < s->rb_vm[1])) {
-			int r = rb_step(w->base + w->n, w->n, pc);
+		/* A JIT pc (bpf/ruby_yjit.bpf.h): its frames, then its native step. */
+		__u32 jit = s->rb_jit == RB_JIT_FRAMES;
+		if (jit)
+			s->rb_jit = RB_JIT_UNWIND;
+		if (s->rb_busy || jit || (w->n && pc >= s->rb_vm[0] && pc < s->rb_vm[1])) {
+			int r = rb_step(w->base + w->n, w->n, pc, jit);
 			if (r != PY_STEP_NATIVE) {
 				__u32 act = (__u32)r >> 16;
 				w->n = w->n + ((__u32)r & 0xffff) - 1;
