@@ -361,8 +361,10 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 		m = find_mapping(w->proc, lookup);
 	w->last = m;
 	if (!m) {
+#ifndef EHP_COMPAT /* the tail-call build has no Ruby walk */
 		if (rb_jit_unmapped(s)) /* bpf/ruby_yjit.bpf.h */
 			return 1;
+#endif
 		notify(EHP_EVENT_UNKNOWN_PC, w->pid, s->ev.tid, lookup);
 		w->stop = EHP_STOP_NO_MAPPING;
 		return 0;
@@ -374,8 +376,10 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 	if (!(m->flags & EHP_MAPPING_HAS_TABLE)) {
 		/* JIT code, anonymous memory, a file whose table is not built:
 		 * frame pointers are all there is, but for Ruby's. */
+#ifndef EHP_COMPAT
 		if ((m->flags & EHP_MAPPING_ANON) && s->rb_jit != RB_JIT_NONE)
 			return rb_jit_step(w); /* bpf/ruby_yjit.bpf.h */
+#endif
 		return fp_step_state(w, EHP_FRAME_FP);
 	}
 	struct ehp_rule *rule = find_rule(m->table_id, lookup - m->bias);
