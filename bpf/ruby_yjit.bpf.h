@@ -17,7 +17,11 @@
  * an indirect call instruction in the process's file-backed code. That
  * frame's rsp is the word after it, rbp unchanged. A pc in anonymous
  * memory with no such word (memory that is not YJIT's) ends the walk with
- * a Ruby stop marker. Included by bpf/walk.bpf.h. */
+ * a Ruby stop marker. YJIT writes a frame's pc only before a call that
+ * needs it (a send: the caller's pc, exact; a C call that may raise or
+ * allocate), so a leaf running in JIT code shows the line of its last such
+ * call, or its first line. The bpf_loop build's only (the tail-call build
+ * has no Ruby walk). Included by bpf/walk.bpf.h. */
 #ifndef EHPROF_BPF_RUBY_YJIT_BPF_H_
 #define EHPROF_BPF_RUBY_YJIT_BPF_H_
 
