@@ -18,6 +18,12 @@ scripts/debian_root.sh makes) both qualify by class ("Object#hot_add",
 Also: of ehprof's samples of the Ruby threads in libruby, how many
 carry a Ruby frame; and hot_add's loop lines as each profiler saw them.
 
+--yjit runs Ruby with its JIT on: most samples then lie in YJIT's code
+(anonymous memory, "[anon]"), which ehprof walks through by the control
+frames (bpf/ruby_yjit.bpf.h); rbspy reads the same control frames. Under
+YJIT a frame's pc is written only before calls that need it, so a leaf's
+line is the one of its last call or its first, for rbspy as for ehprof.
+
 Both count on-CPU samples (ehprof's cpu-clock; rbspy --on-cpu). Ruby's two
 threads share the GVL: the one waiting for it sleeps and neither counts
 it. A share p on n samples has a standard error of sqrt(p(1-p)/n). Needs
@@ -78,7 +84,7 @@ def ehprof_counts(path):
     in_libruby = with_ruby = 0
     for frames in ehprof_samples(path):
         ruby = [f for f in frames if is_ruby(f)]
-        if any("libruby" in f[1] for f in frames):
+        if any("libruby" in f[1] or f[1] == "[anon]" for f in frames):
             in_libruby += 1
             with_ruby += bool(ruby)
         code = [f for f in ruby if f[1].endswith(".rb")]
@@ -107,14 +113,15 @@ def rbspy_counts(path):
     return leaves, lines
 
 
-def workload(ruby, root, seconds):
+def workload(ruby, root, seconds, yjit=False):
+    flags = ["--yjit"] if yjit else []
     if ruby == TRIXIE_33:
-        return ["chroot", root, "/usr/bin/ruby3.3", "/tmp/shapes.rb", "hot", str(seconds + 4)]
-    return [ruby, SHAPES, "hot", str(seconds + 4)]
+        return ["chroot", root, "/usr/bin/ruby3.3"] + flags + ["/tmp/shapes.rb", "hot", str(seconds + 4)]
+    return [ruby] + flags + [SHAPES, "hot", str(seconds + 4)]
 
 
-def run_once(ehprof, rbspy, ruby, root, seconds, hz, tmp):
-    work = subprocess.Popen(workload(ruby, root, seconds))
+def run_once(ehprof, rbspy, ruby, root, seconds, hz, tmp, yjit=False):
+    work = subprocess.Popen(workload(ruby, root, seconds, yjit))
     try:
         time.sleep(1.0)
         eh_out, rb_out = os.path.join(tmp, "ehprof.txt"), os.path.join(tmp, "rbspy.txt")
@@ -152,20 +159,21 @@ def main():
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--hz", type=int, default=499)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--yjit", action="store_true", help="run Ruby with YJIT on (ruby --yjit)")
     result_file.add_argument(ap, "ruby_vs_rbspy")
     args = ap.parse_args()
     rbspy = subprocess.run(["bash", os.path.join(ROOT, "scripts", "install_rbspy.sh")],
                            capture_output=True, text=True, check=True).stdout.strip()
     print(f"# {platform.node()} {platform.release()} {os.cpu_count()} CPUs, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {args.ruby}, {args.seconds:g} s at "
-          f"{args.hz} Hz, {args.reps} runs pooled")
+          f"{args.hz} Hz, {args.reps} runs pooled{', --yjit' if args.yjit else ''}")
     with tempfile.TemporaryDirectory() as tmp:
         root = make_debian_root("trixie", "ruby3.3", "ehprof-rb33-root.", tmp) if args.ruby == TRIXIE_33 else None
         try:
             if root:
                 shutil.copy(SHAPES, os.path.join(root, "tmp", "shapes.rb"))
                 shutil.copy(rbspy, os.path.join(root, "tmp", "rbspy"))
-            runs = [run_once(args.ehprof, rbspy, args.ruby, root, args.seconds, args.hz, tmp)
+            runs = [run_once(args.ehprof, rbspy, args.ruby, root, args.seconds, args.hz, tmp, args.yjit)
                     for _ in range(args.reps)]
         finally:
             if root:
@@ -191,7 +199,11 @@ def main():
     figures["hot_add_line_max_diff_points"] = round(max(
         (abs(shares(our_lines).get(x, 0) - shares(their_lines).get(x, 0)) for x in line_set), default=0), 2)
     if not args.no_result:
-        result_file.write("ruby_vs_rbspy", figures, args.note, args.result, extra={"ruby": args.ruby})
+        name = "ruby_vs_rbspy_yjit" if args.yjit else "ruby_vs_rbspy"
+        path = args.result
+        if args.yjit and path == os.path.join(result_file.RESULTS, "ruby_vs_rbspy.json"):
+            path = os.path.join(result_file.RESULTS, name + ".json")
+        result_file.write(name, figures, args.note, path, extra={"ruby": args.ruby})
 
 
 if __name__ == "__main__":

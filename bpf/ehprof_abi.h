@@ -474,6 +474,7 @@ enum ehp_ruby_stop {
 	EHP_RUBY_STOP_READ_FAULT = 2, /* a control frame or its env unreadable */
 	EHP_RUBY_STOP_BAD_FRAME = 3,  /* a control frame outside the thread's VM stack */
 	EHP_RUBY_STOP_FRAMES_END = 4, /* the VM loop has no control frame left */
+	EHP_RUBY_STOP_JIT_EXIT = 5,   /* JIT code with no call into it found on the stack */
 };
 /* How the walk finds the thread's rb_execution_context_t: libruby's TLS
  * variable ruby_current_ec, through glibc's DTV (fsbase + 8 -> dtv, dtv +
@@ -659,6 +660,7 @@ enum ehp_unwinder {
 enum ehp_mapping_flags {
 	EHP_MAPPING_HAS_TABLE = 1,
 	EHP_MAPPING_PENDING = 2, /* its table is being built: stop, don't guess */
+	EHP_MAPPING_ANON = 4,    /* anonymous memory (JIT code): no file behind it */
 };
 
 /* One executable mapping: ELF address = pc - bias. */

@@ -145,10 +145,11 @@ struct scratch {
 	__u8 win[STACK_WINDOW];
 	/* The Ruby walk (bpf/ruby.bpf.h): vm_exec_core's range [begin, end)
 	 * (zeros: off) and whether the Ruby walk has steps of its own; read
-	 * before rb_step is called, as py_eval and py_busy. */
+	 * before rb_step is called, as py_eval and py_busy; rb_jit, where a
+	 * walk in JIT code is (enum rb_jit_state, bpf/ruby_yjit.bpf.h). */
 	__u64 rb_vm[2];
 	__u32 rb_busy;
-	__u32 rb_pad;
+	__u32 rb_jit;
 	/* The PHP walk (bpf/php.bpf.h) of this sample's process: its VM's
 	 * ranges [begin, end), begin and end in turn (zeros: none), where the
 	 * walk calls php_step, and

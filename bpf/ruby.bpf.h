@@ -35,6 +35,7 @@ EHP_INLINE __u8 ruby_begin(struct scratch *s, __u32 pid)
 	s->rb_busy = 0;
 	s->rb_vm[0] = 0;
 	s->rb_vm[1] = 0;
+	s->rb_jit = RB_JIT_NONE;
 	if (!buf)
 		return 0;
 	buf->state = RB_OFF;
@@ -51,6 +52,7 @@ EHP_INLINE __u8 ruby_begin(struct scratch *s, __u32 pid)
 		buf->state = RB_IDLE;
 		s->rb_vm[0] = proc->vm_begin;
 		s->rb_vm[1] = proc->vm_end;
+		s->rb_jit = RB_JIT_IDLE;
 	}
 #endif
 	return buf->state;
@@ -59,7 +61,7 @@ EHP_INLINE __u8 ruby_begin(struct scratch *s, __u32 pid)
 /* The Ruby side of a walk step whose next frame slot is at, n frames
  * into the walk, at lookup address pc: as py_step, PY_STEP_NATIVE or
  * (PY_ACT_* << 16) | (1 + frames added). */
-__noinline int rb_step(__u32 at, __u32 n, __u64 pc)
+__noinline int rb_step(__u32 at, __u32 n, __u64 pc, __u32 jit)
 {
 	__u32 zero = 0;
 	struct rb_buf *buf = bpf_map_lookup_elem(&rb_buf, &zero);
@@ -67,7 +69,7 @@ __noinline int rb_step(__u32 at, __u32 n, __u64 pc)
 	if (!buf || !s)
 		return PY_STEP_NATIVE;
 	if (buf->state == RB_OFF ||
-	    (buf->state == RB_IDLE && (n == 0 || !interp_in(pc, buf->proc.vm_begin, buf->proc.vm_end)))) {
+	    (buf->state == RB_IDLE && (n == 0 || (!jit && !interp_in(pc, buf->proc.vm_begin, buf->proc.vm_end))))) {
 		s->rb_busy = 0;
 		return PY_STEP_NATIVE;
 	}
@@ -82,6 +84,7 @@ __noinline int rb_step(__u32 at, __u32 n, __u64 pc)
 		buf->out.at = (__u32)prev;
 		buf->out.room++;
 		buf->state = RB_FRAMES;
+		rb_jit_begin(buf, jit);
 		if (!buf->found) {
 			buf->vm_leaf = n == 1;
 			if (!rb_find_cfp(buf))
@@ -107,8 +110,12 @@ static long rb_dwarf_step(__u32 i, void *data)
 	/* rb_vm is [0, 0) while the Ruby walk is off. */
 	if (s->rb_vm[1]) {
 		__u64 pc = s->exact ? s->pc : s->pc - 1;
-		if (s->rb_busy || (w->n && interp_in(pc, s->rb_vm[0], s->rb_vm[1]))) {
-			long r = interp_apply(w, rb_step(w->base + w->n, w->n, pc));
+		/* A JIT pc (bpf/ruby_yjit.bpf.h): its frames, then its native step. */
+		__u32 jit = s->rb_jit == RB_JIT_FRAMES;
+		if (jit)
+			s->rb_jit = RB_JIT_UNWIND;
+		if (s->rb_busy || jit || (w->n && interp_in(pc, s->rb_vm[0], s->rb_vm[1]))) {
+			long r = interp_apply(w, rb_step(w->base + w->n, w->n, pc, jit));
 			if (r >= 0)
 				return r;
 		}

@@ -54,6 +54,9 @@ struct rb_buf {
 	__u8 native_next; /* the VM call is done: its native step follows */
 	__u8 found;	 /* cfp was read from the execution context */
 	__u8 vm_leaf;	 /* the first VM loop reached was the sample's leaf frame */
+	__u8 jit;	 /* this call's frames are a JIT frame's (bpf/ruby_yjit.bpf.h) */
+	__u8 jit_taken;	 /* ... and one of them is pushed */
+	__u8 pad[2];
 	struct py_out out;
 	__u64 env[3];	 /* ep[-2], ep[-1], ep[0] of one frame */
 	__u8 b[RB_WIN];
@@ -203,11 +206,12 @@ EHP_INLINE __u64 rb_win_u64(struct rb_buf *buf, __u32 off)
  * started yet (rb_yield's setup): its pc still at the iseq's first
  * instruction, which the VM loop steps past as it starts one, and the
  * sample not taken in the VM loop itself (which may be just starting it).
- * Its frames then belong to the VM call below it, not to one of their own. */
+ * Its frames then belong to the VM call below it, not to one of their own.
+ * Not so in JIT code, which runs the frame from its first pc on. */
 EHP_INLINE int rb_not_entered(struct rb_buf *buf, __u64 cfp, __u64 iseq, __u64 pc)
 {
 	__u64 body = 0, encoded = 0;
-	if (buf->looked != 1 || buf->vm_leaf || !iseq || !pc)
+	if (buf->looked != 1 || buf->vm_leaf || buf->jit || !iseq || !pc)
 		return 0;
 	return rb_read_u64(iseq + buf->proc.iseq_body, &body) &&
 	       rb_read_u64(body + buf->proc.body_encoded, &encoded) && pc == encoded;
@@ -250,6 +254,31 @@ EHP_INLINE int rb_push_code(struct rb_buf *buf, struct scratch *s, __u32 flags, 
 	return !me || rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, me, EHP_RUBY_AUX_METHOD));
 }
 
+/* A JIT frame's control frames begin (bpf/ruby_yjit.bpf.h), or a VM
+ * loop's. */
+EHP_INLINE void rb_jit_begin(struct rb_buf *buf, __u32 jit)
+{
+	buf->jit = jit != 0;
+	buf->jit_taken = 0;
+}
+
+/* Whether a JIT frame's control frames end before the one at off in the
+ * window (len bytes): YJIT writes jit_return, the control frame's last
+ * word, in every frame it pushes and in the one it is entered for, and
+ * the VM's vm_push_frame zeroes it; so after the first, a frame with none
+ * is the interpreter's, whose VM loop lies below the JIT frame. A frame
+ * once entered through JIT code and left to the interpreter keeps its
+ * jit_return: its frames then stay with the JIT frame's, in their order. */
+EHP_INLINE int rb_jit_call_done(struct rb_buf *buf, __u32 off, __u32 len)
+{
+	if (!buf->jit)
+		return 0;
+	if (buf->jit_taken && !rb_win_u64(buf, off + len - 8))
+		return 1;
+	buf->jit_taken = 1;
+	return 0;
+}
+
 /* The current VM call's next control frames (up to RB_FRAMES_MAX). */
 EHP_INLINE void rb_frames(struct rb_buf *buf, struct scratch *s)
 {
@@ -271,6 +300,10 @@ EHP_INLINE void rb_frames(struct rb_buf *buf, struct scratch *s)
 			rb_stop(buf, s, EHP_RUBY_STOP_READ_FAULT);
 			return;
 		}
+		if (rb_jit_call_done(buf, (__u32)off, len)) {
+			rb_end_vm(buf, s, RB_IDLE);
+			return;
+		}
 		__u64 pc = rb_win_u64(buf, (__u32)off + p->cfp_pc);
 		__u64 iseq = rb_win_u64(buf, (__u32)off + p->cfp_iseq);
 		__u64 ep = rb_win_u64(buf, (__u32)off + p->cfp_ep);
@@ -280,7 +313,9 @@ EHP_INLINE void rb_frames(struct rb_buf *buf, struct scratch *s)
 		}
 		__u32 flags = (__u32)buf->env[2];
 		int fit = 1;
-		if ((flags & RB_FRAME_MAGIC_MASK) == RB_FRAME_MAGIC_CFUNC)
+		/* A C frame without its method entry yet (JIT code writes the frame
+		 * it pushes field by field): no word, as no name. */
+		if ((flags & RB_FRAME_MAGIC_MASK) == RB_FRAME_MAGIC_CFUNC && buf->env[0])
 			fit = rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, buf->env[0], EHP_INTERP_AUX_UNKNOWN));
 		else if (!(flags & RB_FRAME_FLAG_CFRAME) && iseq && pc)
 			fit = rb_push_code(buf, s, flags, iseq, pc);

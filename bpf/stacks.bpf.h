@@ -148,6 +148,7 @@ EHP_INLINE __u32 begin_stacks(void *ctx, struct scratch *s, int user_mode, int *
 EHP_INLINE void begin_user_walk(struct walk *w, struct leaf *leaf, __u32 pid, __u32 tid)
 {
 	struct scratch *s = w->s;
+	s->rb_jit = RB_JIT_NONE; /* ruby_begin says otherwise for a Ruby process */
 	leaf->rsp = s->regs[EHP_REG_RSP];
 	leaf->rbp = s->regs[EHP_REG_RBP];
 	leaf->pc = s->pc;

@@ -281,6 +281,7 @@ EHP_INLINE int caller_rbp(struct scratch *s, struct ehp_rule *rule, __u64 cfa, _
 }
 
 #include "bpf/fp_fallback.bpf.h"
+#include "bpf/ruby_yjit.bpf.h"
 
 #ifdef EHP_JVM_WALK
 /* jvm_step's result (bpf/hotspot.bpf.h): 0, not a frame it knows (the
@@ -360,6 +361,10 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 		m = find_mapping(w->proc, lookup);
 	w->last = m;
 	if (!m) {
+#ifndef EHP_COMPAT /* the tail-call build has no Ruby walk */
+		if (rb_jit_unmapped(s)) /* bpf/ruby_yjit.bpf.h */
+			return 1;
+#endif
 		notify(EHP_EVENT_UNKNOWN_PC, w->pid, s->ev.tid, lookup);
 		w->stop = EHP_STOP_NO_MAPPING;
 		return 0;
@@ -370,7 +375,11 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 	}
 	if (!(m->flags & EHP_MAPPING_HAS_TABLE)) {
 		/* JIT code, anonymous memory, a file whose table is not built:
-		 * frame pointers are all there is. */
+		 * frame pointers are all there is, but for Ruby's. */
+#ifndef EHP_COMPAT
+		if ((m->flags & EHP_MAPPING_ANON) && s->rb_jit != RB_JIT_NONE)
+			return rb_jit_step(w); /* bpf/ruby_yjit.bpf.h */
+#endif
 		return fp_step_state(w, EHP_FRAME_FP);
 	}
 	struct ehp_rule *rule = find_rule(m->table_id, lookup - m->bias);

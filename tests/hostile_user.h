@@ -9,6 +9,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <string>
+#include <vector>
+
 namespace ehprof::testing {
 
 inline constexpr uid_t kNobody = 65534;
@@ -24,6 +27,24 @@ inline bool BecomeUser(uid_t uid = kNobody) {
   }
   ::prctl(PR_SET_DUMPABLE, 1);
   return true;
+}
+
+// Forks a child that becomes `uid` and execs path with argv (argv[0]
+// first), ended by SIGALRM after alarm_seconds; its pid (-1: fork failed).
+// The child exits 2 when dropping to the user failed, 127 when exec did.
+inline pid_t SpawnAsUser(const std::string& path, const std::vector<std::string>& argv, unsigned alarm_seconds,
+                         uid_t uid = kNobody) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!BecomeUser(uid)) ::_exit(2);
+    ::alarm(alarm_seconds);
+    ::execv(path.c_str(), args.data());
+    ::_exit(127);
+  }
+  return pid;
 }
 
 }  // namespace ehprof::testing

@@ -237,5 +237,22 @@ TEST(ProcessTrackerProcsMap, FullMapIsCountedOnceAndRoomIsUsedAgain) {
   EXPECT_TRUE(procs->Has(kPid + 2));
 }
 
+// Anonymous code (JIT code, YJIT's) is marked so, for the Ruby walk
+// (bpf/ruby_yjit.bpf.h); a file without a table is not.
+TEST(ProcessTrackerProcsMap, AnonymousCodeIsMarked) {
+  Warnings warnings;
+  FileTables files{nullptr, &warnings};
+  auto map = std::make_unique<MemoryMapWriter>(sizeof(ehp_proc), 4, MemoryMapWriter::Kind::kHash);
+  MemoryMapWriter* procs = map.get();
+  ProcessTracker tracker(&files, std::move(map), &warnings);
+  tracker.Apply(kPid, {Exec(0x1000, 0x2000, "/a"), Exec(0x7000, 0x9000, "")}, 100);
+  ASSERT_TRUE(procs->Has(kPid));
+  const auto entry = std::make_unique<ehp_proc>(procs->Get<ehp_proc>(kPid));
+  ASSERT_EQ(entry->n_mappings, 2u);
+  EXPECT_EQ(entry->mappings[0].flags, 0u);
+  EXPECT_EQ(entry->mappings[1].begin, 0x7000u);
+  EXPECT_EQ(entry->mappings[1].flags, static_cast<uint32_t>(EHP_MAPPING_ANON));
+}
+
 }  // namespace
 }  // namespace ehprof

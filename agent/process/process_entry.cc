@@ -109,6 +109,8 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
       if (kernel_index_) kernel_index_->Publish(m->kernel_file, *m->file, *f);
     } else if (f && f->state == FileInfo::State::kPending) {
       out.flags = EHP_MAPPING_PENDING;
+    } else if (m->path == "//anon") {
+      out.flags = EHP_MAPPING_ANON;  // JIT code: a runtime's walk may know it
     }
   }
   proc->n_mappings = static_cast<uint32_t>(n);

@@ -38,6 +38,7 @@ const char* RubyStopName(uint32_t why) {
     case EHP_RUBY_STOP_READ_FAULT: return "[ruby: control frame read fault]";
     case EHP_RUBY_STOP_BAD_FRAME: return "[ruby: bad control frame]";
     case EHP_RUBY_STOP_FRAMES_END: return "[ruby: no control frame left]";
+    case EHP_RUBY_STOP_JIT_EXIT: return "[ruby: JIT code not entered from the VM]";
     default: return "[ruby: stopped]";
   }
 }
