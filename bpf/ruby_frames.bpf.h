@@ -219,14 +219,12 @@ EHP_INLINE int rb_not_entered(struct rb_buf *buf, __u64 cfp, __u64 iseq, __u64 p
 
 /* The method entry of the method whose env a block's env leads to (ep[-1]:
  * the previous env, tagged 1), at most RB_EP_HOPS envs up; 0 when it is no
- * method's (a block in <main> or a class body) or not reached. A global
- * function, verified once on its own. */
-__noinline __u64 rb_local_method(__u64 prev)
+ * method's (a block in <main> or a class body) or not reached. Inlined in
+ * rb_step, not a global function of its own: a fourth call level (the
+ * sampler, the walk's callback, rb_step, this) passes 6.1's 512-byte
+ * limit on the stack of a call chain. */
+EHP_INLINE __u64 rb_local_method(struct rb_buf *buf, __u64 prev)
 {
-	__u32 zero = 0;
-	struct rb_buf *buf = bpf_map_lookup_elem(&rb_buf, &zero);
-	if (!buf)
-		return 0;
 #pragma clang loop unroll(disable)
 	for (int i = 0; i < RB_EP_HOPS; i++) {
 		if (!(prev & 1) || !rb_env(buf, prev & ~3ull))
@@ -250,7 +248,7 @@ EHP_INLINE int rb_push_code(struct rb_buf *buf, struct scratch *s, __u32 flags, 
 		return 0;
 	if (flags & RB_ENV_FLAG_LOCAL)
 		return 1;
-	me = rb_local_method(buf->env[1]);
+	me = rb_local_method(buf, buf->env[1]);
 	return !me || rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, me, EHP_RUBY_AUX_METHOD));
 }
 
