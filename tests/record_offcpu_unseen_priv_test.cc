@@ -5,6 +5,7 @@
 // No switch can be left untraced on purpose, so the test makes the state
 // such a switch leaves: a block kept for a task that is on the CPU.
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -32,8 +33,8 @@ namespace {
 using testing::RequireRootForBpf;
 using testing::RunEhprof;
 
-// The off-CPU map among the BPF maps process `pid` holds open.
-UniqueFd OffCpuMapOf(pid_t pid, bpf_map_info* info) {
+// The BPF map named `name` among those process `pid` holds open.
+UniqueFd MapOf(pid_t pid, const char* name, bpf_map_info* info) {
   const std::string dir = "/proc/" + std::to_string(pid) + "/fdinfo";
   std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
   if (!d) return UniqueFd();
@@ -46,7 +47,7 @@ UniqueFd OffCpuMapOf(pid_t pid, bpf_map_info* info) {
       uint32_t len = sizeof(*info);
       std::memset(info, 0, sizeof(*info));
       if (fd.get() >= 0 && bpf_obj_get_info_by_fd(fd.get(), info, &len) == 0 &&
-          std::strcmp(info->name, "offcpu_tasks") == 0) {
+          std::strcmp(info->name, name) == 0) {
         return fd;
       }
     }
@@ -61,10 +62,12 @@ UniqueFd OffCpuMapOf(pid_t pid, bpf_map_info* info) {
 TEST(RecordOffCpuUnseen, ABlockWhoseSwitchInWentUnseenIsSentAtTheNextSwitchOut) {
   if (!RequireRootForBpf()) GTEST_SKIP();
   const std::string out = ::testing::TempDir() + "/unseen." + std::to_string(getpid()) + ".txt";
+  // It blocks a millisecond at a time: its blocks, once sent, say that
+  // ehprof's switch programs are attached (the maps exist before).
   const pid_t followed = fork();
   ASSERT_GE(followed, 0);
   if (followed == 0) {
-    for (;;) pause();
+    for (;;) usleep(1000);
   }
   const uint32_t self = static_cast<uint32_t>(gettid());
   constexpr uint64_t kAge = 1000000000;  // the made block began 1 s before it was made
@@ -75,10 +78,27 @@ TEST(RecordOffCpuUnseen, ABlockWhoseSwitchInWentUnseenIsSentAtTheNextSwitchOut) 
         bpf_map_info info;
         UniqueFd map;
         for (int i = 0; i < 100 && map.get() < 0; ++i) {
-          map = OffCpuMapOf(ehprof, &info);
+          map = MapOf(ehprof, "offcpu_tasks", &info);
           if (map.get() < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         ASSERT_GE(map.get(), 0) << "no offcpu_tasks map held by ehprof " << ehprof;
+        bpf_map_info stats_info;
+        UniqueFd stats;
+        for (int i = 0; i < 100 && stats.get() < 0; ++i) {
+          stats = MapOf(ehprof, "stats", &stats_info);
+          if (stats.get() < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        ASSERT_GE(stats.get(), 0) << "no stats map held by ehprof " << ehprof;
+        std::vector<uint64_t> per_cpu(static_cast<size_t>(libbpf_num_possible_cpus()), 0);
+        const uint32_t sent_key = EHP_STAT_OFFCPU_EVENTS;
+        uint64_t sent = 0;
+        for (int i = 0; i < 200 && sent == 0; ++i) {
+          if (bpf_map_lookup_elem(stats.get(), &sent_key, per_cpu.data()) == 0) {
+            for (uint64_t v : per_cpu) sent += v;
+          }
+          if (sent == 0) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+        }
+        ASSERT_GT(sent, 0u) << "the followed process's blocks never sent: switch programs not attached";
         ASSERT_GE(info.value_size, sizeof(ehp_event) + sizeof(uint64_t));
         // A block kept as a switch-out keeps one, with one user frame.
         std::vector<uint8_t> value(info.value_size, 0);
