@@ -28,4 +28,21 @@ void ForEachDefinedSymbol(const ElfFile& elf, std::string_view table, std::strin
   }
 }
 
+std::optional<TlsGotPair> FindTlsGotPair(const ElfFile& elf, const ElfSymbol& sym) {
+  auto rela = elf.Section(".rela.dyn");
+  if (!rela.ok() || !*rela) return std::nullopt;
+  std::span<const uint8_t> d = (*rela)->data;
+  TlsGotPair out;
+  bool mod = false, off = false;
+  for (size_t at = 0; at + sizeof(Elf64_Rela) <= d.size(); at += sizeof(Elf64_Rela)) {
+    Elf64_Rela r;
+    std::memcpy(&r, d.data() + at, sizeof(r));
+    if (ELF64_R_SYM(r.r_info) != sym.index) continue;
+    if (ELF64_R_TYPE(r.r_info) == R_X86_64_DTPMOD64) out.modid_slot = r.r_offset, mod = true;
+    if (ELF64_R_TYPE(r.r_info) == R_X86_64_DTPOFF64) out.offset = static_cast<int64_t>(sym.value) + r.r_addend, off = true;
+  }
+  if (!mod || !off) return std::nullopt;
+  return out;
+}
+
 }  // namespace ehprof

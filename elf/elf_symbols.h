@@ -6,6 +6,7 @@
 #define EHPROF_ELF_ELF_SYMBOLS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "absl/functional/function_ref.h"
@@ -24,6 +25,17 @@ struct ElfSymbol {
 // no such table.
 void ForEachDefinedSymbol(const ElfFile& elf, std::string_view table, std::string_view strings,
                           absl::FunctionRef<void(const ElfSymbol&)> fn);
+
+// A thread-local variable's GOT pair in a shared object (x86-64): the slot
+// of its R_X86_64_DTPMOD64 relocation, where the dynamic linker writes the
+// module id, and its offset in the module's TLS block (DTPOFF64: the
+// symbol's value + addend). `sym` is from .dynsym, whose indices the
+// relocations name. Nothing when .rela.dyn lacks either relocation.
+struct TlsGotPair {
+  uint64_t modid_slot = 0;
+  int64_t offset = 0;
+};
+std::optional<TlsGotPair> FindTlsGotPair(const ElfFile& elf, const ElfSymbol& sym);
 
 }  // namespace ehprof
 

@@ -7,62 +7,35 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/perl/perl_probe.h"
+#include "elf/elf_symbols.h"
 
 namespace ehprof {
 
 namespace {
 
-struct Sym {
-  uint64_t addr = 0, size = 0;
-  uint32_t index = 0;  // in .dynsym (relocations name symbols by it)
-};
+using Sym = ElfSymbol;
 
 struct Symbols {
   std::optional<Sym> runops, context, leavesub, ckwarn, caller_cx, revision, version, subversion;
 };
 
 void ReadSymbols(const ElfFile& elf, Symbols* out) {
-  auto syms = elf.Section(".dynsym");
-  auto strs = elf.Section(".dynstr");
-  if (!syms.ok() || !*syms || !strs.ok() || !*strs) return;
-  std::span<const uint8_t> s = (*syms)->data, str = (*strs)->data;
-  for (size_t at = 0; at + sizeof(Elf64_Sym) <= s.size(); at += sizeof(Elf64_Sym)) {
-    Elf64_Sym sym;
-    std::memcpy(&sym, s.data() + at, sizeof(sym));
-    if (sym.st_shndx == SHN_UNDEF || sym.st_name >= str.size()) continue;
-    const char* p = reinterpret_cast<const char*>(str.data()) + sym.st_name;
-    std::string_view name(p, strnlen(p, str.size() - sym.st_name));
-    Sym v{sym.st_value, sym.st_size, static_cast<uint32_t>(at / sizeof(Elf64_Sym))};
-    if (name == "Perl_runops_standard") out->runops = v;
-    else if (name == "PL_current_context" && ELF64_ST_TYPE(sym.st_info) == STT_TLS) out->context = v;
-    else if (name == "Perl_pp_leavesub") out->leavesub = v;
-    else if (name == "Perl_ckwarn") out->ckwarn = v;
-    else if (name == "Perl_caller_cx") out->caller_cx = v;
-    else if (name == "PL_revision") out->revision = v;
-    else if (name == "PL_version") out->version = v;
-    else if (name == "PL_subversion") out->subversion = v;
-  }
-}
-
-// PL_current_context's GOT pair: the R_X86_64_DTPMOD64 slot and DTPOFF64.
-bool FindTlsRelocs(const ElfFile& elf, const Sym& sym, uint64_t* modid_slot, int64_t* offset) {
-  auto rela = elf.Section(".rela.dyn");
-  if (!rela.ok() || !*rela) return false;
-  std::span<const uint8_t> d = (*rela)->data;
-  bool mod = false, off = false;
-  for (size_t at = 0; at + sizeof(Elf64_Rela) <= d.size(); at += sizeof(Elf64_Rela)) {
-    Elf64_Rela r;
-    std::memcpy(&r, d.data() + at, sizeof(r));
-    if (ELF64_R_SYM(r.r_info) != sym.index) continue;
-    if (ELF64_R_TYPE(r.r_info) == R_X86_64_DTPMOD64) *modid_slot = r.r_offset, mod = true;
-    if (ELF64_R_TYPE(r.r_info) == R_X86_64_DTPOFF64) *offset = static_cast<int64_t>(sym.addr) + r.r_addend, off = true;
-  }
-  return mod && off;
+  ForEachDefinedSymbol(elf, ".dynsym", ".dynstr", [&](const ElfSymbol& sym) {
+    const std::string_view name = sym.name;
+    if (name == "Perl_runops_standard") out->runops = sym;
+    else if (name == "PL_current_context" && sym.type == STT_TLS) out->context = sym;
+    else if (name == "Perl_pp_leavesub") out->leavesub = sym;
+    else if (name == "Perl_ckwarn") out->ckwarn = sym;
+    else if (name == "Perl_caller_cx") out->caller_cx = sym;
+    else if (name == "PL_revision") out->revision = sym;
+    else if (name == "PL_version") out->version = sym;
+    else if (name == "PL_subversion") out->subversion = sym;
+  });
 }
 
 std::optional<std::span<const uint8_t>> Code(const ElfFile& elf, const std::optional<Sym>& s) {
   if (!s || s->size == 0 || s->size > 8192) return std::nullopt;
-  return elf.BytesAtVaddr(s->addr, s->size);
+  return elf.BytesAtVaddr(s->value, s->size);
 }
 
 // The walk's offsets from the code of Perl_ckwarn (PL_curcop),
@@ -115,20 +88,23 @@ absl::StatusOr<std::optional<PerlBinary>> InspectPerlBinary(const ElfFile& elf, 
   PerlBinary out;
   out.path = path;
   if (syms.revision && syms.version && syms.subversion) {
-    auto r = elf.BytesAtVaddr(syms.revision->addr, 1), v = elf.BytesAtVaddr(syms.version->addr, 1),
-         s = elf.BytesAtVaddr(syms.subversion->addr, 1);
+    auto r = elf.BytesAtVaddr(syms.revision->value, 1), v = elf.BytesAtVaddr(syms.version->value, 1),
+         s = elf.BytesAtVaddr(syms.subversion->value, 1);
     if (r && v && s) out.version = absl::StrCat((*r)[0], ".", (*v)[0], ".", (*s)[0]);
   }
   if (syms.runops->size == 0 || syms.runops->size > 4096) return fail("Perl_runops_standard has no sane size");
-  out.runops_begin = syms.runops->addr;
-  out.runops_end = syms.runops->addr + syms.runops->size;
+  out.runops_begin = syms.runops->value;
+  out.runops_end = syms.runops->value + syms.runops->size;
   // A perl executable with the interpreter linked in (Debian's /usr/bin/perl)
   // keeps PL_current_context in its own TLS block, module 1 to glibc.
   bool executable = false;
   for (const ElfSegment& seg : elf.segments()) executable |= seg.type == PT_INTERP;
   if (executable) {
-    out.tls_offset = static_cast<int64_t>(syms.context->addr);
-  } else if (!FindTlsRelocs(elf, *syms.context, &out.tls_modid_slot, &out.tls_offset)) {
+    out.tls_offset = static_cast<int64_t>(syms.context->value);
+  } else if (auto pair = FindTlsGotPair(elf, *syms.context)) {
+    out.tls_modid_slot = pair->modid_slot;
+    out.tls_offset = pair->offset;
+  } else {
     return fail("PL_current_context's TLS slot not found (no DTPMOD64 relocation for it)");
   }
   if (absl::Status st = ProbeLayout(elf, syms, &out.layout); !st.ok()) return fail(st.message());

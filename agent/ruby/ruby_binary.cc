@@ -14,10 +14,7 @@ namespace ehprof {
 
 namespace {
 
-struct Sym {
-  uint64_t addr = 0, size = 0;
-  uint32_t index = 0;  // in .dynsym (relocations name symbols by it)
-};
+using Sym = ElfSymbol;
 
 struct Symbols {
   std::optional<Sym> vm_exec, current_ec, next_cfp, id2str, global_symbols, api_version;
@@ -29,7 +26,7 @@ struct Symbols {
 void ReadSymbols(const ElfFile& elf, std::string_view table, std::string_view strings, Symbols* out) {
   ForEachDefinedSymbol(elf, table, strings, [&](const ElfSymbol& sym) {
     const std::string_view name = sym.name;
-    const Sym v{sym.value, sym.size, sym.index};
+    const Sym& v = sym;
     if (name == "rb_vm_exec") out->vm_exec = v;
     else if (name == "ruby_current_ec" && sym.type == STT_TLS) out->current_ec = v;
     else if (name == "rb_vm_get_ruby_level_next_cfp") out->next_cfp = v;
@@ -67,27 +64,10 @@ std::optional<FunctionRange> LargestCallee(const ElfFile& elf, const CfiFunction
 // callees call; far larger than the rest of the VM's functions.
 std::optional<FunctionRange> FindVmLoop(const ElfFile& elf, const CfiFunctions& fdes, const Symbols& syms) {
   std::optional<FunctionRange> best;
-  if (syms.vm_exec) best = LargestCallee(elf, fdes, syms.vm_exec->addr, syms.vm_exec->size, 1);
-  else if (syms.iseq_eval_main) best = LargestCallee(elf, fdes, syms.iseq_eval_main->addr, syms.iseq_eval_main->size, 2);
+  if (syms.vm_exec) best = LargestCallee(elf, fdes, syms.vm_exec->value, syms.vm_exec->size, 1);
+  else if (syms.iseq_eval_main) best = LargestCallee(elf, fdes, syms.iseq_eval_main->value, syms.iseq_eval_main->size, 2);
   if (!best || best->end - best->begin < 4096) return std::nullopt;
   return best;
-}
-
-// The GOT slot of ruby_current_ec's R_X86_64_DTPMOD64 and its DTPOFF64.
-bool FindTlsRelocs(const ElfFile& elf, uint32_t sym_index, uint64_t value, uint64_t* modid_slot, int64_t* offset) {
-  auto rela = elf.Section(".rela.dyn");
-  if (!rela.ok() || !*rela) return false;
-  std::span<const uint8_t> d = (*rela)->data;
-  bool mod = false, off = false;
-  for (size_t at = 0; at + sizeof(Elf64_Rela) <= d.size(); at += sizeof(Elf64_Rela)) {
-    Elf64_Rela r;
-    std::memcpy(&r, d.data() + at, sizeof(r));
-    if (ELF64_R_SYM(r.r_info) != sym_index) continue;
-    if (ELF64_R_TYPE(r.r_info) == R_X86_64_DTPMOD64) *modid_slot = r.r_offset, mod = true;
-    // DTPOFF64: the symbol's value (its place in the TLS block) + addend.
-    if (ELF64_R_TYPE(r.r_info) == R_X86_64_DTPOFF64) *offset = static_cast<int64_t>(value) + r.r_addend, off = true;
-  }
-  return mod && off;
 }
 
 // global_symbols from the function rb_id2str ends in (lookup_id_str): its
@@ -95,15 +75,15 @@ bool FindTlsRelocs(const ElfFile& elf, uint32_t sym_index, uint64_t value, uint6
 // then loads just after last_id is the ids Array.
 absl::Status FindGlobalSymbols(const ElfFile& elf, const CfiFunctions& fdes, const Symbols& syms, RubyBinary* out) {
   if (syms.global_symbols) {  // rb_symbols_t: last_id, str_sym, ids
-    out->symbols_last_id = syms.global_symbols->addr;
-    out->symbols_ids = syms.global_symbols->addr + 16;
+    out->symbols_last_id = syms.global_symbols->value;
+    out->symbols_ids = syms.global_symbols->value + 16;
     return absl::OkStatus();
   }
   if (!syms.id2str) return absl::NotFoundError("no rb_id2str symbol");
-  auto code = elf.BytesAtVaddr(syms.id2str->addr, syms.id2str->size);
+  auto code = elf.BytesAtVaddr(syms.id2str->value, syms.id2str->size);
   if (!code) return absl::NotFoundError("rb_id2str lies outside the file");
-  std::vector<uint64_t> funcs = {syms.id2str->addr};
-  for (uint64_t t : BranchTargets(*code, syms.id2str->addr, false)) funcs.push_back(t);
+  std::vector<uint64_t> funcs = {syms.id2str->value};
+  for (uint64_t t : BranchTargets(*code, syms.id2str->value, false)) funcs.push_back(t);
   for (uint64_t f : funcs) {
     auto range = fdes.Find(f);
     if (!range || range->begin != f) continue;
@@ -129,10 +109,10 @@ absl::Status ProbeLayout(const ElfFile& elf, const CfiFunctions& fdes, const Sym
   std::vector<FunctionRange> funcs;
   for (const std::optional<Sym>& s : {syms.next_cfp, syms.profile_frames}) {
     if (!s) continue;
-    funcs.push_back({s->addr, s->addr + s->size});
-    auto code = elf.BytesAtVaddr(s->addr, s->size);
+    funcs.push_back({s->value, s->value + s->size});
+    auto code = elf.BytesAtVaddr(s->value, s->size);
     if (!code) continue;
-    for (uint64_t t : BranchTargets(*code, s->addr, false)) {
+    for (uint64_t t : BranchTargets(*code, s->value, false)) {
       if (auto f = fdes.Find(t); f && f->begin == t) funcs.push_back(*f);
     }
   }
@@ -163,8 +143,8 @@ absl::Status ProbeLayout(const ElfFile& elf, const CfiFunctions& fdes, const Sym
 // whose second holds the offset.
 bool TlsFromCode(const ElfFile& elf, const Symbols& syms, RubyBinary* out) {
   if (!syms.thread_current) return false;
-  auto code = elf.BytesAtVaddr(syms.thread_current->addr, syms.thread_current->size);
-  auto t = code ? TlsAccessFromCode(*code, syms.thread_current->addr) : std::nullopt;
+  auto code = elf.BytesAtVaddr(syms.thread_current->value, syms.thread_current->size);
+  auto t = code ? TlsAccessFromCode(*code, syms.thread_current->value) : std::nullopt;
   auto rela = elf.Section(".rela.dyn");
   auto pair = t ? elf.BytesAtVaddr(t->got, 16) : std::nullopt;
   if (!t || !pair || !rela.ok() || !*rela) return false;
@@ -200,7 +180,7 @@ absl::StatusOr<std::optional<RubyBinary>> InspectRubyBinary(const ElfFile& elf, 
   RubyBinary out;
   out.path = path;
   if (syms.api_version) {
-    if (auto v = elf.BytesAtVaddr(syms.api_version->addr, 12)) {
+    if (auto v = elf.BytesAtVaddr(syms.api_version->value, 12)) {
       int32_t ver[3];
       std::memcpy(ver, v->data(), sizeof(ver));
       out.version = absl::StrCat(ver[0], ".", ver[1]);
@@ -215,13 +195,16 @@ absl::StatusOr<std::optional<RubyBinary>> InspectRubyBinary(const ElfFile& elf, 
   // libruby's TLS: the module id the dynamic linker gave it is read per
   // process from this slot. (A ruby executable with the VM linked in keeps
   // ruby_current_ec in its own static TLS: not read.)
-  if ((!dyn_ec || !FindTlsRelocs(elf, dyn_ec->index, dyn_ec->addr, &out.tls_modid_slot, &out.tls_offset)) &&
-      !TlsFromCode(elf, syms, &out)) {
+  const std::optional<TlsGotPair> pair = dyn_ec ? FindTlsGotPair(elf, *dyn_ec) : std::nullopt;
+  if (pair) {
+    out.tls_modid_slot = pair->modid_slot;
+    out.tls_offset = pair->offset;
+  } else if (!TlsFromCode(elf, syms, &out)) {
     return fail("ruby_current_ec's TLS slot not found (no DTPMOD64 relocation for it; a static ruby?)");
   }
   if (absl::Status st = FindGlobalSymbols(elf, *fdes, syms, &out); !st.ok()) return fail(st.message());
   if (absl::Status st = ProbeLayout(elf, *fdes, syms, &out.layout); !st.ok()) return fail(st.message());
-  for (int i = 0; i < 3; ++i) out.class_vars[i] = syms.class_vars[i] ? syms.class_vars[i]->addr : 0;
+  for (int i = 0; i < 3; ++i) out.class_vars[i] = syms.class_vars[i] ? syms.class_vars[i]->value : 0;
   for (const ElfSegment& seg : elf.segments()) {
     if (seg.type == PT_LOAD) out.loads.push_back(seg);
   }
