@@ -20,30 +20,19 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import otelcol  # noqa: E402
 import result_file  # noqa: E402
+from otelcol import free_port, installed_collector  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 FREQ = 99
-
-
-def installed_collector():
-    out = subprocess.run(["bash", os.path.join(ROOT, "scripts", "install_otelcol.sh")],
-                         capture_output=True, text=True, check=True).stdout
-    return out.strip().splitlines()[-1]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Collector:
@@ -63,16 +52,7 @@ class Collector:
                     "service:\n  telemetry:\n    metrics:\n      level: none\n"
                     "  pipelines:\n    profiles:\n      receivers: [otlp]\n      exporters: [file]\n")
         self.files.append(out)
-        with open(log, "w") as lf:
-            self.proc = subprocess.Popen([self.binary, f"--config={cfg}",
-                                          "--feature-gates=+service.profilesSupport"], stdout=lf, stderr=lf)
-        for _ in range(600):
-            if "Everything is ready" in open(log).read():
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise SystemExit(f"the Collector did not start; see {log}")
+        self.proc = otelcol.launch(self.binary, cfg, log)
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)

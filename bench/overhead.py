@@ -129,9 +129,10 @@ def perf_samples(data):
     return 0
 
 
-def start_pyroscope(work):
-    """The real server on 127.0.0.1 for the OTel profiler's exports."""
-    ports = {"http": 4140, "grpc": 9195, "ml": 7996}
+def start_pyroscope(work, ports=None):
+    """The real server on 127.0.0.1 for the OTel profiler's exports; ports:
+    {"http", "grpc", "ml"} (default fixed ones)."""
+    ports = ports or {"http": 4140, "grpc": 9195, "ml": 7996}
     args = [PYROSCOPE, "-server.http-listen-address=127.0.0.1", "-server.grpc-listen-address=127.0.0.1",
             f"-server.http-listen-port={ports['http']}", f"-server.grpc-listen-port={ports['grpc']}",
             "-memberlist.bind-addr=127.0.0.1", "-memberlist.advertise-addr=127.0.0.1",
