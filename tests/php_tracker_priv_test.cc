@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "agent/php/php_binary.h"
 #include "agent/php/php_tracker.h"
+#include "agent/process/look_again.h"
 #include "agent/process/proc_maps.h"
 #include "gtest/gtest.h"
 #include "tests/memory_map_writer.h"
@@ -45,7 +46,7 @@ std::vector<uint64_t> FrameWords(pid_t pid) {
     auto elf = ElfFile::Open(kPhp);
     auto bin = InspectPhpBinary(*elf, kPhp);
     if (!bin.ok() || !*bin) return words;
-    const ehp_php_proc p = PhpProcFor(**bin, *PhpBias(**bin, e.start, e.offset));
+    const ehp_php_proc p = PhpProcFor(**bin, *LoadBias((*bin)->loads, e));
     ProcessMemory mem(pid);
     uint64_t ex = 0;
     if (!mem.ReadU64(p.current_execute_data, &ex)) return words;

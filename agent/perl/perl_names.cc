@@ -26,7 +26,7 @@ InterpFrameName PerlTracker::Name(uint32_t pid, uint64_t word) {
     return n;
   }
   auto it = procs_.find(pid);
-  if (it == procs_.end() || it->second.state != Proc::kPerl || !it->second.objects) {
+  if (it == procs_.end() || it->second.state != InterpState::kPublished || !it->second.objects) {
     n.function = "[perl: unreadable frame]";
     return n;
   }

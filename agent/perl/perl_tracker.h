@@ -19,6 +19,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "agent/interp/interp_binaries.h"
 #include "agent/interp/interp_frame_table.h"
 #include "agent/interp/interp_tracker.h"
 #include "agent/perl/perl_binary.h"
@@ -35,7 +36,10 @@ class PerlTracker : public InterpTracker {
   // binaries and a full map go to `warnings` once each. table and warnings
   // are not owned and outlive the tracker.
   PerlTracker(std::unique_ptr<MapWriter> perl_procs, InterpFrameTable* table, Warnings* warnings)
-      : perl_procs_(std::move(perl_procs)), table_(table), warnings_(warnings) {}
+      : perl_procs_(std::move(perl_procs)),
+        table_(table),
+        warnings_(warnings),
+        binaries_("perl", [](const ElfFile& elf, const std::string& path) { return InspectPerlBinary(elf, path); }) {}
   ehp_interp_kind kind() const override { return EHP_INTERP_PERL; }
   void Notice(uint32_t pid, uint64_t now_ns) override;
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) override;
@@ -50,12 +54,7 @@ class PerlTracker : public InterpTracker {
   InterpFrameName Name(uint32_t pid, uint64_t word);
 
  private:
-  struct Proc {
-    enum State { kUnknown, kNotPerl, kPerl, kRefused } state = kUnknown;
-    uint64_t checked_ns = 0;
-    int not_perl_checks = 0;
-    int probe_failures = 0;
-    std::string binary, version;
+  struct Proc : InterpProcBase {
     std::unique_ptr<ProcessMemory> mem;
     std::optional<PerlObjects> objects;
     struct Cached {
@@ -64,8 +63,6 @@ class PerlTracker : public InterpTracker {
     };
     absl::flat_hash_map<uint64_t, Cached> words;  // object and aux -> name
   };
-  absl::StatusOr<std::optional<PerlBinary>> Binary(const std::string& open_path, const std::string& path,
-                                                   uint64_t inode);
   absl::StatusOr<bool> Publish(uint32_t pid, Proc& proc, const PerlBinary& b, uint64_t bias);
   InterpFrameName Cached(uint32_t pid, Proc& p, uint64_t word, uint64_t now_ns);
 
@@ -73,7 +70,7 @@ class PerlTracker : public InterpTracker {
   InterpFrameTable* table_;
   Warnings* warnings_;
   std::map<uint32_t, Proc> procs_;
-  std::map<std::string, absl::StatusOr<std::optional<PerlBinary>>> binaries_;
+  InterpBinaries<PerlBinary> binaries_;
 };
 
 // The name of a Perl stop marker's reason (enum ehp_perl_stop).

@@ -149,15 +149,6 @@ absl::StatusOr<std::optional<PhpBinary>> InspectPhpBinary(const ElfFile& elf, co
   return out;
 }
 
-std::optional<uint64_t> PhpBias(const PhpBinary& b, uint64_t start, uint64_t offset) {
-  for (const ElfSegment& seg : b.loads) {
-    if (offset >= (seg.offset & ~uint64_t{4095}) && offset < seg.offset + seg.filesz) {
-      return start - (offset + seg.vaddr - seg.offset);
-    }
-  }
-  return std::nullopt;
-}
-
 ehp_php_proc PhpProcFor(const PhpBinary& b, uint64_t bias, uint64_t jit_begin, uint64_t jit_end) {
   ehp_php_proc p{};
   if (b.layout.jit_resume && jit_begin < jit_end) {

@@ -55,10 +55,6 @@ struct PhpBinary {
 // no offset), the message naming the file and why.
 absl::StatusOr<std::optional<PhpBinary>> InspectPhpBinary(const ElfFile& elf, const std::string& path);
 
-// The process's value for the file's vaddr 0, from a mapping of it at
-// start with file offset `offset`; nullopt when no segment holds it.
-std::optional<uint64_t> PhpBias(const PhpBinary& b, uint64_t start, uint64_t offset);
-
 // The BPF map value for a process with that bias; with opcache's JIT code
 // at [jit_begin, jit_end) (0, 0: none, or no jit_resume to unwind it by).
 ehp_php_proc PhpProcFor(const PhpBinary& b, uint64_t bias, uint64_t jit_begin = 0, uint64_t jit_end = 0);

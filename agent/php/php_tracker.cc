@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/interp/interp_process.h"
 #include "agent/process/proc_maps.h"
-#include "base/guarded.h"
 
 namespace ehprof {
 
@@ -14,10 +14,6 @@ namespace {
 // A function read is trusted this long before its identifying pointers are
 // compared again (closures' functions are freed and reused).
 constexpr uint64_t kRecheckNs = 100'000'000;
-// A process that is not (yet) PHP is looked at again after 10 ms, then
-// twice as long each time up to a second.
-constexpr uint64_t kNotPhpFirstRetryNs = 10'000'000;
-constexpr uint64_t kNotPhpRetryNs = 1'000'000'000;
 // Frame checks that fail (frames read while the VM pushes them can) before
 // the process is refused, at most one counted per kVerifySpacingNs.
 constexpr int kVerifyTries = 3;
@@ -41,10 +37,6 @@ const char* StopName(uint32_t why) {
     case EHP_PHP_STOP_TOO_DEEP: return "[php: too many frames]";
     default: return "[php: stopped]";
   }
-}
-
-bool LooksLikePhp(const std::string& path) {
-  return path.substr(path.rfind('/') + 1).find("php") != std::string::npos;
 }
 
 // opcache's JIT code: the executable part of its shared memory, an
@@ -88,16 +80,6 @@ std::optional<absl::Status> CheckPhpFrames(const ProcessMemory& mem, const PhpLa
   return absl::DataLossError(absl::StrCat("more than ", kCheckFrames, " frames"));
 }
 
-absl::StatusOr<std::optional<PhpBinary>> PhpTracker::Binary(const std::string& open_path, const std::string& path,
-                                                            uint64_t inode) {
-  const std::string key = absl::StrCat(path, ":", inode);
-  auto it = binaries_.find(key);
-  if (it != binaries_.end()) return it->second;
-  absl::StatusOr<std::optional<PhpBinary>> result = std::nullopt;
-  if (auto elf = ElfFile::Open(open_path); elf.ok()) result = InspectPhpBinary(*elf, path);
-  return binaries_.emplace(key, std::move(result)).first->second;
-}
-
 absl::StatusOr<bool> PhpTracker::Refuse(uint32_t pid, Proc& p, const std::string& why) {
   warnings_->AddOnce(p.binary.empty() ? why : p.binary, absl::StrCat(why, "; its stacks are native only"));
   if (p.state == Proc::kPhp && php_procs_) php_procs_->Delete(pid);
@@ -109,42 +91,28 @@ absl::StatusOr<bool> PhpTracker::Attach(uint32_t pid) {
   Proc& proc = procs_[pid];
   auto maps = ReadProcMaps(static_cast<int>(pid));
   if (!maps.ok()) return maps.status();
-  for (const MapsEntry& e : *maps) {
-    if (!e.exec || e.path.empty() || e.path[0] != '/' || !LooksLikePhp(e.path)) continue;
-    const std::string open = absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end);
-    auto bin = Binary(open, e.path, e.inode);
-    proc.binary = e.path;
-    if (!bin.ok()) return Refuse(pid, proc, std::string(bin.status().message()));
-    if (!*bin) {
-      proc.binary.clear();
-      continue;
-    }
-    const PhpBinary& b = **bin;
-    proc.version = b.version;
-    auto bias = PhpBias(b, e.start, e.offset);
-    if (!bias) return Refuse(pid, proc, absl::StrCat(e.path, ": its mapping lies in no segment"));
-    proc.bin = b;
-    proc.bias = *bias;
-    proc.layout = b.layout;
-    proc.current_execute_data = PhpProcFor(b, *bias).current_execute_data;
-    if (!Publish(pid, proc, JitRange(*maps))) return false;
-    proc.state = Proc::kPhp;
-    return true;
+  auto found = binaries_.Find(pid, *maps);
+  if (!found) {
+    proc.state = Proc::kNotPhp;
+    return false;
   }
-  proc.state = Proc::kNotPhp;
-  return false;
+  proc.binary = found->entry.path;
+  if (!found->refused.ok()) return Refuse(pid, proc, std::string(found->refused.message()));
+  const PhpBinary& b = *found->binary;
+  proc.version = b.version;
+  proc.bin = b;
+  proc.bias = found->bias;
+  proc.layout = b.layout;
+  proc.current_execute_data = PhpProcFor(b, found->bias).current_execute_data;
+  if (!Publish(pid, proc, JitRange(*maps))) return false;
+  proc.state = Proc::kPhp;
+  return true;
 }
 
 bool PhpTracker::Publish(uint32_t pid, Proc& p, std::pair<uint64_t, uint64_t> jit) {
   const ehp_php_proc value = PhpProcFor(p.bin, p.bias, jit.first, jit.second);
   p.jit = jit;
-  if (absl::Status st = php_procs_ ? php_procs_->Write(pid, &value, 1) : absl::OkStatus(); !st.ok()) {
-    warnings_->AddOnce("php_procs", absl::IsResourceExhausted(st)
-                                        ? absl::StrCat("PHP processes: the BPF map is full (", pid, ")")
-                                        : absl::StrCat("PHP processes: ", st.message()));
-    return false;
-  }
-  return true;
+  return WriteProcEntry(php_procs_.get(), pid, &value, "PHP", warnings_);
 }
 
 // A published process's frames checked against its layout until one check
@@ -187,17 +155,9 @@ void PhpTracker::LookForJit(uint32_t pid, Proc& p, uint64_t now_ns) {
 
 void PhpTracker::Notice(uint32_t pid, uint64_t now_ns) {
   Proc& p = procs_[pid];
-  const uint64_t retry = std::min(kNotPhpRetryNs, kNotPhpFirstRetryNs << std::min(p.not_php_checks, 7));
-  if (p.state == Proc::kUnknown || (p.state == Proc::kNotPhp && now_ns - p.checked_ns > retry)) {
-    if (p.state == Proc::kNotPhp) ++p.not_php_checks;
-    p.checked_ns = now_ns;
-    // Its binaries and memory are its user's: whatever they make the
-    // reading throw, that process is not looked at again.
-    const absl::Status st = Guarded("reading a PHP process", "its stacks are native only", [&] {
-      (void)Attach(pid);
-      return absl::OkStatus();
-    });
-    if (!st.ok()) procs_[pid].state = Proc::kRefused;
+  if (p.look.Due(p.state == Proc::kUnknown, p.state == Proc::kNotPhp, now_ns) &&
+      !LookGuarded("PHP", [&] { (void)Attach(pid); })) {
+    procs_[pid].state = Proc::kRefused;
   }
   Proc& q = procs_[pid];
   if (q.state == Proc::kPhp) Verify(pid, q, now_ns);

@@ -17,7 +17,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "agent/interp/interp_tracker.h"
+#include "agent/interp/interp_binaries.h"
 #include "agent/php/php_binary.h"
+#include "agent/process/look_again.h"
 #include "agent/php/php_function.h"
 #include "agent/tables/map_writer.h"
 #include "base/warnings.h"
@@ -31,7 +33,10 @@ class PhpTracker : public InterpTracker {
   // side alone). frames: the recording's table. Binaries refused and a full
   // map go to `warnings`, once each. frames and warnings outlive it.
   PhpTracker(std::unique_ptr<MapWriter> php_procs, InterpFrameTable* frames, Warnings* warnings)
-      : frames_(frames), php_procs_(std::move(php_procs)), warnings_(warnings) {}
+      : frames_(frames),
+        php_procs_(std::move(php_procs)),
+        warnings_(warnings),
+        binaries_("php", [](const ElfFile& elf, const std::string& path) { return InspectPhpBinary(elf, path); }) {}
   ehp_interp_kind kind() const override { return EHP_INTERP_PHP; }
   void Notice(uint32_t pid, uint64_t now_ns) override;
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) override;
@@ -52,8 +57,7 @@ class PhpTracker : public InterpTracker {
   };
   struct Proc {
     enum State { kUnknown, kNotPhp, kPhp, kRefused } state = kUnknown;
-    uint64_t checked_ns = 0;
-    int not_php_checks = 0;
+    LookAgain look;
     bool verified = false;  // its frames were seen to match the layout
     int verify_failures = 0;
     uint64_t verify_ns = 0;
@@ -68,8 +72,6 @@ class PhpTracker : public InterpTracker {
     std::string binary, version;
     absl::flat_hash_map<uint64_t, Func> funcs;
   };
-  absl::StatusOr<std::optional<PhpBinary>> Binary(const std::string& open_path, const std::string& path,
-                                                  uint64_t inode);
   void Verify(uint32_t pid, Proc& p, uint64_t now_ns);
   void LookForJit(uint32_t pid, Proc& p, uint64_t now_ns);
   // Writes p's map value (with opcache's JIT code at jit); false when the
@@ -83,7 +85,7 @@ class PhpTracker : public InterpTracker {
   std::unique_ptr<MapWriter> php_procs_;
   Warnings* warnings_;
   std::map<uint32_t, Proc> procs_;
-  std::map<std::string, absl::StatusOr<std::optional<PhpBinary>>> binaries_;
+  InterpBinaries<PhpBinary> binaries_;
 };
 
 // Whether the frames of the process at current_execute_data look as the

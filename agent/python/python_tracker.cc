@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/interp/interp_process.h"
 #include "agent/process/look_again.h"
 #include "agent/process/proc_maps.h"
 #include "agent/python/debug_offsets.h"
@@ -31,11 +32,6 @@ const char* StopName(uint32_t why) {
     case EHP_PY_STOP_BAD_FRAME: return "[python: bad frame]";
     default: return "[python: stopped]";
   }
-}
-
-bool LooksLikePython(const std::string& path) {
-  const std::string base = path.substr(path.rfind('/') + 1);
-  return base.find("python") != std::string::npos;
 }
 
 }  // namespace
@@ -66,20 +62,6 @@ PythonFrameName PythonCodeTable::Name(uint64_t value) const {
   const int64_t at = InstructionIndex(e.fields, offset);
   n.line = at >= 0 ? LineAt(e.code.lines, static_cast<uint32_t>(at)) : e.code.first_line;
   return n;
-}
-
-absl::StatusOr<std::optional<PythonBinary>> PythonTracker::Binary(const std::string& open_path,
-                                                                  const std::string& path,
-                                                                  uint64_t inode) {
-  const std::string key = absl::StrCat(path, ":", inode);
-  auto it = binaries_.find(key);
-  if (it != binaries_.end()) return it->second;
-  absl::StatusOr<std::optional<PythonBinary>> result = std::nullopt;
-  auto elf = ElfFile::Open(open_path);
-  if (elf.ok()) {
-    result = InspectPythonBinary(*elf, path);
-  }
-  return binaries_.emplace(key, std::move(result)).first->second;
 }
 
 namespace {
@@ -165,74 +147,66 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
   Proc& proc = procs_[pid];
   auto maps = ReadProcMaps(static_cast<int>(pid));
   if (!maps.ok()) return maps.status();
-  for (const MapsEntry& e : *maps) {
-    if (!e.exec || e.path.empty() || e.path[0] != '/' || !LooksLikePython(e.path)) continue;
-    const std::string open = absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end);
-    auto bin = Binary(open, e.path, e.inode);
-    auto refuse = [&](std::string why) -> absl::StatusOr<bool> {
-      warnings_->AddOnce(e.path, absl::StrCat(why, "; its stacks are native only"));
-      proc.state = Proc::kRefused;
-      return absl::FailedPreconditionError(why);
-    };
-    if (!bin.ok()) return refuse(std::string(bin.status().message()));
-    if (!*bin) continue;
-    const PythonBinary& b = **bin;
-    proc.binary = e.path;
-    proc.version = absl::StrCat(b.major, ".", b.minor);
-    auto bias = LoadBias(b.loads, e);
-    if (!bias) return refuse(absl::StrCat(e.path, ": its mapping lies in no segment"));
-    ProcessMemory mem(static_cast<pid_t>(pid));
-    if (b.py_version) {
-      uint32_t v = 0;
-      if (!mem.Read(b.py_version + *bias, &v, 4)) return absl::UnavailableError("process memory unreadable");
-      if (v != b.py_version_value) return refuse(absl::StrCat(e.path, ": Py_Version in memory is not the file's"));
-    }
-    auto layout = OwnLayout(mem, b, *bias);
-    if (absl::IsUnavailable(layout.status())) return layout.status();
-    if (!layout.ok()) return refuse(std::string(layout.status().message()));
-    ehp_py_proc p = *layout;
-    p.interp_head += *bias;
-    for (size_t i = 0; i < b.eval.size() && i < 2; ++i) {
-      p.eval_begin[i] = b.eval[i].begin + *bias;
-      p.eval_end[i] = b.eval[i].end + *bias;
-    }
-    uint64_t interp = 0;
-    if (!mem.ReadU64(p.interp_head, &interp)) return absl::UnavailableError("process memory unreadable");
-    if (!interp) {
-      // Not initialized yet: look again soon.
-      proc.state = Proc::kUnknown;
-      return false;
-    }
-    auto fields = ReadCodeFields(mem, b.code_type + *bias, b.minor, b.ascii_header);
-    if (!fields.ok()) return refuse(absl::StrCat(e.path, ": ", fields.status().message()));
-    if (FramesHoldCode(mem, p, interp, fields->code_type) == false) {
-      if (const uint64_t now = MonotonicNs();
-          proc.frame_check_failures == 0 || now - proc.frame_check_failed_ns >= kFrameCheckSpacingNs) {
-        ++proc.frame_check_failures;
-        proc.frame_check_failed_ns = now;
-      }
-      if (proc.frame_check_failures < kFrameCheckTries) {
-        proc.state = Proc::kUnknown;  // read mid-push, maybe: look again at the next sample
-        return false;
-      }
-    }
-    if (proc.frame_check_failures >= kFrameCheckTries) {
-      return refuse(absl::StrCat(e.path, ": Python ", b.major, ".", b.minor,
-                                 " frames do not hold code objects at the offsets ehprof knows"));
-    }
-    if (!DataStackHolds(mem, p, interp)) p.tstate_datastack = EHP_PY_NO_DATASTACK;
-    if (absl::Status st = py_procs_ ? py_procs_->Write(pid, &p, 1) : absl::OkStatus(); !st.ok()) {
-      warnings_->AddOnce("py_procs", absl::IsResourceExhausted(st)
-                                        ? absl::StrCat("Python processes: the BPF map is full (", pid, ")")
-                                        : absl::StrCat("Python processes: ", st.message()));
-      return false;
-    }
-    proc.fields = *fields;
-    proc.state = Proc::kPython;
-    return true;
+  auto found = binaries_.Find(pid, *maps);
+  if (!found) {
+    proc.state = Proc::kNotPython;
+    return false;
   }
-  proc.state = Proc::kNotPython;
-  return false;
+  const MapsEntry& e = found->entry;
+  auto refuse = [&](std::string why) -> absl::StatusOr<bool> {
+    warnings_->AddOnce(e.path, absl::StrCat(why, "; its stacks are native only"));
+    proc.state = Proc::kRefused;
+    return absl::FailedPreconditionError(why);
+  };
+  if (!found->refused.ok()) return refuse(std::string(found->refused.message()));
+  const PythonBinary& b = *found->binary;
+  proc.binary = e.path;
+  proc.version = absl::StrCat(b.major, ".", b.minor);
+  const uint64_t bias = found->bias;
+  ProcessMemory mem(static_cast<pid_t>(pid));
+  if (b.py_version) {
+    uint32_t v = 0;
+    if (!mem.Read(b.py_version + bias, &v, 4)) return absl::UnavailableError("process memory unreadable");
+    if (v != b.py_version_value) return refuse(absl::StrCat(e.path, ": Py_Version in memory is not the file's"));
+  }
+  auto layout = OwnLayout(mem, b, bias);
+  if (absl::IsUnavailable(layout.status())) return layout.status();
+  if (!layout.ok()) return refuse(std::string(layout.status().message()));
+  ehp_py_proc p = *layout;
+  p.interp_head += bias;
+  for (size_t i = 0; i < b.eval.size() && i < 2; ++i) {
+    p.eval_begin[i] = b.eval[i].begin + bias;
+    p.eval_end[i] = b.eval[i].end + bias;
+  }
+  uint64_t interp = 0;
+  if (!mem.ReadU64(p.interp_head, &interp)) return absl::UnavailableError("process memory unreadable");
+  if (!interp) {
+    // Not initialized yet: look again soon.
+    proc.state = Proc::kUnknown;
+    return false;
+  }
+  auto fields = ReadCodeFields(mem, b.code_type + bias, b.minor, b.ascii_header);
+  if (!fields.ok()) return refuse(absl::StrCat(e.path, ": ", fields.status().message()));
+  if (FramesHoldCode(mem, p, interp, fields->code_type) == false) {
+    if (const uint64_t now = MonotonicNs();
+        proc.frame_check_failures == 0 || now - proc.frame_check_failed_ns >= kFrameCheckSpacingNs) {
+      ++proc.frame_check_failures;
+      proc.frame_check_failed_ns = now;
+    }
+    if (proc.frame_check_failures < kFrameCheckTries) {
+      proc.state = Proc::kUnknown;  // read mid-push, maybe: look again at the next sample
+      return false;
+    }
+  }
+  if (proc.frame_check_failures >= kFrameCheckTries) {
+    return refuse(absl::StrCat(e.path, ": Python ", b.major, ".", b.minor,
+                               " frames do not hold code objects at the offsets ehprof knows"));
+  }
+  if (!DataStackHolds(mem, p, interp)) p.tstate_datastack = EHP_PY_NO_DATASTACK;
+  if (!WriteProcEntry(py_procs_.get(), pid, &p, "Python", warnings_)) return false;
+  proc.fields = *fields;
+  proc.state = Proc::kPython;
+  return true;
 }
 
 void PythonTracker::Exec(uint32_t pid) { Exit(pid); }
@@ -303,18 +277,18 @@ void PythonTracker::NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64
 
 std::vector<PythonFound> PythonTracker::Found() const {
   std::vector<PythonFound> out;
-  for (const auto& [key, bin] : binaries_) {
-    if (bin.ok() && !*bin) continue;
+  binaries_.ForEachInspected([&](std::string_view path, const absl::StatusOr<std::optional<PythonBinary>>& bin) {
+    if (bin.ok() && !*bin) return;
     PythonFound f;
     if (bin.ok()) {
       f.path = (*bin)->path;
       f.version = absl::StrCat((*bin)->major, ".", (*bin)->minor);
     } else {
-      f.path = key.substr(0, key.rfind(':'));
+      f.path = std::string(path);
       f.problem = std::string(bin.status().message());
     }
     out.push_back(std::move(f));
-  }
+  });
   return out;
 }
 

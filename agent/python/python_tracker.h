@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "agent/interp/interp_binaries.h"
 #include "agent/process/look_again.h"
 #include "agent/process/runtime_check.h"
 #include "agent/python/python_binary.h"
@@ -65,7 +66,10 @@ class PythonTracker {
   // Interpreters refused and a full map go to `warnings` (not owned; it
   // outlives the tracker), each once.
   PythonTracker(std::unique_ptr<MapWriter> py_procs, Warnings* warnings)
-      : py_procs_(std::move(py_procs)), warnings_(warnings) {}
+      : py_procs_(std::move(py_procs)),
+        binaries_("python",
+                  [](const ElfFile& elf, const std::string& path) { return InspectPythonBinary(elf, path); }),
+        warnings_(warnings) {}
   // Looks at a process the first time it is sampled (again after an exec,
   // and while it is not Python yet, every second); rewrites the Python
   // frames of user (EHP_FRAME_PYTHON) to code indexes.
@@ -109,14 +113,11 @@ class PythonTracker {
     absl::flat_hash_map<uint64_t, Cached> code_index;
   };
   uint32_t CodeIndex(uint32_t pid, Proc& p, uint64_t addr, uint64_t now_ns);
-  absl::StatusOr<std::optional<PythonBinary>> Binary(const std::string& open_path, const std::string& path,
-                                                     uint64_t inode);
-
   std::unique_ptr<MapWriter> py_procs_;
   PythonCodeTable codes_;
   std::map<uint32_t, Proc> procs_;
   // "path:inode" -> the binary (nullopt: no Python), or why it is refused.
-  std::map<std::string, absl::StatusOr<std::optional<PythonBinary>>> binaries_;
+  InterpBinaries<PythonBinary> binaries_;
   Warnings* warnings_;
 };
 

@@ -4,9 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "agent/process/look_again.h"
+#include "agent/interp/interp_process.h"
 #include "agent/process/proc_maps.h"
-#include "base/guarded.h"
 
 namespace ehprof {
 
@@ -18,17 +17,9 @@ constexpr int kClassProbeTries = 20;
 // A frame named is trusted this long before it is read again (an iseq of
 // eval'd code can be freed and its memory reused).
 constexpr uint64_t kRereadNs = 1'000'000'000;
-// Looks at a process whose TLS module id or symbol table does not read yet
-// before it is refused (a Ruby still starting has neither for a few
-// milliseconds).
-constexpr int kProbeTries = 20;
-// The largest TLS module id taken from a process's GOT.
-constexpr uint64_t kMaxTlsModule = 1u << 16;
-
-bool LooksLikeRuby(const std::string& path) {
-  const std::string base = path.substr(path.rfind('/') + 1);
-  return base.find("ruby") != std::string::npos;
-}
+// Looks at a process whose symbol table does not read yet before it is
+// refused (a Ruby still starting has none for a few milliseconds).
+constexpr int kProbeTries = kTlsModuleTries;
 
 }  // namespace
 
@@ -43,28 +34,11 @@ const char* RubyStopName(uint32_t why) {
   }
 }
 
-absl::StatusOr<std::optional<RubyBinary>> RubyTracker::Binary(const std::string& open_path,
-                                                              const std::string& path, uint64_t inode) {
-  const std::string key = absl::StrCat(path, ":", inode);
-  auto it = binaries_.find(key);
-  if (it != binaries_.end()) return it->second;
-  absl::StatusOr<std::optional<RubyBinary>> result = std::nullopt;
-  auto elf = ElfFile::Open(open_path);
-  if (elf.ok()) result = InspectRubyBinary(*elf, path);
-  binaries_.emplace(key, result);
-  return result;
-}
-
 absl::StatusOr<bool> RubyTracker::Publish(uint32_t pid, Proc& proc, const RubyBinary& b, uint64_t bias) {
   proc.mem = std::make_unique<ProcessMemory>(static_cast<pid_t>(pid));
-  uint64_t module = 0;
-  if (!proc.mem->ReadU64(b.tls_modid_slot + bias, &module)) return absl::UnavailableError("process memory unreadable");
-  // 0: the dynamic linker has not relocated libruby yet (a process just
-  // exec'd): look again.
-  if (module == 0 && ++proc.probe_failures < kProbeTries) return false;
-  if (module == 0 || module > kMaxTlsModule) {
-    return absl::FailedPreconditionError(absl::StrFormat("%s: TLS module id %d is not one", b.path, module));
-  }
+  auto module = ReadTlsModuleId(*proc.mem, b.tls_modid_slot + bias, &proc.probe_failures, b.path);
+  if (!module.ok()) return module.status();
+  if (!*module) return false;  // libruby not relocated yet (a process just exec'd): look again
   RubyObjectLayout layout;
   layout.symbols_last_id = b.symbols_last_id + bias;
   layout.symbols_ids = b.symbols_ids + bias;
@@ -78,58 +52,23 @@ absl::StatusOr<bool> RubyTracker::Publish(uint32_t pid, Proc& proc, const RubyBi
   ehp_ruby_proc p = b.layout;
   p.vm_begin = b.vm_begin + bias;
   p.vm_end = b.vm_end + bias;
-  p.tls_module = module;
+  p.tls_module = **module;
   p.tls_offset = static_cast<uint64_t>(b.tls_offset);
-  if (absl::Status st = ruby_procs_ ? ruby_procs_->Write(pid, &p, 1) : absl::OkStatus(); !st.ok()) {
-    warnings_->AddOnce("ruby_procs", absl::IsResourceExhausted(st)
-                                         ? absl::StrCat("Ruby processes: the BPF map is full (", pid, ")")
-                                         : absl::StrCat("Ruby processes: ", st.message()));
-    return false;
-  }
-  proc.state = Proc::kRuby;
+  if (!WriteProcEntry(ruby_procs_.get(), pid, &p, "Ruby", warnings_)) return false;
   return true;
 }
 
 absl::StatusOr<bool> RubyTracker::Attach(uint32_t pid) {
   Proc& proc = procs_[pid];
-  auto maps = ReadProcMaps(static_cast<int>(pid));
-  if (!maps.ok()) return maps.status();
-  for (const MapsEntry& e : *maps) {
-    if (!e.exec || e.path.empty() || e.path[0] != '/' || !LooksLikeRuby(e.path)) continue;
-    const std::string open = absl::StrFormat("/proc/%d/map_files/%x-%x", pid, e.start, e.end);
-    auto bin = Binary(open, e.path, e.inode);
-    auto refuse = [&](std::string why) -> absl::StatusOr<bool> {
-      warnings_->AddOnce(e.path, absl::StrCat(why, "; its stacks are native only"));
-      proc.state = Proc::kRefused;
-      return absl::FailedPreconditionError(why);
-    };
-    if (!bin.ok()) return refuse(std::string(bin.status().message()));
-    if (!*bin) continue;
-    proc.binary = e.path;
-    proc.version = (*bin)->version;
-    auto bias = LoadBias((*bin)->loads, e);
-    if (!bias) return refuse(absl::StrCat(e.path, ": its mapping lies in no segment"));
-    auto published = Publish(pid, proc, **bin, *bias);
-    if (!published.ok() && absl::IsFailedPrecondition(published.status())) {
-      return refuse(std::string(published.status().message()));
-    }
-    if (published.ok() && !*published && proc.state != Proc::kRuby) proc.state = Proc::kUnknown;
-    return published;
-  }
-  proc.state = Proc::kNotRuby;
-  return false;
+  return AttachInterp(pid, proc, binaries_, warnings_,
+                      [&](const RubyBinary& b, uint64_t bias) { return Publish(pid, proc, b, bias); });
 }
 
 void RubyTracker::Notice(uint32_t pid, uint64_t now_ns) {
   Proc& p = procs_[pid];
-  if (p.look.Due(p.state == Proc::kUnknown, p.state == Proc::kNotRuby, now_ns)) {
-    // Its binaries and memory are its user's: whatever they make the
-    // reading throw, that process is not looked at again.
-    const absl::Status st = Guarded("reading a Ruby process", "its stacks are native only", [&] {
-      (void)Attach(pid);
-      return absl::OkStatus();
-    });
-    if (!st.ok()) procs_[pid].state = Proc::kRefused;
+  if (p.look.Due(p.state == InterpState::kUnknown, p.state == InterpState::kAbsent, now_ns) &&
+      !LookGuarded("Ruby", [&] { (void)Attach(pid); })) {
+    procs_[pid].state = InterpState::kRefused;
   }
 }
 
@@ -157,7 +96,7 @@ InterpFrameName RubyTracker::Name(uint32_t pid, uint64_t word, uint64_t method) 
   }
   n.function = "[ruby: unreadable frame]";
   auto it = procs_.find(pid);
-  if (it == procs_.end() || it->second.state != Proc::kRuby || !it->second.objects) return n;
+  if (it == procs_.end() || it->second.state != InterpState::kPublished || !it->second.objects) return n;
   Proc& proc = it->second;
   RubyObjects& objects = *proc.objects;
   if (aux == EHP_INTERP_AUX_UNKNOWN) {  // a C method's entry
@@ -229,7 +168,7 @@ void RubyTracker::NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t
 void RubyTracker::Exit(uint32_t pid) {
   auto it = procs_.find(pid);
   if (it == procs_.end()) return;
-  if (it->second.state == Proc::kRuby && ruby_procs_) ruby_procs_->Delete(pid);
+  if (it->second.state == InterpState::kPublished && ruby_procs_) ruby_procs_->Delete(pid);
   procs_.erase(it);
 }
 

@@ -20,6 +20,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "agent/interp/interp_binaries.h"
 #include "agent/interp/interp_frame_table.h"
 #include "agent/interp/interp_tracker.h"
 #include "agent/process/look_again.h"
@@ -38,7 +39,10 @@ class RubyTracker : public InterpTracker {
   // binaries and a full map go to `warnings` once each. table and warnings
   // are not owned and outlive the tracker.
   RubyTracker(std::unique_ptr<MapWriter> ruby_procs, InterpFrameTable* table, Warnings* warnings)
-      : ruby_procs_(std::move(ruby_procs)), table_(table), warnings_(warnings) {}
+      : ruby_procs_(std::move(ruby_procs)),
+        table_(table),
+        warnings_(warnings),
+        binaries_("ruby", [](const ElfFile& elf, const std::string& path) { return InspectRubyBinary(elf, path); }) {}
   ehp_interp_kind kind() const override { return EHP_INTERP_RUBY; }
   void Notice(uint32_t pid, uint64_t now_ns) override;
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) override;
@@ -53,11 +57,7 @@ class RubyTracker : public InterpTracker {
   InterpFrameName Name(uint32_t pid, uint64_t word, uint64_t method);
 
  private:
-  struct Proc {
-    enum State { kUnknown, kNotRuby, kRuby, kRefused } state = kUnknown;
-    LookAgain look;
-    int probe_failures = 0;  // symbol table not readable yet (Ruby starting)
-    std::string binary, version;
+  struct Proc : InterpProcBase {
     std::optional<RubyObjects> objects;
     std::optional<RubyClasses> classes;
     uint64_t class_vars[3] = {0, 0, 0};  // rb_cObject, rb_cModule, rb_cString in the process
@@ -72,15 +72,13 @@ class RubyTracker : public InterpTracker {
   };
   // The class of a method entry (through an svar) when pid's classes read.
   std::optional<RubyClassName> ClassOf(Proc& proc, uint64_t me, bool cfunc);
-  absl::StatusOr<std::optional<RubyBinary>> Binary(const std::string& open_path, const std::string& path,
-                                                   uint64_t inode);
   absl::StatusOr<bool> Publish(uint32_t pid, Proc& proc, const RubyBinary& b, uint64_t bias);
 
   std::unique_ptr<MapWriter> ruby_procs_;
   InterpFrameTable* table_;
   Warnings* warnings_;
   std::map<uint32_t, Proc> procs_;
-  std::map<std::string, absl::StatusOr<std::optional<RubyBinary>>> binaries_;
+  InterpBinaries<RubyBinary> binaries_;
 };
 
 // The name of a Ruby stop marker's reason (enum ehp_ruby_stop).
