@@ -306,6 +306,9 @@ absl::Status AgentLoop::Run() {
   Recorder rec(std::move(ro), &warnings_);
   recorder_ = &rec;
   absl::Status st = rec.Run();
+  // The counters as the recording ended (OnTick refreshes them each second).
+  finished_late_.store(rec.deferred_stats().finished);
+  deferred_budget_drops_.store(rec.summary().deferred_budget_drops);
   // The last, partial interval, unless it caught no sample: stopped just
   // after a boundary it may be a few ms long, and an empty profile is
   // nothing to write or push.
