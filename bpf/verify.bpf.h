@@ -32,6 +32,8 @@ struct copy_ctx {
 			return 1;                                                                  \
 		__u64 addr = c->sp + off;                                                          \
 		__u32 chunk = PAGE_SIZE_BYTES - (__u32)(addr & (PAGE_SIZE_BYTES - 1));             \
+		if (chunk > c->limit - off) /* never past limit: it is what was paid for */        \
+			chunk = c->limit - off;                                                    \
 		off &= (cap) - 1;                                                                  \
 		chunk &= 8191;                                                                     \
 		if (chunk == 0 || chunk > PAGE_SIZE_BYTES)                                         \
