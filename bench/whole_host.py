@@ -14,7 +14,9 @@ that give each reason.
 
 Writes bench/results/whole_host.json (or whole_host_cold.json): complete_pct
 (stackcheck, whole run), ehprof_complete_pct and REASON_pct (its summary),
-bpf_us_median, ring_bytes_per_sample, per main command COMM_complete_pct and
+bpf_us_median, ring_bytes_per_sample (the samples' own records), the walks
+finished late and their copies' cost (finished_late, deferred_*,
+ring_bytes_per_sample_with_copies), per main command COMM_complete_pct and
 COMM_samples, and the top stopping binaries per reason (in the printout).
 """
 import argparse
@@ -37,6 +39,8 @@ ROOT = os.path.dirname(HERE)
 COMMS = ("chromium", "node", "python3", "clang++", "clang", "cc1plus", "make", "cmake", "bpftool", "ld",
          "ld.lld", "sh")
 STOP = re.compile(r"^\s*0\s+\[stop: (.*)\] \(\[stop\]\)\s*$")
+# A walk finished late (agent/deferred/) says so in a frame of its own.
+LATE = re.compile(r"^\s*0\s+\[finished late\] \(\[finished late\]\)\s*$")
 PAGE = """<!doctype html><html><body><canvas id=c width=800 height=600></canvas><script>
 const c = document.getElementById('c').getContext('2d');
 let t = 0;
@@ -60,7 +64,7 @@ def split_stops(dump, judged):
     by_pc = collections.defaultdict(collections.Counter)
     with open(dump, errors="replace") as f, open(judged, "w") as out:
         for block in f.read().split("\n\n"):
-            lines = [l for l in block.split("\n") if l.strip()]
+            lines = [l for l in block.split("\n") if l.strip() and not LATE.match(l)]
             if not lines:
                 continue
             stop = STOP.match(lines[-1])
@@ -120,6 +124,14 @@ def summary_figures(stderr):
     m = re.search(r"(\d+) bytes per sample through the ring buffer", stderr)
     if m:
         fig["ring_bytes_per_sample"] = int(m.group(1))
+    m = re.search(r"walks finished late: (\d+) samples .*?: (\d+) stack copies sent, (\d+) bytes each on "
+                  r"average; (\d+) not copied.*?; (\d+) over the cap.*?; (\d+) not finishable.*?with the copies "
+                  r"(\d+) bytes a sample", stderr)
+    if m:
+        for key, value in zip(("finished_late", "deferred_copies", "deferred_bytes_per_copy", "deferred_budget_drops",
+                               "deferred_over_cap", "deferred_unfinished", "ring_bytes_per_sample_with_copies"),
+                              m.groups()):
+            fig[key] = int(value)
     m = re.search(r"(\d+) samples in", stderr)
     if m:
         fig["ehprof_samples"] = int(m.group(1))

@@ -745,6 +745,7 @@ enum ehp_event_kind {
 	EHP_EVENT_FORK = 6,   /* a followed process forked */
 	EHP_EVENT_VERIFY = 7, /* registers + stack copy of the sample before it */
 	EHP_EVENT_MAPPING = 8, /* struct ehp_mapping_event */
+	EHP_EVENT_DEFERRED = 9, /* struct ehp_deferred: the sample after it, to finish later */
 };
 
 /* --verify: every cfg.verify_every-th sample is followed by a VERIFY event
@@ -759,6 +760,30 @@ struct ehp_verify {
 };
 EHP_ASSERT(sizeof(struct ehp_verify) == 8 * (EHP_REG_RIP + 1) + 8, "ehp_verify: regs, len, pad");
 
+/* A sample whose walk stopped because its table was not loaded yet or its
+ * process was not known yet (EHP_STOP_NO_TABLE, EHP_STOP_NO_PROC) is sent
+ * right after an EHP_EVENT_DEFERRED record (struct ehp_event with the
+ * sample's pid, tid, cpu and time, then this, then stack_len bytes of the
+ * user stack from regs[EHP_REG_RSP]): the walk's state where it stopped,
+ * which user space continues with the same walk (bpf/host/) once the table
+ * exists (agent/deferred/). Each CPU's copies are bounded by a token bucket
+ * of cfg.deferred_rate bytes a second. */
+#define EHP_DEFERRED_STACK_MAX (16 * 1024)
+#define EHP_DEFERRED_PAGES (EHP_DEFERRED_STACK_MAX / 4096 + 1)
+/* The bucket holds this many seconds of cfg.deferred_rate. */
+#define EHP_DEFERRED_BURST_S 2
+struct ehp_deferred {
+	ehp_u64 regs[EHP_REG_RIP + 1]; /* DWARF numbering; regs[EHP_REG_RIP] the pc */
+	ehp_u32 valid;		       /* bit per register of regs known */
+	ehp_u32 exact;		       /* the pc is an interrupted one, not a return address */
+	ehp_u32 stack_len;
+	ehp_u16 n_user;	     /* the user frames the kernel's walk found */
+	ehp_u8 stop_reason;  /* EHP_STOP_NO_TABLE or EHP_STOP_NO_PROC */
+	ehp_u8 pad;
+};
+EHP_ASSERT(sizeof(struct ehp_deferred) == 8 * (EHP_REG_RIP + 1) + 16, "ehp_deferred: regs, state, len");
+EHP_ASSERT((EHP_DEFERRED_STACK_MAX & (EHP_DEFERRED_STACK_MAX - 1)) == 0, "deferred copies are masked");
+
 enum ehp_sample_flags {
 	EHP_SAMPLE_USER_MODE = 1, /* the sample hit user mode */
 	/* An off-CPU event, not a timer sample: the task blocked for addr
@@ -766,6 +791,9 @@ enum ehp_sample_flags {
 	EHP_SAMPLE_OFF_CPU = 2,
 	/* A probe hit (uprobe, uretprobe, USDT, tracepoint), counted. */
 	EHP_SAMPLE_PROBE = 4,
+	/* Set by user space, never by BPF: the user walk was finished after
+	 * the sample, from its EHP_EVENT_DEFERRED copy (agent/deferred/). */
+	EHP_SAMPLE_FINISHED_LATE = 8,
 };
 
 /* Which switched-out tasks off-CPU time is charged for, by the state they
@@ -824,7 +852,9 @@ enum ehp_stat {
 	EHP_STAT_OFFCPU_UNTRACKED = 5, /* switch-outs the full offcpu_tasks map lost */
 	EHP_STAT_OFFCPU_UNSEEN = 6,    /* blocks whose switch-in no sched_switch showed */
 	EHP_STAT_BUDGET_CUTS = 7,      /* walks stopped by cfg.walk_budget_ns */
-	EHP_STAT_COUNT = 8,
+	EHP_STAT_DEFERRED_SENT = 8,    /* EHP_EVENT_DEFERRED copies sent */
+	EHP_STAT_DEFERRED_BUDGET = 9,  /* copies cfg.deferred_rate's bucket had no room for */
+	EHP_STAT_COUNT = 10,
 };
 
 /* Load-time settings (the program's .rodata). */
@@ -858,8 +888,13 @@ struct ehp_config {
 	 * (perf_sample_event_took) sees only NMI-driven events, not the
 	 * hrtimer of cpu-clock. 0: no limit. */
 	ehp_u64 walk_budget_ns;
+	/* Bytes a second each CPU may copy for walks to finish later
+	 * (EHP_EVENT_DEFERRED); 0: none. */
+	ehp_u32 deferred_rate;
+	ehp_u32 pad_deferred;
 };
-EHP_ASSERT(sizeof(struct ehp_config) == 96, "ehp_config is 96 bytes");
+EHP_ASSERT(sizeof(struct ehp_config) == 104, "ehp_config is 104 bytes");
+EHP_ASSERT(EHP_OFFSET(struct ehp_config, deferred_rate) == 96, "ehp_config.deferred_rate at 96");
 EHP_ASSERT(EHP_OFFSET(struct ehp_config, walk_budget_ns) == 88, "ehp_config.walk_budget_ns at 88");
 EHP_ASSERT(EHP_OFFSET(struct ehp_config, offcpu_min_ns) == 32, "ehp_config.offcpu_min_ns at 32");
 EHP_ASSERT(EHP_OFFSET(struct ehp_config, cgroup_id) == 40, "ehp_config.cgroup_id at 40");

@@ -190,6 +190,34 @@ struct {
 	__type(value, struct verify_scratch);
 } verify_scratch SEC(".maps");
 
+/* A deferred walk's copy (bpf/deferred.bpf.h): event header, the walk's
+ * state and up to EHP_DEFERRED_STACK_MAX bytes of stack, a page of slack
+ * as verify_scratch has. Indexed by CPU like it; user space sizes it to
+ * the possible CPUs when deferral is on. */
+struct deferred_scratch {
+	struct ehp_event ev;
+	struct ehp_deferred d;
+	__u8 stack[EHP_DEFERRED_STACK_MAX + PAGE_SIZE_BYTES];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct deferred_scratch);
+} deferred_scratch SEC(".maps");
+
+/* Each CPU's token bucket of bytes for deferred copies. */
+struct deferred_budget {
+	__u64 last_ns;
+	__u64 tokens;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct deferred_budget);
+} deferred_budget SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, EHP_STAT_COUNT);

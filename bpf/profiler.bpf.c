@@ -38,6 +38,7 @@
 #include "bpf/hotspot.bpf.h"
 #include "bpf/stacks.bpf.h"
 #include "bpf/verify.bpf.h"
+#include "bpf/deferred.bpf.h"
 #include "bpf/filters.bpf.h"
 #include "bpf/offcpu.bpf.h"
 
@@ -116,8 +117,12 @@ SEC("perf_event")
 int ehprof_sample(struct bpf_perf_event_data *ctx)
 {
 	struct scratch *s = begin_sample(1);
-	if (s)
-		verify_sample(record_sample(ctx, s, perf_hit_user_mode(ctx), 0));
+	if (!s)
+		return 0;
+	const __u64 started = s->ev.time_ns;
+	__u64 size = collect_stacks(ctx, s, perf_hit_user_mode(ctx));
+	defer_walk(s); /* bpf/deferred.bpf.h: before its sample */
+	verify_sample(send_sample(s, size, 0, started));
 	return 0;
 }
 

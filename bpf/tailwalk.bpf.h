@@ -70,6 +70,8 @@ EHP_INLINE void tail_finish(struct scratch *s, struct tail_state *st, const __u3
 		return;
 	}
 	__u64 size = event_size(s->ev.n_kernel, s->ev.n_user, s->ev.n_user_fp);
+	if (finish == EHP_TAIL_SEND_VERIFY)
+		defer_walk(s); /* bpf/deferred.bpf.h: a sample's, before it */
 	struct scratch *sent = send_sample(s, size, st->flags, st->started);
 	if (finish == EHP_TAIL_SEND_VERIFY)
 		verify_sample(sent);

@@ -6,34 +6,62 @@
 
 /* Copies the user stack from sp upwards, a page at a time (a read that
  * would cross into an unmapped page fails whole), up to the stack top or
- * EHP_VERIFY_STACK_MAX bytes. */
+ * limit bytes, into buf (a map value with a page of slack past cap, so
+ * every copy is a masked offset plus at most a page: bounds the verifier
+ * can follow). One callback per buffer's cap (--verify's, the deferred
+ * walk's: bpf/deferred.bpf.h). */
 struct copy_ctx {
-	struct verify_scratch *vs;
+	__u8 *buf;
 	__u64 sp;
 	__u32 len;
+	__u32 limit; /* <= the callback's cap */
 };
 
 #ifdef EHP_COMPAT
-EHP_INLINE /* called in a loop (bpf/compat.bpf.h) */
+#define EHP_COPY_FN EHP_INLINE /* called in a loop (bpf/compat.bpf.h) */
 #else
-static
+#define EHP_COPY_FN static
 #endif
-long copy_stack_page(__u32 i, void *data)
+
+#define EHP_STACK_COPY_FN(name, cap)                                                              \
+	EHP_COPY_FN long name(__u32 i, void *data)                                                 \
+	{                                                                                          \
+		struct copy_ctx *c = data;                                                         \
+		__u32 off = c->len;                                                                \
+		if (off >= c->limit || off >= (cap))                                               \
+			return 1;                                                                  \
+		__u64 addr = c->sp + off;                                                          \
+		__u32 chunk = PAGE_SIZE_BYTES - (__u32)(addr & (PAGE_SIZE_BYTES - 1));             \
+		if (chunk > c->limit - off) /* never past limit: it is what was paid for */        \
+			chunk = c->limit - off;                                                    \
+		off &= (cap) - 1;                                                                  \
+		chunk &= 8191;                                                                     \
+		if (chunk == 0 || chunk > PAGE_SIZE_BYTES)                                         \
+			return 1;                                                                  \
+		if (bpf_probe_read_user(c->buf + off, chunk, (void *)addr))                        \
+			return 1;                                                                  \
+		c->len = off + chunk;                                                              \
+		return 0;                                                                          \
+	}
+
+EHP_STACK_COPY_FN(copy_stack_page, EHP_VERIFY_STACK_MAX)
+
+/* Runs a copy callback over at most `pages` pages of c. */
+#ifdef EHP_COMPAT
+#define EHP_COPY_PAGES(fn, pages, c)                                                               \
+	for (__u32 i_ = 0; i_ < (pages); i_++)                                                     \
+		if (fn(i_, (c)))                                                                   \
+			break
+#else
+#define EHP_COPY_PAGES(fn, pages, c) bpf_loop((pages), fn, (c), 0)
+#endif
+
+/* The bytes of a copy's record: head, then len bytes of stack (at most
+ * cap, bounded where the verifier can see it). */
+EHP_INLINE __u64 copy_event_size(__u64 head, __u32 len, const __u32 cap)
 {
-	struct copy_ctx *c = data;
-	__u32 off = c->len;
-	if (off >= EHP_VERIFY_STACK_MAX)
-		return 1;
-	__u64 addr = c->sp + off;
-	__u32 chunk = PAGE_SIZE_BYTES - (__u32)(addr & (PAGE_SIZE_BYTES - 1));
-	off &= EHP_VERIFY_STACK_MAX - 1;
-	chunk &= 8191;
-	if (chunk == 0 || chunk > PAGE_SIZE_BYTES)
-		return 1;
-	if (bpf_probe_read_user(&c->vs->stack[off], chunk, (void *)addr))
-		return 1;
-	c->len = off + chunk;
-	return 0;
+	__u64 size = head + (len & (cap * 2 - 1));
+	return size > head + cap ? head + cap : size;
 }
 
 EHP_INLINE void capture_for_verify(struct scratch *s, __u64 rsp)
@@ -49,19 +77,11 @@ EHP_INLINE void capture_for_verify(struct scratch *s, __u64 rsp)
 	__builtin_memcpy(vs->v.regs, s->regs, sizeof(vs->v.regs));
 	vs->v.regs[EHP_REG_RSP] = rsp;
 	vs->v.leaf_exact = s->leaf_exact;
-	struct copy_ctx c = {.vs = vs, .sp = rsp};
-#ifdef EHP_COMPAT
-	for (__u32 i = 0; i < EHP_VERIFY_PAGES; i++)
-		if (copy_stack_page(i, &c))
-			break;
-#else
-	bpf_loop(EHP_VERIFY_PAGES, copy_stack_page, &c, 0);
-#endif
+	struct copy_ctx c = {.buf = vs->stack, .sp = rsp, .limit = EHP_VERIFY_STACK_MAX};
+	EHP_COPY_PAGES(copy_stack_page, EHP_VERIFY_PAGES, &c);
 	__u32 len = c.len > EHP_VERIFY_STACK_MAX ? EHP_VERIFY_STACK_MAX : c.len;
 	vs->v.stack_len = len;
-	__u64 size = sizeof(vs->ev) + sizeof(vs->v) + (len & (EHP_VERIFY_STACK_MAX * 2 - 1));
-	if (size > sizeof(vs->ev) + sizeof(vs->v) + EHP_VERIFY_STACK_MAX)
-		size = sizeof(vs->ev) + sizeof(vs->v) + EHP_VERIFY_STACK_MAX;
+	__u64 size = copy_event_size(sizeof(vs->ev) + sizeof(vs->v), len, EHP_VERIFY_STACK_MAX);
 	if (bpf_ringbuf_output(&events, vs, size, 0))
 		count(EHP_STAT_EVENT_DROPS);
 }

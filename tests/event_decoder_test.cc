@@ -136,6 +136,34 @@ TEST(DecodeEvent, RecordsShorterThanTheirHeaderSaysAreMalformed) {
   EXPECT_EQ(DecodeEvent(&me, sizeof(me) - 8).kind, Kind::kMalformed);
 }
 
+TEST(DecodeEvent, DeferredWalkStateAndItsStackCopy) {
+  Bytes b;
+  Append(&b, Header(EHP_EVENT_DEFERRED, 7, 9));
+  ehp_deferred st{};
+  st.regs[EHP_REG_RSP] = 0x7ffd0000;
+  st.regs[EHP_REG_RIP] = 0x401234;
+  st.valid = 1u << EHP_REG_RSP;
+  st.n_user = 3;
+  st.stop_reason = EHP_STOP_NO_TABLE;
+  st.stack_len = 24;
+  Append(&b, st);
+  for (uint8_t i = 0; i < 24; ++i) b.push_back(i);
+  DecodedEvent d = DecodeEvent(b.data(), b.size());
+  ASSERT_EQ(d.kind, Kind::kDeferred);
+  EXPECT_EQ(d.deferred.state.regs[EHP_REG_RIP], 0x401234u);
+  EXPECT_EQ(d.deferred.state.valid, 1u << EHP_REG_RSP);
+  EXPECT_EQ(d.deferred.state.n_user, 3u);
+  EXPECT_EQ(d.deferred.state.stop_reason, EHP_STOP_NO_TABLE);
+  ASSERT_EQ(d.deferred.stack.size(), 24u);
+  EXPECT_EQ(d.deferred.stack[23], 23);
+  // A copy longer than the record, or than any the BPF side makes.
+  EXPECT_EQ(DecodeEvent(b.data(), b.size() - 1).kind, Kind::kMalformed);
+  st.stack_len = EHP_DEFERRED_STACK_MAX + 8;
+  std::memcpy(b.data() + sizeof(ehp_event), &st, sizeof(st));
+  b.resize(sizeof(ehp_event) + sizeof(st) + st.stack_len);
+  EXPECT_EQ(DecodeEvent(b.data(), b.size()).kind, Kind::kMalformed);
+}
+
 class EventFile : public ::testing::Test {
  protected:
   void SetUp() override { path_ = ::testing::TempDir() + "/events." + std::to_string(getpid()); }

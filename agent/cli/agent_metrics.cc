@@ -46,6 +46,13 @@ std::string AgentSinks::PrometheusText(const AgentCounters& c, uint64_t cpu_ns) 
   out += PromMetric("ehprof_samples_total", "counter", "Samples aggregated into intervals.", c.samples);
   out += PromMetric("ehprof_samples_lost_total", "counter", "Samples lost to a full ring buffer.",
                     c.samples_lost);
+  out += PromMetric("ehprof_walks_finished_late_total", "counter",
+                    "Samples whose walk stopped for want of a table or a process entry, finished from their "
+                    "stack's copy once it was there.",
+                    c.walks_finished_late);
+  out += PromMetric("ehprof_deferred_budget_drops_total", "counter",
+                    "Such samples whose stack was not copied: over the per-CPU budget (--defer-budget).",
+                    c.deferred_budget_drops);
   out += PromMetric("ehprof_intervals_total", "counter", "Intervals handed to the sinks.", c.intervals);
   out += PromMetric("ehprof_intervals_dropped_total", "counter",
                     "Intervals dropped because symbolization fell behind.", c.intervals_dropped);

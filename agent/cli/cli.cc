@@ -142,6 +142,19 @@ void AddFilterOptions(CLI::App& app, RecordOptions* record) {
   app.add_flag("--exclude-idle")->description("leave the idle task out (the default)")->group(g);
 }
 
+// What the BPF side may spend: walk time, copies of stacks to finish later.
+void AddBudgetOptions(CLI::App& app, RecordOptions* record) {
+  // Hidden: tests set a budget every walk outlasts (agent/record/walk_budget.h).
+  app.add_option("--walk-budget-ns", record->walk_budget_ns, "what each CPU's stack walks may take in every 100 ms")
+      ->check(InRange<uint64_t>(1, uint64_t{1} << 62))
+      ->group("");
+  app.add_option("--defer-budget", record->deferred_kib_per_s,
+                 "KiB of user stack each CPU may copy a second for walks stopped before their table or "
+                 "process was known, finished once it is (0: such walks stay stopped)")
+      ->type_name("KIB")
+      ->check(InRange<uint32_t>(0, 1u << 20));
+}
+
 }  // namespace
 
 int UsageError(std::string_view subcommand, std::string_view reason) {
@@ -218,10 +231,7 @@ void AddSamplingOptions(CLI::App& app, RecordOptions* record, SamplingFlags* fla
       ->type_name("N")
       ->check(InRange<uint64_t>(1, uint64_t{1} << 62))
       ->excludes("-F");
-  // Hidden: tests set a budget every walk outlasts (agent/record/walk_budget.h).
-  app.add_option("--walk-budget-ns", record->walk_budget_ns, "what each CPU's stack walks may take in every 100 ms")
-      ->check(InRange<uint64_t>(1, uint64_t{1} << 62))
-      ->group("");
+  AddBudgetOptions(app, record);
   app.add_option("-e,--event", flags->event,
                  "cpu-clock (default, works in VMs), task-clock; hardware counters cycles, "
                  "instructions, cache-misses, cache-references, branch-misses, branches (where "

@@ -213,6 +213,12 @@ int RunLoop(AgentOptions o, const AgentFlags& f, AgentSinks& sinks) {
                  "CPU's time: kernel.perf_cpu_time_max_percent)\n",
                  static_cast<unsigned long long>(c.walks_cut));
   }
+  if (c.walks_finished_late || c.deferred_budget_drops) {
+    std::fprintf(stderr, "ehprof agent: %llu stack walks finished late (their table or process not known yet "
+                 "at the sample), %llu stack copies over the per-CPU budget\n",
+                 static_cast<unsigned long long>(c.walks_finished_late),
+                 static_cast<unsigned long long>(c.deferred_budget_drops));
+  }
   if (!st.ok()) {
     std::fprintf(stderr, "ehprof agent: %s\n", std::string(st.message()).c_str());
     return kExitFailure;

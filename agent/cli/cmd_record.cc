@@ -85,7 +85,8 @@ void AddWalkOptions(CLI::App& app, RecordOptions* o, RecordFlags* f, RecordOutpu
       ->type_name("U")
       ->check(CLI::IsMember({"dwarf", "fp", "both"}).description(""));
   app.add_flag("--show-stops", out->show_stops,
-               "a stack the walk could not finish ends in a frame naming why, \"[stop: REASON]\"");
+               "a stack the walk could not finish ends in a frame naming why, \"[stop: REASON]\" (one "
+               "finished from its stack's copy once its table was loaded, in \"[finished late]\")");
   app.add_flag("--fp-walk", out->fp_walk, "with --unwinder both: write the frame-pointer walk");
   app.add_option("--compare", out->compare_path, "with --unwinder both: write the FP-vs-CFI report")
       ->type_name("FILE");

@@ -26,6 +26,23 @@ void PrintJvmMemory(const JvmMemory& j) {
                j.method_cache / 1e3, j.scope_cache / 1e3);
 }
 
+// The cold window's samples (agent/deferred/): how many walks were finished
+// late, and what the copies cost and left out.
+void PrintDeferred(const RecordSummary& s) {
+  const DeferredStats& d = s.deferred;
+  if (s.deferred_sent == 0 && s.deferred_budget_drops == 0 && d.over_cap == 0) return;
+  std::fprintf(stderr,
+               "ehprof: walks finished late: %llu samples (their table or process not known yet at the "
+               "sample: %llu stack copies sent, %.0f bytes each on average; %llu not copied, over the "
+               "per-CPU budget; %llu over the cap of held samples; %llu not finishable, kept as the "
+               "kernel left them); with the copies %.0f bytes a sample through the ring buffer\n",
+               static_cast<unsigned long long>(d.finished), static_cast<unsigned long long>(s.deferred_sent),
+               s.deferred_sent ? double(d.bytes) / s.deferred_sent : 0.0,
+               static_cast<unsigned long long>(s.deferred_budget_drops),
+               static_cast<unsigned long long>(d.over_cap), static_cast<unsigned long long>(d.unfinished),
+               s.samples ? double(s.ring_bytes + d.bytes) / s.samples : 0.0);
+}
+
 }  // namespace
 
 void PrintSummary(const Recorder& rec, const std::string& output) {
@@ -69,6 +86,7 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
                  static_cast<unsigned long long>(s.walks_cut), s.walk_budget_ns / 1e6,
                  EHP_BUDGET_WINDOW_NS / 1e6);
   }
+  PrintDeferred(s);
   if (!s.bpf_ns.empty()) {
     std::vector<uint32_t> ns = s.bpf_ns;
     const uint64_t bytes = s.ring_bytes;

@@ -103,6 +103,8 @@ AgentCounters AgentLoop::counters() const {
   AgentCounters c = counters_;
   c.samples_lost = lost_.load();
   c.walks_cut = walks_cut_.load();
+  c.walks_finished_late = finished_late_.load();
+  c.deferred_budget_drops = deferred_budget_drops_.load();
   return c;
 }
 
@@ -120,6 +122,8 @@ void AgentLoop::OnTick(uint64_t now_ns) {
     const std::vector<uint64_t> bpf = recorder_->LiveBpfStats();
     lost_.store(bpf[EHP_STAT_RINGBUF_DROPS]);
     walks_cut_.store(bpf[EHP_STAT_BUDGET_CUTS]);
+    deferred_budget_drops_.store(bpf[EHP_STAT_DEFERRED_BUDGET]);
+    finished_late_.store(recorder_->deferred_stats().finished);
     next_stats_ns_ = now_ns + 1000000000ull;
   }
   if (next_end_ns_ == 0) {
@@ -302,6 +306,9 @@ absl::Status AgentLoop::Run() {
   Recorder rec(std::move(ro), &warnings_);
   recorder_ = &rec;
   absl::Status st = rec.Run();
+  // The counters as the recording ended (OnTick refreshes them each second).
+  finished_late_.store(rec.deferred_stats().finished);
+  deferred_budget_drops_.store(rec.summary().deferred_budget_drops);
   // The last, partial interval, unless it caught no sample: stopped just
   // after a boundary it may be a few ms long, and an empty profile is
   // nothing to write or push.

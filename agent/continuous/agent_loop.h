@@ -66,6 +66,10 @@ struct AgentCounters {
   uint64_t samples = 0;           // in intervals handed over
   uint64_t samples_lost = 0;      // the ring buffer was full (BPF counter)
   uint64_t walks_cut = 0;         // stopped by the walk time budget (BPF counter)
+  // Walks stopped for want of a table or a process entry (agent/deferred/):
+  // finished late, and not copied for the per-CPU budget (BPF counter).
+  uint64_t walks_finished_late = 0;
+  uint64_t deferred_budget_drops = 0;
   uint64_t intervals = 0;         // handed to the sinks
   uint64_t intervals_dropped = 0; // the worker fell behind
   uint64_t stacks_dropped = 0;    // over the distinct-stack cap
@@ -130,6 +134,7 @@ class AgentLoop : private SampleSink {
   uint64_t stops_[EHP_STOP_REASON_COUNT] = {};  // the recording thread's count
   std::atomic<uint64_t> lost_{0};  // refreshed each second on the recording thread
   std::atomic<uint64_t> walks_cut_{0};  // likewise
+  std::atomic<uint64_t> finished_late_{0}, deferred_budget_drops_{0};  // likewise
 
   mutable Mutex mu_;
   std::condition_variable cv_;

@@ -44,6 +44,22 @@ std::vector<const TrackedMapping*> ChooseEntryMappings(
   return chosen;
 }
 
+ehp_mapping EntryMapping(const TrackedMapping& m, const FileInfo* f) {
+  ehp_mapping out{};
+  out.begin = m.start;
+  out.end = m.end;
+  out.bias = m.bias;
+  if (f && f->state == FileInfo::State::kReady) {
+    out.flags = EHP_MAPPING_HAS_TABLE;
+    out.table_id = f->table_id;
+  } else if (f && f->state == FileInfo::State::kPending) {
+    out.flags = EHP_MAPPING_PENDING;
+  } else if (m.path == "//anon") {
+    out.flags = EHP_MAPPING_ANON;  // JIT code: a runtime's walk may know it
+  }
+  return out;
+}
+
 void ProcessTracker::CarryKernelSlots(uint32_t pid, const std::vector<const TrackedMapping*>& chosen,
                                       ehp_proc* proc) {
   // The snapshot written may be older than a mapping the kernel added
@@ -98,19 +114,10 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
   std::memset(proc.get(), 0, sizeof(ehp_proc));
   size_t n = 0;
   for (const TrackedMapping* m : chosen) {
-    ehp_mapping& out = proc->mappings[n++];
-    out.begin = m->start;
-    out.end = m->end;
-    out.bias = m->bias;
     const FileInfo* f = m->file ? files_->Find(*m->file) : nullptr;
-    if (f && f->state == FileInfo::State::kReady) {
-      out.flags = EHP_MAPPING_HAS_TABLE;
-      out.table_id = f->table_id;
-      if (kernel_index_) kernel_index_->Publish(m->kernel_file, *m->file, *f);
-    } else if (f && f->state == FileInfo::State::kPending) {
-      out.flags = EHP_MAPPING_PENDING;
-    } else if (m->path == "//anon") {
-      out.flags = EHP_MAPPING_ANON;  // JIT code: a runtime's walk may know it
+    proc->mappings[n++] = EntryMapping(*m, f);
+    if (f && f->state == FileInfo::State::kReady && kernel_index_) {
+      kernel_index_->Publish(m->kernel_file, *m->file, *f);
     }
   }
   proc->n_mappings = static_cast<uint32_t>(n);

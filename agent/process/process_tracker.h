@@ -58,6 +58,10 @@ struct ResolvedAddr {
   uint64_t elf_vaddr = 0;
 };
 
+// The BPF entry's mapping for m, as its file's table (f, may be null)
+// stands now: with the table, pending, anonymous code, or none.
+ehp_mapping EntryMapping(const TrackedMapping& m, const FileInfo* f);
+
 class ProcessTracker {
  public:
   // procs: the BPF procs map (BpfMapWriter), an in-memory one in tests, or

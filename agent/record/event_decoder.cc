@@ -45,6 +45,17 @@ bool DecodeVerify(const uint8_t* data, size_t size, DecodedEvent* out) {
   return true;
 }
 
+// struct ehp_event, struct ehp_deferred, then stack_len bytes of stack.
+bool DecodeDeferred(const uint8_t* data, size_t size, DecodedEvent* out) {
+  ehp_deferred& d = out->deferred.state;
+  if (size < sizeof(ehp_event) + sizeof(d)) return false;
+  std::memcpy(&d, data + sizeof(ehp_event), sizeof(d));
+  if (d.stack_len > EHP_DEFERRED_STACK_MAX || sizeof(ehp_event) + sizeof(d) + d.stack_len > size) return false;
+  const uint8_t* stack = data + sizeof(ehp_event) + sizeof(d);
+  out->deferred.stack.assign(stack, stack + d.stack_len);
+  return true;
+}
+
 }  // namespace
 
 DecodedEvent DecodeEvent(const void* data, size_t size) {
@@ -61,6 +72,10 @@ DecodedEvent DecodeEvent(const void* data, size_t size) {
     case EHP_EVENT_VERIFY:
       out.kind = Kind::kVerify;
       ok = DecodeVerify(bytes, size, &out);
+      break;
+    case EHP_EVENT_DEFERRED:
+      out.kind = Kind::kDeferred;
+      ok = DecodeDeferred(bytes, size, &out);
       break;
     case EHP_EVENT_MAPPING:
       out.kind = Kind::kMapping;

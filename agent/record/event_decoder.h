@@ -24,6 +24,7 @@ struct DecodedEvent {
     kUnknownPid,  // a sampled process user space has no entry for
     kUnknownPc,   // header.addr outside every mapping the entry has
     kMapping,     // mapping: one the kernel side added
+    kDeferred,    // deferred: the walk state of the sample sent after it
     kOther,       // a kind this build does not know: ignored
     kMalformed,   // shorter than its header says: ignored
   };
@@ -32,6 +33,7 @@ struct DecodedEvent {
   RawSample sample;
   VerifyCapture verify;  // its sample index unset (the recorder matches it)
   ehp_mapping_event mapping{};
+  DeferredCapture deferred;
 };
 
 // One ring-buffer record (struct ehp_event, then what its kind carries).

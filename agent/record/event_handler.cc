@@ -20,10 +20,24 @@ absl::Status TrackProcess(ProcessTracker* tracker, const RuntimeTrackers& runtim
 void EventHandler::HandleSample(RawSample&& s, size_t size) {
   if (hooks_.accept && !hooks_.accept(s)) return;
   runtimes_.ForEach([&](auto& runtime) { runtime.NameFrames(s.pid, s.time_ns, &s.user); });
-  if (hooks_.count) hooks_.count(s, size);
   if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
   if (sink_->ResolvesLater()) sampled_.insert(s.pid);
+  if (deferred_ && deferred_->Hold(s, size)) {
+    // Its process's mappings are what the late walk needs, after an exit too.
+    sampled_.insert(s.pid);
+    return;
+  }
+  Emit(std::move(s), size);
+}
+
+void EventHandler::Emit(RawSample&& s, size_t size) {
+  if (hooks_.count) hooks_.count(s, size);
   sink_->Add(std::move(s), *tracker_);
+}
+
+void EventHandler::RetryDeferred(uint64_t now_ns, bool final) {
+  if (!deferred_) return;
+  deferred_->Retry(now_ns, final, [&](RawSample&& s, size_t size) { Emit(std::move(s), size); });
 }
 
 void EventHandler::Handle(const void* data, size_t size) {
@@ -52,6 +66,9 @@ void EventHandler::HandleRecord(const void* data, size_t size) {
         followups_.emplace(ev.time_ns + delay_ms * 1000000, ev.pid);
       }
       to_refresh_.insert(ev.pid);
+      break;
+    case DecodedEvent::Kind::kDeferred:
+      if (deferred_) deferred_->AddCapture(ev, std::move(d.deferred), size);
       break;
     case DecodedEvent::Kind::kMapping:
       tracker_->AddKernelMapping(ev.pid, ev.time_ns, d.mapping.m, {d.mapping.file.dev, d.mapping.file.ino}, ev.addr);

@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "agent/deferred/deferred_walks.h"
 #include "agent/interp/interp_tracker.h"
 #include "agent/process/process_tracker.h"
 #include "agent/jvm/jvm_tracker.h"
@@ -72,6 +73,12 @@ class EventHandler {
                Hooks hooks)
       : tracker_(tracker), sink_(sink), runtimes_(runtimes), warnings_(warnings), hooks_(std::move(hooks)) {}
 
+  // Samples whose walk the kernel could not finish are held there and
+  // finished late (agent/deferred/); null (the default): none are.
+  void SetDeferred(DeferredWalks* deferred) { deferred_ = deferred; }
+  // The held samples finished, or let go, now (final: all of them).
+  void RetryDeferred(uint64_t now_ns, bool final);
+
   // One record of the event source. An exception while handling it drops
   // that record (base/guarded.h).
   void Handle(const void* data, size_t size);
@@ -89,12 +96,15 @@ class EventHandler {
  private:
   void HandleRecord(const void* data, size_t size);
   void HandleSample(RawSample&& s, size_t size);
+  // An accepted sample, finished or not: counted and to the sink.
+  void Emit(RawSample&& s, size_t size);
 
   ProcessTracker* tracker_;
   SampleSink* sink_;
   RuntimeTrackers runtimes_;
   Warnings* warnings_;
   Hooks hooks_;
+  DeferredWalks* deferred_ = nullptr;
   std::set<uint32_t> to_refresh_;
   std::map<uint32_t, uint64_t> to_exit_;  // pid -> exit time
   std::unordered_set<uint32_t> sampled_;  // pids with samples since their last exit

@@ -35,6 +35,14 @@ struct VerifyCapture {
   std::vector<uint8_t> stack;
 };
 
+// A walk stopped for want of a table or a process entry: where it stopped
+// and the stack from there (bpf/deferred.bpf.h), sent just before its
+// sample on the same CPU, to finish later (agent/deferred/).
+struct DeferredCapture {
+  ehp_deferred state{};  // its stack_len is stack.size()
+  std::vector<uint8_t> stack;
+};
+
 }  // namespace ehprof
 
 #endif  // EHPROF_AGENT_RECORD_RAW_SAMPLE_H_

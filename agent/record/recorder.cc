@@ -26,6 +26,7 @@ Recorder::~Recorder() {
   }
   // Tracker and tables before the session whose maps they write.
   events_.reset();
+  deferred_.reset();
   jvm_.reset();
   v8_.reset();
   python_.reset();
@@ -112,7 +113,23 @@ EventHandler::Hooks Recorder::EventHooks() {
 void Recorder::ProcessPending(uint64_t now_ns) {
   events_->ProcessPending(now_ns);
   tracker_->TablesChanged(files_->CollectFinished());
+  events_->RetryDeferred(now_ns, /*final=*/false);
   ReportWarnings();
+}
+
+void Recorder::FinishDeferred() {
+  if (!deferred_) return;
+  // A held sample waits for a table being built: the builder thread gets
+  // up to kWaitNs to finish what is queued.
+  constexpr uint64_t kWaitNs = 10'000'000'000ull;
+  const uint64_t until = NowNs() + kWaitNs;
+  while (deferred_->held() > 0 && files_->pending() > 0 && NowNs() < until) {
+    ::usleep(50'000);
+    tracker_->TablesChanged(files_->CollectFinished());
+    events_->RetryDeferred(NowNs(), /*final=*/false);
+  }
+  tracker_->TablesChanged(files_->CollectFinished());
+  events_->RetryDeferred(NowNs(), /*final=*/true);
 }
 
 absl::Status Recorder::Run() {
@@ -139,6 +156,7 @@ absl::Status Recorder::Run() {
   // Samples still in the ring buffer belong to the recording.
   (*events)->Drain();
   ProcessPending(NowNs());
+  FinishDeferred();
   PrintStatus(NowNs(), true);
   FinishSummary();
   SaveExecHints();
@@ -182,6 +200,10 @@ absl::Status Recorder::StartSession() {
         warnings_);
   }
   events_ = std::make_unique<EventHandler>(tracker_.get(), sink_, Runtimes(), warnings_, EventHooks());
+  if (so->config.deferred_rate) {
+    deferred_ = std::make_unique<DeferredWalks>(tracker_.get(), files_.get(), session_->UnwindTableMaps());
+    events_->SetDeferred(deferred_.get());
+  }
   return absl::OkStatus();
 }
 
@@ -254,6 +276,9 @@ void Recorder::FinishSummary() {
   summary_.off_cpu_untracked = stats[EHP_STAT_OFFCPU_UNTRACKED];
   summary_.off_cpu_unseen = stats[EHP_STAT_OFFCPU_UNSEEN];
   summary_.walks_cut = stats[EHP_STAT_BUDGET_CUTS];
+  summary_.deferred_sent = stats[EHP_STAT_DEFERRED_SENT];
+  summary_.deferred_budget_drops = stats[EHP_STAT_DEFERRED_BUDGET];
+  if (deferred_) summary_.deferred = deferred_->stats();
   summary_.prog = session_->SampleProgStats();
   summary_.cpu_time_ns = CpuTimeNs() - summary_.setup_cpu_ns;
   summary_.tables = files_->stats();

@@ -59,6 +59,10 @@ struct RecordOptions {
   MapSizes sizes;
   bool live_status = false;           // a one-line status on stderr
   uint32_t verify_every = 0;          // --verify: capture every Nth sample
+  // Walks stopped for want of a table or a process entry are finished
+  // later from a copy of their stack (bpf/deferred.bpf.h, agent/deferred/):
+  // each CPU may copy this many KiB a second (--defer-budget); 0: off.
+  uint32_t deferred_kib_per_s = 2048;
   // --off-cpu: also (or, without sample_cpu, only) the time tasks spend off
   // the CPU, as samples with off_cpu_ns; blocks shorter than the minimum
   // are not sent, and only those left in the states of the mask count.
@@ -132,6 +136,12 @@ struct RecordSummary {
   uint64_t off_cpu_untracked = 0;  // switch-outs the full BPF map could not keep
   uint64_t off_cpu_unseen = 0;     // blocks whose switch-in no sched_switch showed
   uint64_t walks_cut = 0;          // walks stopped by the time budget
+  // Walks the kernel stopped for want of a table or a process entry:
+  // copies sent (their bytes in deferred.bytes), copies the
+  // per-CPU budget refused, and what user space did with them.
+  uint64_t deferred_sent = 0;
+  uint64_t deferred_budget_drops = 0;
+  DeferredStats deferred;
   uint64_t walk_budget_ns = 0;     // that budget
   size_t remembered = 0;        // processes whose mappings are kept for resolving
   size_t kept_files = 0;        // files held open for symbolization
@@ -216,6 +226,8 @@ class Recorder {
   // empties the method table at an interval's end).
   JvmMemory jvm_memory() const { return jvm_ ? jvm_->Memory() : JvmMemory{}; }
   const RecordSummary& summary() const { return summary_; }
+  // The walks finished late so far (on the recording thread).
+  DeferredStats deferred_stats() const { return deferred_ ? deferred_->stats() : DeferredStats{}; }
   // The BPF counters (enum ehp_stat) now, while recording.
   std::vector<uint64_t> LiveBpfStats() const {
     return session_ ? session_->ReadStats() : std::vector<uint64_t>(EHP_STAT_COUNT, 0);
@@ -232,6 +244,9 @@ class Recorder {
   absl::Status ReleaseCommand();
   void Loop(EventSource& events, uint64_t start, uint64_t deadline);  // until an end
   void FinishSummary();
+  // The held samples' last chance at the end: the table builds they wait
+  // for are given a few seconds, then every sample left goes out.
+  void FinishDeferred();
   // A sample the event handler accepted: counted into the summary.
   void CountSample(const RawSample& s, size_t size);
   // The recorder's part in handling events (agent/record/event_handler.h).
@@ -265,6 +280,8 @@ class Recorder {
   std::vector<std::string> NewWarnings();
 
   std::unique_ptr<EventHandler> events_;
+  // Samples held to be finished late (null: --defer-budget 0).
+  std::unique_ptr<DeferredWalks> deferred_;
   std::set<uint32_t> followed_;
   uint64_t warnings_shown_ = 0, warnings_suppressed_ = 0;
   std::vector<FileKey> prefetched_;

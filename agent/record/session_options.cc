@@ -20,6 +20,9 @@ absl::StatusOr<SessionOptions> SessionOptionsFor(const RecordOptions& o) {
   so.config.max_frames = EHP_MAX_USER_FRAMES;
   so.config.self_pid = static_cast<uint32_t>(getpid());
   so.config.verify_every = o.verify_every;
+  // Deferred walks finish the DWARF walk only, and only for timer samples.
+  so.config.deferred_rate =
+      o.unwinder == EHP_UNWINDER_DWARF && o.user && o.sample_cpu ? o.deferred_kib_per_s * 1024 : 0;
   so.config.offcpu_states = o.off_cpu_states;
   so.config.offcpu_min_ns = o.off_cpu_min_ns;
   so.config.walk_budget_ns = o.walk_budget_ns ? o.walk_budget_ns : WalkBudgetNs(PerfCpuTimeMaxPercent());

@@ -95,6 +95,14 @@ class Resolver {
 
  private:
   void AddStopFrame(const RawSample& raw, std::vector<ResolvedFrame>* frames) const {
+    if ((raw.flags & EHP_SAMPLE_FINISHED_LATE) && !options_.use_fp_walk) {
+      // Finished from its stack's copy (agent/deferred/): said, whatever
+      // its end, so a reader can tell the late walks from the kernel's.
+      ResolvedFrame late;
+      late.symbol = "[finished late]";
+      late.dso = "[finished late]";
+      frames->push_back(std::move(late));
+    }
     const unsigned reason = options_.use_fp_walk ? raw.fp_stop_reason : raw.stop_reason;
     if (reason == EHP_STOP_END_OF_STACK || reason == EHP_STOP_NOT_WALKED || reason == EHP_STOP_NO_USER_STACK) return;
     ResolvedFrame f;

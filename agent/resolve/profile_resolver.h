@@ -29,7 +29,8 @@ struct ResolveOptions {
   bool use_fp_walk = false;
   // A walk that stopped short of the stack's bottom gets its stop reason as
   // one more frame, "[stop: REASON]" in dso "[stop]", outermost (--show-stops):
-  // which binaries and pcs a host's incomplete stacks stop at.
+  // which binaries and pcs a host's incomplete stacks stop at; a walk
+  // finished late (EHP_SAMPLE_FINISHED_LATE) gets "[finished late]" first.
   bool stop_frames = false;
   // Files to read symbols from instead of the path in the maps ("[vdso]").
   std::map<std::string, std::string> symbol_file_alias;

@@ -210,6 +210,8 @@ absl::Status BpfSession::SizeMaps(const SessionOptions& o) {
   const MapSizes& z = o.sizes;
   const uint32_t verify_slots =
       o.config.verify_every ? static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())) : 1u;
+  const uint32_t deferred_slots =
+      o.config.deferred_rate ? static_cast<uint32_t>(std::max(1, libbpf_num_possible_cpus())) : 1u;
   const uint32_t offcpu_threads = o.off_cpu ? EHP_OFFCPU_THREADS : 1u;
   uint32_t procs = z.procs;
   if (NeedsPreallocatedHashMaps()) {
@@ -229,6 +231,7 @@ absl::Status BpfSession::SizeMaps(const SessionOptions& o) {
                {skel->maps.procs, procs},        {skel->maps.events, z.ringbuf_bytes},
                {skel->maps.file_tables, z.tables},
                {skel->maps.verify_scratch, verify_slots},
+               {skel->maps.deferred_scratch, deferred_slots},
                {skel->maps.offcpu_tasks, offcpu_threads}};
   for (auto& s : sizes) {
     if (int err = bpf_map__set_max_entries(s.map, s.entries)) {

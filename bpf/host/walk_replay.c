@@ -182,3 +182,41 @@ int ehp_replay_find_rule(struct ehp_replay_env *env, ehp_u32 table_id, ehp_u64 a
 	replay_env = 0;
 	return r != 0;
 }
+
+int ehp_replay_walk_on(struct ehp_replay_env *env, const struct ehp_deferred *at, ehp_u32 pid,
+		       struct ehp_replay_result *out)
+{
+	struct scratch *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -1;
+	replay_env = env;
+	env->read_end = 0;
+	begin_event(s, EHP_EVENT_SAMPLE, pid, pid);
+	memcpy(s->regs, at->regs, sizeof(s->regs));
+	s->valid = at->valid & ALL_REGS;
+	s->pc = at->regs[EHP_REG_RIP];
+	s->exact = at->exact != 0;
+	s->win_len = 0;
+	s->rb_jit = RB_JIT_NONE;
+	/* The kernel's frames count against the depth limit as in its walk. */
+	__u32 before = at->n_user < EHP_MAX_USER_FRAMES ? at->n_user : EHP_MAX_USER_FRAMES;
+	struct walk w = {.s = s, .base = 0, .n = before, .pid = pid};
+	w.proc = bpf_map_lookup_elem(&procs, &pid);
+	if (!w.proc) {
+		w.stop = EHP_STOP_NO_PROC;
+	} else {
+		/* The runtimes' maps are empty here: native frames only. */
+		php_begin(s, pid);
+		w.python = python_begin(s, pid);
+		w.v8 = v8_begin(pid);
+		ruby_begin(s, pid);
+		perl_begin(s, pid);
+		bpf_loop(EHP_MAX_USER_FRAMES, pl_dwarf_step, &w, 0);
+	}
+	out->n = w.n - before;
+	memcpy(out->frames, &s->frames[before], out->n * sizeof(__u64));
+	out->stop_reason = walk_stop_reason(&w);
+	free(s);
+	replay_env = 0;
+	return 0;
+}

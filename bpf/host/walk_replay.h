@@ -55,6 +55,16 @@ struct ehp_replay_result {
 int ehp_replay_walk(struct ehp_replay_env *env, const ehp_u64 regs[EHP_REG_RIP + 1], int exact,
 		    ehp_u32 pid, struct ehp_replay_result *out);
 
+/* The walk of pid continued from where the kernel's stopped (a deferred
+ * sample, bpf/deferred.bpf.h): at's registers, pc and validity, its
+ * n_user frames counted against the depth limit; env's stack the copy
+ * from at->regs[EHP_REG_RSP]. out gets the frames after the kernel's (the
+ * stopped frame itself is the kernel's last) and the walk's stop reason.
+ * Native frames only: the runtimes' maps are empty in the replay. 0, or
+ * -1 when out of memory. */
+int ehp_replay_walk_on(struct ehp_replay_env *env, const struct ehp_deferred *at, ehp_u32 pid,
+		       struct ehp_replay_result *out);
+
 /* bpf/lookup.bpf.h's find_rule over env's maps (only lookup and ctx are
  * read): the rule of table table_id for ELF address addr copied into *out,
  * 1; 0 when the maps hold none. */
