@@ -60,12 +60,12 @@ MIX = os.path.join(ROOT, "testdata", "python", "mix.py")
 FORKY_314 = "forky:python3.14"
 
 
-def make_forky_root(tmp):
+def make_forky_root(tmp, script=MIX):
     """Debian forky's python3.14 in a fresh root with /proc and /dev bound
-    (removed by close_root); mix.py copied to its /tmp."""
+    (removed by close_root); script (mix.py) copied to its /tmp."""
     root = make_debian_root("forky", "python3.14", "ehprof-py314-root.", tmp)
     try:
-        shutil.copy(MIX, os.path.join(root, "tmp", "mix.py"))
+        shutil.copy(script, os.path.join(root, "tmp", os.path.basename(script)))
     except BaseException:
         close_root(root)
         raise
