@@ -121,6 +121,9 @@ EHP_INLINE void php_frames(struct php_buf *buf, struct scratch *s)
 		php_stop(buf, s, EHP_PHP_STOP_BAD_FRAME);
 		return;
 	}
+	/* Bounded in the register the loads take (6.1 kept only the mask's
+	 * bound, 56, and refused prev's load past the window). */
+	EHP_CLAMP_UMAX(o_func, PHP_FN_MAX);
 	__u64 ex = buf->cursor;
 	__u64 win_lo = buf->win_lo, span = php_span(buf);
 	__u32 why = 0;
