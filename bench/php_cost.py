@@ -11,7 +11,9 @@ bench/jvm_node_cost.py reads it; bench/interp_cost.py). Runs interleave; figures
 over --reps. PHP frames per sample: the median count in the run's
 perf-script output. Needs root and php8.2-cli. Writes
 bench/results/php_cost.json.
-  python3 bench/php_cost.py [--reps 3] [--seconds 3]
+  python3 bench/php_cost.py [--reps 3] [--seconds 3] [--before BASE/ehprof]
+--before runs a base build in the same interleaved runs (its figures as
+the result's before_* keys), so a change is compared under one load.
 """
 import argparse
 import os
@@ -30,10 +32,11 @@ MIX = os.path.join(ROOT, "testdata", "php", "mix.php")
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     interp_cost.add_arguments(ap, ROOT)
+    ap.add_argument("--before", help="another ehprof build, measured interleaved with --ehprof's")
     ap.add_argument("--php", default="/usr/bin/php8.2")
     result_file.add_argument(ap, "php_cost")
     args = ap.parse_args()
-    on_us, native_us, frames = interp_cost.measure(args, [args.php, MIX, "deep", str(args.warm + args.seconds + 5)], "php", ".php")
+    (on_us, native_us, frames), before = interp_cost.before_figures(args, [args.php, MIX, "deep", str(args.warm + args.seconds + 5)], "php", ".php", "php")
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {os.getloadavg()[0]:.2f}; "
           f"median of {args.reps} interleaved runs, {args.hz} Hz")
     print(f"php8.2 deep, PHP frames ({frames:.0f} a sample): {on_us:.2f} us; native walk only: {native_us:.2f} us; "
@@ -41,6 +44,7 @@ def main():
     figures = {"php_bpf_us": round(on_us, 2), "native_bpf_us": round(native_us, 2),
                "php_added_us": round(on_us - native_us, 2), "php_frames": frames, "hz": args.hz,
                "reps": args.reps}
+    figures.update(before)
     if not args.no_result:
         result_file.write("php_cost", figures, args.note, args.result)
 

@@ -6,10 +6,12 @@
 #ifndef EHPROF_BPF_PERL_FRAMES_BPF_H_
 #define EHPROF_BPF_PERL_FRAMES_BPF_H_
 
-/* Contexts per pl_step; bytes of contexts read at once (9 of 5.36's
- * 104-byte contexts). */
-#define PL_STEP_CX 16
-#define PL_WIN 1024
+/* Contexts per pl_step (each step costs a bpf_loop iteration and
+ * pl_step's setup); bytes of contexts read at once (78 of 5.36's 104-byte
+ * contexts: bench/perl_cost.py's 51 subs are one read, where a read costs
+ * about what a few hundred bytes' copy does). */
+#define PL_STEP_CX 32
+#define PL_WIN 8192
 /* Contexts in a row that give no frame (loops, blocks) at most: a sub's
  * body nests a few; more is memory no interpreter made, and reading it
  * would spend the walk's time budget. */

@@ -9,7 +9,12 @@
  *   1: prev_execute_data loops (a frame its own, a 3-cycle);
  *   2: strings of 2^40 bytes, functions of type 7, misaligned and unmapped
  *      pointers;
- *   3: a chain 100000 frames deep, no frame beginning a VM call.
+ *   3: a chain 100000 frames deep, no frame beginning a VM call;
+ *   4: frames on a VM stack segment whose executor_globals fields
+ *      (vm_stack, vm_stack_top, vm_stack_end: the window reaches down to
+ *      the segment's start) lie in turn: a segment starting on an unmapped
+ *      page below the frames, unmapped, misaligned, ending below its
+ *      start, 2^46 bytes long, and the true one.
  * Layout: Debian 12's php8.2 (tests/php_binary_test.cc checks the probes
  * find these offsets there). Every name it writes starts "hostile_",
  * "HostileClass::" or "/hostile/". */
@@ -62,6 +67,14 @@ static void *frame(void *fn, uint32_t line, uint32_t info, void *prev) {
   return ex;
 }
 
+/* executor_globals.vm_stack_top, vm_stack_end and vm_stack: the three
+ * words before vm_stack_page_size, which precedes current_execute_data. */
+static void set_stack(uint64_t lo, uint64_t top, uint64_t end) {
+  put64(eg, CUR_EX - 32, top);
+  put64(eg, CUR_EX - 24, end);
+  put64(eg, CUR_EX - 16, lo);
+}
+
 static void set_current(void *ex) { __atomic_store_n((uint64_t *)(eg + CUR_EX), (uint64_t)(uintptr_t)ex, __ATOMIC_RELEASE); }
 
 static void *churn(void *arg) {
@@ -101,6 +114,38 @@ static void *lie(void *arg) {
     put64((void *)(uintptr_t)*(uint64_t *)(f + 8), 16, 1ull << 40);
     void *bad = frame(func(7, "hostile_type7", NULL, NULL), 1, 0, frame((void *)0x10, 2, 0, (void *)0x1003));
     set_current(frame(f, 5, 0, frame((void *)0xdead0000, 6, 0, bad)));
+  } else if (variant == 4) {
+    /* An unmapped page, then two pages of 24 frames, each caller below
+     * its callee, the lowest beginning the VM call. */
+    uint8_t *r = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (r == MAP_FAILED || mprotect(r, 4096, PROT_NONE)) return arg;
+    uint8_t *seg = r + 4096, *ex = NULL;
+    void *fn = func(2, "hostile_seg", NULL, "/hostile/seg.php");
+    for (int i = 0; i < 24; i++) {
+      uint8_t *f = seg + 64 + (size_t)i * 320;
+      uint8_t *op = calloc(1, 32);
+      uint32_t line = (uint32_t)i, info = i == 0 ? 1u << 17 : 0;
+      memcpy(op + 24, &line, 4);
+      put64(f, 0, (uint64_t)(uintptr_t)op);
+      put64(f, 24, (uint64_t)(uintptr_t)fn);
+      memcpy(f + 40, &info, 4);
+      put64(f, 48, (uint64_t)(uintptr_t)ex);
+      ex = f;
+    }
+    uint64_t top = (uint64_t)(uintptr_t)(ex + 320), end = (uint64_t)(uintptr_t)(r + 3 * 4096);
+    const uint64_t lies[6][3] = {
+        {(uint64_t)(uintptr_t)r, top, end},        /* from the unmapped page */
+        {0xdead0000, top, end},                    /* unmapped */
+        {(uint64_t)(uintptr_t)seg + 4, top, end},  /* misaligned */
+        {top, (uint64_t)(uintptr_t)seg, end},      /* ends below its start */
+        {8, 1ull << 46, 1ull << 46},               /* 2^46 bytes */
+        {(uint64_t)(uintptr_t)seg, top, end},      /* the truth */
+    };
+    set_current(ex);
+    for (unsigned i = 0;; i++) {
+      set_stack(lies[i % 6][0], lies[i % 6][1], lies[i % 6][2]);
+      usleep(700);
+    }
   } else if (variant == 3) {
     void *fn = func(2, "hostile_deep", NULL, "/hostile/deep.php"), *ex = NULL;
     for (int i = 0; i < 100000; i++) ex = frame(fn, (uint32_t)i, 0, ex);

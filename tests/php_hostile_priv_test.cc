@@ -4,7 +4,8 @@
 // executor globals pointing at frames that lie (functions freed and
 // replaced all the time, prev_execute_data loops, a frame its own caller,
 // 2^40-byte strings, functions of no type PHP has, unmapped and misaligned
-// pointers, 100000 frames). ehprof record -p keeps running and ends when
+// pointers, 100000 frames, VM stack segments that lie about where the
+// frames' stack starts and ends). ehprof record -p keeps running and ends when
 // asked, names their PHP frames only from what their memory held or with a
 // "[php: ...]" stop marker, and never walks more than 512 PHP frames of a
 // sample.
@@ -31,7 +32,7 @@ namespace ehprof {
 namespace {
 
 constexpr char kPhp[] = "/usr/bin/php8.2";
-constexpr int kVariants = 4;
+constexpr int kVariants = 5;
 
 bool FromTheFake(const std::string& symbol) {
   return absl::StartsWith(symbol, "[php") || absl::StartsWith(symbol, "hostile_") ||
