@@ -24,12 +24,12 @@ using Time = std::chrono::steady_clock::time_point;
 
 class FileTablesTest : public ::testing::Test {
  protected:
-  void MakeTables(uint32_t table_slots) {
+  void MakeTables(uint32_t table_slots, size_t builders = FileTables::kDefaultBuilders) {
     MapSizes sizes;
     sizes.tables = table_slots;
     MemoryTableMaps views;
     store_ = std::make_unique<TableStore>(MakeMemoryTableMaps(sizes, &views), sizes);
-    files_ = std::make_unique<FileTables>(store_.get(), &warnings_);
+    files_ = std::make_unique<FileTables>(store_.get(), &warnings_, nullptr, TableBuildOptions{}, builders);
     files_->SetClock([this] { return now_; });
   }
   FileKey Map(const std::string& name) {
@@ -137,7 +137,7 @@ TEST_F(FileTablesTest, AFileWithoutCfiLoadsNoTable) {
 // builds no process waits for are dropped once they queue up, so the queue
 // (each build holding its file open) follows what is mapped.
 TEST_F(FileTablesTest, QueuedBuildsOfFilesNoLongerMappedAreDropped) {
-  MakeTables(4);
+  MakeTables(4, /*builders=*/1);
   const std::string dir = ::testing::TempDir() + "/queued." + std::to_string(::getpid());
   testing::ShellOutput("mkdir -p " + dir);
   std::vector<FileKey> keys;
@@ -164,6 +164,38 @@ TEST_F(FileTablesTest, QueuedBuildsOfFilesNoLongerMappedAreDropped) {
   // big file, still mapped, is known.
   EXPECT_EQ(files_->stats().files, 1u);
   testing::ShellOutput("rm -rf " + dir);
+}
+
+// Builds go by demand (one builder, busy with a big build): a file a sample
+// waits for (kUrgent), then a file more processes map, are built before a
+// file queued earlier.
+TEST_F(FileTablesTest, BuildsGoByDemandNotByArrival) {
+  MakeTables(16, /*builders=*/1);
+  const std::string big = testing::DebianLibLlvm();
+  auto first = files_->Register(big, big);
+  ASSERT_TRUE(first.ok()) << first.status();
+  files_->AddRef(*first);
+  const FileKey early = Map("deep_recursion");  // one process
+  const FileKey shared = Map("asm_cfi");        // three processes
+  files_->AddRef(shared);
+  files_->AddRef(shared);
+  const FileKey waited_for = Map("plt_calls");  // one, and a sample stopped there
+  files_->Prioritize(waited_for, FileTables::kUrgent);
+  // In the order the builds finished.
+  std::vector<FileKey> order;
+  for (int i = 0; i < 3000 && order.size() < 4; ++i) {
+    for (const FileKey& k : files_->CollectFinished()) order.push_back(k);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(order.size(), 4u);
+  // The big one first when the worker took it before the others came,
+  // else by its priority (one process, queued before `early`).
+  std::erase(order, *first);
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order[0], waited_for);
+  EXPECT_EQ(order[1], shared);
+  EXPECT_EQ(order[2], early);
+  EXPECT_EQ(files_->stats().hurried, 1u);
 }
 
 // Files without a table are remembered as long as unused tables are, then

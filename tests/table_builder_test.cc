@@ -1,10 +1,17 @@
 // The table builder on the testdata programs: each covers one CFI feature.
 #include "unwind_tables/table_builder.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <ios>
 #include <string>
 
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
+#include "unwind_tables/entry_point_rows.h"
 
 namespace ehprof {
 namespace {
@@ -126,6 +133,74 @@ TEST(TableBuilder, StartHasAnUndefinedReturnAddress) {
   auto start = FindSymbol(TestdataPath("plt_calls"), "_start");
   ASSERT_TRUE(start);
   EXPECT_EQ(LookupPlainRow(t.rows, start->addr + 1).ra_kind, EHP_RULE_UNDEFINED);
+}
+
+// glibc's ld.so has no FDE for _start (its e_entry), where every program
+// begins: the return address of `call _dl_start` (and _dl_start_user's of
+// `call _dl_init`) is the bottom of the stack, not a stop.
+TEST(TableBuilder, LdSoEntryPointIsTheBottom) {
+  const std::string ld = "/lib64/ld-linux-x86-64.so.2";
+  auto elf = ElfFile::Open(ld);
+  ASSERT_TRUE(elf.ok()) << elf.status();
+  const uint64_t entry = elf->entry();
+  TableBuildOptions cfi_only;
+  cfi_only.entry_point_rows = false;
+  auto bare = BuildUnwindTableFromPath(ld, cfi_only);
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  // The premise, as readelf --debug-dump=frames shows: no FDE there.
+  ASSERT_TRUE(LookupPlainRow(bare->rows, entry).is_none());
+  UnwindTable t = Build(ld);
+  EXPECT_TRUE(t.entry_point_rows);
+  // After `mov %rsp,%rdi` (3 bytes) and `call _dl_start` (5): entry + 8.
+  const UnwindRule at_call = LookupPlainRow(t.rows, entry + 8);
+  EXPECT_EQ(at_call.ra_kind, EHP_RULE_UNDEFINED);
+  EXPECT_EQ(at_call.cfa_kind, EHP_CFA_REG);
+  EXPECT_TRUE(LookupPlainRow(t.rows, entry + kEntryPointBytes).is_none() ||
+              !LookupPlainRow(bare->rows, entry + kEntryPointBytes).is_none());
+  // Everywhere else the table is the CFI's.
+  for (const UnwindRow& r : bare->rows) {
+    if (r.addr >= entry && r.addr < entry + kEntryPointBytes) continue;
+    EXPECT_EQ(LookupPlainRow(t.rows, r.addr), r.rule) << std::hex << r.addr;
+  }
+}
+
+// crt1's _start has CFI (an undefined return address): left as it is.
+TEST(TableBuilder, EntryPointWithCfiKeepsIt) {
+  TableBuildOptions cfi_only;
+  cfi_only.entry_point_rows = false;
+  auto bare = BuildUnwindTableFromPath(TestdataPath("plt_calls"), cfi_only);
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  UnwindTable t = Build(TestdataPath("plt_calls"));
+  EXPECT_FALSE(t.entry_point_rows);
+  EXPECT_EQ(t.rows, bare->rows);
+}
+
+// A hostile e_entry (the file is the user's): anywhere, wrapping past the
+// top, in a segment that ends there. The table stays sorted with a none
+// row last, and rows are added only inside executable code the file loads.
+TEST(TableBuilder, HostileEntryPointsLeaveAWellFormedTable) {
+  const std::string src = TestdataPath("asm_cfi");
+  std::string bytes = testing::ReadFile(src);
+  ASSERT_GT(bytes.size(), 64u);
+  auto elf = ElfFile::Open(src);
+  ASSERT_TRUE(elf.ok()) << elf.status();
+  std::vector<uint64_t> entries = {1, UINT64_MAX, UINT64_MAX - 63, UINT64_MAX - 64, uint64_t{1} << 63};
+  for (const ElfSegment& s : elf->segments()) {
+    entries.push_back(s.vaddr + s.memsz - 1);  // 64 bytes would pass the segment's end
+    entries.push_back(s.vaddr + s.memsz);
+  }
+  const std::string path = ::testing::TempDir() + "/hostile_entry." + std::to_string(::getpid());
+  for (uint64_t entry : entries) {
+    std::memcpy(bytes.data() + 24, &entry, sizeof(entry));  // e_entry
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    auto t = BuildUnwindTableFromPath(path);
+    ASSERT_TRUE(t.ok()) << t.status();
+    ExpectWellFormed(*t);
+    if (t->entry_point_rows) {
+      EXPECT_EQ(LookupPlainRow(t->rows, entry).ra_kind, EHP_RULE_UNDEFINED) << std::hex << entry;
+    }
+  }
+  std::remove(path.c_str());
 }
 
 TEST(TableBuilder, LibcSignalTrampolineIsMarked) {

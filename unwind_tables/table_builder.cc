@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "base/byte_reader.h"
 #include "unwind_tables/a64_plt.h"
+#include "unwind_tables/entry_point_rows.h"
 #include "unwind_tables/cfa_program.h"
 #include "unwind_tables/cfi_records.h"
 #include "unwind_tables/cfi_sections.h"
@@ -220,6 +221,10 @@ absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
   }
   EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> plt_rows, Aarch64PltRows(elf));
   if (!plt_rows.empty()) table.rows = Overlay(table.rows, plt_rows, &table.plt_rows);
+  if (options.entry_point_rows) {
+    std::vector<UnwindRow> entry_rows = EntryPointRows(elf, table.rows);
+    if (!entry_rows.empty()) table.rows = Overlay(table.rows, entry_rows, &table.entry_point_rows);
+  }
   if (options.go_rows) {
     EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> go, GoUnwindRows(elf, options.max_rows));
     if (!go.empty()) table.rows = Overlay(table.rows, go, &table.go_rows);

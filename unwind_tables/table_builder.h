@@ -34,6 +34,10 @@ struct TableBuildOptions {
   // address: Go writes no .eh_frame for its own code. Off only to compare
   // against the CFI alone.
   bool go_rows = true;
+  // Rows marking the entry point the bottom of the stack where no CFI
+  // covers it (entry_point_rows.h). Off only to compare against the CFI
+  // alone.
+  bool entry_point_rows = true;
 };
 
 struct UnwindTable {
@@ -46,6 +50,7 @@ struct UnwindTable {
   bool from_debug_frame = false;
   bool plt_rows = false;  // aarch64: rows made for .plt, which has no CFI
   bool go_rows = false;   // rows from Go's pclntab are used
+  bool entry_point_rows = false;  // e_entry had no CFI: marked the bottom (entry_point_rows.h)
   Arch arch = Arch::kX86_64;
   std::string debug_file;  // the separate debug file used, if any
   // Problems that did not stop the build (overlapping FDEs, a separate debug

@@ -34,7 +34,7 @@ struct StoredTable {
 
 // Bumped whenever what a build produces for the same file changes (the CFI
 // interpreter, the encoder): older entries are then rebuilt.
-inline constexpr uint32_t kTableBuilderVersion = 2;  // 2: Go pclntab rows
+inline constexpr uint32_t kTableBuilderVersion = 3;  // 2: Go pclntab rows; 3: entry-point rows
 
 std::string SerializeTable(const TableFileKey& key, const StoredTable& t);
 

@@ -106,14 +106,21 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
                  "ehprof: own CPU time while recording %.2f%% of one CPU (setup before it: %.0f ms)\n",
                  100.0 * s.cpu_time_ns / 1e9 / s.seconds, s.setup_cpu_ns / 1e6);
   }
+  if (s.start_processes > 0) {
+    std::fprintf(stderr,
+                 "ehprof: %zu processes running at start read before sampling began, after %.0f ms "
+                 "waiting for their tables (%zu not ready then)\n",
+                 s.start_processes, s.start_wait_ns / 1e6, s.start_tables_late);
+  }
   const FileTables::Stats& t = s.tables;
   std::fprintf(stderr,
                "ehprof: unwind tables: %llu loaded (%llu from the table cache), %llu reused after "
-               "their process ended, %llu evicted for room, %llu unloaded unused, %llu refused (maps full)\n",
+               "their process ended, %llu evicted for room, %llu unloaded unused, %llu refused (maps full); "
+               "%llu built ahead of their turn for a sample waiting\n",
                static_cast<unsigned long long>(t.loaded), static_cast<unsigned long long>(t.from_cache),
                static_cast<unsigned long long>(t.reused),
                static_cast<unsigned long long>(t.evicted), static_cast<unsigned long long>(t.expired),
-               static_cast<unsigned long long>(t.no_space));
+               static_cast<unsigned long long>(t.no_space), static_cast<unsigned long long>(t.hurried));
   std::fprintf(stderr, "ehprof: %zu processes remembered for resolving, %zu files kept open, %zu known\n",
                s.remembered, s.kept_files, t.files);
   if (s.jvm.jvms) PrintJvmMemory(s.jvm);

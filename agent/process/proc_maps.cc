@@ -186,4 +186,16 @@ absl::StatusOr<std::vector<MapsEntry>> ReadProcMaps(int pid) {
   return ParseProcMaps(text, path);
 }
 
+char ProcState(uint32_t pid) {
+  char buf[512];
+  const int fd = ::open(absl::StrCat("/proc/", pid, "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char* paren = std::strrchr(buf, ')');  // comm may hold spaces and parens
+  return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
 }  // namespace ehprof

@@ -44,6 +44,9 @@ absl::StatusOr<std::vector<MapsEntry>> ParseProcMaps(std::string_view text,
 // PermissionDenied without ptrace access. A kernel thread, or a zombie,
 // has no address space and yields an empty vector.
 absl::StatusOr<std::vector<MapsEntry>> ReadProcMaps(int pid);
+// The state letter of /proc/PID/stat ('R', 'S', 'Z', ...); 0 when the
+// process is gone.
+char ProcState(uint32_t pid);
 
 }  // namespace ehprof
 

@@ -42,14 +42,8 @@ constexpr char kExitingTopic[] = "exiting";
 // Alive and not a zombie (whose map_files are gone while kill(pid, 0)
 // still succeeds).
 bool Running(uint32_t pid) {
-  char buf[512];
-  UniqueFd fd(::open(absl::StrCat("/proc/", pid, "/stat").c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return false;
-  const ssize_t n = ::read(fd.get(), buf, sizeof(buf) - 1);
-  if (n <= 0) return false;
-  buf[n] = 0;
-  const char* paren = std::strrchr(buf, ')');  // comm may hold spaces and parens
-  return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+  const char state = ProcState(pid);
+  return state != 0 && state != 'Z' && state != 'X';
 }
 
 }  // namespace

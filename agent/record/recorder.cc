@@ -64,19 +64,14 @@ absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
     // Its mappings are read after exec (the EXEC event): until then it is a
     // copy of ehprof.
   }
-  std::vector<uint32_t> initial(followed_.begin(), followed_.end());
-  if (options_.all) initial = AllPids();
-  for (uint32_t pid : initial) {
-    if (pid == static_cast<uint32_t>(getpid())) continue;
-    absl::Status st = TrackProcess(tracker_.get(), Runtimes(), pid, now_ns);
-    if (!st.ok() && !absl::IsNotFound(st) && !options_.all) {
-      warnings_->Add(std::string(st.message()));
-    }
-  }
+  if (options_.all && child_pid_ <= 0) PrefetchVdso();  // a command's prefetch has it
+  ReadInitialProcesses(options_.all ? AllPids() : std::vector<uint32_t>(followed_.begin(), followed_.end()),
+                       now_ns);
   return absl::OkStatus();
 }
 
 void Recorder::CountSample(const RawSample& s, size_t size) {
+  HurryTableOf(s);
   summary_.off_cpu_ns += s.off_cpu_ns;
   if (s.stop_reason == EHP_STOP_END_OF_STACK) ++complete_;
   if (s.stop_reason != EHP_STOP_NOT_WALKED && s.stop_reason != EHP_STOP_NO_USER_STACK) {
@@ -95,7 +90,10 @@ void Recorder::CountSample(const RawSample& s, size_t size) {
 EventHandler::Hooks Recorder::EventHooks() {
   EventHandler::Hooks h;
   h.accept = [this](const RawSample& s) {
-    if (s.time_ns < record_from_ns_) return false;  // -D
+    if (s.time_ns < record_from_ns_) {  // -D, or the start waiting for tables
+      HurryTableOf(s);
+      return false;
+    }
     // The name too, in case the EXEC event was lost to a full ring buffer.
     return !(static_cast<int>(s.pid) == child_pid_ && !command_execd_ && own_comm_ == s.comm);
   };
@@ -103,6 +101,7 @@ EventHandler::Hooks Recorder::EventHooks() {
   h.exec = [this](uint32_t pid) {
     if (static_cast<int>(pid) == child_pid_) command_execd_ = true;
     NoteExec(pid);
+    execed_.insert(pid);
   };
   h.exited = [this](uint32_t pid) {
     if (!options_.all) targets_->Delete(pid);
@@ -112,7 +111,8 @@ EventHandler::Hooks Recorder::EventHooks() {
 
 void Recorder::ProcessPending(uint64_t now_ns) {
   events_->ProcessPending(now_ns);
-  tracker_->TablesChanged(files_->CollectFinished());
+  HurryExecedTables(now_ns);
+  LoadFinishedTables();
   events_->RetryDeferred(now_ns, /*final=*/false);
   ReportWarnings();
 }
@@ -125,10 +125,10 @@ void Recorder::FinishDeferred() {
   const uint64_t until = NowNs() + kWaitNs;
   while (deferred_->held() > 0 && files_->pending() > 0 && NowNs() < until) {
     ::usleep(50'000);
-    tracker_->TablesChanged(files_->CollectFinished());
+    LoadFinishedTables();
     events_->RetryDeferred(NowNs(), /*final=*/false);
   }
-  tracker_->TablesChanged(files_->CollectFinished());
+  LoadFinishedTables();
   events_->RetryDeferred(NowNs(), /*final=*/true);
 }
 
@@ -138,11 +138,15 @@ absl::Status Recorder::Run() {
   }
   if (absl::Status st = StartSession(); !st.ok()) return st;
   if (child_pid_ > 0) PrefetchCommandTables();
-  const uint64_t start = NowNs();
+  uint64_t start = NowNs();
   if (absl::Status st = AddInitialTargets(start); !st.ok()) return st;
   auto events = session_->OpenEvents([this](const void* data, size_t size) { events_->Handle(data, size); });
   if (!events.ok()) return events.status();
   if (absl::Status st = ReleaseCommand(); !st.ok()) return st;
+  if (child_pid_ <= 0 && !start_files_.empty()) {
+    WaitForStartTables(**events);
+    start = NowNs();
+  }
   // -D only: a sample stamped before now is still the recording's (an
   // off-CPU block is stamped when it began, maybe before the release
   // returned here).

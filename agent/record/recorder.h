@@ -146,6 +146,12 @@ struct RecordSummary {
   size_t remembered = 0;        // processes whose mappings are kept for resolving
   size_t kept_files = 0;        // files held open for symbolization
   JvmMemory jvm;                // the JVMs' metadata kept at the end
+  // -a, -p: the processes running at start, read before the recording
+  // began, and how long it waited for their files' tables (files still
+  // without one when the wait ended).
+  size_t start_processes = 0;
+  uint64_t start_wait_ns = 0;
+  size_t start_tables_late = 0;
   // Per sample, counted as they arrive (aggregated samples keep no per-
   // sample data): user walks by stop reason, BPF time per sample (a
   // uniform reservoir of at most kBpfNsReservoir), ring-buffer bytes.
@@ -256,6 +262,21 @@ class Recorder {
   absl::Status AddInitialTargets(uint64_t now_ns);
   void PrintStatus(uint64_t now_ns, bool final_line);
   void PrefetchCommandTables();
+  // The vDSO's table, built first and kept for every process.
+  void PrefetchVdso();
+  // Reads the processes running at start (agent/record/recorder_start.cc).
+  void ReadInitialProcesses(std::vector<uint32_t> pids, uint64_t now_ns);
+  // Finished table builds into the maps, and the entries using them rewritten.
+  void LoadFinishedTables();
+  // A sample stopped at "table not loaded yet": its file's build goes first.
+  void HurryTableOf(const RawSample& s);
+  // The files of processes that exec'd since the last call go ahead of
+  // the queue (their maps were read since).
+  void HurryExecedTables(uint64_t now_ns);
+  // Until the tables of the files the processes running at start map are
+  // loaded (at most kStartWaitNs), handling events; samples meanwhile are
+  // left out, as ehprof's set-up's are.
+  void WaitForStartTables(EventSource& events);
   // The command's processes' exec'd binaries, remembered for next time.
   void NoteExec(uint32_t pid);
   void SaveExecHints();
@@ -285,6 +306,8 @@ class Recorder {
   std::set<uint32_t> followed_;
   uint64_t warnings_shown_ = 0, warnings_suppressed_ = 0;
   std::vector<FileKey> prefetched_;
+  std::set<FileKey> start_files_;  // mapped by the processes running at start
+  std::set<uint32_t> execed_;      // exec'd since HurryExecedTables last ran
   // The command's executable and what its processes exec'd (exec hints
   // for the next recording of it, agent/record/exec_hints.h).
   std::string command_exe_;

@@ -15,9 +15,9 @@
 namespace ehprof {
 
 FileTables::FileTables(TableStore* store, Warnings* warnings, std::unique_ptr<TableCache> cache,
-                       TableBuildOptions build)
+                       TableBuildOptions build, size_t builders)
     : store_(store), build_(std::move(build)), cache_(std::move(cache)), warnings_(warnings) {
-  worker_ = std::thread([this] { WorkerLoop(); });
+  for (size_t i = 0; i < std::max<size_t>(1, builders); ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
 FileTables::~FileTables() {
@@ -26,7 +26,7 @@ FileTables::~FileTables() {
     stop_ = true;
   }
   cv_.notify_all();
-  worker_.join();
+  for (std::thread& w : workers_) w.join();
 }
 
 absl::StatusOr<FileKey> FileTables::Register(const std::string& open_path,
@@ -83,6 +83,7 @@ void FileTables::Queue(const FileKey& key, const FileInfo& info, std::optional<E
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.push_back({key, info.open_path, info.path, info.build_id, info.image, std::move(elf)});
+    priority_.emplace(key, 0);
   }
   cv_.notify_one();
 }
@@ -96,6 +97,7 @@ void FileTables::AddRef(const FileKey& key) {
   auto it = files_.find(key);
   if (it == files_.end()) return;
   FileInfo& f = it->second;
+  if (f.state == FileInfo::State::kPending) Prioritize(key, 1);
   if (f.refs++ > 0) return;
   if (f.state == FileInfo::State::kReady) unused_.erase(f.unused);
   if (f.state == FileInfo::State::kFailed || f.state == FileInfo::State::kNoCfi) idle_.erase(f.unused);
@@ -136,12 +138,35 @@ void FileTables::Release(const FileKey& key) {
   }
 }
 
+void FileTables::Prioritize(const FileKey& key, uint64_t weight) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = priority_.find(key);
+  if (it == priority_.end()) return;
+  if (weight >= kUrgent && it->second < kUrgent) ++hurried_;
+  it->second += weight;
+}
+
+std::deque<FileTables::Job>::iterator FileTables::NextJob() {
+  auto best = jobs_.begin();
+  uint64_t best_priority = 0;
+  for (auto it = jobs_.begin(); it != jobs_.end(); ++it) {
+    auto p = priority_.find(it->key);
+    const uint64_t priority = p == priority_.end() ? 0 : p->second;
+    if (priority > best_priority) {
+      best = it;
+      best_priority = priority;
+    }
+  }
+  return best;
+}
+
 bool FileTables::DropQueuedBuild(const FileKey& key) {
   std::lock_guard<std::mutex> lock(mu_);
   if (jobs_.size() < kBusyQueue) return false;
   auto job = std::find_if(jobs_.begin(), jobs_.end(), [&](const Job& j) { return j.key == key; });
   if (job == jobs_.end()) return false;  // being built
   jobs_.erase(job);
+  priority_.erase(key);
   ++dropped_builds_;
   return true;
 }
@@ -166,6 +191,7 @@ FileTables::Stats FileTables::stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     s.from_cache = from_cache_;
     s.dropped_builds = dropped_builds_;
+    s.hurried = hurried_;
   }
   s.unused = unused_.size();
   s.idle = idle_.size();
@@ -180,8 +206,10 @@ void FileTables::WorkerLoop() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
       if (stop_) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+      auto next = NextJob();
+      job = std::move(*next);
+      jobs_.erase(next);
+      priority_.erase(job.key);
       ++in_flight_;
     }
     // An exception in one file's build fails that file (as an unreadable
@@ -208,7 +236,12 @@ FileTables::Done FileTables::Build(Job& job) {
   const TableFileKey tkey{job.build_id, job.key.inode, job.key.size, job.key.mtime_ns};
   if (cacheable) {
     std::string why;
-    if (std::optional<StoredTable> t = cache_->Load(tkey, &why)) {
+    std::optional<StoredTable> t;
+    {
+      std::lock_guard<std::mutex> lock(cache_mu_);
+      t = cache_->Load(tkey, &why);
+    }
+    if (t) {
       done.rows = t->plain_rows;
       done.table = std::move(t->table);
       done.from_cache = true;
@@ -240,7 +273,12 @@ FileTables::Done FileTables::Build(Job& job) {
   done.rows = built->rows;
   done.table = std::move(built->compact);
   if (cacheable && done.table.ok()) {
-    if (absl::Status st = cache_->Store(tkey, {*done.table, done.rows}); !st.ok()) {
+    absl::Status st;
+    {
+      std::lock_guard<std::mutex> lock(cache_mu_);
+      st = cache_->Store(tkey, {*done.table, done.rows});
+    }
+    if (!st.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       warnings_->Add(std::string(st.message()));
     }

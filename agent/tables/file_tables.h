@@ -1,6 +1,8 @@
 // One unwind table per distinct file (dev, inode, mtime, size), shared by
-// every process that maps it, built on a worker thread so table builds never
-// delay sampling or event handling. A table no process uses stays loaded
+// every process that maps it, built on worker threads so table builds never
+// delay sampling or event handling. Builds go by demand, not in the order
+// files were met: a file more processes map, or one a sample stopped at
+// for want of its table, is built first. A table no process uses stays loaded
 // (the next short-lived process running that binary finds it ready) until
 // the maps run out of room (least recently used first) or it has been
 // unused for kUnusedTableSeconds. Tables in use are never evicted. A file
@@ -69,6 +71,17 @@ class FileTables {
   // Queued builds past which one whose file no process maps any more is
   // dropped instead of made.
   static constexpr size_t kBusyQueue = 64;
+  // Builder threads: a whole host's start queues hundreds of files, and a
+  // build is CPU-bound (libLLVM's or Chromium's take seconds), so two keep
+  // a large one from holding every other back.
+  static constexpr size_t kDefaultBuilders = 2;
+  // Priority of a build a sample is waiting for (its walk stopped at
+  // "table not loaded yet"), or the vDSO's (every process maps it): above
+  // any count of processes mapping a file.
+  static constexpr uint64_t kUrgent = uint64_t{1} << 32;
+  // Priority of the files a process just exec'd maps (its executable,
+  // ld.so, then its libraries): its first samples are there.
+  static constexpr uint64_t kExeced = uint64_t{1} << 24;
 
   // cache (may be null): built tables are looked up there before a build
   // and stored after one, so the next run of a binary finds its table at
@@ -77,8 +90,8 @@ class FileTables {
   // Problems worth one line each (failed builds, full maps) go to
   // `warnings` (not owned; it outlives the tables), from both threads.
   FileTables(TableStore* store, Warnings* warnings, std::unique_ptr<TableCache> cache = nullptr,
-             TableBuildOptions build = {});
-  ~FileTables();  // stops the worker
+             TableBuildOptions build = {}, size_t builders = kDefaultBuilders);
+  ~FileTables();  // stops the workers
 
   // The clock expiry and retries go by (steady_clock by default); tests
   // move time on with their own.
@@ -96,6 +109,10 @@ class FileTables {
   const FileInfo* Find(const FileKey& key) const;
   void AddRef(const FileKey& key);
   void Release(const FileKey& key);  // at zero refs the table becomes evictable
+  // Moves key's queued build up by `weight` (each process mapping the file
+  // adds 1; kUrgent for one a sample waits for). Nothing when it is not
+  // queued (built, being built, or unknown).
+  void Prioritize(const FileKey& key, uint64_t weight);
 
   // Loads finished builds into the BPF maps; returns the keys that became
   // ready (their processes' entries need rewriting). Main thread only.
@@ -113,6 +130,7 @@ class FileTables {
     size_t unused = 0;          // unused tables loaded now
     size_t idle = 0;            // unused files without a table, remembered now
     uint64_t dropped_builds = 0;  // queued builds dropped: no process mapped the file any more
+    uint64_t hurried = 0;       // builds moved ahead because a sample waited for them
     size_t files = 0;           // files known now
   };
   Stats stats() const;
@@ -138,6 +156,9 @@ class FileTables {
   // stored there).
   Done Build(Job& job);
   void WorkerLoop();
+  // The queued job to build next: the highest priority, the oldest among
+  // equals. Under mu_, jobs_ not empty.
+  std::deque<Job>::iterator NextJob();
   bool EvictOne();
   // Takes key's build out of a queue of at least kBusyQueue; false when it
   // is not queued (being built) or the queue is short.
@@ -151,7 +172,8 @@ class FileTables {
   const TableBuildOptions build_;
   Clock now_ = [] { return std::chrono::steady_clock::now(); };
   std::function<void(const FileKey&)> on_unload_;
-  std::unique_ptr<TableCache> cache_;  // the worker's only
+  std::unique_ptr<TableCache> cache_;  // the workers' only, under cache_mu_
+  std::mutex cache_mu_;
   std::map<FileKey, FileInfo> files_;
   std::list<FileKey> unused_;  // ready tables no process uses, most recent first
   std::list<FileKey> idle_;    // files without a table no process uses, likewise
@@ -162,12 +184,14 @@ class FileTables {
   mutable std::mutex mu_;
   uint64_t from_cache_ = 0;                   // guarded by mu_
   uint64_t dropped_builds_ = 0;               // guarded by mu_
+  uint64_t hurried_ = 0;                      // guarded by mu_
+  std::map<FileKey, uint64_t> priority_;      // of queued jobs; guarded by mu_
   std::condition_variable cv_;
   std::deque<Job> jobs_;
   std::vector<Done> done_;
   size_t in_flight_ = 0;
   bool stop_ = false;
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace ehprof
