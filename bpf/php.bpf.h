@@ -36,7 +36,7 @@ enum php_walk_state {
 /* PHP frames per php_step: a deeper VM call takes more steps. Each step
  * costs a bpf_loop iteration and php_step's own setup, so a step takes as
  * many as the verifier's pass over the frame loop allows cheaply. */
-#define PHP_STEP_FRAMES 32
+#define PHP_STEP_FRAMES 16
 /* Bytes of a zend_execute_data the walk takes: every field it reads lies
  * in its first 64 (user space checks the offsets against it). */
 #define PHP_EX_READ 64
