@@ -289,6 +289,7 @@ class ReadelfChecker:
         self.skipping = False
         self.plt_ranges = []    # [start, end) of .plt where our rows come from the code (aarch64)
         self.gopclntab = False  # our rows outside every FDE may come from Go's .gopclntab
+        self.entry = None  # e_entry: an entry point without an FDE gets rows of ours
 
     # -- helpers ----------------------------------------------------------
 
@@ -568,6 +569,13 @@ class ReadelfChecker:
                     # which readelf does not read; GoPclntabTest.UnwindRows
                     # judges them against the linker's .debug_frame.
                     res["gopclntab_rows"] = res.get("gopclntab_rows", 0) + 1
+                elif (rests[k] != "none" and self.entry is not None and "ra=undef" in rests[k]
+                      and self.entry <= addrs[k] < self.entry + 64):
+                    # A program's entry point without CFI (ld.so's _start)
+                    # is the bottom of the stack: rows of ours
+                    # (unwind_tables/entry_point_rows), judged by
+                    # table_builder_test, which readelf has nothing for.
+                    res["entry_point_rows"] = res.get("entry_point_rows", 0) + 1
                 elif rests[k] != "none":
                     res["rows_outside_fdes"] += 1
                     res["mismatches"] += 1
@@ -616,6 +624,18 @@ def elf_kind(path):
     if e_type == ET_CORE:
         return "core file"
     return None
+
+
+def elf_entry(path):
+    """A 64-bit little-endian ELF file's e_entry; None otherwise."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(32)
+    except OSError:
+        return None
+    if len(head) < 32 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+        return None
+    return int.from_bytes(head[24:32], "little") or None
 
 
 def plt_sections(path, env):
@@ -675,6 +695,7 @@ def check_file(path, ehprof, max_examples=10, timeout=600):
     if re.search(r" rows from \S*\+plt\b", first):
         checker.plt_ranges = plt_sections(path, env)
     checker.gopclntab = bool(re.search(r" rows from \S*\+gopclntab\b", first))
+    checker.entry = elf_entry(path)
     for line in relf.stdout:
         checker.feed(line)
     relf.wait()

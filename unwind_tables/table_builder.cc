@@ -214,11 +214,7 @@ absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
       Warn(&table, std::string(rows.status().message()));
     }
   }
-  if (dbg_rows.empty()) {
-    table.rows = std::move(eh_rows);
-  } else {
-    table.rows = Overlay(eh_rows, dbg_rows, &table.from_debug_frame);
-  }
+  table.rows = dbg_rows.empty() ? std::move(eh_rows) : Overlay(eh_rows, dbg_rows, &table.from_debug_frame);
   EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> plt_rows, Aarch64PltRows(elf));
   if (!plt_rows.empty()) table.rows = Overlay(table.rows, plt_rows, &table.plt_rows);
   if (options.entry_point_rows) {

@@ -148,6 +148,11 @@ void AddBudgetOptions(CLI::App& app, RecordOptions* record) {
   app.add_option("--walk-budget-ns", record->walk_budget_ns, "what each CPU's stack walks may take in every 100 ms")
       ->check(InRange<uint64_t>(1, uint64_t{1} << 62))
       ->group("");
+  // Hidden: tests make the cold window of processes running at the start.
+  app.add_option("--start-wait-ms", record->start_wait_ms,
+                 "how long sampling waits for the tables of the processes running at the start")
+      ->check(InRange<uint32_t>(0, 60000))
+      ->group("");
   app.add_option("--defer-budget", record->deferred_kib_per_s,
                  "KiB of user stack each CPU may copy a second for walks stopped before their table or "
                  "process was known, finished once it is (0: such walks stay stopped)")

@@ -43,6 +43,23 @@ void PrintDeferred(const RecordSummary& s) {
                s.samples ? double(s.ring_bytes + d.bytes) / s.samples : 0.0);
 }
 
+void PrintOffCpu(const RecordSummary& s) {
+  if (s.off_cpu_ns == 0 && s.off_cpu_untracked == 0) return;
+  std::string notes;
+  if (s.off_cpu_untracked > 0) {
+    notes += absl::StrFormat(" (%d switch-outs not tracked: more threads blocked at once than the BPF map holds)",
+                             s.off_cpu_untracked);
+  }
+  // Not lost: ended where the task's CPU time since its last pick says
+  // (bpf/offcpu.bpf.h, offcpu_end_unseen).
+  if (s.off_cpu_unseen > 0) {
+    notes += absl::StrFormat(" (%d blocks ended by a switch-in no sched_switch event showed: their end "
+                             "taken from the task's run time since)",
+                             s.off_cpu_unseen);
+  }
+  std::fprintf(stderr, "ehprof: off-CPU: %.3f s blocked in all%s\n", s.off_cpu_ns / 1e9, notes.c_str());
+}
+
 }  // namespace
 
 void PrintSummary(const Recorder& rec, const std::string& output) {
@@ -52,21 +69,7 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
   std::fprintf(stderr, "ehprof: %llu samples in %.1f s (%llu lost), ended by %s\n",
                static_cast<unsigned long long>(s.samples), s.seconds,
                static_cast<unsigned long long>(s.ringbuf_drops), s.ended_by.c_str());
-  if (s.off_cpu_ns > 0 || s.off_cpu_untracked > 0) {
-    std::string notes;
-    if (s.off_cpu_untracked > 0) {
-      notes += absl::StrFormat(" (%d switch-outs not tracked: more threads blocked at once than the BPF map holds)",
-                               s.off_cpu_untracked);
-    }
-    // Not lost: ended where the task's CPU time since its last pick says
-    // (bpf/offcpu.bpf.h, offcpu_end_unseen).
-    if (s.off_cpu_unseen > 0) {
-      notes += absl::StrFormat(" (%d blocks ended by a switch-in no sched_switch event showed: their end "
-                               "taken from the task's run time since)",
-                               s.off_cpu_unseen);
-    }
-    std::fprintf(stderr, "ehprof: off-CPU: %.3f s blocked in all%s\n", s.off_cpu_ns / 1e9, notes.c_str());
-  }
+  PrintOffCpu(s);
   if (user_walked) {
     std::vector<std::pair<uint64_t, unsigned>> top;
     for (auto [r, n] : reasons) top.push_back({n, r});

@@ -63,6 +63,9 @@ struct RecordOptions {
   // later from a copy of their stack (bpf/deferred.bpf.h, agent/deferred/):
   // each CPU may copy this many KiB a second (--defer-budget); 0: off.
   uint32_t deferred_kib_per_s = 2048;
+  // How long the start waits for the tables of the processes running then
+  // (--start-wait-ms, hidden: tests make the cold window with 0).
+  uint32_t start_wait_ms = 3000;
   // --off-cpu: also (or, without sample_cpu, only) the time tasks spend off
   // the CPU, as samples with off_cpu_ns; blocks shorter than the minimum
   // are not sent, and only those left in the states of the mask count.
@@ -274,7 +277,7 @@ class Recorder {
   // the queue (their maps were read since).
   void HurryExecedTables(uint64_t now_ns);
   // Until the tables of the files the processes running at start map are
-  // loaded (at most kStartWaitNs), handling events; samples meanwhile are
+  // loaded (at most RecordOptions::start_wait_ms), handling events; samples meanwhile are
   // left out, as ehprof's set-up's are.
   void WaitForStartTables(EventSource& events);
   // The command's processes' exec'd binaries, remembered for next time.

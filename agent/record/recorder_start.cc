@@ -18,11 +18,6 @@ namespace {
 // running at start are read: on a busy host reading them all takes
 // seconds, and the first tables are ready within milliseconds.
 constexpr uint64_t kLoadTablesEveryNs = 20000000;
-// How long the recording's start waits for the tables of the processes
-// already running, as a command's start waits for its own
-// (PrefetchCommandTables): their samples meanwhile could only stop at
-// "table not loaded yet".
-constexpr uint64_t kStartWaitNs = 3000000000ull;
 
 // On a CPU or waiting for one ("R" in /proc/PID/stat): the processes the
 // first samples come from.
@@ -95,8 +90,12 @@ void Recorder::WaitForStartTables(EventSource& events) {
       return f && f->state == FileInfo::State::kPending;
     }));
   };
+  // As a command's start waits for its own tables (PrefetchCommandTables):
+  // the samples of the processes already running could meanwhile only stop
+  // at "table not loaded yet" (RecordOptions::start_wait_ms, 3 s).
+  const uint64_t wait_ns = uint64_t{options_.start_wait_ms} * 1000000;
   size_t n;
-  while ((n = late()) > 0 && NowNs() - begin < kStartWaitNs && !g_stop_signal.load()) {
+  while ((n = late()) > 0 && NowNs() - begin < wait_ns && !g_stop_signal.load()) {
     events.Poll(10);
     ProcessPending(NowNs());
   }
