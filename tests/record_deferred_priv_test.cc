@@ -6,6 +6,7 @@
 // keep their kernel frames); the agent finishes them too; a process whose
 // stack is garbage from its first moments cannot make ehprof hang, crash
 // or grow.
+#include <algorithm>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,6 +119,10 @@ class RecordDeferred : public testing::RecordingTest {
     std::vector<std::string> args = {"record", "-p", std::to_string(pid), "-F", "999", "-d", "1.5",
                                      "--no-table-cache", "--start-wait-ms", "0", "--show-stops", "--format",
                                      "perf-script", "-o", out};
+    // The copies are off by default: on at 2048 KiB/s unless `extra` says.
+    if (std::find(extra.begin(), extra.end(), "--defer-budget") == extra.end()) {
+      args.insert(args.end(), {"--defer-budget", "2048"});
+    }
     args.insert(args.end(), extra.begin(), extra.end());
     RunResult r = RunEhprof(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -222,7 +227,8 @@ TEST_F(RecordDeferred, GarbageStackFromTheFirstSampleIsBounded) {
   // Started once the recording runs, each run's first samples in the
   // cold window (its binary unknown, then its table building).
   RunResult r = RunEhprof(
-      {"record", "-a", "--comm", "garbage_stack", "-F", "999", "--no-table-cache", "--show-stops", "--format",
+      {"record", "-a", "--comm", "garbage_stack", "-F", "999", "--no-table-cache", "--defer-budget", "2048",
+       "--show-stops", "--format",
        "perf-script", "-o", out},
       SIGINT, 2500, [&](pid_t ehprof) {
         for (int run = 0; run < 6; ++run) {
