@@ -69,10 +69,11 @@ ehprof_packages() {
         prometheus `# the real Prometheus scrapes ehprof agent --metrics-addr; promtool checks deploy/prometheus's rules` \
         default-jdk-headless maven `# the JVM tests and bench: javac, jcmd; mvn fetches async-profiler (scripts/install_async_profiler.sh)`
       # The reference binaries tests/ and bench/ read by path are Debian 12's
-      # (libLLVM-15.so.1, python3.11); a release without them goes without.
+      # (libLLVM-15.so.1, python3.11, libpython3.11: testdata/late_python
+      # dlopen()s it); a release without them goes without.
       # openjdk-17-jdk-headless: java, javac and javap of Debian 12's JDK 17
       # (tests/jvm_layout_priv_test.cc, bench/jvm_stacks.py).
-      ehprof_if_available "$@" -- libllvm15 python3.11 openjdk-17-jdk-headless
+      ehprof_if_available "$@" -- libllvm15 python3.11 libpython3.11 openjdk-17-jdk-headless
       # ruby3.1: Debian 12's stripped libruby-3.1 (tests/ruby_objects_test.cc,
       # tests/record_ruby_priv_test.cc, bench/ruby_vs_rbspy.py).
       ehprof_if_available "$@" -- ruby3.1

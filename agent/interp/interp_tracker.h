@@ -24,8 +24,11 @@ class InterpTracker {
   // The enum ehp_interp_kind of the frames it names.
   virtual ehp_interp_kind kind() const = 0;
   // Looks at a process the first time it is seen (again after an exec,
-  // and, while it runs no interpreter of this kind yet, now and then).
+  // and, while it runs no interpreter of this kind yet, once its maps
+  // changed: agent/process/look_again.h).
   virtual void Notice(uint32_t pid, uint64_t now_ns) = 0;
+  // pid's mappings changed (read again, or the kernel side added one).
+  virtual void MapsChanged(uint32_t pid) = 0;
   // Notice, then rewrites each EHP_FRAME_INTERP word of its kind in user
   // (leaf first, as the walk left them) to InterpFrameTable::Word of the
   // frame it names; a frame it cannot read still gets a word (an entry

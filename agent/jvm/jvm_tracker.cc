@@ -127,9 +127,11 @@ void JvmTracker::Notice(uint32_t pid, uint64_t now_ns) {
     RefreshHeaps(pid, p, now_ns);
     return;
   }
+  if (p.state == Proc::kNotJvm && !p.maps_changed) return;
   if (p.state != Proc::kUnknown && !(waiting && now_ns - p.checked_ns > RetryAfter(p.looks))) return;
   if (waiting) ++p.looks;
   p.checked_ns = now_ns;
+  p.maps_changed = false;
   // Its files and memory are its user's: whatever they make the reading
   // throw, that process is not looked at again, and the others are.
   const absl::Status st = Guarded("reading a JVM", "its Java frames are not named", [&] {

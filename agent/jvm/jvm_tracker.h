@@ -104,6 +104,10 @@ class JvmTracker {
   // A process whose mappings were just read: looked at as NameFrames does,
   // so its first samples already have Java frames.
   void Notice(uint32_t pid, uint64_t now_ns);
+  // pid's mappings changed: a process without libjvm is looked at again.
+  void MapsChanged(uint32_t pid) {
+    if (auto it = procs_.find(pid); it != procs_.end()) it->second.maps_changed = true;
+  }
   void Exec(uint32_t pid);
   void Exit(uint32_t pid);
   const JvmMethodTable& methods() const;
@@ -120,6 +124,9 @@ class JvmTracker {
     enum State { kUnknown, kNotJvm, kNotUp, kJvm, kRefused } state = kUnknown;
     uint64_t checked_ns = 0;  // the last look, or (kJvm) the last read of its heaps
     int looks = 0;            // looks while kNotJvm or kNotUp: the next comes later
+    // Since the last look (kNotJvm is read from the maps alone: looked at
+    // again only once they changed; kNotUp, the JVM's memory, by time).
+    bool maps_changed = false;
     std::string libjvm;       // its key in libjvms_
     std::optional<JvmLayout> layout;  // once read; layout->proc as published (kJvm)
     struct Cached {

@@ -22,9 +22,10 @@ std::optional<uint64_t> LoadBias(std::span<const ElfSegment> loads, const MapsEn
 
 bool LookAgain::Due(bool unknown, bool absent, uint64_t now_ns) {
   const uint64_t retry = std::min(kRetryNs, kFirstRetryNs << std::min(absent_checks_, 7));
-  if (!unknown && !(absent && now_ns - checked_ns_ > retry)) return false;
+  if (!unknown && !(absent && maps_changed_ && now_ns - checked_ns_ > retry)) return false;
   if (absent) ++absent_checks_;
   checked_ns_ = now_ns;
+  maps_changed_ = false;
   return true;
 }
 

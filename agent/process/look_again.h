@@ -18,20 +18,28 @@ namespace ehprof {
 // `loads`, from one of its mappings; nullopt when the mapping lies in none.
 std::optional<uint64_t> LoadBias(std::span<const ElfSegment> loads, const MapsEntry& e);
 
-// A process not (yet) running the interpreter is looked at again after
-// 10 ms, then twice as long each time, up to a second: a command just
-// exec'd may not have mapped its libpython or libruby yet (1 in 6
-// one-second runs of a pyenv python3.12 lost every Python frame when the
-// first retry came after a second).
+// A process not (yet) running the interpreter is looked at again once its
+// mappings changed (MapsChanged: the maps read again, a mapping the kernel
+// side added), 10 ms after the last look at the earliest, then twice as
+// long each time, up to a second: a command just exec'd may not have
+// mapped its libpython or libruby yet (1 in 6 one-second runs of a pyenv
+// python3.12 lost every Python frame when the first retry came after a
+// second). Whether a process runs the interpreter is read from its maps
+// alone, so a process whose maps stayed as they were is not read again:
+// on a busy host every tracker re-reading every other process's maps once
+// a second was two thirds of the agent's CPU (bench/fleet_cost.py).
 class LookAgain {
  public:
   // Whether to look now: always while the process is `unknown`; while it
-  // is known to run none (`absent`), once the wait is over.
+  // is known to run none (`absent`), once its maps changed and the wait is
+  // over.
   bool Due(bool unknown, bool absent, uint64_t now_ns);
+  void MapsChanged() { maps_changed_ = true; }
 
  private:
   uint64_t checked_ns_ = 0;
   int absent_checks_ = 0;
+  bool maps_changed_ = false;  // since the last look
 };
 
 }  // namespace ehprof

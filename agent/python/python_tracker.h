@@ -71,12 +71,16 @@ class PythonTracker {
                   [](const ElfFile& elf, const std::string& path) { return InspectPythonBinary(elf, path); }),
         warnings_(warnings) {}
   // Looks at a process the first time it is sampled (again after an exec,
-  // and while it is not Python yet, every second); rewrites the Python
-  // frames of user (EHP_FRAME_PYTHON) to code indexes.
+  // and while it is not Python yet, once its maps changed); rewrites the
+  // Python frames of user (EHP_FRAME_PYTHON) to code indexes.
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user);
   // A process whose mappings were just read: looked at as NameFrames does,
   // so its first samples already have Python frames.
   void Notice(uint32_t pid, uint64_t now_ns);
+  // pid's mappings changed: a process not Python is looked at again.
+  void MapsChanged(uint32_t pid) {
+    if (auto it = procs_.find(pid); it != procs_.end()) it->second.look.MapsChanged();
+  }
   // Finds the interpreter of pid now; whether it is a readable Python.
   absl::StatusOr<bool> Attach(uint32_t pid);
   void Exec(uint32_t pid);

@@ -12,7 +12,12 @@ absl::Status TrackProcess(ProcessTracker* tracker, const RuntimeTrackers& runtim
                           uint64_t now_ns) {
   return Guarded("reading a process", "that process is not tracked this time", [&] {
     absl::Status st = tracker->Refresh(pid, now_ns);
-    if (st.ok()) runtimes.ForEach([&](auto& runtime) { runtime.Notice(pid, now_ns); });
+    if (st.ok()) {
+      runtimes.ForEach([&](auto& runtime) {
+        runtime.MapsChanged(pid);
+        runtime.Notice(pid, now_ns);
+      });
+    }
     return st;
   });
 }
@@ -72,6 +77,9 @@ void EventHandler::HandleRecord(const void* data, size_t size) {
       break;
     case DecodedEvent::Kind::kMapping:
       tracker_->AddKernelMapping(ev.pid, ev.time_ns, d.mapping.m, {d.mapping.file.dev, d.mapping.file.ino}, ev.addr);
+      // A library mapped into a process running no interpreter yet may be
+      // one (dlopen'd libpython): its next sample looks again.
+      runtimes_.ForEach([pid = ev.pid](auto& runtime) { runtime.MapsChanged(pid); });
       break;
     case DecodedEvent::Kind::kUnknownPc:
       // A pc in a mapping the process entry had no room for: the maps are

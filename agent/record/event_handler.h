@@ -30,8 +30,8 @@ namespace ehprof {
 // The runtimes' trackers, which look at each process and name its frames
 // of their runtime; each may be null (--no-python, --no-java, --no-js;
 // --no-ruby, --no-php, --no-perl leave an interpreter out of interps).
-// Each has Notice, NameFrames, Exec, Exit and CheckProcess (ehprof check),
-// called through ForEach.
+// Each has Notice, MapsChanged, NameFrames, Exec, Exit and CheckProcess
+// (ehprof check), called through ForEach.
 struct RuntimeTrackers {
   PythonTracker* python = nullptr;
   JvmTracker* jvm = nullptr;

@@ -12,12 +12,6 @@ namespace ehprof {
 
 namespace {
 
-// A process that is not (yet) V8 is looked at again after 10 ms, then twice
-// as long each time up to a second (node maps itself at exec, a libnode user
-// may load it later).
-constexpr uint64_t kNotV8FirstRetryNs = 10'000'000;
-constexpr uint64_t kNotV8RetryNs = 1'000'000'000;
-
 // Only files named like node's are opened: reading every executable's
 // symbol table would cost every process a scan.
 bool LooksLikeV8(const std::string& path) {
@@ -103,10 +97,7 @@ void V8Tracker::ForgetFunctions() {
 
 void V8Tracker::Notice(uint32_t pid, uint64_t now_ns) {
   Proc& p = procs_[pid];
-  const uint64_t retry = std::min(kNotV8RetryNs, kNotV8FirstRetryNs << std::min(p.not_v8_checks, 7));
-  if (p.state == Proc::kUnknown || (p.state == Proc::kNotV8 && now_ns - p.checked_ns > retry)) {
-    if (p.state == Proc::kNotV8) ++p.not_v8_checks;
-    p.checked_ns = now_ns;
+  if (p.look.Due(p.state == Proc::kUnknown, p.state == Proc::kNotV8, now_ns)) {
     const absl::Status st = Guarded("reading a V8 process", "its JavaScript frames are not named", [&] {
       (void)Attach(pid);
       return absl::OkStatus();

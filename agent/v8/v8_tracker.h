@@ -19,6 +19,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "agent/process/look_again.h"
 #include "agent/process/runtime_check.h"
 #include "agent/tables/map_writer.h"
 #include "agent/v8/v8_binary.h"
@@ -63,8 +64,11 @@ class V8Tracker {
   V8Tracker(std::unique_ptr<MapWriter> v8_procs, Warnings* warnings)
       : v8_procs_(std::move(v8_procs)), warnings_(warnings) {}
   // Looks at a process the first time it is seen (again after an exec, and
-  // while it is not V8 yet, every second).
+  // while it is not V8 yet, once its maps changed: LookAgain).
   void Notice(uint32_t pid, uint64_t now_ns);
+  void MapsChanged(uint32_t pid) {
+    if (auto it = procs_.find(pid); it != procs_.end()) it->second.look.MapsChanged();
+  }
   // Notice, then rewrites the JavaScript frames of user (EHP_FRAME_V8) to
   // function indexes.
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user);
@@ -83,8 +87,7 @@ class V8Tracker {
  private:
   struct Proc {
     enum State { kUnknown, kNotV8, kV8, kRefused } state = kUnknown;
-    uint64_t checked_ns = 0;
-    int not_v8_checks = 0;
+    LookAgain look;
     V8Layout layout;
     // The V8 binary's executable mappings (its text, the embedded builtins
     // node maps again): no code objects there.
