@@ -35,8 +35,11 @@ struct copy_ctx {
 		if (chunk > c->limit - off) /* never past limit: it is what was paid for */        \
 			chunk = c->limit - off;                                                    \
 		off &= (cap) - 1;                                                                  \
-		chunk &= 8191;                                                                     \
-		if (chunk == 0 || chunk > PAGE_SIZE_BYTES)                                         \
+		/* Past the compiler, which knows chunk is at most a page and drops    \
+		 * a mask; 6.1's and 5.10's verifiers do not know it where chunk is    \
+		 * limit - off ("R2 unbounded memory access"). */                       \
+		EHP_CLAMP_UMAX(chunk, PAGE_SIZE_BYTES);                                            \
+		if (chunk == 0)                                                                    \
 			return 1;                                                                  \
 		if (bpf_probe_read_user(c->buf + off, chunk, (void *)addr))                        \
 			return 1;                                                                  \

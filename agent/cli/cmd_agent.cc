@@ -232,10 +232,10 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   ConfigureAgentMalloc();
   AgentOptions o;
   AgentFlags f;
-  // Walks finished late stay off unless asked for (--defer-budget KIB), as
-  // in record; here also because the held samples keep the files of
-  // processes that exited (64 distinct deleted binaries left 63-81 fds held
-  // past their intervals in hostile_state_priv_test).
+  // Walks finished late are off unless asked for (--defer-budget KIB): the
+  // agent's held samples keep the files of processes that exited (64
+  // distinct deleted binaries left 63-81 fds held past their intervals in
+  // hostile_state_priv_test), which `record`, ending, does not suffer.
   o.record.deferred_kib_per_s = 0;
   auto app = NewCommandApp("agent", kDescription);
   app->footer(kFooter);

@@ -62,10 +62,7 @@ struct RecordOptions {
   // Walks stopped for want of a table or a process entry are finished
   // later from a copy of their stack (bpf/deferred.bpf.h, agent/deferred/):
   // each CPU may copy this many KiB a second (--defer-budget); 0: off.
-  // Off by default: 6.1's and 5.10's verifiers refuse the copy's length
-  // bound as built (R2 unbounded memory access in copy_deferred_page; the
-  // kernel matrix), so only the kernels that take it get it when asked.
-  uint32_t deferred_kib_per_s = 0;
+  uint32_t deferred_kib_per_s = 2048;
   // How long the start waits for the tables of the processes running then
   // (--start-wait-ms, hidden: tests make the cold window with 0).
   uint32_t start_wait_ms = 3000;
