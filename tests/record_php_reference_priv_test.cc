@@ -92,8 +92,12 @@ TEST(RecordPhp, Php82NamesAsExcimer) {
     their_total += n;
   }
   std::remove(out.c_str());
+  size_t our_total = 0;
   for (const SrclineSample& s : samples) {
-    if (const SrclineFrame* leaf = LeafUserPhp(s)) ++ours[leaf->symbol];
+    if (const SrclineFrame* leaf = LeafUserPhp(s)) {
+      ++ours[leaf->symbol];
+      ++our_total;
+    }
   }
   ASSERT_GE(their_total, 500u);
   for (const char* name : {"Mix::w10", "Mix::w9", "{closure}", "w5"}) {
@@ -103,8 +107,11 @@ TEST(RecordPhp, Php82NamesAsExcimer) {
     if (n * 100 < their_total) continue;
     EXPECT_GT(ours[name], 0u) << "excimer's " << name << " (" << n << " of " << their_total << ") not an ehprof leaf";
   }
+  // Each side's leaves of 1 % or more are the other's names too (a rarer
+  // one, like jitter's few samples, may fall in one profiler's and not in
+  // the other's: 7 of ehprof's and none of excimer's in one CI run).
   for (const auto& [name, n] : ours) {
-    if (n < 5) continue;
+    if (n * 100 < our_total) continue;
     EXPECT_TRUE(theirs.contains(name)) << "ehprof's leaf " << name << " (" << n << ") is no excimer name";
   }
 }
