@@ -24,6 +24,7 @@
 #include "agent/interp/interp_tracker.h"
 #include "agent/perl/perl_binary.h"
 #include "agent/perl/perl_objects.h"
+#include "agent/process/look_again.h"
 #include "agent/tables/map_writer.h"
 #include "base/warnings.h"
 
@@ -42,9 +43,7 @@ class PerlTracker : public InterpTracker {
         binaries_("perl", [](const ElfFile& elf, const std::string& path) { return InspectPerlBinary(elf, path); }) {}
   ehp_interp_kind kind() const override { return EHP_INTERP_PERL; }
   void Notice(uint32_t pid, uint64_t now_ns) override;
-  void MapsChanged(uint32_t pid) override {
-    if (auto it = procs_.find(pid); it != procs_.end()) it->second.look.MapsChanged();
-  }
+  void MapsChanged(uint32_t pid) override { MapsChangedIn(procs_, pid); }
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) override;
   void Exec(uint32_t pid) override { Exit(pid); }
   void Exit(uint32_t pid) override;

@@ -39,9 +39,7 @@ class PhpTracker : public InterpTracker {
         binaries_("php", [](const ElfFile& elf, const std::string& path) { return InspectPhpBinary(elf, path); }) {}
   ehp_interp_kind kind() const override { return EHP_INTERP_PHP; }
   void Notice(uint32_t pid, uint64_t now_ns) override;
-  void MapsChanged(uint32_t pid) override {
-    if (auto it = procs_.find(pid); it != procs_.end()) it->second.look.MapsChanged();
-  }
+  void MapsChanged(uint32_t pid) override { MapsChangedIn(procs_, pid); }
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) override;
   void Exec(uint32_t pid) override { Exit(pid); }
   void Exit(uint32_t pid) override;

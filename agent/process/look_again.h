@@ -42,6 +42,14 @@ class LookAgain {
   bool maps_changed_ = false;  // since the last look
 };
 
+// Tells pid's LookAgain in a tracker's procs (pid -> a struct with a
+// LookAgain `look`) that its maps changed; a process the tracker has not
+// looked at yet is looked at on its first sample anyway.
+template <typename Procs>
+void MapsChangedIn(Procs& procs, uint32_t pid) {
+  if (auto it = procs.find(pid); it != procs.end()) it->second.look.MapsChanged();
+}
+
 }  // namespace ehprof
 
 #endif  // EHPROF_AGENT_PROCESS_LOOK_AGAIN_H_

@@ -78,9 +78,7 @@ class PythonTracker {
   // so its first samples already have Python frames.
   void Notice(uint32_t pid, uint64_t now_ns);
   // pid's mappings changed: a process not Python is looked at again.
-  void MapsChanged(uint32_t pid) {
-    if (auto it = procs_.find(pid); it != procs_.end()) it->second.look.MapsChanged();
-  }
+  void MapsChanged(uint32_t pid) { MapsChangedIn(procs_, pid); }
   // Finds the interpreter of pid now; whether it is a readable Python.
   absl::StatusOr<bool> Attach(uint32_t pid);
   void Exec(uint32_t pid);

@@ -45,9 +45,7 @@ class RubyTracker : public InterpTracker {
         binaries_("ruby", [](const ElfFile& elf, const std::string& path) { return InspectRubyBinary(elf, path); }) {}
   ehp_interp_kind kind() const override { return EHP_INTERP_RUBY; }
   void Notice(uint32_t pid, uint64_t now_ns) override;
-  void MapsChanged(uint32_t pid) override {
-    if (auto it = procs_.find(pid); it != procs_.end()) it->second.look.MapsChanged();
-  }
+  void MapsChanged(uint32_t pid) override { MapsChangedIn(procs_, pid); }
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) override;
   void Exec(uint32_t pid) override { Exit(pid); }
   void Exit(uint32_t pid) override;

@@ -66,9 +66,7 @@ class V8Tracker {
   // Looks at a process the first time it is seen (again after an exec, and
   // while it is not V8 yet, once its maps changed: LookAgain).
   void Notice(uint32_t pid, uint64_t now_ns);
-  void MapsChanged(uint32_t pid) {
-    if (auto it = procs_.find(pid); it != procs_.end()) it->second.look.MapsChanged();
-  }
+  void MapsChanged(uint32_t pid) { MapsChangedIn(procs_, pid); }
   // Notice, then rewrites the JavaScript frames of user (EHP_FRAME_V8) to
   // function indexes.
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user);
