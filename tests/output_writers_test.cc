@@ -90,6 +90,33 @@ TEST(PerfScriptTest, MatchesPerfByteForByte) {
             "\n");
 }
 
+// Samples arrive out of time order (per-CPU buffers, walks finished late);
+// perf script prints them in time order, which speedscope requires.
+TEST(PerfScriptTest, EventsInTimeOrderNotArrivalOrder) {
+  std::vector<ResolvedSample> samples = {Sample("late", 3, {User(0x30, "c", "/x")}),
+                                         Sample("first", 1, {User(0x10, "a", "/x")}),
+                                         Sample("second", 2, {User(0x20, "b", "/x")})};
+  samples[0].time_ns = 3'000'000'000;
+  samples[1].time_ns = 1'000'000'000;
+  samples[2].time_ns = 2'000'500'000;
+  samples[2].cpu = 1;
+  PerfScriptOptions options;
+  options.event = "cpu-clock";
+  options.period = 1000;
+  std::ostringstream out;
+  ASSERT_TRUE(WritePerfScript(samples, out, options).ok());
+  EXPECT_EQ(out.str(),
+            "first     1 [000] 1.000000:       1000 cpu-clock: \n"
+            "\t              10 a (/x)\n"
+            "\n"
+            "second     2 [001] 2.000500:       1000 cpu-clock: \n"
+            "\t              20 b (/x)\n"
+            "\n"
+            "late     3 [000] 3.000000:       1000 cpu-clock: \n"
+            "\t              30 c (/x)\n"
+            "\n");
+}
+
 TEST(PerfScriptTest, EmptyNamesZeroCountAndNewlines) {
   EXPECT_EQ(PerfScript({Sample("a b", 1234567, {User(0x10, "", "")}),
                         Sample("skipped", 1, {User(0x10, "f", "/x")}, 0),

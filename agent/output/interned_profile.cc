@@ -1,5 +1,6 @@
 #include "agent/output/interned_profile.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "base/printable_text.h"
@@ -70,7 +71,18 @@ std::vector<FrameView> Frames(const InternedProfile& p, const InternedProfile::S
 }
 
 std::vector<InternedProfile::Event> EventsOf(const InternedProfile& p) {
-  if (!p.events.empty() || p.samples.empty()) return p.events;
+  if (!p.events.empty() || p.samples.empty()) {
+    // Arrival is not time order: each CPU's samples come in their own order,
+    // and a walk finished late (agent/deferred) arrives after later samples.
+    // perf script prints in time order, and readers rely on it (speedscope
+    // throws "Timestamps received out of order" and imports nothing).
+    std::vector<InternedProfile::Event> sorted = p.events;
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const InternedProfile::Event& a, const InternedProfile::Event& b) {
+                       return a.time_ns < b.time_ns;
+                     });
+    return sorted;
+  }
   std::vector<InternedProfile::Event> out;
   out.reserve(p.samples.size());
   for (uint32_t i = 0; i < p.samples.size(); ++i) {

@@ -109,8 +109,8 @@ std::vector<FrameView> Frames(const InternedProfile& p, const InternedProfile::S
 // What a sample weighs where samples are summed (folded, SVG): its
 // nanoseconds when it has them, else its count.
 inline uint64_t SampleValue(const InternedProfile::Sample& s) { return s.weight_ns ? s.weight_ns : s.count; }
-// The profile's events, or when it kept none, one per sample (time 0,
-// CPU 0) in sample order.
+// The profile's events in time order (equal times in arrival order), or
+// when it kept none, one per sample (time 0, CPU 0) in sample order.
 std::vector<InternedProfile::Event> EventsOf(const InternedProfile& p);
 
 // Builds an InternedProfile from resolved samples, merging equal ones.
