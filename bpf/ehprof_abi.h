@@ -643,11 +643,14 @@ enum ehp_perl_stop {
 	/* the frame-pointer fallback's return address in no executable mapping */                 \
 	X(EHP_STOP_FP_RA_UNMAPPED, 14, "no CFI for pc, frame pointer leads outside the mappings") \
 	/* the event's walks used cfg.walk_budget_ns (EHP_STAT_BUDGET_CUTS) */                      \
-	X(EHP_STOP_TIME_BUDGET, 15, "time budget spent")
+	X(EHP_STOP_TIME_BUDGET, 15, "time budget spent")                                           \
+	/* a walk finished late (agent/deferred) met an interpreter's loop: the */                 \
+	/* runtime's frames there were not kept, so the stack ends before it */                    \
+	X(EHP_STOP_LATE_RUNTIME, 16, "runtime frames not kept (walk finished late)")
 
 #define EHP_STOP_ENUMERATOR_(name, value, text) name = value,
 enum ehp_stop_reason {
-	EHP_STOP_REASONS(EHP_STOP_ENUMERATOR_) EHP_STOP_REASON_COUNT = 16,
+	EHP_STOP_REASONS(EHP_STOP_ENUMERATOR_) EHP_STOP_REASON_COUNT = 17,
 };
 #undef EHP_STOP_ENUMERATOR_
 

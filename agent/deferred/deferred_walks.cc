@@ -20,7 +20,27 @@ const TrackedMapping* MappingOf(const std::vector<TrackedMapping>& mappings, uin
   return addr < it->end ? &*it : nullptr;
 }
 
+// A Python frame or a Ruby, PHP or Perl one (the runtimes whose loops
+// InInterpreterLoop knows).
+bool IsInterpreterWord(uint64_t w) { return EHP_IS_PY_FRAME(w) || EHP_IS_INTERP_FRAME(w); }
+
 }  // namespace
+
+uint32_t LateFramesBeforeLoop(uint32_t pid, const std::vector<uint64_t>& kernel_user, const ehp_deferred& at,
+                              const uint64_t* frames, uint32_t n, const LoopTest& in_loop) {
+  if (!in_loop) return n;
+  const uint64_t stop_pc = at.regs[EHP_REG_RIP];
+  if (std::none_of(kernel_user.begin(), kernel_user.end(), IsInterpreterWord) &&
+      in_loop(pid, at.exact ? stop_pc : stop_pc - 1)) {
+    return 0;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t pc = frames[i] & EHP_FRAME_ADDR_MASK;
+    // A return address's call is the byte before it.
+    if (in_loop(pid, (frames[i] & EHP_FRAME_EXACT) ? pc : pc - 1)) return i;
+  }
+  return n;
+}
 
 DeferredWalks::DeferredWalks(const ProcessTracker* tracker, const FileTables* files, TableMaps tables,
                              Options options)
@@ -103,8 +123,9 @@ DeferredWalks::Outcome DeferredWalks::Finish(Held& h, uint64_t now_ns) {
       now_ns - std::min(now_ns, h.arrived_ns) < options_.settle_ns) {
     return Outcome::kWaiting;
   }
-  s.user.insert(s.user.end(), out->frames, out->frames + out->n);
-  s.stop_reason = static_cast<uint8_t>(out->stop_reason);
+  const uint32_t keep = LateFramesBeforeLoop(s.pid, s.user, h.capture.state, out->frames, out->n, in_loop_);
+  s.user.insert(s.user.end(), out->frames, out->frames + keep);
+  s.stop_reason = static_cast<uint8_t>(keep < out->n ? EHP_STOP_LATE_RUNTIME : out->stop_reason);
   s.flags |= EHP_SAMPLE_FINISHED_LATE;
   return Outcome::kFinished;
 }

@@ -11,15 +11,20 @@
 // sample that cannot be finished (its table never built, its process never
 // read, held past max_hold_ns, or the recording ends) goes on as it came:
 // kernel frames and its own stop reason. The late walk has no runtime
-// (Python, Ruby, ...) frames: their maps are not read here.
+// (Python, Ruby, PHP, Perl) frames: it reads no runtime memory, and what
+// it would read has changed since. Where it meets an interpreter's loop
+// (the trackers' InInterpreterLoop), the stack is cut there with
+// EHP_STOP_LATE_RUNTIME, not shown without the runtime's frames.
 #ifndef EHPROF_AGENT_DEFERRED_DEFERRED_WALKS_H_
 #define EHPROF_AGENT_DEFERRED_DEFERRED_WALKS_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "agent/deferred/map_reader_env.h"
@@ -38,6 +43,16 @@ struct DeferredStats {
   uint64_t bytes = 0;       // the DEFERRED records' bytes through the ring buffer
 };
 
+// Whether pc lies in an interpreter loop of process pid (the trackers').
+using LoopTest = std::function<bool(uint32_t pid, uint64_t pc)>;
+
+// How many of a late walk's n native frames (leaf first) stand before the
+// first one in an interpreter loop of pid: n when none is. 0 as well when
+// the frame the kernel's walk stopped at (`at`) is in one and that walk
+// read no runtime frames (`kernel_user` holds none): they were never read.
+uint32_t LateFramesBeforeLoop(uint32_t pid, const std::vector<uint64_t>& kernel_user, const ehp_deferred& at,
+                              const uint64_t* frames, uint32_t n, const LoopTest& in_loop);
+
 class DeferredWalks {
  public:
   struct Options {
@@ -54,6 +69,9 @@ class DeferredWalks {
   DeferredWalks(const ProcessTracker* tracker, const FileTables* files, TableMaps tables, Options options);
   DeferredWalks(const ProcessTracker* tracker, const FileTables* files, TableMaps tables)
       : DeferredWalks(tracker, files, std::move(tables), Options{}) {}
+
+  // unset: no process runs an interpreter loop.
+  void SetInterpreterLoops(LoopTest in_loop) { in_loop_ = std::move(in_loop); }
 
   // A DEFERRED record: the walk state of the next sample of its CPU.
   void AddCapture(const ehp_event& header, DeferredCapture&& c, size_t record_size);
@@ -99,6 +117,7 @@ class DeferredWalks {
   std::map<uint32_t, size_t> held_per_pid_;
   size_t held_bytes_ = 0;
   DeferredStats stats_;
+  LoopTest in_loop_;
 };
 
 }  // namespace ehprof

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/interp/interp_loops.h"
 #include "agent/process/look_again.h"
 #include "agent/process/proc_maps.h"
 #include "base/warnings.h"
@@ -110,6 +111,7 @@ struct InterpProcBase {
   LookAgain look;
   int probe_failures = 0;  // TLS module id or symbols not readable yet
   std::string binary, version;
+  InterpLoops loops;  // as published
 };
 
 // A tracker's look at process pid (a Proc derived from InterpProcBase):

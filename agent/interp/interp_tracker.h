@@ -40,6 +40,9 @@ class InterpTracker {
   // Process pid's interpreter after one look, as `ehprof check` lists it;
   // nullopt when pid runs none of this kind.
   virtual std::optional<RuntimeCheck> CheckProcess(uint32_t pid) = 0;
+  // Whether pc lies in the interpreter loop pid's entry was published with
+  // (interp_loops.h): where a walk finished late lost this runtime's frames.
+  virtual bool InInterpreterLoop(uint32_t pid, uint64_t pc) const = 0;
   // The shared table was emptied (the agent, between intervals): every
   // cached index into it is stale.
   virtual void ForgetFrames() = 0;

@@ -35,6 +35,7 @@ absl::StatusOr<bool> PerlTracker::Publish(uint32_t pid, Proc& proc, const PerlBi
   p.tls_module = module;
   p.tls_offset = static_cast<uint64_t>(b.tls_offset);
   if (!WriteProcEntry(perl_procs_.get(), pid, &p, "Perl", warnings_)) return false;
+  proc.loops.Set(&p.runops_begin, &p.runops_end, 1);
   return true;
 }
 

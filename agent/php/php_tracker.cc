@@ -112,7 +112,9 @@ absl::StatusOr<bool> PhpTracker::Attach(uint32_t pid) {
 bool PhpTracker::Publish(uint32_t pid, Proc& p, std::pair<uint64_t, uint64_t> jit) {
   const ehp_php_proc value = PhpProcFor(p.bin, p.bias, jit.first, jit.second);
   p.jit = jit;
-  return WriteProcEntry(php_procs_.get(), pid, &value, "PHP", warnings_);
+  if (!WriteProcEntry(php_procs_.get(), pid, &value, "PHP", warnings_)) return false;
+  p.loops.Set(value.vm_begin, value.vm_end, EHP_PHP_VM_RANGES);
+  return true;
 }
 
 // A published process's frames checked against its layout until one check

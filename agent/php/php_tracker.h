@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "agent/interp/interp_tracker.h"
 #include "agent/interp/interp_binaries.h"
+#include "agent/interp/interp_loops.h"
 #include "agent/php/php_binary.h"
 #include "agent/process/look_again.h"
 #include "agent/php/php_function.h"
@@ -40,6 +41,7 @@ class PhpTracker : public InterpTracker {
   ehp_interp_kind kind() const override { return EHP_INTERP_PHP; }
   void Notice(uint32_t pid, uint64_t now_ns) override;
   void MapsChanged(uint32_t pid) override { MapsChangedIn(procs_, pid); }
+  bool InInterpreterLoop(uint32_t pid, uint64_t pc) const override { return InLoopsOf(procs_, pid, pc, Proc::kPhp); }
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) override;
   void Exec(uint32_t pid) override { Exit(pid); }
   void Exit(uint32_t pid) override;
@@ -66,6 +68,7 @@ class PhpTracker : public InterpTracker {
     PhpBinary bin;
     uint64_t bias = 0;
     std::pair<uint64_t, uint64_t> jit{0, 0};  // opcache's JIT code published
+    InterpLoops loops;                         // execute_ex, its parts and the JIT code, as published
     uint64_t jit_checked_ns = 0;
     int jit_checks = 0;
     bool no_opcache = false;

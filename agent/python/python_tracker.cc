@@ -206,6 +206,7 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
   if (!WriteProcEntry(py_procs_.get(), pid, &p, "Python", warnings_)) return false;
   proc.fields = *fields;
   proc.state = Proc::kPython;
+  proc.loops.Set(p.eval_begin, p.eval_end, 2);
   return true;
 }
 

@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "agent/interp/interp_binaries.h"
+#include "agent/interp/interp_loops.h"
 #include "agent/process/look_again.h"
 #include "agent/process/runtime_check.h"
 #include "agent/python/python_binary.h"
@@ -79,6 +80,9 @@ class PythonTracker {
   void Notice(uint32_t pid, uint64_t now_ns);
   // pid's mappings changed: a process not Python is looked at again.
   void MapsChanged(uint32_t pid) { MapsChangedIn(procs_, pid); }
+  // Whether pc lies in the eval loop pid's entry was published with
+  // (agent/interp/interp_loops.h).
+  bool InInterpreterLoop(uint32_t pid, uint64_t pc) const { return InLoopsOf(procs_, pid, pc, Proc::kPython); }
   // Finds the interpreter of pid now; whether it is a readable Python.
   absl::StatusOr<bool> Attach(uint32_t pid);
   void Exec(uint32_t pid);
@@ -106,6 +110,7 @@ class PythonTracker {
     int frame_check_failures = 0;
     uint64_t frame_check_failed_ns = 0;
     CodeFields fields;
+    InterpLoops loops;  // the eval loop, as published
     std::string binary, version;  // the interpreter Attach last read ("3.11")
     // code address -> index in codes_, and when it was last checked.
     struct Cached {

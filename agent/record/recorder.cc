@@ -206,6 +206,11 @@ absl::Status Recorder::StartSession() {
   events_ = std::make_unique<EventHandler>(tracker_.get(), sink_, Runtimes(), warnings_, EventHooks());
   if (so->config.deferred_rate) {
     deferred_ = std::make_unique<DeferredWalks>(tracker_.get(), files_.get(), session_->UnwindTableMaps());
+    deferred_->SetInterpreterLoops([this](uint32_t pid, uint64_t pc) {
+      if (python_ && python_->InInterpreterLoop(pid, pc)) return true;
+      return std::any_of(interps_.begin(), interps_.end(),
+                         [&](const std::unique_ptr<InterpTracker>& t) { return t->InInterpreterLoop(pid, pc); });
+    });
     events_->SetDeferred(deferred_.get());
   }
   return absl::OkStatus();

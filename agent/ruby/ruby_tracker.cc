@@ -55,6 +55,7 @@ absl::StatusOr<bool> RubyTracker::Publish(uint32_t pid, Proc& proc, const RubyBi
   p.tls_module = **module;
   p.tls_offset = static_cast<uint64_t>(b.tls_offset);
   if (!WriteProcEntry(ruby_procs_.get(), pid, &p, "Ruby", warnings_)) return false;
+  proc.loops.Set(&p.vm_begin, &p.vm_end, 1);
   return true;
 }
 

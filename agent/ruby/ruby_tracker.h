@@ -46,6 +46,9 @@ class RubyTracker : public InterpTracker {
   ehp_interp_kind kind() const override { return EHP_INTERP_RUBY; }
   void Notice(uint32_t pid, uint64_t now_ns) override;
   void MapsChanged(uint32_t pid) override { MapsChangedIn(procs_, pid); }
+  bool InInterpreterLoop(uint32_t pid, uint64_t pc) const override {
+    return InLoopsOf(procs_, pid, pc, InterpState::kPublished);
+  }
   void NameFrames(uint32_t pid, uint64_t now_ns, std::vector<uint64_t>* user) override;
   void Exec(uint32_t pid) override { Exit(pid); }
   void Exit(uint32_t pid) override;
