@@ -11,6 +11,7 @@
 # for arm64 against Debian's arm64 kernel BTF); the program only, no tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/ccache_env.sh
 arch=""
 if [[ "${1:-}" == "--arch" ]]; then
   arch="$2"

@@ -10,11 +10,14 @@
 # this machine type while 8 other sessions loaded it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/ccache_env.sh
 BUILD_DIR=${EHPROF_GCC_BUILD_DIR:-build-gcc}
 if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
   launcher=()
   if command -v ccache >/dev/null; then
-    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+    # C++ only, as scripts/build.sh: the C test programs keep their own
+    # build directory in their DWARF (scripts/ccache_env.sh).
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   fi
   CC=gcc CXX=g++ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" "$@"
 fi
