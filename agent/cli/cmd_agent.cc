@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -232,11 +233,14 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   ConfigureAgentMalloc();
   AgentOptions o;
   AgentFlags f;
-  // Walks finished late are off unless asked for (--defer-budget KIB): the
-  // agent's held samples keep the files of processes that exited (64
-  // distinct deleted binaries left 63-81 fds held past their intervals in
-  // hostile_state_priv_test), which `record`, ending, does not suffer.
-  o.record.deferred_kib_per_s = 0;
+  // Walks finished late: a quarter of record's copy budget, and held
+  // samples' copies capped at 8 MiB (the agent's memory; over it they go
+  // on with their kernel frames, counted), each held one interval at most
+  // (set below): a held sample keeps its process's files open, and an
+  // exited process's must be let go within two intervals
+  // (hostile_state_priv_test).
+  o.record.deferred_kib_per_s = 512;
+  o.record.deferred_max_bytes = size_t{8} << 20;
   auto app = NewCommandApp("agent", kDescription);
   app->footer(kFooter);
   AddSamplingOptions(*app, &o.record, &f.sampling);
@@ -259,6 +263,7 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   ApplyOffCpuFlags(f.off_cpu, &o.record);  // beside the CPU samples
   o.record.all = o.record.pids.empty();
   o.record.live_status = false;
+  o.record.deferred_max_hold_ns = static_cast<uint64_t>(std::min(o.interval_s, 30.0) * 1e9);
   o.record.start_session = BpfSession::StartSampling;
   o.memory_limit_bytes = f.memory_limit_mb << 20;
   ParseCgroupLabels(f.cgroup_labels, &o.cgroup_labels);  // checked by the option

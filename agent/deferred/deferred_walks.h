@@ -82,6 +82,7 @@ class DeferredWalks {
   // or of everything left when final. emit gets each sample let go.
   void Retry(uint64_t now_ns, bool final, absl::FunctionRef<void(RawSample&&, size_t)> emit);
   size_t held() const { return held_.size(); }
+  bool Holds(uint32_t pid) const { return held_per_pid_.count(pid) > 0; }
   const DeferredStats& stats() const { return stats_; }
 
  private:

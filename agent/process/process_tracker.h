@@ -93,6 +93,12 @@ class ProcessTracker {
   // The history stays for resolving samples, unless `keep_history` is false
   // (no sample came from this image: a short-lived process costs nothing).
   void Exit(uint32_t pid, uint64_t time_ns, bool keep_history = true);
+  // Forgets the history of pid when no process of that pid runs (for a
+  // caller that locates samples as they come: the last one needing it has
+  // been located), so its files can be released.
+  void ForgetExited(uint32_t pid) {
+    if (!live_.count(pid)) history_.erase(pid);
+  }
   // Whether addr lies in an executable mapping of pid's latest snapshot,
   // including mappings left out of the BPF entry (over EHP_MAX_MAPPINGS):
   // re-reading the maps would not help such a pc.

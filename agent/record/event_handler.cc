@@ -42,7 +42,20 @@ void EventHandler::Emit(RawSample&& s, size_t size) {
 
 void EventHandler::RetryDeferred(uint64_t now_ns, bool final) {
   if (!deferred_) return;
-  deferred_->Retry(now_ns, final, [&](RawSample&& s, size_t size) { Emit(std::move(s), size); });
+  std::set<uint32_t> let_go;
+  deferred_->Retry(now_ns, final, [&](RawSample&& s, size_t size) {
+    let_go.insert(s.pid);
+    Emit(std::move(s), size);
+  });
+  if (sink_->ResolvesLater()) return;
+  // Samples are located as they come (the agent): a process's history
+  // was kept past its exit only for its held samples, and its files with
+  // it (hostile_state_priv_test).
+  for (uint32_t pid : let_go) {
+    if (deferred_->Holds(pid)) continue;
+    sampled_.erase(pid);
+    if (exited_held_.erase(pid)) tracker_->ForgetExited(pid);
+  }
 }
 
 void EventHandler::Handle(const void* data, size_t size) {
@@ -126,6 +139,8 @@ void EventHandler::ProcessPending(uint64_t now_ns) {
     // An image no sample came from is not needed for resolving: forget it,
     // so thousands of short-lived processes leave no trace.
     tracker_->Exit(pid, time_ns, /*keep_history=*/sampled_.erase(pid) > 0);
+    // Its history stays for its held samples: forgotten with the last.
+    if (deferred_ && deferred_->Holds(pid)) exited_held_.insert(pid);
     runtimes_.ForEach([pid = pid](auto& runtime) { runtime.Exit(pid); });
     if (hooks_.exited) hooks_.exited(pid);
   }

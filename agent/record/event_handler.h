@@ -108,6 +108,7 @@ class EventHandler {
   std::set<uint32_t> to_refresh_;
   std::map<uint32_t, uint64_t> to_exit_;  // pid -> exit time
   std::unordered_set<uint32_t> sampled_;  // pids with samples since their last exit
+  std::unordered_set<uint32_t> exited_held_;  // pids exited with samples held (agent/deferred)
   uint64_t last_sweep_ns_ = 0;
   // Re-reads due after an exec, while ld.so maps the libraries: time -> pid.
   std::multimap<uint64_t, uint32_t> followups_;

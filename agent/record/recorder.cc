@@ -205,7 +205,10 @@ absl::Status Recorder::StartSession() {
   }
   events_ = std::make_unique<EventHandler>(tracker_.get(), sink_, Runtimes(), warnings_, EventHooks());
   if (so->config.deferred_rate) {
-    deferred_ = std::make_unique<DeferredWalks>(tracker_.get(), files_.get(), session_->UnwindTableMaps());
+    DeferredWalks::Options d;
+    d.max_hold_ns = options_.deferred_max_hold_ns;
+    d.max_bytes = options_.deferred_max_bytes;
+    deferred_ = std::make_unique<DeferredWalks>(tracker_.get(), files_.get(), session_->UnwindTableMaps(), d);
     deferred_->SetInterpreterLoops([this](uint32_t pid, uint64_t pc) {
       if (python_ && python_->InInterpreterLoop(pid, pc)) return true;
       return std::any_of(interps_.begin(), interps_.end(),

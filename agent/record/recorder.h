@@ -63,6 +63,12 @@ struct RecordOptions {
   // later from a copy of their stack (bpf/deferred.bpf.h, agent/deferred/):
   // each CPU may copy this many KiB a second (--defer-budget); 0: off.
   uint32_t deferred_kib_per_s = 2048;
+  // Held samples (agent/deferred): let go unfinished after this long, and
+  // their stack copies capped at this many bytes (DeferredWalks::Options).
+  // The agent holds one interval at most, so an exited process's files are
+  // let go with the interval after its last sample.
+  uint64_t deferred_max_hold_ns = 30'000'000'000ull;
+  size_t deferred_max_bytes = size_t{64} << 20;
   // How long the start waits for the tables of the processes running then
   // (--start-wait-ms, hidden: tests make the cold window with 0).
   uint32_t start_wait_ms = 3000;
