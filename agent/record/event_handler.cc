@@ -140,7 +140,7 @@ void EventHandler::ProcessPending(uint64_t now_ns) {
     // so thousands of short-lived processes leave no trace.
     tracker_->Exit(pid, time_ns, /*keep_history=*/sampled_.erase(pid) > 0);
     // Its history stays for its held samples: forgotten with the last.
-    if (deferred_ && deferred_->Holds(pid)) exited_held_.insert(pid);
+    if (deferred_ && deferred_->Holds(pid) && !sink_->ResolvesLater()) exited_held_.insert(pid);
     runtimes_.ForEach([pid = pid](auto& runtime) { runtime.Exit(pid); });
     if (hooks_.exited) hooks_.exited(pid);
   }
