@@ -24,7 +24,6 @@ class InterpLoops {
       if (begins[i] < ends[i]) ranges_.emplace_back(begins[i], ends[i]);
     }
   }
-  void Clear() { ranges_.clear(); }
   bool Holds(uint64_t pc) const {
     return std::any_of(ranges_.begin(), ranges_.end(),
                        [pc](const std::pair<uint64_t, uint64_t>& r) { return pc >= r.first && pc < r.second; });
