@@ -13,7 +13,11 @@ that give each reason.
   python3 bench/whole_host.py --keep /tmp/wh    # keep the dump
 
 Writes bench/results/whole_host.json (or whole_host_cold.json): complete_pct
-(stackcheck, whole run), ehprof_complete_pct and REASON_pct (its summary),
+(stackcheck, whole run, every sample), user_complete_pct (the samples with a
+user stack: not kernel threads, tasks past exit_mm or in exec after its
+address space was replaced; complete by stackcheck or ending in a program's
+entry routine that has no CFI, glibc's ld.so's _start, which stackcheck
+cannot judge), user_samples, no_user_stack, ends_at_entry_point, ehprof_complete_pct and REASON_pct (its summary),
 bpf_us_median, ring_bytes_per_sample (the samples' own records), the walks
 finished late and their copies' cost (finished_late, deferred_*,
 ring_bytes_per_sample_with_copies), per main command COMM_complete_pct and
@@ -21,10 +25,12 @@ COMM_samples, and the top stopping binaries per reason (in the printout).
 """
 import argparse
 import collections
+import importlib.util
 import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -57,12 +63,25 @@ draw();
 
 
 
-def split_stops(dump, judged):
-    """Writes the dump without its stop frames to `judged`; returns, per stop
-    reason, a Counter of the outermost real frame's DSO and of DSO+address."""
+# Kernel functions that mean the task's user stack is gone: exec has
+# replaced (or is replacing) its address space while the registers still
+# hold the old program's. A sample there has no user stack to read.
+EXEC_GONE = ("begin_new_exec", "load_elf_binary")
+
+
+def split_stops(dump, judged, user):
+    """Writes the dump without its stop frames to `judged`, and to `user`
+    only the samples that have a user stack to judge (not those without a
+    user frame, kernel threads and tasks past exit_mm, nor those in exec
+    after it replaced the address space, told by their kernel frames);
+    returns, per stop reason, a Counter of the outermost real frame's DSO
+    and of DSO+address, the count of samples without a user stack, and the
+    outermost frames (address, DSO) of the samples written to `user`."""
     by_dso = collections.defaultdict(collections.Counter)
     by_pc = collections.defaultdict(collections.Counter)
-    with open(dump, errors="replace") as f, open(judged, "w") as out:
+    no_user_stack = collections.Counter()
+    outermost = []
+    with open(dump, errors="replace") as f, open(judged, "w") as out, open(user, "w") as uout:
         for block in f.read().split("\n\n"):
             lines = [l for l in block.split("\n") if l.strip() and not LATE.match(l)]
             if not lines:
@@ -70,13 +89,62 @@ def split_stops(dump, judged):
             stop = STOP.match(lines[-1])
             if stop:
                 lines.pop()
-                frames = [l.split() for l in lines[1:] if "[kernel" not in l]
+            frames = [l.split() for l in lines[1:] if "[kernel" not in l]
+            if stop:
                 where = frames[-1] if frames else ["?", "?", "(none)"]
                 dso = where[-1].strip("()")
                 by_dso[stop.group(1)][os.path.basename(dso)] += 1
                 by_pc[stop.group(1)][f"{os.path.basename(dso)}+0x{where[0]}"] += 1
             out.write("\n".join(lines) + "\n\n")
-    return by_dso, by_pc
+            kernel = {l.split()[1] for l in lines[1:] if "[kernel" in l and len(l.split()) > 1}
+            if not frames:
+                no_user_stack["no user frame"] += 1
+            elif kernel.intersection(EXEC_GONE):
+                no_user_stack["in exec, address space replaced"] += 1
+            else:
+                uout.write("\n".join(lines) + "\n\n")
+                outermost.append((None if stop else frames[-1][0], frames[-1][-1].strip("()")))
+    return by_dso, by_pc, no_user_stack, outermost
+
+
+def entry_point(path, cache={}):
+    """The ELF header's e_entry of path (None when it is not a readable ELF)."""
+    if path not in cache:
+        cache[path] = None
+        try:
+            with open(path, "rb") as f:
+                head = f.read(64)
+            if head[:4] == b"\x7fELF" and head[4] == 2:
+                cache[path] = struct.unpack_from("<Q", head, 24)[0]
+        except OSError:
+            pass
+    return cache[path]
+
+
+def entry_bottoms(outermost):
+    """How many stacks end in a program's entry routine that has no CFI
+    (glibc's ld.so: _start, _dl_start_user): the kernel starts the program
+    there with nothing above it, so these reached the bottom, but
+    stackcheck, which trusts CFI alone, cannot say so. The same bound as
+    unwind_tables/entry_point_rows.h: 64 bytes past e_entry."""
+    n = 0
+    for addr, dso in outermost:
+        entry = entry_point(dso) if addr else None
+        if entry is None:
+            continue
+        a = int(addr, 16)
+        if entry <= a < entry + 64 and not stackcheck_module().Cfi.of(dso).ra_undefined(a):
+            n += 1
+    return n
+
+
+def stackcheck_module(cache=[]):
+    if not cache:
+        spec = importlib.util.spec_from_file_location("stackcheck", stackcheck_json.STACKCHECK)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        cache.append(mod)
+    return cache[0]
 
 
 class Workloads:
@@ -166,13 +234,27 @@ def main():
         load.stop()
     try:
         judged = os.path.join(work, "judged.perf-script")
-        by_dso, by_pc = split_stops(dump, judged)
+        user = os.path.join(work, "user.perf-script")
+        by_dso, by_pc, no_user_stack, outermost = split_stops(dump, judged, user)
         fig = summary_figures(r.stderr)
         whole = stackcheck(judged)
         fig["samples"] = whole.get("samples", 0)
         fig["complete_pct"] = whole.get("complete_pct", 0)
         print(f"whole host: {fig['samples']} samples, complete {fig['complete_pct']:.1f}% (stackcheck), "
               f"ehprof says {fig.get('ehprof_complete_pct', 0):.1f}%")
+        # The samples with a user stack: stackcheck's complete ones, and
+        # those that end in an entry routine without CFI.
+        users = stackcheck(user)
+        n = users.get("samples", 0)
+        checked = round(users.get("complete_pct", 0) * n / 100)
+        entry = entry_bottoms(outermost)
+        fig["user_samples"] = n
+        fig["no_user_stack"] = sum(no_user_stack.values())
+        fig["ends_at_entry_point"] = entry
+        fig["user_complete_pct"] = round(100.0 * (checked + entry) / n, 2) if n else 0.0
+        print(f"with a user stack: {n} samples, complete {fig['user_complete_pct']:.2f}% (stackcheck "
+              f"{users.get('complete_pct', 0):.2f}%, and {entry} ending in an entry routine without CFI); "
+              "left out, no user stack: " + ", ".join(f"{k} {v}" for k, v in no_user_stack.items()))
         for comm in COMMS:
             c = stackcheck(judged, comm)
             if c.get("samples"):
@@ -185,7 +267,7 @@ def main():
             if "implausible" in reason:
                 print("    pcs: " + ", ".join(f"{p} {n}" for p, n in by_pc[reason].most_common(8)))
         print("ehprof: " + " | ".join(l.split("ehprof: ", 1)[-1] for l in r.stderr.splitlines()
-                                    if "stop reasons" in l or "BPF time" in l))
+                                    if "stop reasons" in l or "BPF time" in l or "finished late" in l))
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
