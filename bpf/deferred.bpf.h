@@ -1,6 +1,8 @@
 /* The cold window: a sample whose walk stopped because its table was not
- * loaded yet (EHP_STOP_NO_TABLE) or its process was not known yet
- * (EHP_STOP_NO_PROC) is preceded by an EHP_EVENT_DEFERRED record: the
+ * loaded yet (EHP_STOP_NO_TABLE), its process was not known yet
+ * (EHP_STOP_NO_PROC) or its pc lay in no mapping the process's entry has
+ * (EHP_STOP_NO_MAPPING: a library ld.so or dlopen has just mapped, which
+ * user space reads on the EHP_EVENT_UNKNOWN_PC the walk sent) is preceded by an EHP_EVENT_DEFERRED record: the
  * walk's registers where it stopped and a copy of the user stack from
  * that frame's sp, which user space walks on with the same code once the
  * table exists (bpf/host/, agent/deferred/). Only such samples pay the
@@ -26,7 +28,7 @@ EHP_INLINE __u64 deferred_tokens(struct deferred_budget *b, __u64 now)
 }
 
 /* Sends s's walk state and stack copy when its walk stopped for want of a
- * table or a process entry (nothing otherwise); returns whether it did.
+ * table, a process entry or a mapping (nothing otherwise); returns whether it did.
  * Its own frame, so the sampler's stack does not grow by the copy's
  * context (6.1's 512 bytes for a chain of calls); an int, so its exit has
  * r0 set. */
@@ -34,7 +36,7 @@ static __noinline int defer_walk(struct scratch *s)
 {
 	__u8 stop = s->ev.stop_reason;
 	if (!cfg.deferred_rate || cfg.unwinder != EHP_UNWINDER_DWARF ||
-	    (stop != EHP_STOP_NO_TABLE && stop != EHP_STOP_NO_PROC))
+	    (stop != EHP_STOP_NO_TABLE && stop != EHP_STOP_NO_PROC && stop != EHP_STOP_NO_MAPPING))
 		return 0;
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	struct deferred_budget *b = bpf_map_lookup_elem(&deferred_budget, &zero);

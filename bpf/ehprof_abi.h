@@ -763,8 +763,9 @@ struct ehp_verify {
 };
 EHP_ASSERT(sizeof(struct ehp_verify) == 8 * (EHP_REG_RIP + 1) + 8, "ehp_verify: regs, len, pad");
 
-/* A sample whose walk stopped because its table was not loaded yet or its
- * process was not known yet (EHP_STOP_NO_TABLE, EHP_STOP_NO_PROC) is sent
+/* A sample whose walk stopped because its table was not loaded yet, its
+ * process was not known yet or its pc was in no mapping the entry has
+ * (EHP_STOP_NO_TABLE, EHP_STOP_NO_PROC, EHP_STOP_NO_MAPPING) is sent
  * right after an EHP_EVENT_DEFERRED record (struct ehp_event with the
  * sample's pid, tid, cpu and time, then this, then stack_len bytes of the
  * user stack from regs[EHP_REG_RSP]): the walk's state where it stopped,
@@ -785,7 +786,7 @@ struct ehp_deferred {
 	ehp_u32 exact;		       /* the pc is an interrupted one, not a return address */
 	ehp_u32 stack_len;
 	ehp_u16 n_user;	     /* the user frames the kernel's walk found */
-	ehp_u8 stop_reason;  /* EHP_STOP_NO_TABLE or EHP_STOP_NO_PROC */
+	ehp_u8 stop_reason;  /* EHP_STOP_NO_TABLE, EHP_STOP_NO_PROC or EHP_STOP_NO_MAPPING */
 	ehp_u8 pad;
 };
 EHP_ASSERT(sizeof(struct ehp_deferred) == 8 * (EHP_REG_RIP + 1) + 16, "ehp_deferred: regs, state, len");

@@ -216,6 +216,38 @@ TEST_F(RecordDeferred, TheAgentFinishesTheColdWindowToo) {
   // is checked (its exit above), the count printed.
 }
 
+// A library dlopen()ed while the process runs: its first samples come
+// before user space has read the new mapping (the walk stops at a pc in no
+// mapping of the process's entry and asks for the maps again); their walks
+// are finished late over the maps read after them, so none stays at "pc
+// outside known mappings".
+TEST_F(RecordDeferred, AJustDlopenedLibrarysFirstSamplesAreFinishedLate) {
+  // A fresh copy: a file no table of this run or an earlier one covers.
+  const std::string lib = dir_ + "/libdlwork_fresh.so", out = dir_ + "/out.perf";
+  std::filesystem::copy_file(TestdataPath("libdlwork.so"), lib);
+  ASSERT_EQ(::setenv("EHPROF_DLWORK_PATH", lib.c_str(), 1), 0);
+  RunResult r = RunEhprof({"record", "-F", "999", "--no-table-cache", "--show-stops", "--format", "perf-script",
+                           "-o", out, "--", TestdataPath("dlopen_main"), "1"});
+  ::unsetenv("EHPROF_DLWORK_PATH");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t in_lib = 0, in_lib_complete = 0, unmapped = 0, late = 0;
+  std::string stops;
+  for (const Sample& s : ParseSamples(testing::ReadFile(out))) {
+    unmapped += absl::StrContains(s.stop, "outside known mappings");
+    late += s.late;
+    if (s.symbols.empty() || s.symbols.front() != "dlwork_inner") continue;
+    ++in_lib;
+    const bool complete = s.stop.empty() && s.symbols.back().rfind("_start", 0) == 0;
+    in_lib_complete += complete;
+    if (!complete && stops.size() < 2000) stops += Joined(s.symbols, 0) + " [" + s.stop + "]\n";
+  }
+  std::printf("dlopened library: %zu samples in it, %zu complete; %zu finished late; %zu at a pc outside "
+              "known mappings\n", in_lib, in_lib_complete, late, unmapped);
+  EXPECT_GT(in_lib, 500u) << r.err;
+  EXPECT_EQ(unmapped, 0u) << r.err;
+  EXPECT_EQ(in_lib_complete, in_lib) << stops;
+}
+
 TEST_F(RecordDeferred, GarbageStackFromTheFirstSampleIsBounded) {
   if (!testing::RequireSetpriv()) GTEST_SKIP();
   const std::string prog = dir_ + "/garbage_stack";

@@ -9,7 +9,13 @@
 namespace ehprof {
 namespace {
 
+// What a late walk waits out: a table not loaded yet, a process not known
+// yet.
 bool Deferrable(uint8_t stop) { return stop == EHP_STOP_NO_TABLE || stop == EHP_STOP_NO_PROC; }
+
+// What the kernel's walk may send a copy for: those, and a pc in no mapping
+// the process's entry had (a library ld.so or dlopen had just mapped).
+bool Copied(uint8_t stop) { return Deferrable(stop) || stop == EHP_STOP_NO_MAPPING; }
 
 // The mapping of mappings (sorted by start) holding addr, or null.
 const TrackedMapping* MappingOf(const std::vector<TrackedMapping>& mappings, uint64_t addr) {
@@ -53,7 +59,7 @@ DeferredWalks::DeferredWalks(const ProcessTracker* tracker, const FileTables* fi
 
 void DeferredWalks::AddCapture(const ehp_event& header, DeferredCapture&& c, size_t record_size) {
   stats_.bytes += record_size;
-  if (!Deferrable(c.state.stop_reason)) return;
+  if (!Copied(c.state.stop_reason)) return;
   Pending& p = last_capture_[header.cpu];
   p.tid = header.tid;
   p.time_ns = header.time_ns;
@@ -88,22 +94,22 @@ bool DeferredWalks::Hold(RawSample& s, size_t record_size) {
   return true;
 }
 
-bool DeferredWalks::Ready(const Held& h) const {
-  const std::vector<TrackedMapping>* mappings = tracker_->MappingsAt(h.sample.pid, h.sample.time_ns);
-  if (!mappings || mappings->empty()) return false;
+bool DeferredWalks::Ready(const Held& h, const std::vector<TrackedMapping>& mappings) const {
+  if (mappings.empty()) return false;
   const ehp_deferred& st = h.capture.state;
   const uint64_t pc = st.regs[EHP_REG_RIP];
-  const TrackedMapping* m = MappingOf(*mappings, st.exact ? pc : pc - 1);
+  const TrackedMapping* m = MappingOf(mappings, st.exact ? pc : pc - 1);
   if (!m || !m->file) return true;  // the walk's own verdict, now that the maps are known
   const FileInfo* f = files_->Find(*m->file);
   return !f || f->state != FileInfo::State::kPending;
 }
 
 DeferredWalks::Outcome DeferredWalks::Finish(Held& h, uint64_t now_ns) {
-  if (now_ns < h.next_try_ns || !Ready(h)) return Outcome::kWaiting;
-  h.next_try_ns = now_ns + options_.retry_ns;
+  if (now_ns < h.next_try_ns) return Outcome::kWaiting;
   RawSample& s = h.sample;
-  const std::vector<TrackedMapping>& mappings = *tracker_->MappingsAt(s.pid, s.time_ns);
+  const std::vector<TrackedMapping> mappings = tracker_->MappingsFrom(s.pid, s.time_ns);
+  if (!Ready(h, mappings)) return Outcome::kWaiting;
+  h.next_try_ns = now_ns + options_.retry_ns;
   std::memset(proc_.get(), 0, sizeof(ehp_proc));
   uint32_t n = 0;
   for (const TrackedMapping& m : mappings) {
@@ -123,6 +129,9 @@ DeferredWalks::Outcome DeferredWalks::Finish(Held& h, uint64_t now_ns) {
       now_ns - std::min(now_ns, h.arrived_ns) < options_.settle_ns) {
     return Outcome::kWaiting;
   }
+  // Nothing found that the kernel's walk lacked (its pc is in no mapping
+  // still): the sample stays as that walk left it.
+  if (out->n == 0 && out->stop_reason == s.stop_reason) return Outcome::kUnfinished;
   const uint32_t keep = LateFramesBeforeLoop(s.pid, s.user, h.capture.state, out->frames, out->n, in_loop_);
   s.user.insert(s.user.end(), out->frames, out->frames + keep);
   s.stop_reason = static_cast<uint8_t>(keep < out->n ? EHP_STOP_LATE_RUNTIME : out->stop_reason);

@@ -95,12 +95,13 @@ class DeferredWalks {
     // before it runs again: a round reads the table maps anew.
     uint64_t next_try_ns = 0;
   };
-  enum class Outcome { kFinished, kWaiting };
-  // The late walk of h, its frames appended when it ran to an end.
+  enum class Outcome { kFinished, kWaiting, kUnfinished };
+  // The late walk of h, its frames appended when it ran to an end;
+  // kUnfinished: it ran and found nothing to add.
   Outcome Finish(Held& h, uint64_t now_ns);
   // Whether what h's walk lacked is there now (its process's mappings;
-  // the table of the file its pc is in).
-  bool Ready(const Held& h) const;
+  // the table of the file its pc is in), its process's being `mappings`.
+  bool Ready(const Held& h, const std::vector<TrackedMapping>& mappings) const;
 
   const ProcessTracker* tracker_;
   const FileTables* files_;

@@ -338,6 +338,23 @@ const std::vector<TrackedMapping>* ProcessTracker::MappingsAt(uint32_t pid,
   return snap ? &snap->mappings : nullptr;
 }
 
+std::vector<TrackedMapping> ProcessTracker::MappingsFrom(uint32_t pid, uint64_t time_ns) const {
+  auto [first, last] = SnapshotsAt(pid, time_ns);
+  if (!first) return {};
+  std::vector<TrackedMapping> out = first->mappings;  // sorted, none overlapping
+  const auto by_start = [](uint64_t a, const TrackedMapping& x) { return a < x.start; };
+  for (const Snapshot* s = first + 1; s < last; ++s) {
+    for (const TrackedMapping& m : s->mappings) {
+      // The first mapping starting at or after m's end; m overlaps none
+      // when the one before that ends at or before m's start.
+      auto at = std::upper_bound(out.begin(), out.end(), m.end - 1, by_start);
+      if (at != out.begin() && std::prev(at)->end > m.start) continue;
+      out.insert(at, m);
+    }
+  }
+  return out;
+}
+
 std::optional<ResolvedAddr> ProcessTracker::Resolve(uint32_t pid, uint64_t time_ns,
                                                     uint64_t addr) const {
   auto [first, last] = SnapshotsAt(pid, time_ns);
