@@ -797,6 +797,22 @@ TEST_F(RecordUnwind, HandWrittenAsmCfiUnwindsToMain) {
   }
 }
 
+// A frameless syscall wrapper without CFI, the leaf while its syscall runs
+// (glibc's clone3 in the parent): no row, no frame pointer; the return
+// address is still at rsp.
+TEST_F(RecordUnwind, FramelessSyscallWrapperWithoutCfiUnwindsToMain) {
+  for (const std::string name : {"syscall_nocfi", "syscall_nocfi.stripped"}) {
+    SCOPED_TRACE(name);
+    const std::string prog = TestdataPath(name);
+    Namer namer;
+    AddTwinIfStripped(&namer, prog, {"raw_getrandom", "nocfi_spin", "main", "_start"});
+    Recording r = Record(name, {}, {prog, "1"});
+    ExpectChains(CheckChains(name + ": leaf raw_getrandom", r.samples, namer, Comm(name), "raw_getrandom",
+                             {Concat({Fn("raw_getrandom", prog), Fn("nocfi_spin", prog)}, Bottom(prog))}),
+                 kMinSamples, 0.90, r.run.err);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // 4. Stack realignment through DRAP: CFA = *(rbp - 8), a CFA expression.
 
