@@ -11,6 +11,7 @@ that give each reason.
   python3 bench/whole_host.py                   # 10 s, table cache as it is
   python3 bench/whole_host.py --cold            # --no-table-cache
   python3 bench/whole_host.py --keep /tmp/wh    # keep the dump
+  python3 bench/whole_host.py --judge /tmp/wh/whole_host.perf-script  # judge it again
 
 Writes bench/results/whole_host.json (or whole_host_cold.json): complete_pct
 (stackcheck, whole run, every sample), user_complete_pct (the samples with a
@@ -21,16 +22,14 @@ cannot judge), user_samples, no_user_stack, ends_at_entry_point, ehprof_complete
 bpf_us_median, ring_bytes_per_sample (the samples' own records), the walks
 finished late and their copies' cost (finished_late, deferred_*,
 ring_bytes_per_sample_with_copies), per main command COMM_complete_pct and
-COMM_samples, and the top stopping binaries per reason (in the printout).
+COMM_samples (judged as user_complete_pct), and the top stopping binaries per reason (in the printout).
 """
 import argparse
 import collections
-import importlib.util
 import os
 import re
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -38,15 +37,12 @@ import time
 
 import result_file
 import stackcheck_json
-from stackcheck_json import stackcheck
+import user_stacks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 COMMS = ("chromium", "node", "python3", "clang++", "clang", "cc1plus", "make", "cmake", "bpftool", "ld",
          "ld.lld", "sh")
-STOP = re.compile(r"^\s*0\s+\[stop: (.*)\] \(\[stop\]\)\s*$")
-# A walk finished late (agent/deferred/) says so in a frame of its own.
-LATE = re.compile(r"^\s*0\s+\[finished late\] \(\[finished late\]\)\s*$")
 PAGE = """<!doctype html><html><body><canvas id=c width=800 height=600></canvas><script>
 const c = document.getElementById('c').getContext('2d');
 let t = 0;
@@ -63,88 +59,18 @@ draw();
 
 
 
-# Kernel functions that mean the task's user stack is gone: exec has
-# replaced (or is replacing) its address space while the registers still
-# hold the old program's. A sample there has no user stack to read.
-EXEC_GONE = ("begin_new_exec", "load_elf_binary")
-
-
-def split_stops(dump, judged, user):
-    """Writes the dump without its stop frames to `judged`, and to `user`
-    only the samples that have a user stack to judge (not those without a
-    user frame, kernel threads and tasks past exit_mm, nor those in exec
-    after it replaced the address space, told by their kernel frames);
-    returns, per stop reason, a Counter of the outermost real frame's DSO
-    and of DSO+address, the count of samples without a user stack, and the
-    outermost frames (address, DSO) of the samples written to `user`."""
+def stops_where(all_samples):
+    """Per stop reason, a Counter of the outermost real frame's DSO and one
+    of DSO+address."""
     by_dso = collections.defaultdict(collections.Counter)
     by_pc = collections.defaultdict(collections.Counter)
-    no_user_stack = collections.Counter()
-    outermost = []
-    with open(dump, errors="replace") as f, open(judged, "w") as out, open(user, "w") as uout:
-        for block in f.read().split("\n\n"):
-            lines = [l for l in block.split("\n") if l.strip() and not LATE.match(l)]
-            if not lines:
-                continue
-            stop = STOP.match(lines[-1])
-            if stop:
-                lines.pop()
-            frames = [l.split() for l in lines[1:] if "[kernel" not in l]
-            if stop:
-                where = frames[-1] if frames else ["?", "?", "(none)"]
-                dso = where[-1].strip("()")
-                by_dso[stop.group(1)][os.path.basename(dso)] += 1
-                by_pc[stop.group(1)][f"{os.path.basename(dso)}+0x{where[0]}"] += 1
-            out.write("\n".join(lines) + "\n\n")
-            kernel = {l.split()[1] for l in lines[1:] if "[kernel" in l and len(l.split()) > 1}
-            if not frames:
-                no_user_stack["no user frame"] += 1
-            elif kernel.intersection(EXEC_GONE):
-                no_user_stack["in exec, address space replaced"] += 1
-            else:
-                uout.write("\n".join(lines) + "\n\n")
-                outermost.append((None if stop else frames[-1][0], frames[-1][-1].strip("()")))
-    return by_dso, by_pc, no_user_stack, outermost
-
-
-def entry_point(path, cache={}):
-    """The ELF header's e_entry of path (None when it is not a readable ELF)."""
-    if path not in cache:
-        cache[path] = None
-        try:
-            with open(path, "rb") as f:
-                head = f.read(64)
-            if head[:4] == b"\x7fELF" and head[4] == 2:
-                cache[path] = struct.unpack_from("<Q", head, 24)[0]
-        except OSError:
-            pass
-    return cache[path]
-
-
-def entry_bottoms(outermost):
-    """How many stacks end in a program's entry routine that has no CFI
-    (glibc's ld.so: _start, _dl_start_user): the kernel starts the program
-    there with nothing above it, so these reached the bottom, but
-    stackcheck, which trusts CFI alone, cannot say so. The same bound as
-    unwind_tables/entry_point_rows.h: 64 bytes past e_entry."""
-    n = 0
-    for addr, dso in outermost:
-        entry = entry_point(dso) if addr else None
-        if entry is None:
-            continue
-        a = int(addr, 16)
-        if entry <= a < entry + 64 and not stackcheck_module().Cfi.of(dso).ra_undefined(a):
-            n += 1
-    return n
-
-
-def stackcheck_module(cache=[]):
-    if not cache:
-        spec = importlib.util.spec_from_file_location("stackcheck", stackcheck_json.STACKCHECK)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        cache.append(mod)
-    return cache[0]
+    for s in all_samples:
+        if s.stop:
+            where = s.user[-1] if s.user else ["?", "?", "(none)"]
+            dso = os.path.basename(where[-1].strip("()"))
+            by_dso[s.stop][dso] += 1
+            by_pc[s.stop][f"{dso}+0x{where[0]}"] += 1
+    return by_dso, by_pc
 
 
 class Workloads:
@@ -206,6 +132,44 @@ def summary_figures(stderr):
     return fig
 
 
+def judge_dump(dump, stderr):
+    """Prints the dump's figures (stackcheck's, per command, where stacks
+    stopped; ehprof's summary from stderr) and returns them."""
+    all_samples = list(user_stacks.samples(dump))
+    by_dso, by_pc = stops_where(all_samples)
+    fig = summary_figures(stderr)
+    whole = user_stacks.judge(all_samples)
+    fig["samples"] = whole["samples"]
+    # stackcheck over every sample, those without a user stack too.
+    fig["complete_pct"] = round(whole["stackcheck_pct"] * whole["user_samples"] / whole["samples"], 2) \
+        if whole["samples"] else 0.0
+    fig["user_samples"] = whole["user_samples"]
+    fig["no_user_stack"] = sum(whole["no_user_stack"].values())
+    fig["ends_at_entry_point"] = whole["ends_at_entry_point"]
+    fig["user_complete_pct"] = whole["user_complete_pct"]
+    print(f"whole host: {fig['samples']} samples, ehprof says {fig.get('ehprof_complete_pct', 0):.1f}% complete; "
+          f"stackcheck {fig['complete_pct']:.1f}% of all")
+    print(f"with a user stack: {whole['user_samples']} samples, complete {whole['user_complete_pct']:.2f}% "
+          f"(stackcheck {whole['stackcheck_pct']:.2f}%, and {whole['ends_at_entry_point']} ending in an entry "
+          "routine without CFI); left out, no user stack: "
+          + ", ".join(f"{k} {v}" for k, v in whole["no_user_stack"].items()))
+    for comm in COMMS:
+        c = user_stacks.judge(s for s in all_samples if s.comm == comm)
+        if c["user_samples"]:
+            key = re.sub(r"[^a-z0-9]", "_", comm)
+            fig[f"{key}_samples"] = c["user_samples"]
+            fig[f"{key}_complete_pct"] = c["user_complete_pct"]
+            print(f"  {comm:10s} {c['user_samples']:6d} samples  complete {c['user_complete_pct']:5.1f}%")
+    for reason, dsos in sorted(by_dso.items(), key=lambda kv: -sum(kv[1].values())):
+        print(f"stopped: {reason}: {sum(dsos.values())} samples; at " +
+              ", ".join(f"{d} {n}" for d, n in dsos.most_common(6)))
+        if "implausible" in reason:
+            print("    pcs: " + ", ".join(f"{p} {n}" for p, n in by_pc[reason].most_common(8)))
+    print("ehprof: " + " | ".join(l.split("ehprof: ", 1)[-1] for l in stderr.splitlines()
+                                if "stop reasons" in l or "BPF time" in l or "finished late" in l))
+    return fig
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ehprof", default=os.path.join(ROOT, "build", "ehprof"))
@@ -214,9 +178,13 @@ def main():
     ap.add_argument("--warmup", type=float, default=3, help="seconds of load before recording")
     ap.add_argument("--cold", action="store_true", help="--no-table-cache")
     ap.add_argument("--keep", help="directory for the dump")
+    ap.add_argument("--judge", metavar="DUMP", help="judge a dump kept earlier (no recording, no result file)")
     result_file.add_argument(ap, "whole_host")
     args = ap.parse_args()
     stackcheck_json.require()
+    if args.judge:
+        judge_dump(args.judge, "")
+        return 0
     work = tempfile.mkdtemp(prefix="ehprof-whole-host-")
     load = Workloads(work)
     try:
@@ -233,41 +201,7 @@ def main():
     finally:
         load.stop()
     try:
-        judged = os.path.join(work, "judged.perf-script")
-        user = os.path.join(work, "user.perf-script")
-        by_dso, by_pc, no_user_stack, outermost = split_stops(dump, judged, user)
-        fig = summary_figures(r.stderr)
-        whole = stackcheck(judged)
-        fig["samples"] = whole.get("samples", 0)
-        fig["complete_pct"] = whole.get("complete_pct", 0)
-        print(f"whole host: {fig['samples']} samples, complete {fig['complete_pct']:.1f}% (stackcheck), "
-              f"ehprof says {fig.get('ehprof_complete_pct', 0):.1f}%")
-        # The samples with a user stack: stackcheck's complete ones, and
-        # those that end in an entry routine without CFI.
-        users = stackcheck(user)
-        n = users.get("samples", 0)
-        checked = round(users.get("complete_pct", 0) * n / 100)
-        entry = entry_bottoms(outermost)
-        fig["user_samples"] = n
-        fig["no_user_stack"] = sum(no_user_stack.values())
-        fig["ends_at_entry_point"] = entry
-        fig["user_complete_pct"] = round(100.0 * (checked + entry) / n, 2) if n else 0.0
-        print(f"with a user stack: {n} samples, complete {fig['user_complete_pct']:.2f}% (stackcheck "
-              f"{users.get('complete_pct', 0):.2f}%, and {entry} ending in an entry routine without CFI); "
-              "left out, no user stack: " + ", ".join(f"{k} {v}" for k, v in no_user_stack.items()))
-        for comm in COMMS:
-            c = stackcheck(judged, comm)
-            if c.get("samples"):
-                fig[f"{re.sub(r'[^a-z0-9]', '_', comm)}_samples"] = c["samples"]
-                fig[f"{re.sub(r'[^a-z0-9]', '_', comm)}_complete_pct"] = c.get("complete_pct", 0)
-                print(f"  {comm:10s} {c['samples']:6d} samples  complete {c.get('complete_pct', 0):5.1f}%")
-        for reason, dsos in sorted(by_dso.items(), key=lambda kv: -sum(kv[1].values())):
-            print(f"stopped: {reason}: {sum(dsos.values())} samples; at " +
-                  ", ".join(f"{d} {n}" for d, n in dsos.most_common(6)))
-            if "implausible" in reason:
-                print("    pcs: " + ", ".join(f"{p} {n}" for p, n in by_pc[reason].most_common(8)))
-        print("ehprof: " + " | ".join(l.split("ehprof: ", 1)[-1] for l in r.stderr.splitlines()
-                                    if "stop reasons" in l or "BPF time" in l or "finished late" in l))
+        fig = judge_dump(dump, r.stderr)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -157,9 +157,13 @@ TEST(TableBuilder, LdSoEntryPointIsTheBottom) {
   EXPECT_EQ(at_call.cfa_kind, EHP_CFA_REG);
   EXPECT_TRUE(LookupPlainRow(t.rows, entry + kEntryPointBytes).is_none() ||
               !LookupPlainRow(bare->rows, entry + kEntryPointBytes).is_none());
+  // The byte before (padding, no CFI): where a sample taken as execve
+  // returns looks the entry up (pc - 1, as after a `syscall`).
+  ASSERT_TRUE(LookupPlainRow(bare->rows, entry - 1).is_none());
+  EXPECT_EQ(LookupPlainRow(t.rows, entry - 1).ra_kind, EHP_RULE_UNDEFINED);
   // Everywhere else the table is the CFI's.
   for (const UnwindRow& r : bare->rows) {
-    if (r.addr >= entry && r.addr < entry + kEntryPointBytes) continue;
+    if (r.addr >= entry - 1 && r.addr < entry + kEntryPointBytes) continue;
     EXPECT_EQ(LookupPlainRow(t.rows, r.addr), r.rule) << std::hex << r.addr;
   }
 }

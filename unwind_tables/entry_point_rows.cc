@@ -21,6 +21,18 @@ std::vector<UnwindRow> EntryPointRows(const ElfFile& elf, const std::vector<Unwi
   if (next != rows.begin() && !std::prev(next)->rule.is_none()) return out;  // CFI covers it
   const uint64_t end = next == rows.end() ? entry + kEntryPointBytes
                                           : std::min(next->addr, entry + kEntryPointBytes);
+  // A sample taken as execve returns has the new program's entry as its
+  // user pc while the task is still in the syscall, so the walk looks it
+  // up at pc - 1 like the address after a `syscall`: the byte before the
+  // entry says "bottom" too, where no CFI covers it (padding; a function
+  // ending there in a call has its FDE).
+  uint64_t start = entry;
+  auto before = std::upper_bound(rows.begin(), rows.end(), entry - 1,
+                                 [](uint64_t a, const UnwindRow& r) { return a < r.addr; });
+  const bool byte_before_in_text = std::any_of(elf.segments().begin(), elf.segments().end(), [&](const ElfSegment& s) {
+    return s.type == PT_LOAD && (s.flags & PF_X) && entry - 1 >= s.vaddr && entry - 1 - s.vaddr < s.memsz;
+  });
+  if (byte_before_in_text && (before == rows.begin() || std::prev(before)->rule.is_none())) start = entry - 1;
   UnwindRule bottom;
   bottom.cfa_kind = EHP_CFA_REG;
   // The kernel's stack pointer at entry: nothing was pushed (x86_64's
@@ -34,7 +46,7 @@ std::vector<UnwindRow> EntryPointRows(const ElfFile& elf, const std::vector<Unwi
   }
   bottom.rbp_kind = EHP_RULE_SAME;
   bottom.ra_kind = EHP_RULE_UNDEFINED;
-  out.push_back({entry, bottom});
+  out.push_back({start, bottom});
   out.push_back({end, UnwindRule::None()});
   return out;
 }

@@ -24,7 +24,8 @@ namespace ehprof {
 // gap after it may hold other code without CFI that is not a bottom frame.
 inline constexpr uint64_t kEntryPointBytes = 64;
 
-// Sorted rows saying "bottom of the stack" over [e_entry, end), end the
+// Sorted rows saying "bottom of the stack" over [e_entry, end) (from
+// e_entry - 1 where no CFI covers that byte either: execve's return), end the
 // next row of `rows` (the file's CFI, sorted) or e_entry +
 // kEntryPointBytes, whichever is first, the last a none row; empty when
 // the file has no entry point, no CFI at all (frame pointers are used
