@@ -5,7 +5,7 @@ judged per command by stackcheck (../shared/eval/stackcheck.py): make, sh,
 cc1plus, as and the rest are mostly short-lived exec'd processes, the case
 the kernel-side mappings (fork, exec, mmap) are for.
 
-  python3 bench/build_stacks.py                 # with and without --no-kernel-maps
+  python3 bench/build_stacks.py                 # default, --no-kernel-maps, --no-table-cache
   python3 bench/build_stacks.py --modes on      # only the default
   python3 bench/build_stacks.py --gpp           # one g++ -O2 compile: cold, then 2 warm
 
@@ -16,8 +16,11 @@ command exec'd: cc1plus, as), and prints ehprof's and stackcheck's figures:
 complete %, the tables loaded and how many came from the cache, and
 ehprof's own CPU while recording (its summary).
 
-Writes bench/results/build_stacks.json (make: MODE_COMM_complete_pct,
-MODE_COMM_samples, MODE_COMM_ldso_start_pct, COMM "all" for the whole run)
+Writes bench/results/build_stacks.json (make: MODE_COMM_complete_pct and
+MODE_COMM_samples as bench/user_stacks.py judges them: the samples with a
+user stack, complete by stackcheck or ending in ld.so's _start, which has no
+CFI; MODE_COMM_stackcheck_pct, stackcheck's alone; COMM "all" for the whole
+run, "lived5ms" for the processes sampled over 5 ms or more)
 or, with --gpp, bench/results/build_stacks_gpp.json (RUN_complete_pct,
 RUN_tables_loaded, RUN_tables_from_cache, RUN_own_cpu_pct; RUN cold, warm1,
 warm2).
@@ -36,29 +39,24 @@ import tempfile
 
 import result_file
 import stackcheck_json
+import user_stacks
 from stackcheck_json import stackcheck
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 COMMS = ("make", "sh", "cc1plus", "as", "g++", "cmake", "ar", "ranlib")
-MODES = {"on": [], "off": ["--no-kernel-maps"]}
+MODES = {"on": [], "off": ["--no-kernel-maps"], "cold": ["--no-table-cache"]}
 
 
 
-def ldso_start_bottoms(dump, comm=None):
-    """Samples whose outermost frame is ld.so's own start (_start,
-    _dl_start_user): the real bottom while ld.so loads a program, but with
-    no CFI there, so stackcheck cannot count them complete."""
-    n = 0
-    with open(dump, errors="replace") as f:
-        for block in f.read().split("\n\n"):
-            lines = [l for l in block.split("\n") if l.strip()]
-            if not lines or (comm and lines[0].split()[0] != comm):
-                continue
-            user = [l for l in lines[1:] if "[kernel" not in l]
-            if user and "ld-linux" in user[-1] and re.search(r"\s(_start|_dl_start_user)\s", user[-1]):
-                n += 1
-    return n
+def lived(all_samples, ms=5.0):
+    """The samples of processes sampled over at least `ms` milliseconds
+    (first to last sample: each lived that long at least)."""
+    span = {}
+    for x in all_samples:
+        lo, hi = span.get(x.pid, (x.time, x.time))
+        span[x.pid] = (min(lo, x.time), max(hi, x.time))
+    return [x for x in all_samples if span[x.pid][1] - span[x.pid][0] >= ms / 1000]
 
 
 def configure(tree):
@@ -68,7 +66,7 @@ def configure(tree):
 
 
 def record(ehprof, tree, extra, out):
-    cmd = [ehprof, "record", "-F", "999", "-q", "--format", "perf-script", "-o", out, *extra,
+    cmd = [ehprof, "record", "-F", "999", "-q", "--show-stops", "--format", "perf-script", "-o", out, *extra,
            "--", "make", "-j2", "-C", tree, "unwind_tables"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -81,11 +79,10 @@ def run_mode(ehprof, mode, keep):
         configure(tree)
         out = os.path.join(keep or tree, f"build-{mode}.perf-script")
         record(ehprof, tree, MODES[mode], out)
-        whole = stackcheck(out)
-        whole["ldso_start"] = ldso_start_bottoms(out)
-        per = {c: stackcheck(out, c) for c in COMMS}
-        for c, r in per.items():
-            r["ldso_start"] = ldso_start_bottoms(out, c)
+        all_samples = list(user_stacks.samples(out))
+        whole = user_stacks.judge(all_samples)
+        whole["lived_5ms"] = user_stacks.judge(lived(all_samples))
+        per = {c: user_stacks.judge(x for x in all_samples if x.comm == c) for c in COMMS}
         return whole, per
     finally:
         shutil.rmtree(tree, ignore_errors=True)
@@ -137,16 +134,16 @@ def run_gpp(ehprof):
 
 
 def line(name, r):
-    n = r.get("samples", 0)
-    ld = 100.0 * r.get("ldso_start", 0) / n if n else 0.0
-    return (f"  {name:10s} samples {n:6}  complete {r.get('complete_pct', 0):5.1f}%  "
-            f"(+{ld:4.1f}% ending at ld.so's start)  call sites {r.get('callsite_pct', 0):5.1f}%")
+    return (f"  {name:10s} samples {r.get('user_samples', 0):6}  complete {r.get('user_complete_pct', 0):6.2f}%  "
+            f"(stackcheck {r.get('stackcheck_pct', 0):6.2f}%, +{r.get('ends_at_entry_point', 0)} ending in an entry "
+            f"routine without CFI; {sum(r.get('no_user_stack', {}).values())} without a user stack)")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ehprof", default=os.path.join(ROOT, "build", "ehprof"))
-    ap.add_argument("--modes", default="on,off", help="on (default), off (--no-kernel-maps)")
+    ap.add_argument("--modes", default="on,off,cold",
+                    help="on (default), off (--no-kernel-maps), cold (--no-table-cache)")
     ap.add_argument("--keep", help="directory for the perf-script dumps")
     ap.add_argument("--gpp", action="store_true", help="a g++ compile instead of the make build")
     result_file.add_argument(ap, "build_stacks")
@@ -165,15 +162,16 @@ def main():
         whole, per = run_mode(args.ehprof, mode, args.keep)
         print(f"{mode} ({' '.join(MODES[mode]) or 'default'}):")
         print(line("all", whole))
-        for comm, r in [("all", whole)] + list(per.items()):
-            n = r.get("samples", 0)
+        print(line("lived>=5ms", whole["lived_5ms"]))
+        for comm, r in [("all", whole), ("lived5ms", whole["lived_5ms"])] + list(per.items()):
+            n = r.get("user_samples", 0)
             if not n:
                 continue
-            if comm != "all":
+            if comm not in ("all", "lived5ms"):
                 print(line(comm, r))
             key = f"{mode}_{comm.replace('+', 'p')}"
-            figures.update({f"{key}_samples": n, f"{key}_complete_pct": r.get("complete_pct", 0),
-                            f"{key}_ldso_start_pct": round(100.0 * r.get("ldso_start", 0) / n, 1)})
+            figures.update({f"{key}_samples": n, f"{key}_complete_pct": r["user_complete_pct"],
+                            f"{key}_stackcheck_pct": r["stackcheck_pct"]})
     if not args.no_result:
         result_file.write("build_stacks", figures, args.note, args.result)
     return 0

@@ -117,6 +117,28 @@ TEST_F(ProcessTrackerTest, AFileIsReleasedOnceNoRememberedProcessMapsIt) {
   EXPECT_NE((*maps)[0].kept_path, released[0].path);
 }
 
+// What a walk finished late walks over: the snapshot in force, with the
+// same image's later mappings that overlap none of it (a library mapped
+// after it was read), never the image before's; sorted, each once.
+TEST_F(ProcessTrackerTest, MappingsFromAddsLaterLibrariesOfTheSameImage) {
+  tracker_.Apply(kPid, {Exec(0x1000, 0x2000, "/bin/old")}, 50);
+  tracker_.ImageEnded(kPid, 90);
+  tracker_.Apply(kPid, {Exec(0x5000, 0x6000, "/bin/child"), Exec(0x9000, 0xa000, "/lib/a.so")}, 100);
+  // Later: /lib/a.so replaced at the same place by b.so (the in-force one
+  // wins), /lib/c.so mapped below, /lib/d.so above, twice over.
+  tracker_.Apply(kPid, {Exec(0x3000, 0x4000, "/lib/c.so"), Exec(0x5000, 0x6000, "/bin/child"),
+                        Exec(0x9000, 0xa000, "/lib/b.so")}, 200);
+  tracker_.Apply(kPid, {Exec(0x3000, 0x4000, "/lib/c.so"), Exec(0x5000, 0x6000, "/bin/child"),
+                        Exec(0x9800, 0xa800, "/lib/b2.so"), Exec(0xb000, 0xc000, "/lib/d.so")}, 300);
+  std::vector<std::string> paths;
+  for (const TrackedMapping& m : tracker_.MappingsFrom(kPid, 150)) paths.push_back(m.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"/lib/c.so", "/bin/child", "/lib/a.so", "/lib/d.so"}));
+  paths.clear();
+  for (const TrackedMapping& m : tracker_.MappingsFrom(kPid, 60)) paths.push_back(m.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"/bin/old"}));
+  EXPECT_TRUE(tracker_.MappingsFrom(kPid + 1, 150).empty());
+}
+
 // A long-lived process that unmaps a library and maps another: the
 // snapshot that held the first goes once replaced long enough ago, and
 // with it the fd.
