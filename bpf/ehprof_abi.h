@@ -636,7 +636,7 @@ enum ehp_perl_stop {
 	X(EHP_STOP_BAD_FRAME, 9, "bad frame")                                                      \
 	/* rbp 0 */                                                                                \
 	X(EHP_STOP_FP_END, 10, "frame-pointer chain ended")                                        \
-	X(EHP_STOP_NO_USER_STACK, 11, "no user stack (kernel thread)")                             \
+	X(EHP_STOP_NO_USER_STACK, 11, "no user stack (kernel thread, exiting, exec replacing it)")   \
 	X(EHP_STOP_NOT_WALKED, 12, "user stack not requested")                                     \
 	/* pc without CFI in a mapping with a table; rbp no frame pointer */                       \
 	X(EHP_STOP_NO_CFI_BAD_FP, 13, "no CFI for pc, frame pointer implausible")                  \

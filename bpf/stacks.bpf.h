@@ -19,17 +19,35 @@ EHP_INLINE int user_regs_loaded(struct scratch *s, int exact)
 	return s->pc != 0;
 }
 
+/* Whether task's address space is one exec is still building: its
+ * mm_struct's arg_start is set by create_elf_tables, late in the ELF
+ * loader, while from exec_mmap on (begin_new_exec, which then tears the
+ * old address space down) the task's saved registers are still the old
+ * program's, whose stack is gone: reading it only faults. */
+#ifndef EHP_COMPAT
+EHP_INLINE int exec_replacing_mm(struct task_struct *task)
+{
+	return task->mm->arg_start == 0;
+}
+#else
+EHP_INLINE int exec_replacing_mm(struct task_struct *task)
+{
+	return BPF_CORE_READ(task, mm, arg_start) == 0;
+}
+#endif
+
 #ifndef EHP_COMPAT
 /* Loads the user registers of the current task into s. On x86-64 every
  * entry from user mode (syscall, interrupt, the sampling timer's or an NMI,
  * a uprobe's breakpoint) saves the user registers at the top of the task's
  * kernel stack, so bpf_task_pt_regs() has them whether the event hit user
  * or kernel mode. user_mode: the event interrupted user code, so its pc is
- * exact. 0 for kernel threads. */
+ * exact. 0 for kernel threads, exiting tasks (no mm) and a task exec is
+ * giving a new address space (exec_replacing_mm). */
 EHP_INLINE int load_user_regs(void *ctx, struct scratch *s, int user_mode)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	if (!task->mm)
+	if (!task->mm || exec_replacing_mm(task))
 		return 0;
 	if (user_mode)
 		s->ev.flags |= EHP_SAMPLE_USER_MODE;
@@ -51,7 +69,7 @@ EHP_INLINE int load_user_regs(void *ctx, struct scratch *s, int user_mode)
 EHP_INLINE int load_user_regs(void *ctx, struct scratch *s, int user_mode)
 {
 	struct task_struct *task = EHP_CURRENT_TASK();
-	if (!BPF_CORE_READ(task, mm))
+	if (!BPF_CORE_READ(task, mm) || exec_replacing_mm(task))
 		return 0;
 	if (user_mode) {
 		/* Volatile: context loads stay full-width and apart from the

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -143,6 +144,63 @@ TEST_F(RecordKernelMaps, ExecdChildrenAndTheirLibrariesUnwindFromTheFirstSample)
   EXPECT_GE(dl_on.percent(), 97.0) << "incomplete:\n" << dl_on.Incomplete();
   EXPECT_GT(exec_on.percent(), exec_off.percent());
   EXPECT_GT(dl_on.percent(), dl_off.percent());
+}
+
+}  // namespace
+}  // namespace ehprof
+
+namespace ehprof {
+namespace {
+
+// A program that execs itself from a 256 MiB address space: exec tears
+// the old one down (begin_new_exec's exit_mmap) after the task has its
+// new, empty mm and while its saved registers are still the old
+// program's. Such samples have no user stack left: no user frames (as a
+// kernel thread's), never the old pc with "stack read fault". (Earlier in
+// begin_new_exec, before the new mm, the old stack is whole and walked.)
+TEST(RecordExec, SamplesWhileExecReplacesTheAddressSpaceHaveNoUserStack) {
+  if (!RequireRootForBpf()) GTEST_SKIP();
+  const std::string out = ::testing::TempDir() + "/exec_big." + std::to_string(getpid()) + ".txt";
+  auto r = RunEhprof({"record", "-F", "999", "--show-stops", "--format", "perf-script", "-o", out, "--",
+                      TestdataPath("exec_big"), "12"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = testing::ReadFile(out);
+  std::filesystem::remove(out);
+  size_t in_exec = 0, without_user = 0, stopped = 0, samples = 0;
+  std::string shown;
+  std::istringstream in(text);
+  std::string block, line;
+  auto judge = [&](const std::string& b) {
+    if (b.empty()) return;
+    ++samples;
+    if (b.find("begin_new_exec") == std::string::npos) return;
+    ++in_exec;
+    // User frames: lines that are neither kernel frames nor the header.
+    std::istringstream lines(b);
+    std::string l;
+    std::getline(lines, l);
+    bool user = false, stop = false;
+    while (std::getline(lines, l)) {
+      stop |= l.find("[stop") != std::string::npos;
+      user |= !stop && l.find("[kernel") == std::string::npos;
+    }
+    without_user += !user;
+    stopped += user && stop;
+    if (user && stop && shown.size() < 3000) shown += b + "\n";
+  };
+  while (std::getline(in, line)) {
+    if (line.empty()) {
+      judge(block);
+      block.clear();
+    } else {
+      block += line + "\n";
+    }
+  }
+  judge(block);
+  std::printf("%zu samples, %zu in begin_new_exec: %zu without user frames, %zu whose user walk stopped\n", samples,
+              in_exec, without_user, stopped);
+  EXPECT_GE(without_user, 10u) << r.err;
+  EXPECT_EQ(stopped, 0u) << shown;
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ TEST(StopReasons, EveryReasonHasItsOwnName) {
 
 TEST(StopReasons, NamesMatchTheSummariesSoFar) {
   EXPECT_STREQ(StopReasonName(EHP_STOP_END_OF_STACK), "end of stack");
-  EXPECT_STREQ(StopReasonName(EHP_STOP_NO_USER_STACK), "no user stack (kernel thread)");
+  EXPECT_STREQ(StopReasonName(EHP_STOP_NO_USER_STACK), "no user stack (kernel thread, exiting, exec replacing it)");
   EXPECT_STREQ(StopReasonName(EHP_STOP_NOT_WALKED), "user stack not requested");
   // hostile_lockup_priv_test finds cut walks by this name.
   EXPECT_STREQ(StopReasonName(EHP_STOP_TIME_BUDGET), "time budget spent");

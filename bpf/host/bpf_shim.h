@@ -41,9 +41,12 @@
 struct ehp_shim_thread {
 	__u64 fsbase;
 };
+struct mm_struct {
+	unsigned long arg_start; /* 0 while exec builds the address space */
+};
 struct task_struct {
 	unsigned int flags;
-	void *mm;
+	struct mm_struct *mm;
 	struct ehp_shim_thread thread;
 };
 /* x86-64's struct pt_regs (arch/x86/include/uapi/asm/ptrace.h). */

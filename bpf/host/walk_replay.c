@@ -27,6 +27,7 @@
 /* The walk in progress on this thread. */
 static __thread struct ehp_replay_env *replay_env;
 static __thread struct task_struct replay_task;
+static __thread struct mm_struct replay_mm;
 static __thread struct pt_regs replay_regs;
 
 static void *bpf_map_lookup_elem(void *map, const void *key)
@@ -136,7 +137,8 @@ int ehp_replay_walk(struct ehp_replay_env *env, const ehp_u64 regs[EHP_REG_RIP +
 	replay_env = env;
 	env->read_end = 0;
 	memset(&replay_task, 0, sizeof(replay_task));
-	replay_task.mm = &replay_task; /* a user task */
+	replay_mm.arg_start = 1;
+	replay_task.mm = &replay_mm; /* a user task, not in exec */
 	struct pt_regs *r = &replay_regs;
 	memset(r, 0, sizeof(*r));
 	r->ax = regs[EHP_REG_RAX];
