@@ -18,7 +18,8 @@ Writes bench/results/whole_host.json (or whole_host_cold.json): complete_pct
 user stack: not kernel threads, tasks past exit_mm or in exec after its
 address space was replaced; complete by stackcheck or ending in a program's
 entry routine that has no CFI, glibc's ld.so's _start, which stackcheck
-cannot judge), user_samples, no_user_stack, ends_at_entry_point, ehprof_complete_pct and REASON_pct (its summary),
+cannot judge), user_stackcheck_pct (stackcheck's alone over those),
+user_samples, no_user_stack, ends_at_entry_point, ehprof_complete_pct and REASON_pct (its summary),
 bpf_us_median, ring_bytes_per_sample (the samples' own records), the walks
 finished late and their copies' cost (finished_late, deferred_*,
 ring_bytes_per_sample_with_copies), per main command COMM_complete_pct and
@@ -147,6 +148,7 @@ def judge_dump(dump, stderr):
     fig["no_user_stack"] = sum(whole["no_user_stack"].values())
     fig["ends_at_entry_point"] = whole["ends_at_entry_point"]
     fig["user_complete_pct"] = whole["user_complete_pct"]
+    fig["user_stackcheck_pct"] = whole["stackcheck_pct"]
     print(f"whole host: {fig['samples']} samples, ehprof says {fig.get('ehprof_complete_pct', 0):.1f}% complete; "
           f"stackcheck {fig['complete_pct']:.1f}% of all")
     print(f"with a user stack: {whole['user_samples']} samples, complete {whole['user_complete_pct']:.2f}% "

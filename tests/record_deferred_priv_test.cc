@@ -119,7 +119,7 @@ class RecordDeferred : public testing::RecordingTest {
     std::vector<std::string> args = {"record", "-p", std::to_string(pid), "-F", "999", "-d", "1.5",
                                      "--no-table-cache", "--start-wait-ms", "0", "--show-stops", "--format",
                                      "perf-script", "-o", out};
-    // The copies are off by default: on at 2048 KiB/s unless `extra` says.
+    // At 2048 KiB/s (record's default is 8192) unless `extra` says.
     if (std::find(extra.begin(), extra.end(), "--defer-budget") == extra.end()) {
       args.insert(args.end(), {"--defer-budget", "2048"});
     }

@@ -155,7 +155,7 @@ void AddBudgetOptions(CLI::App& app, RecordOptions* record) {
       ->group("");
   app.add_option("--defer-budget", record->deferred_kib_per_s,
                  "KiB of user stack each CPU may copy a second for walks stopped before their table or "
-                 "process was known, finished once it is (0: such walks stay stopped)")
+                 "process was known, finished once it is (record: 8192, agent: 512; 0: such walks stay stopped)")
       ->type_name("KIB")
       ->check(InRange<uint32_t>(0, 1u << 20));
 }

@@ -62,7 +62,10 @@ struct RecordOptions {
   // Walks stopped for want of a table or a process entry are finished
   // later from a copy of their stack (bpf/deferred.bpf.h, agent/deferred/):
   // each CPU may copy this many KiB a second (--defer-budget); 0: off.
-  uint32_t deferred_kib_per_s = 2048;
+  // 8 MiB: a cold compiler (clang's 20-30 KiB stacks at 999 Hz while
+  // libclang-cpp's table builds) overran 2 MiB (bench/whole_host.py --cold:
+  // clang++ 92.0 % complete at 2048, 99.8 % at 8192).
+  uint32_t deferred_kib_per_s = 8192;
   // Held samples (agent/deferred): let go unfinished after this long, and
   // their stack copies capped at this many bytes (DeferredWalks::Options).
   // The agent holds one interval at most, so an exited process's files are
