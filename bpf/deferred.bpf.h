@@ -27,6 +27,26 @@ EHP_INLINE __u64 deferred_tokens(struct deferred_budget *b, __u64 now)
 	return b->tokens;
 }
 
+/* Whether pid may send one more copy for a pc in no mapping this second
+ * (EHP_DEFERRED_NOMAP_PER_S), counting it. */
+EHP_INLINE int nomap_copy_allowed(__u32 pid, __u64 now)
+{
+	struct deferred_nomap *n = bpf_map_lookup_elem(&deferred_nomap, &pid);
+	if (!n) {
+		struct deferred_nomap fresh = {.window_ns = now, .count = 1};
+		bpf_map_update_elem(&deferred_nomap, &pid, &fresh, BPF_ANY);
+		return 1;
+	}
+	if (now - n->window_ns >= 1000000000ull) {
+		n->window_ns = now;
+		n->count = 0;
+	}
+	if (n->count >= EHP_DEFERRED_NOMAP_PER_S)
+		return 0;
+	n->count++;
+	return 1;
+}
+
 /* Sends s's walk state and stack copy when its walk stopped for want of a
  * table, a process entry or a mapping (nothing otherwise); returns whether it did.
  * Its own frame, so the sampler's stack does not grow by the copy's
@@ -38,12 +58,15 @@ static __noinline int defer_walk(struct scratch *s)
 	if (!cfg.deferred_rate || cfg.unwinder != EHP_UNWINDER_DWARF ||
 	    (stop != EHP_STOP_NO_TABLE && stop != EHP_STOP_NO_PROC && stop != EHP_STOP_NO_MAPPING))
 		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	if (stop == EHP_STOP_NO_MAPPING && !nomap_copy_allowed(s->ev.pid, now))
+		return 0;
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	struct deferred_budget *b = bpf_map_lookup_elem(&deferred_budget, &zero);
 	struct deferred_scratch *ds = bpf_map_lookup_elem(&deferred_scratch, &cpu);
 	if (!b || !ds)
 		return 0;
-	__u64 tokens = deferred_tokens(b, bpf_ktime_get_ns());
+	__u64 tokens = deferred_tokens(b, now);
 	if (tokens < PAGE_SIZE_BYTES) {
 		count(EHP_STAT_DEFERRED_BUDGET);
 		return 0;

@@ -780,6 +780,13 @@ EHP_ASSERT(sizeof(struct ehp_verify) == 8 * (EHP_REG_RIP + 1) + 8, "ehp_verify: 
 #define EHP_DEFERRED_PAGES (EHP_DEFERRED_STACK_MAX / 4096 + 1)
 /* The bucket holds this many seconds of cfg.deferred_rate. */
 #define EHP_DEFERRED_BURST_S 2
+/* Copies for EHP_STOP_NO_MAPPING a process may send a second: a library
+ * just mapped stops a few samples before user space reads it, while a
+ * process whose stack leads to unmapped addresses (crafted or garbage)
+ * would stop every one and spend every CPU's bucket. */
+#define EHP_DEFERRED_NOMAP_PER_S 16
+/* Processes whose NO_MAPPING copies are counted at once (an LRU map). */
+#define EHP_DEFERRED_NOMAP_PROCS 4096
 struct ehp_deferred {
 	ehp_u64 regs[EHP_REG_RIP + 1]; /* DWARF numbering; regs[EHP_REG_RIP] the pc */
 	ehp_u32 valid;		       /* bit per register of regs known */

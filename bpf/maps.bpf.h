@@ -218,6 +218,19 @@ struct {
 	__type(value, struct deferred_budget);
 } deferred_budget SEC(".maps");
 
+/* Each process's EHP_STOP_NO_MAPPING copies in its current second
+ * (bpf/deferred.bpf.h). */
+struct deferred_nomap {
+	__u64 window_ns;
+	__u64 count;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, EHP_DEFERRED_NOMAP_PROCS);
+	__type(key, __u32);
+	__type(value, struct deferred_nomap);
+} deferred_nomap SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, EHP_STAT_COUNT);

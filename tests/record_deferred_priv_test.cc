@@ -248,6 +248,41 @@ TEST_F(RecordDeferred, AJustDlopenedLibrarysFirstSamplesAreFinishedLate) {
   EXPECT_EQ(in_lib_complete, in_lib) << stops;
 }
 
+// An unprivileged user's process whose every sample's walk reaches an
+// unmapped return address (crafted: 0x1000) would ask for a stack copy
+// each time, spending each CPU's copy budget that other processes' cold
+// windows need: it gets EHP_DEFERRED_NOMAP_PER_S copies a second, no more.
+TEST_F(RecordDeferred, AProcessLeadingToUnmappedAddressesGetsFewCopies) {
+  if (!testing::RequireSetpriv()) GTEST_SKIP();
+  const std::string prog = dir_ + "/unmapped_ra", out = dir_ + "/unmapped.perf";
+  ::chmod(dir_.c_str(), 0755);
+  std::filesystem::copy_file(TestdataPath("unmapped_ra"), prog);
+  ASSERT_EQ(::chown(prog.c_str(), testing::kNobody, testing::kNobody), 0);
+  const double seconds = 2;
+  RunResult r = RunEhprof({"record", "-a", "--comm", "unmapped_ra", "-F", "999", "--show-stops", "--format",
+                           "perf-script", "-o", out},
+                          SIGINT, 500, [&](pid_t) {
+                            const pid_t pid = fork();
+                            if (pid == 0) {
+                              if (!testing::BecomeUser()) _exit(2);
+                              alarm(30);
+                              execl(prog.c_str(), prog.c_str(), std::to_string(seconds).c_str(), nullptr);
+                              _exit(127);
+                            }
+                            ::waitpid(pid, nullptr, 0);
+                          });
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const long long sent = SummaryCount(r.err, "stack copies sent");
+  size_t unmapped = 0;
+  for (const Sample& s : ParseSamples(testing::ReadFile(out))) {
+    unmapped += absl::StrContains(s.stop, "outside known mappings");
+  }
+  std::printf("unmapped return addresses: %zu samples stopped there, %lld stack copies sent\n", unmapped, sent);
+  EXPECT_GT(unmapped, 1000u) << r.err;
+  // Its windows of a second: at most seconds + 1 of them.
+  EXPECT_LE(sent, static_cast<long long>(EHP_DEFERRED_NOMAP_PER_S * (seconds + 1))) << r.err;
+}
+
 TEST_F(RecordDeferred, GarbageStackFromTheFirstSampleIsBounded) {
   if (!testing::RequireSetpriv()) GTEST_SKIP();
   const std::string prog = dir_ + "/garbage_stack";
