@@ -2,10 +2,10 @@
  * loaded yet (EHP_STOP_NO_TABLE), its process was not known yet
  * (EHP_STOP_NO_PROC) or its pc lay in no mapping the process's entry has
  * (EHP_STOP_NO_MAPPING: a library ld.so or dlopen has just mapped, which
- * user space reads on the EHP_EVENT_UNKNOWN_PC the walk sent) is preceded by an EHP_EVENT_DEFERRED record: the
- * walk's registers where it stopped and a copy of the user stack from
- * that frame's sp, which user space walks on with the same code once the
- * table exists (bpf/host/, agent/deferred/). Only such samples pay the
+ * user space reads on the EHP_EVENT_UNKNOWN_PC the walk sent) is preceded
+ * by an EHP_EVENT_DEFERRED record: the walk's registers where it stopped
+ * and a copy of the user stack from that frame's sp, which user space
+ * walks on with the same code once the table exists (bpf/host/, agent/deferred/). Only such samples pay the
  * copy; each CPU's copies come out of a token bucket of cfg.deferred_rate
  * bytes a second. Included after bpf/verify.bpf.h (the copy callback). */
 #ifndef EHPROF_BPF_DEFERRED_BPF_H_
@@ -48,7 +48,8 @@ EHP_INLINE int nomap_copy_allowed(__u32 pid, __u64 now)
 }
 
 /* Sends s's walk state and stack copy when its walk stopped for want of a
- * table, a process entry or a mapping (nothing otherwise); returns whether it did.
+ * table, a process entry or a mapping (nothing otherwise); returns
+ * whether it did.
  * Its own frame, so the sampler's stack does not grow by the copy's
  * context (6.1's 512 bytes for a chain of calls); an int, so its exit has
  * r0 set. */
