@@ -7,7 +7,8 @@
  * and a copy of the user stack from that frame's sp, which user space
  * walks on with the same code once the table exists (bpf/host/,
  * agent/deferred/). Only such samples pay the copy; each CPU's copies come
- * out of a token bucket of cfg.deferred_rate bytes a second. Included after bpf/verify.bpf.h (the copy callback). */
+ * out of a token bucket of cfg.deferred_rate bytes a second. Included
+ * after bpf/verify.bpf.h (the copy callback). */
 #ifndef EHPROF_BPF_DEFERRED_BPF_H_
 #define EHPROF_BPF_DEFERRED_BPF_H_
 
