@@ -570,9 +570,10 @@ class ReadelfChecker:
                     # judges them against the linker's .debug_frame.
                     res["gopclntab_rows"] = res.get("gopclntab_rows", 0) + 1
                 elif (rests[k] != "none" and self.entry is not None and "ra=undef" in rests[k]
-                      and self.entry <= addrs[k] < self.entry + 64):
-                    # A program's entry point without CFI (ld.so's _start)
-                    # is the bottom of the stack: rows of ours
+                      and self.entry - 1 <= addrs[k] < self.entry + 64):
+                    # A program's entry point without CFI (ld.so's _start,
+                    # from the byte before it: execve's return looks the
+                    # entry up at pc - 1) is the bottom of the stack: rows of ours
                     # (unwind_tables/entry_point_rows), judged by
                     # table_builder_test, which readelf has nothing for.
                     res["entry_point_rows"] = res.get("entry_point_rows", 0) + 1

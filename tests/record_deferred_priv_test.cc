@@ -170,7 +170,11 @@ TEST_F(RecordDeferred, FinishedLateStacksHaveTheKernelWalksFrames) {
               samples.size(), late, late_complete, matched, kernel_complete, still_cold);
   testing::PrintFigure("finished_late", late);
   testing::PrintFigure("left_cold", still_cold);
-  EXPECT_EQ(SummaryCount(err, "samples \\(their table or process not known"), static_cast<long long>(late)) << err;
+  // The summary's line comes only when a copy was sent or refused: none
+  // when the window was missed (its count then 0).
+  EXPECT_EQ(std::max(0LL, SummaryCount(err, "samples \\(their table or process not known")),
+            static_cast<long long>(late))
+      << err;
   // The window is libc's table build: 1 to 6 samples at 999 Hz before the
   // builds went by demand on two threads; now often none (the comparison
   // below is then empty, and still_cold says no sample stayed cold).
