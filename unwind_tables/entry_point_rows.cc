@@ -5,6 +5,16 @@
 #include <algorithm>
 
 namespace ehprof {
+namespace {
+
+// Whether addr lies in an executable segment the file loads.
+bool InLoadedCode(const ElfFile& elf, uint64_t addr) {
+  return std::any_of(elf.segments().begin(), elf.segments().end(), [&](const ElfSegment& s) {
+    return s.type == PT_LOAD && (s.flags & PF_X) && addr >= s.vaddr && addr - s.vaddr < s.memsz;
+  });
+}
+
+}  // namespace
 
 std::vector<UnwindRow> EntryPointRows(const ElfFile& elf, const std::vector<UnwindRow>& rows) {
   std::vector<UnwindRow> out;
@@ -12,10 +22,7 @@ std::vector<UnwindRow> EntryPointRows(const ElfFile& elf, const std::vector<Unwi
   if (entry == 0 || rows.empty() || entry > UINT64_MAX - kEntryPointBytes) return out;
   // Only an entry point in code the file loads: a hostile e_entry must not
   // mark anything else.
-  const bool in_text = std::any_of(elf.segments().begin(), elf.segments().end(), [&](const ElfSegment& s) {
-    return s.type == PT_LOAD && (s.flags & PF_X) && entry >= s.vaddr && entry - s.vaddr < s.memsz;
-  });
-  if (!in_text) return out;
+  if (!InLoadedCode(elf, entry)) return out;
   auto next = std::upper_bound(rows.begin(), rows.end(), entry,
                                [](uint64_t a, const UnwindRow& r) { return a < r.addr; });
   if (next != rows.begin() && !std::prev(next)->rule.is_none()) return out;  // CFI covers it
@@ -29,10 +36,7 @@ std::vector<UnwindRow> EntryPointRows(const ElfFile& elf, const std::vector<Unwi
   uint64_t start = entry;
   auto before = std::upper_bound(rows.begin(), rows.end(), entry - 1,
                                  [](uint64_t a, const UnwindRow& r) { return a < r.addr; });
-  const bool byte_before_in_text = std::any_of(elf.segments().begin(), elf.segments().end(), [&](const ElfSegment& s) {
-    return s.type == PT_LOAD && (s.flags & PF_X) && entry - 1 >= s.vaddr && entry - 1 - s.vaddr < s.memsz;
-  });
-  if (byte_before_in_text && (before == rows.begin() || std::prev(before)->rule.is_none())) start = entry - 1;
+  if (InLoadedCode(elf, entry - 1) && (before == rows.begin() || std::prev(before)->rule.is_none())) start = entry - 1;
   UnwindRule bottom;
   bottom.cfa_kind = EHP_CFA_REG;
   // The kernel's stack pointer at entry: nothing was pushed (x86_64's
