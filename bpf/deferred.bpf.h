@@ -1,8 +1,10 @@
 /* The cold window: a sample whose walk stopped because its table was not
  * loaded yet (EHP_STOP_NO_TABLE), its process was not known yet
- * (EHP_STOP_NO_PROC) or its pc lay in no mapping the process's entry has
- * (EHP_STOP_NO_MAPPING: a library ld.so or dlopen has just mapped, which
- * user space reads on the EHP_EVENT_UNKNOWN_PC the walk sent) is preceded
+ * (EHP_STOP_NO_PROC) or its pc, or the return address its frame pointer
+ * led to, lay in no mapping the process's entry has (EHP_STOP_NO_MAPPING,
+ * EHP_STOP_FP_RA_UNMAPPED: a library ld.so or dlopen has just mapped, JIT
+ * code just placed, which user space reads on the EHP_EVENT_UNKNOWN_PC the
+ * walk sent) is preceded
  * by an EHP_EVENT_DEFERRED record: the walk's registers where it stopped
  * and a copy of the user stack from that frame's sp, which user space
  * walks on with the same code once the table exists (bpf/host/,
@@ -58,10 +60,11 @@ static __noinline int defer_walk(struct scratch *s)
 {
 	__u8 stop = s->ev.stop_reason;
 	if (!cfg.deferred_rate || cfg.unwinder != EHP_UNWINDER_DWARF ||
-	    (stop != EHP_STOP_NO_TABLE && stop != EHP_STOP_NO_PROC && stop != EHP_STOP_NO_MAPPING))
+	    (stop != EHP_STOP_NO_TABLE && stop != EHP_STOP_NO_PROC && stop != EHP_STOP_NO_MAPPING &&
+	     stop != EHP_STOP_FP_RA_UNMAPPED))
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	if (stop == EHP_STOP_NO_MAPPING && !nomap_copy_allowed(s->ev.pid, now))
+	if ((stop == EHP_STOP_NO_MAPPING || stop == EHP_STOP_FP_RA_UNMAPPED) && !nomap_copy_allowed(s->ev.pid, now))
 		return 0;
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	struct deferred_budget *b = bpf_map_lookup_elem(&deferred_budget, &zero);

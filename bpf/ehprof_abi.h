@@ -764,8 +764,9 @@ struct ehp_verify {
 EHP_ASSERT(sizeof(struct ehp_verify) == 8 * (EHP_REG_RIP + 1) + 8, "ehp_verify: regs, len, pad");
 
 /* A sample whose walk stopped because its table was not loaded yet, its
- * process was not known yet or its pc was in no mapping the entry has
- * (EHP_STOP_NO_TABLE, EHP_STOP_NO_PROC, EHP_STOP_NO_MAPPING) is sent
+ * process was not known yet or its pc, or the return address its frame
+ * pointer led to, was in no mapping the entry has (EHP_STOP_NO_TABLE,
+ * EHP_STOP_NO_PROC, EHP_STOP_NO_MAPPING, EHP_STOP_FP_RA_UNMAPPED) is sent
  * right after an EHP_EVENT_DEFERRED record (struct ehp_event with the
  * sample's pid, tid, cpu and time, then this, then stack_len bytes of the
  * user stack from regs[EHP_REG_RSP]): the walk's state where it stopped,
@@ -780,8 +781,9 @@ EHP_ASSERT(sizeof(struct ehp_verify) == 8 * (EHP_REG_RIP + 1) + 8, "ehp_verify: 
 #define EHP_DEFERRED_PAGES (EHP_DEFERRED_STACK_MAX / 4096 + 1)
 /* The bucket holds this many seconds of cfg.deferred_rate. */
 #define EHP_DEFERRED_BURST_S 2
-/* Copies for EHP_STOP_NO_MAPPING a process may send a second: a library
- * just mapped stops a few samples before user space reads it, while a
+/* Copies for EHP_STOP_NO_MAPPING and EHP_STOP_FP_RA_UNMAPPED a process may
+ * send a second: a library or JIT code just mapped stops a few samples
+ * before user space reads it, while a
  * process whose stack leads to unmapped addresses (crafted or garbage)
  * would stop every one and spend every CPU's bucket. */
 #define EHP_DEFERRED_NOMAP_PER_S 16
@@ -793,7 +795,7 @@ struct ehp_deferred {
 	ehp_u32 exact;		       /* the pc is an interrupted one, not a return address */
 	ehp_u32 stack_len;
 	ehp_u16 n_user;	     /* the user frames the kernel's walk found */
-	ehp_u8 stop_reason;  /* EHP_STOP_NO_TABLE, EHP_STOP_NO_PROC or EHP_STOP_NO_MAPPING */
+	ehp_u8 stop_reason;  /* one of the four above */
 	ehp_u8 pad;
 };
 EHP_ASSERT(sizeof(struct ehp_deferred) == 8 * (EHP_REG_RIP + 1) + 16, "ehp_deferred: regs, state, len");

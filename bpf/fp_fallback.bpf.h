@@ -69,6 +69,12 @@ EHP_INLINE int fp_fallback_step(struct walk *w)
 		int r = syscall_leaf_step(w);
 		if (r >= 0)
 			return r;
+		/* JIT code in memory mapped since user space read the maps
+		 * (V8's code space grows while a renderer starts): user space
+		 * reads them again, and the walk is finished late
+		 * (bpf/deferred.bpf.h). */
+		if (ra)
+			notify(EHP_EVENT_UNKNOWN_PC, w->pid, s->ev.tid, ra - 1);
 		w->stop = EHP_STOP_FP_RA_UNMAPPED;
 		return 0;
 	}

@@ -3,7 +3,7 @@
 // into EventHandler (the code Recorder runs on the ring buffer's records)
 // with an in-memory process tracker: samples through the recorder's hooks
 // to the sink, execs into the tracker, the re-reads execs, forks and
-// unknown pcs ask for, exits (an image no sample came from forgotten), and processes gone
+// unknown pcs ask for (those at most every 50 ms a process), exits (an image no sample came from forgotten), and processes gone
 // without an EXIT event found by the sweep.
 #include "agent/record/event_handler.h"
 
@@ -111,6 +111,34 @@ TEST_F(EventHandlerReplay, UnknownPcsAndPidsAskForAReReadOnlyWhenItCanHelp) {
   Replay({Plain(EHP_EVENT_UNKNOWN_PC, kA, 10, 0x401000),  // known: reading again would not help
           Plain(EHP_EVENT_UNKNOWN_PC, kB, 10, 0x900000), Plain(EHP_EVENT_UNKNOWN_PID, kChild, 10)},
          h);
+  EXPECT_EQ(h.to_refresh(), (std::set<uint32_t>{kB, kChild}));
+}
+
+TEST_F(EventHandlerReplay, UnknownPcsOfOneProcessAskForAReadEvery50MsAtMost) {
+  EventHandler h(&tracker_, &list_, {}, &warnings_, Hooks());
+  // A stack that leads to garbage: the kernel's event every 2 ms.
+  std::vector<Bytes> stream;
+  for (uint64_t t = 10 * kMs; t < 60 * kMs; t += 2 * kMs) {
+    stream.push_back(Plain(EHP_EVENT_UNKNOWN_PC, kB, t, 0x900000));
+  }
+  Replay(stream, h);
+  // The first is read at once; the rest wait for one read 50 ms later.
+  EXPECT_EQ(h.to_refresh(), std::set<uint32_t>{kB});
+  EXPECT_EQ(h.next_followup_ns(), 60 * kMs);
+  h.ProcessPending(20 * kMs);
+  EXPECT_TRUE(h.to_refresh().empty());
+  h.ProcessPending(60 * kMs);
+  EXPECT_EQ(h.next_followup_ns(), UINT64_MAX);
+  // One after that read waits for 50 ms after it; one then is read at once.
+  Replay({Plain(EHP_EVENT_UNKNOWN_PC, kB, 100 * kMs, 0x900000)}, h);
+  EXPECT_TRUE(h.to_refresh().empty());
+  EXPECT_EQ(h.next_followup_ns(), 110 * kMs);
+  h.ProcessPending(110 * kMs);
+  Replay({Plain(EHP_EVENT_UNKNOWN_PC, kB, 161 * kMs, 0x900000)}, h);
+  EXPECT_EQ(h.to_refresh(), std::set<uint32_t>{kB});
+  EXPECT_EQ(h.next_followup_ns(), UINT64_MAX);
+  // Another process's are its own.
+  Replay({Plain(EHP_EVENT_UNKNOWN_PC, kChild, 162 * kMs, 0x900000)}, h);
   EXPECT_EQ(h.to_refresh(), (std::set<uint32_t>{kB, kChild}));
 }
 

@@ -139,6 +139,23 @@ TEST_F(ProcessTrackerTest, MappingsFromAddsLaterLibrariesOfTheSameImage) {
   EXPECT_TRUE(tracker_.MappingsFrom(kPid + 1, 150).empty());
 }
 
+// JIT code's region grows while the process runs, and the kernel merges
+// the new part with the known one: a walk finished late needs the new part.
+TEST_F(ProcessTrackerTest, MappingsFromAddsTheNewPartsOfGrownAnonymousCode) {
+  const auto anon = [](uint64_t start, uint64_t end) {
+    MapsEntry m = Exec(start, end, "");
+    m.write = true;
+    return m;
+  };
+  tracker_.Apply(kPid, {anon(0x1000, 0x2000), Exec(0x5000, 0x6000, "/bin/child"), anon(0x8000, 0x9000)}, 100);
+  tracker_.Apply(kPid, {anon(0x1000, 0x3000), Exec(0x5000, 0x6000, "/bin/child"), anon(0x7000, 0xa000)}, 200);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const TrackedMapping& m : tracker_.MappingsFrom(kPid, 150)) ranges.emplace_back(m.start, m.end);
+  EXPECT_EQ(ranges, (std::vector<std::pair<uint64_t, uint64_t>>{
+                        {0x1000, 0x2000}, {0x2000, 0x3000}, {0x5000, 0x6000}, {0x7000, 0x8000},
+                        {0x8000, 0x9000}, {0x9000, 0xa000}}));
+}
+
 // A long-lived process that unmaps a library and maps another: the
 // snapshot that held the first goes once replaced long enough ago, and
 // with it the fd.

@@ -13,9 +13,13 @@ namespace {
 // yet.
 bool Deferrable(uint8_t stop) { return stop == EHP_STOP_NO_TABLE || stop == EHP_STOP_NO_PROC; }
 
-// What the kernel's walk may send a copy for: those, and a pc in no mapping
-// the process's entry had (a library ld.so or dlopen had just mapped).
-bool Copied(uint8_t stop) { return Deferrable(stop) || stop == EHP_STOP_NO_MAPPING; }
+// A pc, or the return address a frame pointer led to, in no mapping the
+// process's entry had: a library ld.so or dlopen had just mapped, JIT code
+// just placed; the maps read again may hold it.
+bool Unmapped(uint8_t stop) { return stop == EHP_STOP_NO_MAPPING || stop == EHP_STOP_FP_RA_UNMAPPED; }
+
+// What the kernel's walk may send a copy for.
+bool Copied(uint8_t stop) { return Deferrable(stop) || Unmapped(stop); }
 
 // The mapping of mappings (sorted by start) holding addr, or null.
 const TrackedMapping* MappingOf(const std::vector<TrackedMapping>& mappings, uint64_t addr) {
@@ -123,9 +127,10 @@ DeferredWalks::Outcome DeferredWalks::Finish(Held& h, uint64_t now_ns) {
   auto out = std::make_unique<ehp_replay_result>();
   if (ehp_replay_walk_on(&env, &st, s.pid, out.get()) != 0) return Outcome::kWaiting;
   // A file the walk reached beyond the first may still be building; a pc
-  // in no mapping may be in one the maps, read again after an exec, add.
+  // in no mapping may be in one the maps, read again (after an exec, on
+  // the walk's EHP_EVENT_UNKNOWN_PC), add.
   if (Deferrable(static_cast<uint8_t>(out->stop_reason))) return Outcome::kWaiting;
-  if (out->stop_reason == EHP_STOP_NO_MAPPING && now_ns != UINT64_MAX &&
+  if (Unmapped(static_cast<uint8_t>(out->stop_reason)) && now_ns != UINT64_MAX &&
       now_ns - std::min(now_ns, h.arrived_ns) < options_.settle_ns) {
     return Outcome::kWaiting;
   }
@@ -134,7 +139,7 @@ DeferredWalks::Outcome DeferredWalks::Finish(Held& h, uint64_t now_ns) {
   if (out->n == 0 && out->stop_reason == s.stop_reason) return Outcome::kUnfinished;
   const uint32_t keep = LateFramesBeforeLoop(s.pid, s.user, h.capture.state, out->frames, out->n, in_loop_);
   s.user.insert(s.user.end(), out->frames, out->frames + keep);
-  s.stop_reason = static_cast<uint8_t>(keep < out->n ? EHP_STOP_LATE_RUNTIME : out->stop_reason);
+  s.stop_reason = static_cast<uint8_t>(keep < out->n ? static_cast<uint32_t>(EHP_STOP_LATE_RUNTIME) : out->stop_reason);
   s.flags |= EHP_SAMPLE_FINISHED_LATE;
   return Outcome::kFinished;
 }

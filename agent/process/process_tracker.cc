@@ -338,6 +338,36 @@ const std::vector<TrackedMapping>* ProcessTracker::MappingsAt(uint32_t pid,
   return snap ? &snap->mappings : nullptr;
 }
 
+namespace {
+
+// The parts of anonymous code m that no mapping of `out` (sorted, none
+// overlapping) covers, added to it: JIT code grows its region, which the
+// kernel merges with the part known already.
+void AddUncoveredAnon(std::vector<TrackedMapping>& out, const TrackedMapping& m) {
+  std::vector<TrackedMapping> pieces;
+  const auto piece = [&](uint64_t from, uint64_t to) {
+    TrackedMapping p = m;
+    p.start = from;
+    p.end = to;
+    pieces.push_back(std::move(p));
+  };
+  uint64_t from = m.start;
+  auto it = std::upper_bound(out.begin(), out.end(), m.start,
+                             [](uint64_t a, const TrackedMapping& x) { return a < x.end; });
+  for (; it != out.end() && it->start < m.end; ++it) {
+    if (it->start > from) piece(from, it->start);
+    from = std::max(from, it->end);
+  }
+  if (from < m.end) piece(from, m.end);
+  for (TrackedMapping& p : pieces) {
+    auto at = std::upper_bound(out.begin(), out.end(), p.start,
+                               [](uint64_t a, const TrackedMapping& x) { return a < x.start; });
+    out.insert(at, std::move(p));
+  }
+}
+
+}  // namespace
+
 std::vector<TrackedMapping> ProcessTracker::MappingsFrom(uint32_t pid, uint64_t time_ns) const {
   auto [first, last] = SnapshotsAt(pid, time_ns);
   if (!first) return {};
@@ -348,7 +378,12 @@ std::vector<TrackedMapping> ProcessTracker::MappingsFrom(uint32_t pid, uint64_t 
       // The first mapping starting at or after m's end; m overlaps none
       // when the one before that ends at or before m's start.
       auto at = std::upper_bound(out.begin(), out.end(), m.end - 1, by_start);
-      if (at != out.begin() && std::prev(at)->end > m.start) continue;
+      if (at != out.begin() && std::prev(at)->end > m.start) {
+        // A file mapped over another is a later image's; the in-force
+        // one wins.
+        if (m.path == "//anon") AddUncoveredAnon(out, m);
+        continue;
+      }
       out.insert(at, m);
     }
   }

@@ -114,8 +114,10 @@ class ProcessTracker {
   const std::vector<TrackedMapping>* MappingsAt(uint32_t pid, uint64_t time_ns) const;
   // The mappings in force at time_ns, with those of the same image's later
   // snapshots that overlap none of them (a library ld.so or dlopen mapped
-  // after that snapshot was read, maybe before time_ns), sorted by start;
-  // empty if pid is unknown. What a walk finished late walks over.
+  // after that snapshot was read, maybe before time_ns) and the parts of
+  // later anonymous code none of them covers (a JIT's region grown),
+  // sorted by start; empty if pid is unknown. What a walk finished late
+  // walks over.
   std::vector<TrackedMapping> MappingsFrom(uint32_t pid, uint64_t time_ns) const;
   // addr as mapped in pid at time_ns; nullopt when no mapping holds it.
   std::optional<ResolvedAddr> Resolve(uint32_t pid, uint64_t time_ns, uint64_t addr) const;

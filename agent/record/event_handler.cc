@@ -98,6 +98,7 @@ void EventHandler::HandleRecord(const void* data, size_t size) {
       // A pc in a mapping the process entry had no room for: the maps are
       // known, re-reading them would not help.
       if (tracker_->Covers(ev.pid, ev.addr)) break;
+      if (!UnknownPcReadDue(ev.pid, ev.time_ns)) break;
       to_refresh_.insert(ev.pid);
       break;
     case DecodedEvent::Kind::kUnknownPid:
@@ -114,6 +115,24 @@ void EventHandler::HandleRecord(const void* data, size_t size) {
     default:
       break;
   }
+}
+
+bool EventHandler::UnknownPcReadDue(uint32_t pid, uint64_t time_ns) {
+  UnknownPcReads& r = unknown_pc_reads_[pid];
+  if (r.scheduled && time_ns >= r.next_ns) {  // that read is done
+    r.scheduled = false;
+    r.next_ns += kUnknownPcReadIntervalNs;
+  }
+  if (time_ns >= r.next_ns) {
+    r.next_ns = time_ns + kUnknownPcReadIntervalNs;
+    return true;
+  }
+  // Too soon: once, when it is time (the pc may be in memory mapped since).
+  if (!r.scheduled) {
+    followups_.emplace(r.next_ns, pid);
+    r.scheduled = true;
+  }
+  return false;
 }
 
 void EventHandler::ProcessPending(uint64_t now_ns) {
@@ -142,6 +161,7 @@ void EventHandler::ProcessPending(uint64_t now_ns) {
     // Its history stays for its held samples: forgotten with the last.
     if (deferred_ && deferred_->Holds(pid) && !sink_->ResolvesLater()) exited_held_.insert(pid);
     runtimes_.ForEach([pid = pid](auto& runtime) { runtime.Exit(pid); });
+    unknown_pc_reads_.erase(pid);
     if (hooks_.exited) hooks_.exited(pid);
   }
   to_exit_.clear();

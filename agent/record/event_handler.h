@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -98,6 +99,19 @@ class EventHandler {
   void HandleSample(RawSample&& s, size_t size);
   // An accepted sample, finished or not: counted and to the sink.
   void Emit(RawSample&& s, size_t size);
+  // Whether an EHP_EVENT_UNKNOWN_PC of pid at time_ns may have its maps
+  // read again (counting it): the kernel sends one every 2 ms while a
+  // process's walks end in no mapping, and a stack that leads to garbage
+  // (crafted, or a frame pointer chain's end) does so for good; a read of
+  // a process with many mappings costs milliseconds.
+  // At most one read a kUnknownPcReadIntervalNs; one asked for sooner is
+  // made when the interval is over (followups_).
+  bool UnknownPcReadDue(uint32_t pid, uint64_t time_ns);
+  static constexpr uint64_t kUnknownPcReadIntervalNs = 50'000'000;
+  struct UnknownPcReads {
+    uint64_t next_ns = 0;    // the earliest the next read may be
+    bool scheduled = false;  // a read at next_ns is in followups_
+  };
 
   ProcessTracker* tracker_;
   SampleSink* sink_;
@@ -106,6 +120,7 @@ class EventHandler {
   Hooks hooks_;
   DeferredWalks* deferred_ = nullptr;
   std::set<uint32_t> to_refresh_;
+  std::unordered_map<uint32_t, UnknownPcReads> unknown_pc_reads_;
   std::map<uint32_t, uint64_t> to_exit_;  // pid -> exit time
   std::unordered_set<uint32_t> sampled_;  // pids with samples since their last exit
   std::unordered_set<uint32_t> exited_held_;  // pids exited with samples held (agent/deferred)
