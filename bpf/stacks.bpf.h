@@ -20,19 +20,21 @@ EHP_INLINE int user_regs_loaded(struct scratch *s, int exact)
 }
 
 /* Whether task's address space is one exec is still building: its
- * mm_struct's arg_start is set by create_elf_tables, late in the ELF
- * loader, while from exec_mmap on (begin_new_exec, which then tears the
- * old address space down) the task's saved registers are still the old
- * program's, whose stack is gone: reading it only faults. */
+ * mm_struct's arg_end is set by create_elf_tables, at the ELF loader's
+ * end (arg_start is set before, by setup_arg_pages, and the loader maps
+ * the program, ld.so and the vDSO after that), while from exec_mmap on
+ * (begin_new_exec, which then tears the old address space down) the
+ * task's saved registers are still the old program's, whose stack is
+ * gone: reading it only faults. */
 #ifndef EHP_COMPAT
 EHP_INLINE int exec_replacing_mm(struct task_struct *task)
 {
-	return task->mm->arg_start == 0;
+	return task->mm->arg_end == 0;
 }
 #else
 EHP_INLINE int exec_replacing_mm(struct task_struct *task)
 {
-	return BPF_CORE_READ(task, mm, arg_start) == 0;
+	return BPF_CORE_READ(task, mm, arg_end) == 0;
 }
 #endif
 

@@ -42,7 +42,7 @@ struct ehp_shim_thread {
 	__u64 fsbase;
 };
 struct mm_struct {
-	unsigned long arg_start; /* 0 while exec builds the address space */
+	unsigned long arg_end; /* 0 while exec builds the address space */
 };
 struct task_struct {
 	unsigned int flags;

@@ -137,7 +137,7 @@ int ehp_replay_walk(struct ehp_replay_env *env, const ehp_u64 regs[EHP_REG_RIP +
 	replay_env = env;
 	env->read_end = 0;
 	memset(&replay_task, 0, sizeof(replay_task));
-	replay_mm.arg_start = 1;
+	replay_mm.arg_end = 1;
 	replay_task.mm = &replay_mm; /* a user task, not in exec */
 	struct pt_regs *r = &replay_regs;
 	memset(r, 0, sizeof(*r));
