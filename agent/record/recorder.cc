@@ -71,7 +71,6 @@ absl::Status Recorder::AddInitialTargets(uint64_t now_ns) {
 }
 
 void Recorder::CountSample(const RawSample& s, size_t size) {
-  HurryTableOf(s);
   summary_.off_cpu_ns += s.off_cpu_ns;
   if (s.stop_reason == EHP_STOP_END_OF_STACK) ++complete_;
   if (s.stop_reason != EHP_STOP_NOT_WALKED && s.stop_reason != EHP_STOP_NO_USER_STACK) {
@@ -95,7 +94,11 @@ EventHandler::Hooks Recorder::EventHooks() {
       return false;
     }
     // The name too, in case the EXEC event was lost to a full ring buffer.
-    return !(static_cast<int>(s.pid) == child_pid_ && !command_execd_ && own_comm_ == s.comm);
+    if (static_cast<int>(s.pid) == child_pid_ && !command_execd_ && own_comm_ == s.comm) return false;
+    // Before the sample is held for its walk to be finished late
+    // (agent/deferred/): that waits for this table.
+    HurryTableOf(s);
+    return true;
   };
   h.count = [this](const RawSample& s, size_t size) { CountSample(s, size); };
   h.exec = [this](uint32_t pid) {

@@ -108,11 +108,25 @@ void FileTables::Release(const FileKey& key) {
   if (it == files_.end() || it->second.refs == 0) return;
   FileInfo& f = it->second;
   if (--f.refs > 0) return;
+  if (f.state == FileInfo::State::kPending) {
+    // Built anyway (the next process running it finds it ready, and a
+    // sample held for it is finished with it), unless builds queue up:
+    // then one no process waits for is dropped. A stream of distinct
+    // short-lived binaries would otherwise queue builds faster than they
+    // are made, each holding its file open.
+    if (DropQueuedBuild(key)) files_.erase(it);  // else parked when its build ends
+    return;
+  }
+  Park(it);
+}
+
+void FileTables::Park(std::map<FileKey, FileInfo>::iterator it) {
+  FileInfo& f = it->second;
   switch (f.state) {
     case FileInfo::State::kReady:
       // Kept loaded: the same binary often runs again soon (shells,
       // build steps). Room is made by evicting from the back.
-      unused_.push_front(key);
+      unused_.push_front(it->first);
       f.unused = unused_.begin();
       f.unused_since = now_();
       retry_no_space_ = true;
@@ -124,16 +138,11 @@ void FileTables::Release(const FileKey& key) {
     case FileInfo::State::kNoCfi:
       // Remembered for a while, as a ready table is: no build again for
       // the next process mapping it.
-      idle_.push_front(key);
+      idle_.push_front(it->first);
       f.unused = idle_.begin();
       f.unused_since = now_();
       break;
     case FileInfo::State::kPending:
-      // Built anyway (the next process running it finds it ready), unless
-      // builds queue up: then one no process waits for is dropped. A
-      // stream of distinct short-lived binaries would otherwise queue
-      // builds faster than they are made, each holding its file open.
-      if (DropQueuedBuild(key)) files_.erase(it);  // else dropped when its build ends
       break;
   }
 }
@@ -163,6 +172,8 @@ std::deque<FileTables::Job>::iterator FileTables::NextJob() {
 bool FileTables::DropQueuedBuild(const FileKey& key) {
   std::lock_guard<std::mutex> lock(mu_);
   if (jobs_.size() < kBusyQueue) return false;
+  // A sample waits for it (kUrgent): its walk is finished late with it.
+  if (auto p = priority_.find(key); p != priority_.end() && p->second >= kUrgent) return false;
   auto job = std::find_if(jobs_.begin(), jobs_.end(), [&](const Job& j) { return j.key == key; });
   if (job == jobs_.end()) return false;  // being built
   jobs_.erase(job);
@@ -312,53 +323,54 @@ std::vector<FileKey> FileTables::CollectFinished() {
     auto it = files_.find(d.key);
     if (it == files_.end()) continue;
     FileInfo& f = it->second;
-    if (f.refs == 0) {
-      files_.erase(it);  // every process using it went away meanwhile
-      continue;
-    }
-    if (!d.table.ok()) {
-      f.state = FileInfo::State::kFailed;
-      ++stats_.failed;
-      f.error = std::string(d.table.status().message());
-      warnings_->Add(absl::StrCat("no unwind table for ", f.path, ": ", f.error,
-                                       " (frame pointers used there)"));
-      ready.push_back(d.key);
-      continue;
-    }
-    if (d.rows == 0) {
-      // Nothing to load: an empty table would stop every walk at its first
-      // pc there ("no CFI"), where the frame pointers lead on.
-      f.state = FileInfo::State::kNoCfi;
-      ready.push_back(d.key);
-      continue;
-    }
-    auto id = store_->Load(*d.table, f.path);
-    while (!id.ok() && absl::IsResourceExhausted(id.status()) && EvictOne()) {
-      ++stats_.evicted;
-      id = store_->Load(*d.table, f.path);
-    }
-    if (!id.ok()) {
-      f.state = FileInfo::State::kNoSpace;
-      f.error = std::string(id.status().message());
-      // Said once: with -a a full map refuses many files; the summary
-      // counts them.
-      if (stats_.no_space++ == 0 || !absl::IsResourceExhausted(id.status())) {
-        warnings_->Add(absl::StrCat(f.error, " (files without a table are unwound with frame "
-                                                  "pointers; raise --table-memory)"));
-      }
-      ready.push_back(d.key);
-      continue;
-    }
-    ++stats_.loaded;
-    f.image.clear();
-    f.image.shrink_to_fit();
-    f.state = FileInfo::State::kReady;
-    f.table_id = *id;
-    f.rows = d.rows;
-    f.table_bytes = d.table->bytes();
-    ready.push_back(d.key);
+    // Every process using it may have gone meanwhile (a compiler that
+    // lives 50 ms): it is loaded all the same, and parked, for the next
+    // process running it and for that one's samples held for it
+    // (agent/deferred/).
+    Finish(d, f);
+    if (f.refs > 0 || f.state != FileInfo::State::kNoSpace) ready.push_back(d.key);
+    if (f.refs == 0) Park(it);
   }
   return ready;
+}
+
+void FileTables::Finish(Done& d, FileInfo& f) {
+  if (!d.table.ok()) {
+    f.state = FileInfo::State::kFailed;
+    ++stats_.failed;
+    f.error = std::string(d.table.status().message());
+    warnings_->Add(absl::StrCat("no unwind table for ", f.path, ": ", f.error, " (frame pointers used there)"));
+    return;
+  }
+  if (d.rows == 0) {
+    // Nothing to load: an empty table would stop every walk at its first
+    // pc there ("no CFI"), where the frame pointers lead on.
+    f.state = FileInfo::State::kNoCfi;
+    return;
+  }
+  auto id = store_->Load(*d.table, f.path);
+  while (!id.ok() && absl::IsResourceExhausted(id.status()) && EvictOne()) {
+    ++stats_.evicted;
+    id = store_->Load(*d.table, f.path);
+  }
+  if (!id.ok()) {
+    f.state = FileInfo::State::kNoSpace;
+    f.error = std::string(id.status().message());
+    // Said once: with -a a full map refuses many files; the summary
+    // counts them.
+    if (stats_.no_space++ == 0 || !absl::IsResourceExhausted(id.status())) {
+      warnings_->Add(absl::StrCat(f.error, " (files without a table are unwound with frame "
+                                           "pointers; raise --table-memory)"));
+    }
+    return;
+  }
+  ++stats_.loaded;
+  f.image.clear();
+  f.image.shrink_to_fit();
+  f.state = FileInfo::State::kReady;
+  f.table_id = *id;
+  f.rows = d.rows;
+  f.table_bytes = d.table->bytes();
 }
 
 uint64_t FileTables::Expire(std::list<FileKey>* list, std::chrono::steady_clock::time_point now) {

@@ -160,8 +160,15 @@ class FileTables {
   // equals. Under mu_, jobs_ not empty.
   std::deque<Job>::iterator NextJob();
   bool EvictOne();
+  // A file no process maps any more, its state final: a ready table to
+  // unused_ (evictable), a failed or CFI-less file to idle_, one refused
+  // for room forgotten (the next process mapping it tries again).
+  void Park(std::map<FileKey, FileInfo>::iterator it);
+  // A build's end: f's table loaded, or why not (its state).
+  void Finish(Done& d, FileInfo& f);
   // Takes key's build out of a queue of at least kBusyQueue; false when it
-  // is not queued (being built) or the queue is short.
+  // is not queued (being built), the queue is short or a sample waits for
+  // it (kUrgent).
   bool DropQueuedBuild(const FileKey& key);
   void Queue(const FileKey& key, const FileInfo& info, std::optional<ElfFile> elf = std::nullopt);
   // Forgets the unused files of `list` that have been unused for
