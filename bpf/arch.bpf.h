@@ -157,9 +157,16 @@ EHP_INLINE __u32 ehp_reg_slot(__u32 reg)
 	return reg;
 }
 
+/* A return address in a general register (EHP_RULE_REGISTER: glibc's
+ * __vfork pops it into rdi around the syscall), when that register is
+ * known: in the leaf's frame. */
 EHP_INLINE int ehp_ra_in_register(__u64 *regs, __u32 valid, struct ehp_rule *rule, __u64 *ra)
 {
-	return 0; /* x86-64's return address is always on the stack */
+	__u32 reg = (__u16)rule->ra_offset;
+	if (rule->ra_kind != EHP_RULE_REGISTER || reg >= EHP_REG_RIP || !(valid & (1u << reg)))
+		return 0;
+	*ra = regs[reg];
+	return 1;
 }
 
 EHP_INLINE __u64 ehp_strip_pac(__u64 ra)

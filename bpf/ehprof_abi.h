@@ -75,6 +75,10 @@ enum ehp_reg_kind {
 	EHP_RULE_UNDEFINED = 2,	 /* not recoverable; for ra: the bottom of the stack */
 	EHP_RULE_DEREF = 3,	 /* saved at *(reg + offset), reg of this frame */
 	EHP_RULE_OTHER = 4,	 /* register, val_offset, other expression: unsupported */
+	/* ra only, x86-64: in register ra_offset (DWARF number, at most
+	 * EHP_REG_RIP - 1) of this frame; glibc's __vfork pops its return
+	 * address into rdi around the syscall. */
+	EHP_RULE_REGISTER = 5,
 };
 
 enum ehp_rule_flags {

@@ -55,6 +55,12 @@ void DecodeRegister(Dwarf_Frame* frame, int reg, int* kind, int64_t* off) {
              ops[1].atom == DW_OP_plus_uconst) {
     *kind = EHP_RULE_CFA_OFFSET;
     *off = static_cast<int64_t>(ops[1].number);
+  } else if (nops == 1 && ops[0].atom >= DW_OP_reg0 && ops[0].atom <= DW_OP_reg31) {
+    *kind = EHP_RULE_REGISTER;  // DW_CFA_register: in another register
+    *off = ops[0].atom - DW_OP_reg0;
+  } else if (nops == 1 && ops[0].atom == DW_OP_regx) {
+    *kind = EHP_RULE_REGISTER;
+    *off = static_cast<int64_t>(ops[0].number);
   } else {
     *kind = -1;
   }
@@ -122,6 +128,9 @@ size_t CompareWithLibdw(const std::string& path) {
         auto reg_ok = [](int kind, int64_t off, uint8_t our_kind, int64_t our_off) {
           if (kind == EHP_RULE_CFA_OFFSET) return our_kind == EHP_RULE_CFA_OFFSET && off == our_off;
           if (kind == EHP_RULE_SAME || kind == EHP_RULE_UNDEFINED) return our_kind == kind;
+          // Ours for the return address in one of x86-64's general registers;
+          // unsupported otherwise (rbp, aarch64).
+          if (kind == EHP_RULE_REGISTER && our_kind == EHP_RULE_REGISTER) return off == our_off;
           return our_kind == EHP_RULE_DEREF || our_kind == EHP_RULE_OTHER;
         };
         ok = ok && reg_ok(theirs.rbp_kind, theirs.rbp_offset, ours.rbp_kind, ours.rbp_offset);

@@ -102,6 +102,10 @@ def match_ra(re_ra, ours):
     want = _cfa_offset_form(re_ra)
     if want is not None:
         return None if _norm_off(ours) == want else "ra"
+    # DW_CFA_register, "r5 (rdi)": ours names x86-64's general register.
+    reg = re.fullmatch(r"r\d+ \((\w+)\)", re_ra)
+    if reg and ours == reg.group(1):
+        return None
     return None if ours == "other" else "ra"
 
 
@@ -1042,6 +1046,8 @@ def self_test():
     assert match_cfa("rsp-8", "rsp+-8") is None
     assert match_rbp("v+16", "other") is None
     assert match_rbp("r3 (rbx)", "other") is None
+    assert match_ra("r5 (rdi)", "rdi") is None  # glibc's __vfork
+    assert match_ra("r5 (rdi)", "rsi") == "ra"
     assert match_rbp("exp:*(rbp+0)", "*(rbp+0)") is None
     assert match_rbp("exp", "*(rbp+0)") == "rbp"
     assert match_ra("c+8", "cfa+8") is None

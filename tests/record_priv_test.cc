@@ -816,6 +816,25 @@ TEST_F(RecordUnwind, FramelessSyscallWrapperWithoutCfiUnwindsToMain) {
   }
 }
 
+// A syscall wrapper whose CFI keeps the return address in a register
+// around the syscall (DW_CFA_register, as glibc's __vfork pops it into
+// rdi): the leaf's registers are known, so the walk reads it there.
+TEST_F(RecordUnwind, ReturnAddressInARegisterUnwindsToMain) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "x86-64 assembly (testdata/ra_in_register_impl.S)";
+#endif
+  for (const std::string name : {"ra_in_register", "ra_in_register.stripped"}) {
+    SCOPED_TRACE(name);
+    const std::string prog = TestdataPath(name);
+    Namer namer;
+    AddTwinIfStripped(&namer, prog, {"rareg_getrandom", "rareg_spin", "main", "_start"});
+    Recording r = Record(name, {}, {prog, "1"});
+    ExpectChains(CheckChains(name + ": leaf rareg_getrandom", r.samples, namer, Comm(name), "rareg_getrandom",
+                             {Concat({Fn("rareg_getrandom", prog), Fn("rareg_spin", prog)}, Bottom(prog))}),
+                 kMinSamples, 0.90, r.run.err);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // 4. Stack realignment through DRAP: CFA = *(rbp - 8), a CFA expression.
 

@@ -17,6 +17,10 @@ namespace {
 // program from growing memory without limit.
 constexpr size_t kMaxRememberDepth = 64;
 
+// x86-64's general registers (DWARF 0-15): where EHP_RULE_REGISTER may
+// keep a return address.
+constexpr uint64_t kRaRegisters = 16;
+
 // The last register+offset CFA rule, kept while an expression is in force.
 struct CfaRegOffset {
   uint64_t reg = 0;
@@ -301,6 +305,13 @@ class Interpreter {
       case DW_CFA_register: {
         uint64_t from = r.uleb128();
         SetReg(reg, reg == from ? EHP_RULE_SAME : EHP_RULE_OTHER, 0);
+        // x86-64's return address in a general register (glibc's __vfork
+        // keeps it in rdi around the syscall): the walk reads that
+        // register, known in the leaf's frame.
+        if (reg == cie_.ra_reg && reg != from && !a64_ && from < kRaRegisters) {
+          state_.ra_kind = EHP_RULE_REGISTER;
+          state_.ra_offset = static_cast<int64_t>(from);
+        }
         break;
       }
       case DW_CFA_val_offset:

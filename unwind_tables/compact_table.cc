@@ -161,6 +161,7 @@ bool ToPlainCompactRule(const UnwindRule& in, ehp_rule* out) {
     }
   }
   out->ra_kind = in.ra_kind;
+  if (in.ra_kind == EHP_RULE_REGISTER) out->ra_offset = static_cast<int16_t>(in.ra_offset);  // a register number
   if (in.ra_kind == EHP_RULE_CFA_OFFSET) {
     if (Fits<int16_t>(in.ra_offset)) {
       out->ra_offset = static_cast<int16_t>(in.ra_offset);

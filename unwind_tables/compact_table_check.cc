@@ -16,9 +16,11 @@ absl::Status Bad(const std::string& name, const std::string& what) {
 }
 
 bool KnownRule(const ehp_rule& r) {
-  if (r.cfa_kind > EHP_CFA_EXPR || r.rbp_kind > EHP_RULE_OTHER || r.ra_kind > EHP_RULE_OTHER) {
+  if (r.cfa_kind > EHP_CFA_EXPR || r.rbp_kind > EHP_RULE_OTHER || r.ra_kind > EHP_RULE_REGISTER) {
     return false;
   }
+  // A register return address: one of x86-64's general registers.
+  if (r.ra_kind == EHP_RULE_REGISTER && (r.ra_offset < 0 || r.ra_offset >= EHP_REG_RIP)) return false;
   // x86-64's registers end at rip (16), aarch64's at sp (31).
   if (r.cfa_reg > EHP_A64_REG_SP || r.rbp_reg > EHP_A64_REG_SP) return false;
   return (r.flags & ~uint8_t{EHP_RULE_FLAG_SIGNAL | EHP_RULE_FLAG_RA_SIGNED |

@@ -23,6 +23,7 @@ std::string RegRule(Arch arch, uint8_t kind, uint8_t reg, int64_t off) {
     case EHP_RULE_CFA_OFFSET: return absl::StrCat("cfa", Signed(off));
     case EHP_RULE_UNDEFINED: return "undef";
     case EHP_RULE_DEREF: return Deref(arch, reg, off);
+    case EHP_RULE_REGISTER: return DwarfRegName(arch, static_cast<unsigned>(off));
     default: return "other";
   }
 }
@@ -56,6 +57,7 @@ UnwindRule NarrowRule(const WideRule& w) {
     }
   }
   r.ra_kind = w.ra_kind;
+  if (w.ra_kind == EHP_RULE_REGISTER) r.ra_offset = static_cast<int32_t>(w.ra_offset);  // a register number
   if (w.ra_kind == EHP_RULE_CFA_OFFSET) {
     if (Fits32(w.ra_offset)) {
       r.ra_offset = static_cast<int32_t>(w.ra_offset);
