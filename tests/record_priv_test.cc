@@ -800,39 +800,45 @@ TEST_F(RecordUnwind, HandWrittenAsmCfiUnwindsToMain) {
 // A frameless syscall wrapper without CFI, the leaf while its syscall runs
 // (glibc's clone3 in the parent): no row, no frame pointer; the return
 // address is still at rsp.
-TEST_F(RecordUnwind, FramelessSyscallWrapperWithoutCfiUnwindsToMain) {
-#if !defined(__x86_64__)
-  GTEST_SKIP() << "x86-64 assembly (testdata/syscall_nocfi_impl.S)";
-#endif
+// The two syscall wrappers of testdata/syscall_nocfi: `raw_getrandom`
+// has no CFI (as glibc's clone3 in the parent); `rareg_getrandom`'s CFI
+// keeps the return address in a register around the syscall
+// (DW_CFA_register, as glibc's __vfork pops it into rdi), which the walk
+// reads from the leaf's registers.
+template <typename RecordFn>  // (tag, command) -> the fixture's Recording
+void ExpectSyscallWrapperUnwinds(const std::string& leaf, const std::string& mode, RecordFn record) {
   for (const std::string name : {"syscall_nocfi", "syscall_nocfi.stripped"}) {
     SCOPED_TRACE(name);
     const std::string prog = TestdataPath(name);
     Namer namer;
-    AddTwinIfStripped(&namer, prog, {"raw_getrandom", "nocfi_spin", "main", "_start"});
-    Recording r = Record(name, {}, {prog, "1"});
-    ExpectChains(CheckChains(name + ": leaf raw_getrandom", r.samples, namer, Comm(name), "raw_getrandom",
-                             {Concat({Fn("raw_getrandom", prog), Fn("nocfi_spin", prog)}, Bottom(prog))}),
+    AddTwinIfStripped(&namer, prog, {leaf, "nocfi_spin", "main", "_start"});
+    std::vector<std::string> argv = {prog, "1"};
+    if (!mode.empty()) argv.push_back(mode);
+    const auto r = record(name, argv);
+    ExpectChains(CheckChains(name + ": leaf " + leaf, r.samples, namer, Comm(name), leaf,
+                             {Concat({Fn(leaf, prog), Fn("nocfi_spin", prog)}, Bottom(prog))}),
                  kMinSamples, 0.90, r.run.err);
   }
 }
 
-// A syscall wrapper whose CFI keeps the return address in a register
-// around the syscall (DW_CFA_register, as glibc's __vfork pops it into
-// rdi): the leaf's registers are known, so the walk reads it there.
+TEST_F(RecordUnwind, FramelessSyscallWrapperWithoutCfiUnwindsToMain) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "x86-64 assembly (testdata/syscall_nocfi_impl.S)";
+#endif
+  ExpectSyscallWrapperUnwinds("raw_getrandom", "",
+                              [&](const std::string& tag, const std::vector<std::string>& argv) {
+                                return Record(tag, {}, argv);
+                              });
+}
+
 TEST_F(RecordUnwind, ReturnAddressInARegisterUnwindsToMain) {
 #if !defined(__x86_64__)
-  GTEST_SKIP() << "x86-64 assembly (testdata/ra_in_register_impl.S)";
+  GTEST_SKIP() << "x86-64 assembly (testdata/syscall_nocfi_impl.S)";
 #endif
-  for (const std::string name : {"ra_in_register", "ra_in_register.stripped"}) {
-    SCOPED_TRACE(name);
-    const std::string prog = TestdataPath(name);
-    Namer namer;
-    AddTwinIfStripped(&namer, prog, {"rareg_getrandom", "rareg_spin", "main", "_start"});
-    Recording r = Record(name, {}, {prog, "1"});
-    ExpectChains(CheckChains(name + ": leaf rareg_getrandom", r.samples, namer, Comm(name), "rareg_getrandom",
-                             {Concat({Fn("rareg_getrandom", prog), Fn("rareg_spin", prog)}, Bottom(prog))}),
-                 kMinSamples, 0.90, r.run.err);
-  }
+  ExpectSyscallWrapperUnwinds("rareg_getrandom", "rareg",
+                              [&](const std::string& tag, const std::vector<std::string>& argv) {
+                                return Record(tag, {}, argv);
+                              });
 }
 
 // ---------------------------------------------------------------------------
