@@ -328,7 +328,10 @@ TEST_P(RecordDeferredUnmapped, AProcessLeadingToUnmappedAddressesGetsFewCopies) 
 #endif
   if (!testing::RequireSetpriv()) GTEST_SKIP();
   const bool fp = std::string(GetParam()) == "fp";
-  const std::string prog = dir_ + "/unmapped_ra", out = dir_ + "/unmapped.perf";
+  // A name of each mode's own (--comm): ctest runs the two side by side,
+  // and each recording would count the other's copies too.
+  const std::string name = fp ? "unmapped_fp" : "unmapped_ra";
+  const std::string prog = dir_ + "/" + name, out = dir_ + "/unmapped.perf";
   ::chmod(dir_.c_str(), 0755);
   std::filesystem::copy_file(TestdataPath("unmapped_ra"), prog);
   ASSERT_EQ(::chown(prog.c_str(), testing::kNobody, testing::kNobody), 0);
@@ -336,7 +339,7 @@ TEST_P(RecordDeferredUnmapped, AProcessLeadingToUnmappedAddressesGetsFewCopies) 
   // the measured run starts, so that run's copies are the capped kind only
   // (not its first samples', which wait for the table and are finished
   // late), and this one's samples are not recorded (--comm).
-  const std::string warm = dir_ + "/warm_ra";
+  const std::string warm = dir_ + "/warm_" + name;
   ASSERT_EQ(::link(prog.c_str(), warm.c_str()), 0);
   const double seconds = 2;
   const auto run_as_user = [&](const std::string& path, double s) {
@@ -349,8 +352,8 @@ TEST_P(RecordDeferredUnmapped, AProcessLeadingToUnmappedAddressesGetsFewCopies) 
     }
     ::waitpid(pid, nullptr, 0);
   };
-  RunResult r = RunEhprof({"record", "-a", "--comm", "unmapped_ra", "-F", "999", "--show-stops", "--format",
-                           "perf-script", "-o", out},
+  RunResult r = RunEhprof({"record", "-a", "--comm", name, "-F", "999", "--show-stops", "--format", "perf-script",
+                           "-o", out},
                           SIGINT, 500, [&](pid_t) {
                             run_as_user(warm, 1);
                             run_as_user(prog, seconds);
@@ -367,7 +370,8 @@ TEST_P(RecordDeferredUnmapped, AProcessLeadingToUnmappedAddressesGetsFewCopies) 
   std::printf("unmapped return addresses (%s): %zu samples stopped there, %lld with a stack copy; %lld copies sent "
               "on the host\n",
               GetParam(), unmapped, with_copy, SummaryCount(r.err, "stack copies sent"));
-  EXPECT_GT(unmapped, 1000u) << r.err;
+  // A quarter of 2 s at 999 Hz at least (a busy machine runs it less).
+  EXPECT_GT(unmapped, 500u) << r.err;
   // Its windows of a second: at most seconds + 1 of them.
   EXPECT_LE(with_copy, static_cast<long long>(EHP_DEFERRED_NOMAP_PER_S * (seconds + 1))) << r.err;
 }
