@@ -1,6 +1,6 @@
 /* late_jit [SECONDS]: code called from "JIT" code placed while the process
  * runs, after a profiler read its maps (V8's code space grows as a Chromium
- * renderer starts): every 100 ms a fresh anonymous executable page gets a
+ * renderer starts): every 250 ms a fresh anonymous executable page gets a
  * frame-pointer stub that calls late_fp_call, which has a frame pointer and
  * no CFI (as Chromium's C++, built without unwind tables) and calls
  * late_spin. A walk from late_spin reaches late_fp_call by CFI and then,
@@ -40,10 +40,13 @@ static const unsigned char kStub[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 
 
 typedef void (*stub_fn)(void (*)(void));
 
-/* One page's 100 ms. */
+/* One page's 250 ms: at most 8 pages in 2 s, each page's samples before
+ * the maps' next read asking for a stack copy, well inside the 16 copies a
+ * second a process ehprof allows when its maps are read late (a loaded
+ * machine). */
 TD_FRAME int late_round(stub_fn stub) {
   int calls = 0;
-  double until = td_now() + 0.1;
+  double until = td_now() + 0.25;
   while (td_now() < until) {
     stub(late_fp_call);
     calls++;

@@ -308,8 +308,10 @@ TEST_F(RecordDeferred, CallsFromJitCodePlacedAfterTheMapsWereReadAreFinishedLate
   }
   std::printf("late JIT code: %zu samples in late_spin, %zu through the stub to late_round, %zu finished late\n",
               spin, through_stub, late);
-  EXPECT_GT(spin, 1000u) << r.err;
-  // A new page every 100 ms: its first sample is before the maps' next read.
+  // 2 s at 999 Hz, less when the machine is busy (ctest runs tests side by
+  // side on two CPUs).
+  EXPECT_GT(spin, 500u) << r.err;
+  // A new page every 250 ms: its first sample is before the maps' next read.
   EXPECT_GT(late, 0u) << r.err;
   EXPECT_EQ(through_stub, spin) << stops;
 }

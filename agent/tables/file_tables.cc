@@ -210,12 +210,20 @@ FileTables::Stats FileTables::stats() const {
   return s;
 }
 
+void FileTables::HoldBuilds(bool hold) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = hold;
+  }
+  cv_.notify_all();
+}
+
 void FileTables::WorkerLoop() {
   for (;;) {
     Job job;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      cv_.wait(lock, [&] { return stop_ || (!jobs_.empty() && !held_); });
       if (stop_) return;
       auto next = NextJob();
       job = std::move(*next);

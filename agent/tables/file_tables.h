@@ -100,6 +100,9 @@ class FileTables {
   // Called with a ready file's key just before its table leaves the maps,
   // so nothing in the kernel can still pick its table id up.
   void SetUnloadHook(std::function<void(const FileKey&)> hook) { on_unload_ = std::move(hook); }
+  // While held, the builders start no build: tests queue several and see
+  // the order the builders take them in, whatever the machine's load.
+  void HoldBuilds(bool hold);
 
   // The file behind `open_path` (a /proc/PID/map_files link, or a path),
   // registered on first sight and its table build queued. Reads only the
@@ -198,6 +201,7 @@ class FileTables {
   std::vector<Done> done_;
   size_t in_flight_ = 0;
   bool stop_ = false;
+  bool held_ = false;
   std::vector<std::thread> workers_;
 };
 
