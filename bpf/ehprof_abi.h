@@ -92,6 +92,14 @@ enum ehp_rule_flags {
 	 * the CFA. For frames bigger than s16 whose frame record sits at their
 	 * bottom (aarch64: cfa=sp+192160 x29=cfa-192160 is x29=*(sp+0)). */
 	EHP_RULE_FLAG_SAVED_FROM_REG = 4,
+	/* x86-64, files with a CFA based on rbx (ld.so's _dl_runtime_resolve:
+	 * cfa=rbx+32 while it calls _dl_fixup), whose walks must know the
+	 * caller's rbx: RBX_SAVED, it is at *(save slots + cfa_deref_add)
+	 * (never with EHP_CFA_DEREF, whose field that is); RBX_SAME, this frame
+	 * left it as it was. A rule with neither loses rbx (every other file's
+	 * rules: their frames may have saved and changed it). */
+	EHP_RULE_FLAG_RBX_SAVED = 8,
+	EHP_RULE_FLAG_RBX_SAME = 16,
 };
 
 /* One distinct unwind rule. Tables reference rules by index, so most rows

@@ -280,6 +280,18 @@ EHP_INLINE int caller_rbp(struct scratch *s, struct ehp_rule *rule, __u64 cfa, _
 	}
 }
 
+/* The caller's rbx, in files whose rules track it (a CFA based on rbx:
+ * ld.so's _dl_runtime_resolve while _dl_fixup runs); whether it is known.
+ * Every other file's rules lose it: their frames may have changed it. */
+EHP_INLINE int caller_rbx(struct scratch *s, struct ehp_rule *rule, __u64 slots, __u64 *bx)
+{
+	if (rule->flags & EHP_RULE_FLAG_RBX_SAME)
+		return slot_value(s, EHP_REG_RBX, bx);
+	if (rule->flags & EHP_RULE_FLAG_RBX_SAVED)
+		return read_stack_u64(s, slots + (__s64)rule->cfa_deref_add, bx);
+	return 0;
+}
+
 #include "bpf/fp_fallback.bpf.h"
 #include "bpf/ruby_yjit.bpf.h"
 
@@ -405,6 +417,8 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 	}
 	ra = ehp_strip_pac(ra);
 	int bp_valid = caller_rbp(s, rule, save_slots(rule, cfa), &bp);
+	__u64 bx = 0;
+	int bx_valid = caller_rbx(s, rule, save_slots(rule, cfa), &bx);
 
 	__u64 sp = 0;
 	/* The stack grows with every frame, except where a frameless arm64
@@ -419,7 +433,9 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 	}
 	s->regs[EHP_REG_RSP] = cfa;
 	s->regs[EHP_REG_RBP] = bp;
-	s->valid = REG_BIT(EHP_REG_RSP) | (bp_valid ? REG_BIT(EHP_REG_RBP) : 0);
+	s->regs[EHP_REG_RBX] = bx;
+	s->valid = REG_BIT(EHP_REG_RSP) | (bp_valid ? REG_BIT(EHP_REG_RBP) : 0) |
+		   (bx_valid ? REG_BIT(EHP_REG_RBX) : 0);
 	s->pc = ra;
 	s->exact = 0;
 	return push_frame(w, ra);

@@ -36,11 +36,13 @@ struct LibdwRule {
   int64_t rbp_offset = 0;
   int ra_kind = -1;
   int64_t ra_offset = 0;
+  int rbx_kind = -1;
+  int64_t rbx_offset = 0;
 };
 
 // libdw's conventions (REFERENCE.md): undefined = nops 0 with ops pointing
 // at ops_mem; same value = nops 0 with ops NULL; offset(N) = call_frame_cfa,
-// plus_uconst N.
+// plus_uconst N (offset(0): call_frame_cfa alone).
 void DecodeRegister(Dwarf_Frame* frame, int reg, int* kind, int64_t* off) {
   Dwarf_Op ops_mem[3];
   Dwarf_Op* ops = nullptr;
@@ -51,6 +53,9 @@ void DecodeRegister(Dwarf_Frame* frame, int reg, int* kind, int64_t* off) {
   }
   if (nops == 0) {
     *kind = ops == nullptr ? EHP_RULE_SAME : EHP_RULE_UNDEFINED;
+  } else if (nops == 1 && ops[0].atom == DW_OP_call_frame_cfa) {
+    *kind = EHP_RULE_CFA_OFFSET;  // offset(0): at the CFA itself (__longjmp's rbx)
+    *off = 0;
   } else if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa &&
              ops[1].atom == DW_OP_plus_uconst) {
     *kind = EHP_RULE_CFA_OFFSET;
@@ -85,18 +90,32 @@ LibdwRule AskLibdw(Dwarf_CFI* cfi, uint64_t addr) {
   }
   DecodeRegister(frame, EHP_REG_RBP, &r.rbp_kind, &r.rbp_offset);
   DecodeRegister(frame, EHP_REG_RIP, &r.ra_kind, &r.ra_offset);
+  DecodeRegister(frame, EHP_REG_RBX, &r.rbx_kind, &r.rbx_offset);
   return r;
 }
 
 std::string Describe(const LibdwRule& r) {
-  return absl::StrFormat("libdw: covered=%d cfa_is_reg=%d reg=%u off=%d rbp=%d/%d ra=%d/%d sig=%d",
+  return absl::StrFormat("libdw: covered=%d cfa_is_reg=%d reg=%u off=%d rbp=%d/%d ra=%d/%d rbx=%d/%d sig=%d",
                          r.covered, r.cfa_is_reg, r.cfa_reg, r.cfa_offset, r.rbp_kind,
-                         r.rbp_offset, r.ra_kind, r.ra_offset, r.signal);
+                         r.rbp_offset, r.ra_kind, r.ra_offset, r.rbx_kind, r.rbx_offset, r.signal);
+}
+
+// rbx where our rows say (files with a CFA based on rbx): unchanged where
+// libdw has it the same or never mentioned, else the same save slot.
+bool RbxAgrees(const LibdwRule& theirs, const UnwindRule& ours) {
+  if (ours.flags & EHP_RULE_FLAG_RBX_SAME) {
+    return theirs.rbx_kind == EHP_RULE_SAME || theirs.rbx_kind == EHP_RULE_UNDEFINED;
+  }
+  if (ours.flags & EHP_RULE_FLAG_RBX_SAVED) {
+    return theirs.rbx_kind == EHP_RULE_CFA_OFFSET && theirs.rbx_offset == ours.cfa_deref_add;
+  }
+  return true;
 }
 
 // Compares at every row start (and the byte before the next row), returns
-// the number of addresses checked.
-size_t CompareWithLibdw(const std::string& path) {
+// the number of addresses checked; rbx_saved (if given): how many of ours
+// say rbx is in a save slot.
+size_t CompareWithLibdw(const std::string& path, size_t* rbx_saved = nullptr) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   EXPECT_GE(fd, 0) << path;
   elf_version(EV_CURRENT);
@@ -135,6 +154,8 @@ size_t CompareWithLibdw(const std::string& path) {
         };
         ok = ok && reg_ok(theirs.rbp_kind, theirs.rbp_offset, ours.rbp_kind, ours.rbp_offset);
         ok = ok && reg_ok(theirs.ra_kind, theirs.ra_offset, ours.ra_kind, ours.ra_offset);
+        ok = ok && RbxAgrees(theirs, ours);
+        if (rbx_saved) *rbx_saved += (ours.flags & EHP_RULE_FLAG_RBX_SAVED) != 0;
       }
       if (!ok && ++failures <= 10) {
         ADD_FAILURE() << path << absl::StrFormat(" at 0x%x: ours ", addr)
@@ -167,12 +188,25 @@ INSTANTIATE_TEST_SUITE_P(
                       // reg + the last offset, which the pops that follow confirm.
                       // tests/CMakeLists.txt checks it against readelf instead.
                       "/usr/lib/x86_64-linux-gnu/libcrypto.so.3", "realign",
-                      "asm_cfi", "plt_calls.stripped", "sig_handler", "libdlwork.so"),
+                      "asm_cfi", "plt_calls.stripped", "sig_handler", "libdlwork.so", "rbx_cfa"),
     [](const auto& info) {
       std::string n = info.param.substr(info.param.rfind('/') + 1);
       for (char& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
       return n;
     });
+
+// Only files with a CFA based on rbx say where each frame's caller's rbx
+// is (libdw agrees, above): ld.so's trampolines and testdata/rbx_cfa; the
+// rest keep their rows as few as before.
+TEST(CfaProgramRbx, OnlyFilesWithACfaBasedOnRbxTrackIt) {
+  for (const std::string& path : {std::string("/lib64/ld-linux-x86-64.so.2"), testing::TestdataPath("rbx_cfa"),
+                                 std::string("/usr/lib/x86_64-linux-gnu/libc.so.6")}) {
+    size_t saved = 0;
+    CompareWithLibdw(path, &saved);
+    const bool libc = path.find("libc.so") != std::string::npos;
+    EXPECT_EQ(saved > 0, !libc) << path << ": " << saved << " rows with rbx in a save slot";
+  }
+}
 
 TEST(ClassifyCfaExpression, RecognisesThePltExpressionsByOps) {
   // DW_OP_breg7 8; DW_OP_breg16 0; lit15; and; lit11; ge; lit3; shl; plus

@@ -132,6 +132,33 @@ TEST(CompactTable, OversizedOffsetsAreCountedNotTruncated) {
   EXPECT_EQ(r.rbp_kind, EHP_RULE_OTHER);
 }
 
+// rbx's save slot rides in cfa_deref_add (a register-based CFA's spare
+// field): kept in both forms of a rule, plain and counted from the CFA
+// rule's register (a frame whose save slots sit far below its CFA).
+TEST(CompactTable, RbxSaveSlotsSurviveEitherForm) {
+  UnwindRule near = RspRule(32);
+  near.cfa_reg = EHP_REG_RBX;
+  near.flags = EHP_RULE_FLAG_RBX_SAVED;
+  near.cfa_deref_add = -32;
+  UnwindRule far = RspRule(40000);
+  far.ra_offset = -40000;  // the return address at the frame's bottom
+  far.flags = EHP_RULE_FLAG_RBX_SAVED;
+  far.cfa_deref_add = -39992;
+  UnwindRule same = RspRule(8);
+  same.flags = EHP_RULE_FLAG_RBX_SAME;
+  std::vector<UnwindRow> rows = {{0x1000, near}, {0x1010, far}, {0x1020, same}, {0x1030, UnwindRule::None()}};
+  auto t = EncodeCompactTable(rows, "rbx");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->unencodable_rows, 0u);
+  EXPECT_EQ(RoundTrip(rows, *t), 0u);
+  const ehp_rule r = CompactLookup(*t, 0x1010);
+  EXPECT_TRUE(r.flags & EHP_RULE_FLAG_SAVED_FROM_REG);
+  EXPECT_EQ(r.cfa_deref_add, 8);  // rsp+8: 40000 - 39992
+  EXPECT_EQ(FromCompactRule(r), far);
+  EXPECT_EQ(FromCompactRule(CompactLookup(*t, 0x1000)), near);
+  EXPECT_EQ(FromCompactRule(CompactLookup(*t, 0x1020)), same);
+}
+
 TEST(NarrowRule, EachPartPast32BitsIsUnsupportedAndTheRestKept) {
   const int64_t huge = int64_t{1} << 33;
   WideRule w{.cfa_offset = 16, .rbp_offset = -huge, .ra_offset = -8, .cfa_kind = EHP_CFA_REG,

@@ -128,8 +128,18 @@ def match_rbp(re_rbp, ours):
     return None if ours == "other" else "rbp"
 
 
+def match_rbx(re_rbx, ours):
+    # Only rows of files whose walks track rbx (a CFA based on it) say
+    # "rbx=": "same" where readelf has it unmentioned or same-value, a save
+    # slot where readelf has one; judged where ours says it.
+    if re_rbx is None or re_rbx in ("u", "s"):
+        return None if ours == "same" else "rbx"
+    want = _cfa_offset_form(re_rbx)
+    return None if want is not None and _norm_off(ours) == want else "rbx"
+
+
 def parse_our_row(rest):
-    """'cfa=rsp+8 rbp=same ra=cfa-8 signal' -> (cfa, rbp, ra, signal, none)."""
+    """'cfa=rsp+8 rbp=same ra=cfa-8 signal' -> (cfa, rbp, ra, signal, none, rbx)."""
     fields = {}
     flags = set()
     for tok in rest.split():
@@ -139,14 +149,15 @@ def parse_our_row(rest):
         else:
             flags.add(tok)
     if "none" in flags:
-        return (None, None, None, False, True)
+        return (None, None, None, False, True, None)
     # The frame register is rbp on x86-64, x29 on aarch64.
     return (fields.get("cfa"), fields.get("rbp", fields.get("x29")), fields.get("ra"),
-            "signal" in flags, False)
+            "signal" in flags, False, fields.get("rbx"))
 
 
 def compare_row(cells, ours_rest, want_signal, _cache={}):
-    """cells = (cfa, rbp, ra) as readelf printed them (rbp/ra may be None).
+    """cells = (cfa, rbp, ra, rbx) as readelf printed them (all but cfa may
+    be None; rbx is judged in rows of ours that track it).
 
     ours_rest is our row text after the address, or None if no row of ours
     is in force.  Returns None on agreement, else a comma-joined list of the
@@ -159,13 +170,14 @@ def compare_row(cells, ours_rest, want_signal, _cache={}):
     if ours_rest is None:
         r = "no row"
     else:
-        cfa, rbp, ra, signal, none = parse_our_row(ours_rest)
+        cfa, rbp, ra, signal, none, rbx = parse_our_row(ours_rest)
         if none:
             r = "none"
         else:
             bad = [x for x in (match_cfa(cells[0], cfa),
                                match_rbp(cells[1], rbp),
-                               match_ra(cells[2], ra)) if x]
+                               match_ra(cells[2], ra),
+                               match_rbx(cells[3] if len(cells) > 3 else None, rbx) if rbx else None) if x]
             if signal != want_signal:
                 bad.append("signal")
             r = ",".join(bad) or None
@@ -280,7 +292,7 @@ class ReadelfChecker:
         self.unparsed = []      # unexpected lines, for diagnosing format drift
         self.cur_cie = None     # (section, offset, aug) while in a CIE
         self.cur_fde = None
-        self.header = None      # (ncols, rbp index, ra index) of this block
+        self.header = None      # (ncols, rbp, ra and rbx index) of this block
         self.pending = None     # (loc, cells) of the FDE row awaiting check
         self.fde_had_rows = False
         self.cie_cells = None   # initial row of the current FDE's CIE
@@ -300,21 +312,24 @@ class ReadelfChecker:
     def _set_header(self, toks):
         # toks = ["LOC", "CFA", reg, reg, ..., "ra"]; column i of a row is
         # toks[i] of the header.
-        rbp = ra = None
+        rbp = ra = rbx = None
         for i, name in enumerate(toks):
             if name in ("rbp", "x29"):
                 rbp = i
             elif name == "ra":
                 ra = i
-        self.header = (len(toks), rbp, ra)
+            elif name == "rbx":
+                rbx = i
+        self.header = (len(toks), rbp, ra, rbx)
 
     def _cells(self, toks):
-        n, rbp, ra = self.header
+        n, rbp, ra, rbx = self.header
         if len(toks) != n:
             return None
         return (toks[1],
                 toks[rbp] if rbp is not None else None,
-                toks[ra] if ra is not None else None)
+                toks[ra] if ra is not None else None,
+                toks[rbx] if rbx is not None else None)
 
     def _check(self, fde, loc, cells):
         if not (fde.start <= loc < fde.end):
@@ -335,7 +350,7 @@ class ReadelfChecker:
             raw = self.raw.get(fde.source)
             cfa, rbp = raw.lookup(fde.section, fde.offset, loc) if raw else (None, None)
             cells = (("exp:%s" % cfa) if cells[0] == "exp" else cells[0],
-                     ("exp:%s" % rbp) if cells[1] == "exp" else cells[1], cells[2])
+                     ("exp:%s" % rbp) if cells[1] == "exp" else cells[1]) + tuple(cells[2:])
         bad = compare_row(cells, rest, "S" in fde.aug)
         if fde.rows is not None:
             fde.rows.append((loc, bad and (loc, cells, row_addr, rest, bad), ours))
@@ -1041,6 +1056,12 @@ def self_test():
     assert mism("0000000000006000 cfa=rsp+8", "0000000000006000 none") == [("6000", "none")]
     # Overlapping FDEs never produce mismatches, only the overlap count.
     assert mism("0000000000005000 cfa=rsp+8", "0000000000005000 cfa=rsp+16") == []
+    # rbx, in rows that say it (files with a CFA based on rbx).
+    row_2004 = "0000000000002004 cfa=rbp+16 rbp=cfa-16 ra=cfa-8\n"
+    tracked = row_2004.replace("\n", " rbx=same\n") + "0000000000002008 cfa=rbp+16 rbp=cfa-16 ra=cfa-8 rbx=cfa-24\n"
+    assert mism(row_2004, tracked) == []
+    assert mism(row_2004, tracked.replace("cfa-24", "cfa-32")) == [("2008", "rbx")]
+    assert mism(row_2004, row_2004.replace("\n", " rbx=same\n")) == [("2008", "rbx")]
     assert split_row("0 rsp+8 u r3 (rbx) r10 (r10) c-8") == \
         ["0", "rsp+8", "u", "r3 (rbx)", "r10 (r10)", "c-8"]
     assert match_cfa("rsp-8", "rsp+-8") is None

@@ -857,6 +857,27 @@ TEST_F(RecordUnwind, RealignedFrameWithCfaExpressionUnwindsToMain) {
   }
 }
 
+// A CFA based on rbx (ld.so's _dl_runtime_resolve while _dl_fixup runs)
+// whose rbx a callee saved and changed: the walk takes it from the
+// callee's save slot (EHP_RULE_FLAG_RBX_SAVED).
+TEST_F(RecordUnwind, CfaBasedOnASavedRbxUnwindsToMain) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "x86-64 assembly (testdata/rbx_cfa_impl.S)";
+#endif
+  for (const std::string name : {"rbx_cfa", "rbx_cfa.stripped"}) {
+    SCOPED_TRACE(name);
+    const std::string prog = TestdataPath(name);
+    Namer namer;
+    AddTwinIfStripped(&namer, prog, {"rbx_leaf", "rbx_saver", "rbx_frame", "rbx_loop", "main", "_start"});
+    Recording r = Record(name, {}, {prog, "1"});
+    ExpectChains(CheckChains(name + ": leaf rbx_leaf", r.samples, namer, Comm(name), "rbx_leaf",
+                             {Concat({Fn("rbx_leaf", prog), Fn("rbx_saver", prog), Fn("rbx_frame", prog),
+                                      Fn("rbx_loop", prog)},
+                                     Bottom(prog))}),
+                 kMinSamples, 0.90, r.run.err);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // 5. Deep recursion: 601 recurse frames, 606 user frames in all.
 

@@ -26,9 +26,17 @@ struct CfaRegOffset {
   uint64_t reg = 0;
   int64_t offset = 0;
 };
+// rbx's rule, kept where the file has a CFA based on rbx
+// (EHP_RULE_FLAG_RBX_SAVED): the x86-64 ABI's callee-saved register is the
+// caller's own until a frame saves it.
+struct RbxRule {
+  uint8_t kind = EHP_RULE_SAME;
+  int64_t offset = 0;
+};
 struct Saved {
   WideRule rule;
   CfaRegOffset cfa;
+  RbxRule rbx;
 };
 
 }  // namespace
@@ -38,6 +46,7 @@ struct CfaProgramRunner::CieState {
   absl::Status status;
   WideRule rule;
   CfaRegOffset cfa;
+  RbxRule rbx;
   std::vector<Saved> stack;
 };
 
@@ -45,9 +54,9 @@ namespace {
 
 class Interpreter {
  public:
-  Interpreter(const CfiRecords& recs, const Cie& cie, const Fde& fde)
+  Interpreter(const CfiRecords& recs, const Cie& cie, const Fde& fde, bool track_rbx)
       : recs_(recs), cie_(cie), fde_(fde), a64_(recs.arch == Arch::kAarch64),
-        frame_reg_(FrameRegister(recs.arch)) {}
+        track_rbx_(track_rbx && !a64_), frame_reg_(FrameRegister(recs.arch)) {}
 
   // Runs the CIE's initial instructions (once per CIE: the result is cached
   // by CfaProgramRunner, so a long CIE shared by many FDEs costs once).
@@ -64,6 +73,7 @@ class Interpreter {
     in_cie_ = false;
     out->rule = state_;
     out->cfa = cfa_;
+    out->rbx = rbx_;
     out->stack = stack_;
   }
 
@@ -72,6 +82,7 @@ class Interpreter {
     if (!cie.status.ok()) return cie.status;
     state_ = initial_ = cie.rule;
     cfa_ = cie.cfa;
+    rbx_ = initial_rbx_ = cie.rbx;
     stack_ = cie.stack;
     out_ = out;
     first_ = out->size();
@@ -105,7 +116,8 @@ class Interpreter {
     }
     if (to <= loc_) return;
     ++rows_;
-    const UnwindRule rule = NarrowRule(state_);
+    UnwindRule rule = NarrowRule(state_);
+    if (track_rbx_) AddRbx(&rule);
     if (out_->size() == first_ || !(out_->back().rule == rule)) {
       if (out_->size() - first_ == kMaxFdeRows) {
         too_many_rows_ = done_ = true;
@@ -116,10 +128,27 @@ class Interpreter {
     loc_ = to;
   }
 
+  // rbx's rule in the row: where the caller's rbx is, when it is in a
+  // save slot the compact rule can hold (an s16 in cfa_deref_add of a
+  // register-based CFA); else the walk loses it.
+  void AddRbx(UnwindRule* rule) const {
+    if (rbx_.kind == EHP_RULE_SAME) {
+      rule->flags |= EHP_RULE_FLAG_RBX_SAME;
+    } else if (rbx_.kind == EHP_RULE_CFA_OFFSET && rule->cfa_kind == EHP_CFA_REG &&
+               rbx_.offset >= INT16_MIN && rbx_.offset <= INT16_MAX) {
+      rule->flags |= EHP_RULE_FLAG_RBX_SAVED;
+      rule->cfa_deref_add = static_cast<int32_t>(rbx_.offset);
+    }
+  }
+
   void SetReg(uint64_t reg, uint8_t kind, int64_t offset, uint8_t base_reg = 0) {
     if (kind == EHP_RULE_SAME || kind == EHP_RULE_UNDEFINED || kind == EHP_RULE_OTHER) {
       offset = 0;
       base_reg = 0;
+    }
+    if (track_rbx_ && reg == EHP_REG_RBX) {
+      rbx_.kind = kind == EHP_RULE_DEREF ? static_cast<uint8_t>(EHP_RULE_OTHER) : kind;
+      rbx_.offset = offset;
     }
     if (reg == frame_reg_) {
       state_.rbp_kind = kind;
@@ -157,6 +186,7 @@ class Interpreter {
   }
 
   void RestoreReg(uint64_t reg) {
+    if (track_rbx_ && reg == EHP_REG_RBX) rbx_ = initial_rbx_;
     if (reg == frame_reg_) {
       state_.rbp_kind = initial_.rbp_kind;
       state_.rbp_offset = initial_.rbp_offset;
@@ -245,12 +275,13 @@ class Interpreter {
       case DW_CFA_def_cfa_expression: return CfaRule(op, r);
       case DW_CFA_remember_state:
         if (stack_.size() == kMaxRememberDepth) return Error("DW_CFA_remember_state nested too deep");
-        stack_.push_back({state_, cfa_});
+        stack_.push_back({state_, cfa_, rbx_});
         return absl::OkStatus();
       case DW_CFA_restore_state:
         if (stack_.empty()) return Error("DW_CFA_restore_state without remember_state");
         state_ = stack_.back().rule;
         cfa_ = stack_.back().cfa;
+        rbx_ = stack_.back().rbx;
         stack_.pop_back();
         return absl::OkStatus();
       case DW_CFA_GNU_args_size: r.uleb128(); return absl::OkStatus();
@@ -381,10 +412,13 @@ class Interpreter {
   const Cie& cie_;
   const Fde& fde_;
   const bool a64_;
+  const bool track_rbx_;
   const unsigned frame_reg_;
   WideRule state_;
   WideRule initial_;
   CfaRegOffset cfa_;
+  RbxRule rbx_;
+  RbxRule initial_rbx_;
   std::vector<Saved> stack_;
   std::vector<UnwindRow>* out_ = nullptr;
   size_t first_ = 0;
@@ -397,8 +431,8 @@ class Interpreter {
 
 }  // namespace
 
-CfaProgramRunner::CfaProgramRunner(const CfiRecords& records)
-    : records_(records), cie_states_(records.cies.size()) {}
+CfaProgramRunner::CfaProgramRunner(const CfiRecords& records, bool track_rbx)
+    : records_(records), track_rbx_(track_rbx), cie_states_(records.cies.size()) {}
 
 CfaProgramRunner::~CfaProgramRunner() = default;
 
@@ -413,9 +447,9 @@ absl::Status CfaProgramRunner::Run(const Fde& fde, std::vector<UnwindRow>* out,
   std::unique_ptr<CieState>& state = cie_states_[fde.cie];
   if (!state) {
     state = std::make_unique<CieState>();
-    Interpreter(records_, cie, fde).RunCie(state.get());
+    Interpreter(records_, cie, fde, track_rbx_).RunCie(state.get());
   }
-  return Interpreter(records_, cie, fde).Run(*state, out, cfi_rows);
+  return Interpreter(records_, cie, fde, track_rbx_).Run(*state, out, cfi_rows);
 }
 
 absl::Status RunCfaProgram(const CfiRecords& records, const Fde& fde,

@@ -34,9 +34,13 @@ absl::Status RunCfaProgram(const CfiRecords& records, const Fde& fde,
 // RunCfaProgram for many FDEs of one section: each CIE's initial
 // instructions run once, not once per FDE (a long CIE shared by many FDEs
 // would otherwise cost their product). `records` must outlive it.
+//
+// track_rbx (x86-64): rows also say where the caller's rbx is
+// (EHP_RULE_FLAG_RBX_SAVED / RBX_SAME), for sections with a CFA based on
+// rbx; elsewhere rows stay as few as without it.
 class CfaProgramRunner {
  public:
-  explicit CfaProgramRunner(const CfiRecords& records);
+  explicit CfaProgramRunner(const CfiRecords& records, bool track_rbx = false);
   ~CfaProgramRunner();
   absl::Status Run(const Fde& fde, std::vector<UnwindRow>* out, uint64_t* cfi_rows);
 
@@ -44,6 +48,7 @@ class CfaProgramRunner {
 
  private:
   const CfiRecords& records_;
+  const bool track_rbx_;
   std::vector<std::unique_ptr<CieState>> cie_states_;
 };
 

@@ -108,15 +108,18 @@ bool ToSavedFromRegRule(const UnwindRule& in, ehp_rule* out) {
   const bool ra_slot = in.ra_kind == EHP_RULE_CFA_OFFSET;
   if (!rbp_slot && !ra_slot) return false;
   if (in.rbp_kind == EHP_RULE_DEREF && !Fits<int16_t>(in.rbp_offset)) return false;
-  int64_t rbp = in.rbp_offset, ra = in.ra_offset;
+  const bool rbx_slot = (in.flags & EHP_RULE_FLAG_RBX_SAVED) != 0;
+  int64_t rbp = in.rbp_offset, ra = in.ra_offset, rbx = in.cfa_deref_add;
   if ((rbp_slot && (__builtin_add_overflow(rbp, in.cfa_offset, &rbp) || !Fits<int16_t>(rbp))) ||
-      (ra_slot && (__builtin_add_overflow(ra, in.cfa_offset, &ra) || !Fits<int16_t>(ra)))) {
+      (ra_slot && (__builtin_add_overflow(ra, in.cfa_offset, &ra) || !Fits<int16_t>(ra))) ||
+      (rbx_slot && (__builtin_add_overflow(rbx, in.cfa_offset, &rbx) || !Fits<int16_t>(rbx)))) {
     return false;
   }
   *out = ehp_rule{};
   out->cfa_kind = in.cfa_kind;
   out->cfa_reg = in.cfa_reg;
   out->cfa_offset = static_cast<int32_t>(in.cfa_offset);
+  out->cfa_deref_add = static_cast<int16_t>(rbx_slot ? rbx : 0);
   out->flags = in.flags | EHP_RULE_FLAG_SAVED_FROM_REG;
   out->rbp_kind = in.rbp_kind;
   out->rbp_reg = in.rbp_reg;
@@ -203,6 +206,11 @@ UnwindRule FromCompactRule(const ehp_rule& r) {
     };
     from_cfa(&u.rbp_kind, &u.rbp_offset);
     from_cfa(&u.ra_kind, &u.ra_offset);
+    if (u.flags & EHP_RULE_FLAG_RBX_SAVED) {
+      uint8_t kind = EHP_RULE_CFA_OFFSET;
+      from_cfa(&kind, &u.cfa_deref_add);
+      if (kind != EHP_RULE_CFA_OFFSET) u.flags &= ~uint8_t{EHP_RULE_FLAG_RBX_SAVED};
+    }
   }
   return u;
 }

@@ -23,8 +23,13 @@ bool KnownRule(const ehp_rule& r) {
   if (r.ra_kind == EHP_RULE_REGISTER && (r.ra_offset < 0 || r.ra_offset >= EHP_REG_RIP)) return false;
   // x86-64's registers end at rip (16), aarch64's at sp (31).
   if (r.cfa_reg > EHP_A64_REG_SP || r.rbp_reg > EHP_A64_REG_SP) return false;
-  return (r.flags & ~uint8_t{EHP_RULE_FLAG_SIGNAL | EHP_RULE_FLAG_RA_SIGNED |
-                             EHP_RULE_FLAG_SAVED_FROM_REG}) == 0;
+  // rbx in a save slot: cfa_deref_add is its offset, so not with a
+  // dereferenced CFA; saved and unchanged at once is no rule.
+  const uint8_t rbx = r.flags & (EHP_RULE_FLAG_RBX_SAVED | EHP_RULE_FLAG_RBX_SAME);
+  if ((rbx & EHP_RULE_FLAG_RBX_SAVED) && r.cfa_kind != EHP_CFA_REG) return false;
+  if (rbx == (EHP_RULE_FLAG_RBX_SAVED | EHP_RULE_FLAG_RBX_SAME)) return false;
+  return (r.flags & ~uint8_t{EHP_RULE_FLAG_SIGNAL | EHP_RULE_FLAG_RA_SIGNED | EHP_RULE_FLAG_SAVED_FROM_REG |
+                             EHP_RULE_FLAG_RBX_SAVED | EHP_RULE_FLAG_RBX_SAME}) == 0;
 }
 
 absl::Status CheckPage(const CompactTable& t, size_t p, uint32_t palette_count,

@@ -59,30 +59,19 @@ void Push(std::vector<UnwindRow>* out, uint64_t addr, const UnwindRule& rule) {
   if (out->empty() || !(out->back().rule == rule)) out->push_back({addr, rule});
 }
 
-// Parses a section and interprets its FDEs in address order straight into
-// one sorted row list with explicit gaps. FDEs overlapping an earlier one
-// (malformed CFI) are trimmed: the first by address wins, as in a binary
-// search over .eh_frame_hdr.
-absl::StatusOr<std::vector<UnwindRow>> FlattenSection(CfiSectionRef ref, size_t max_rows,
-                                                      UnwindTable* table) {
-  // Each FDE that survives adds a row or more, so more FDEs than rows cannot
-  // make a table (and the records would cost 3 times the section).
-  ref.max_fdes = max_rows;
-  EHP_ASSIGN_OR_RETURN(CfiRecords recs, ParseCfiRecords(ref));
-  std::vector<const Fde*> order;
-  order.reserve(recs.fdes.size());
-  for (const Fde& f : recs.fdes) {
-    if (f.pc_end > f.pc_begin) order.push_back(&f);
-  }
-  std::stable_sort(order.begin(), order.end(), [](const Fde* a, const Fde* b) {
-    return a->pc_begin < b->pc_begin;
-  });
+// Interprets a section's FDEs (`order`: by address) into one sorted row
+// list with explicit gaps. FDEs overlapping an earlier one (malformed CFI)
+// are trimmed: the first by address wins, as in a binary search over
+// .eh_frame_hdr.
+absl::StatusOr<std::vector<UnwindRow>> InterpretFdes(const CfiSectionRef& ref, const CfiRecords& recs,
+                                                     const std::vector<const Fde*>& order, size_t max_rows,
+                                                     bool track_rbx, UnwindTable* table) {
   std::vector<UnwindRow> out;
   // About one row per 5 bytes of CFI; untouched capacity costs nothing.
   out.reserve(std::min(ref.data.size() / 4, max_rows) + 16);
   AdviseHugePages(out.data(), out.capacity() * sizeof(UnwindRow));
   std::vector<UnwindRow> scratch;
-  CfaProgramRunner runner(recs);
+  CfaProgramRunner runner(recs, track_rbx);
   uint64_t covered = 0;
   size_t overlaps = 0;
   for (const Fde* f : order) {
@@ -120,6 +109,53 @@ absl::StatusOr<std::vector<UnwindRow>> FlattenSection(CfiSectionRef ref, size_t 
                                 CfiSectionName(ref.kind), overlaps));
   }
   return out;
+}
+
+// Whether a walk through these rows needs the caller's rbx: a CFA based on
+// it (ld.so's lazy-binding trampolines, hand-written assembly).
+bool HasRbxCfa(const std::vector<UnwindRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [](const UnwindRow& r) {
+    return (r.rule.cfa_kind == EHP_CFA_REG || r.rule.cfa_kind == EHP_CFA_DEREF) &&
+           r.rule.cfa_reg == EHP_REG_RBX;
+  });
+}
+
+// Parses a section and interprets its FDEs in address order. x86-64
+// sections with a CFA based on rbx are interpreted again, their rows then
+// saying where each frame's caller's rbx is (the walk tracks it through
+// them); other sections' rows stay as few as rbx's saves would multiply.
+absl::StatusOr<std::vector<UnwindRow>> FlattenSection(CfiSectionRef ref, size_t max_rows,
+                                                      UnwindTable* table) {
+  // Each FDE that survives adds a row or more, so more FDEs than rows cannot
+  // make a table (and the records would cost 3 times the section).
+  ref.max_fdes = max_rows;
+  EHP_ASSIGN_OR_RETURN(CfiRecords recs, ParseCfiRecords(ref));
+  std::vector<const Fde*> order;
+  order.reserve(recs.fdes.size());
+  for (const Fde& f : recs.fdes) {
+    if (f.pc_end > f.pc_begin) order.push_back(&f);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const Fde* a, const Fde* b) {
+    return a->pc_begin < b->pc_begin;
+  });
+  const uint64_t fdes = table->fdes, cfi_rows = table->cfi_rows;
+  const size_t warnings = table->warnings.size();
+  EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> rows,
+                       InterpretFdes(ref, recs, order, max_rows, /*track_rbx=*/false, table));
+  if (recs.arch != Arch::kX86_64 || !HasRbxCfa(rows)) return rows;
+  const uint64_t plain_fdes = table->fdes, plain_cfi_rows = table->cfi_rows;
+  table->fdes = fdes;
+  table->cfi_rows = cfi_rows;
+  std::vector<std::string> plain_warnings(table->warnings.begin() + warnings, table->warnings.end());
+  table->warnings.resize(warnings);
+  auto tracked = InterpretFdes(ref, recs, order, max_rows, /*track_rbx=*/true, table);
+  if (tracked.ok()) return tracked;
+  // Too many rows with rbx's: the plain rows, rbx lost in their frames.
+  table->fdes = plain_fdes;
+  table->cfi_rows = plain_cfi_rows;
+  table->warnings.resize(warnings);
+  table->warnings.insert(table->warnings.end(), plain_warnings.begin(), plain_warnings.end());
+  return rows;
 }
 
 // Where `primary` has no CFI, `secondary`'s rows apply. Both sorted step

@@ -86,6 +86,8 @@ std::string FormatRule(const UnwindRule& r, Arch arch) {
   if (a64 && r.ra_kind == EHP_RULE_SAME) ra = "x30";
   std::string out = absl::StrCat("cfa=", cfa, " ", DwarfRegName(arch, FrameRegister(arch)), "=",
                                  RegRule(arch, r.rbp_kind, r.rbp_reg, r.rbp_offset), " ra=", ra);
+  if (r.flags & EHP_RULE_FLAG_RBX_SAVED) absl::StrAppend(&out, " rbx=cfa", Signed(r.cfa_deref_add));
+  if (r.flags & EHP_RULE_FLAG_RBX_SAME) out += " rbx=same";
   if (r.flags & EHP_RULE_FLAG_SIGNAL) out += " signal";
   if (r.flags & EHP_RULE_FLAG_RA_SIGNED) out += " pac";
   return out;
