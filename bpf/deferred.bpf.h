@@ -59,12 +59,14 @@ EHP_INLINE int nomap_copy_allowed(__u32 pid, __u64 now)
 static __noinline int defer_walk(struct scratch *s)
 {
 	__u8 stop = s->ev.stop_reason;
+	/* An address in no known mapping: capped a process (a stack leading to
+	 * garbage would ask with every sample). */
+	int unmapped = stop == EHP_STOP_NO_MAPPING || stop == EHP_STOP_FP_RA_UNMAPPED;
 	if (!cfg.deferred_rate || cfg.unwinder != EHP_UNWINDER_DWARF ||
-	    (stop != EHP_STOP_NO_TABLE && stop != EHP_STOP_NO_PROC && stop != EHP_STOP_NO_MAPPING &&
-	     stop != EHP_STOP_FP_RA_UNMAPPED))
+	    (stop != EHP_STOP_NO_TABLE && stop != EHP_STOP_NO_PROC && !unmapped))
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	if ((stop == EHP_STOP_NO_MAPPING || stop == EHP_STOP_FP_RA_UNMAPPED) && !nomap_copy_allowed(s->ev.pid, now))
+	if (unmapped && !nomap_copy_allowed(s->ev.pid, now))
 		return 0;
 	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	struct deferred_budget *b = bpf_map_lookup_elem(&deferred_budget, &zero);
