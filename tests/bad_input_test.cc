@@ -67,6 +67,7 @@ TableBuildOptions NoDebugFile() {
   // has no FDE, which would add rows of ours (entry_point_rows.h, tested in
   // table_builder_test).
   o.entry_point_rows = false;
+  o.init_fini_rows = false;
   return o;
 }
 

@@ -45,15 +45,7 @@ size_t RoundTrip(const std::vector<UnwindRow>& rows, const CompactTable& t) {
   return bad;
 }
 
-UnwindRule RspRule(int32_t off) {
-  UnwindRule r;
-  r.cfa_kind = EHP_CFA_REG;
-  r.cfa_reg = EHP_REG_RSP;
-  r.cfa_offset = off;
-  r.ra_kind = EHP_RULE_CFA_OFFSET;
-  r.ra_offset = -8;
-  return r;
-}
+UnwindRule RspRule(int32_t off) { return RegisterCfaRule(EHP_REG_RSP, off, EHP_RULE_CFA_OFFSET, -8); }
 
 class CompactRealBinary : public ::testing::TestWithParam<const char*> {};
 

@@ -304,6 +304,7 @@ class ReadelfChecker:
         self.only = None        # the sections to read from it (None: all)
         self.skipping = False
         self.plt_ranges = []    # [start, end) of .plt where our rows come from the code (aarch64)
+        self.init_ranges = []   # [start, end) of .init/.fini, likewise (x86-64)
         self.gopclntab = False  # our rows outside every FDE may come from Go's .gopclntab
         self.entry = None  # e_entry: an entry point without an FDE gets rows of ours
 
@@ -582,6 +583,11 @@ class ReadelfChecker:
                     # the code (unwind_tables/a64_plt.cc), which readelf
                     # cannot judge; tests/a64_tables_test.cc does.
                     res["plt_rows"] = res.get("plt_rows", 0) + 1
+                elif any(a <= addrs[k] < b for a, b in self.init_ranges):
+                    # x86-64's .init/.fini have no CFI: rows from crti/crtn's
+                    # code (unwind_tables/init_fini_rows.cc), judged by
+                    # tests/init_fini_rows_test.cc.
+                    res["init_fini_rows"] = res.get("init_fini_rows", 0) + 1
                 elif rests[k] != "none" and self.gopclntab:
                     # Go's functions have no FDE: their rows come from the
                     # pcsp tables of .gopclntab (unwind_tables/go_pclntab),
@@ -658,12 +664,12 @@ def elf_entry(path):
     return int.from_bytes(head[24:32], "little") or None
 
 
-def plt_sections(path, env):
-    """[start, end) of the file's .plt sections (readelf -S)."""
+def plt_sections(path, env, names=r"\.plt"):
+    """[start, end) of the file's sections named so (.plt; readelf -S)."""
     r = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True, env=env,
                        errors="replace")
     out = []
-    for m in re.finditer(r"\]\s+\.plt\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", r.stdout):
+    for m in re.finditer(r"\]\s+(?:%s)\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)" % names, r.stdout):
         start, size = int(m.group(1), 16), int(m.group(2), 16)
         out.append((start, start + size))
     return out
@@ -714,6 +720,8 @@ def check_file(path, ehprof, max_examples=10, timeout=600):
     first = (out or b"").decode("utf-8", "replace").split("\n", 1)[0]
     if re.search(r" rows from \S*\+plt\b", first):
         checker.plt_ranges = plt_sections(path, env)
+    if re.search(r" rows from \S*\+init\b", first):
+        checker.init_ranges = plt_sections(path, env, r"\.init|\.fini")
     checker.gopclntab = bool(re.search(r" rows from \S*\+gopclntab\b", first))
     checker.entry = elf_entry(path)
     for line in relf.stdout:

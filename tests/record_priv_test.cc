@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "elf/elf_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
@@ -874,6 +875,34 @@ TEST_F(RecordUnwind, CfaBasedOnASavedRbxUnwindsToMain) {
                              {Concat({Fn("rbx_leaf", prog), Fn("rbx_saver", prog), Fn("rbx_frame", prog),
                                       Fn("rbx_loop", prog)},
                                      Bottom(prog))}),
+                 kMinSamples, 0.90, r.run.err);
+  }
+}
+
+// A function called from .init, which has no CFI (libcrypto's .init calls
+// OPENSSL_cpuid_setup so): rows made from crti/crtn's code
+// (unwind_tables/init_fini_rows.cc) unwind through _init to the bottom.
+TEST_F(RecordUnwind, CallFromInitSectionUnwindsToTheBottom) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "x86-64 rows (unwind_tables/init_fini_rows.cc)";
+#endif
+  for (const std::string name : {"init_call", "init_call.stripped"}) {
+    SCOPED_TRACE(name);
+    const std::string prog = TestdataPath(name);
+    Namer namer;
+    AddTwinIfStripped(&namer, prog, {"init_spin", "_start"});
+    // crti's _init has no size: the frame is judged by the section.
+    auto elf = ElfFile::Open(prog);
+    ASSERT_TRUE(elf.ok()) << elf.status();
+    auto init = elf->Section(".init");
+    ASSERT_TRUE(init.ok() && init->has_value());
+    Want in_init = Frames({}, {prog}, 1, 1);
+    in_init.check = [at = (*init)->addr, size = (*init)->size](const Frame& f) {
+      return f.addr >= at && f.addr < at + size;
+    };
+    Recording r = Record(name, {}, {prog});
+    ExpectChains(CheckChains(name + ": leaf init_spin", r.samples, namer, Comm(name), "init_spin",
+                             {{Fn("init_spin", prog), in_init, Lib("libc.so.6", kLibcStartMain), Fn("_start", prog)}}),
                  kMinSamples, 0.90, r.run.err);
   }
 }

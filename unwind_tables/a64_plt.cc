@@ -12,15 +12,8 @@ namespace {
 constexpr uint32_t kStpX16X30PreIndex = 0xa9bf7bf0;  // stp x16, x30, [sp, #-16]!
 constexpr uint64_t kPlt0Bytes = 32;                   // with or without `bti c`
 
-UnwindRule LeafRule(int32_t cfa_offset) {
-  UnwindRule r;
-  r.cfa_kind = EHP_CFA_REG;
-  r.cfa_reg = EHP_A64_REG_SP;
-  r.cfa_offset = cfa_offset;
-  r.rbp_kind = EHP_RULE_SAME;
-  r.ra_kind = EHP_RULE_SAME;  // still in x30
-  return r;
-}
+// The return address still in x30.
+UnwindRule LeafRule(int32_t cfa_offset) { return RegisterCfaRule(EHP_A64_REG_SP, cfa_offset, EHP_RULE_SAME); }
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "base/byte_reader.h"
 #include "unwind_tables/a64_plt.h"
 #include "unwind_tables/entry_point_rows.h"
+#include "unwind_tables/init_fini_rows.h"
 #include "unwind_tables/cfa_program.h"
 #include "unwind_tables/cfi_records.h"
 #include "unwind_tables/cfi_sections.h"
@@ -186,6 +187,7 @@ std::string UnwindTable::source() const {
   if (from_debug_frame) s += s.empty() ? "debug_frame" : "+debug_frame";
   if (plt_rows) s += s.empty() ? "plt" : "+plt";
   if (go_rows) s += s.empty() ? "gopclntab" : "+gopclntab";
+  if (init_fini_rows) s += s.empty() ? "init" : "+init";
   return s.empty() ? "none" : s;
 }
 
@@ -253,6 +255,10 @@ absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
   table.rows = dbg_rows.empty() ? std::move(eh_rows) : Overlay(eh_rows, dbg_rows, &table.from_debug_frame);
   EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> plt_rows, Aarch64PltRows(elf));
   if (!plt_rows.empty()) table.rows = Overlay(table.rows, plt_rows, &table.plt_rows);
+  if (options.init_fini_rows && !table.rows.empty()) {  // a file without CFI is walked by frame pointers instead
+    EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> init_rows, InitFiniRows(elf));
+    if (!init_rows.empty()) table.rows = Overlay(table.rows, init_rows, &table.init_fini_rows);
+  }
   if (options.entry_point_rows) {
     std::vector<UnwindRow> entry_rows = EntryPointRows(elf, table.rows);
     if (!entry_rows.empty()) table.rows = Overlay(table.rows, entry_rows, &table.entry_point_rows);

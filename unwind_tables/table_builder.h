@@ -38,6 +38,9 @@ struct TableBuildOptions {
   // covers it (entry_point_rows.h). Off only to compare against the CFI
   // alone.
   bool entry_point_rows = true;
+  // Rows for x86-64's .init and .fini from crti/crtn's code
+  // (init_fini_rows.h). Off only to compare against the CFI alone.
+  bool init_fini_rows = true;
 };
 
 struct UnwindTable {
@@ -51,6 +54,7 @@ struct UnwindTable {
   bool plt_rows = false;  // aarch64: rows made for .plt, which has no CFI
   bool go_rows = false;   // rows from Go's pclntab are used
   bool entry_point_rows = false;  // e_entry had no CFI: marked the bottom (entry_point_rows.h)
+  bool init_fini_rows = false;    // x86-64: rows made for .init/.fini, which have no CFI (init_fini_rows.h)
   Arch arch = Arch::kX86_64;
   std::string debug_file;  // the separate debug file used, if any
   // Problems that did not stop the build (overlapping FDEs, a separate debug

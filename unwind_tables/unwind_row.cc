@@ -68,6 +68,17 @@ UnwindRule NarrowRule(const WideRule& w) {
   return r;
 }
 
+UnwindRule RegisterCfaRule(uint8_t cfa_reg, int32_t cfa_offset, uint8_t ra_kind, int32_t ra_offset) {
+  UnwindRule r;
+  r.cfa_kind = EHP_CFA_REG;
+  r.cfa_reg = cfa_reg;
+  r.cfa_offset = cfa_offset;
+  r.rbp_kind = EHP_RULE_SAME;
+  r.ra_kind = ra_kind;
+  r.ra_offset = ra_offset;
+  return r;
+}
+
 std::string FormatRule(const UnwindRule& r, Arch arch) {
   std::string cfa;
   switch (r.cfa_kind) {

@@ -54,6 +54,11 @@ static_assert(sizeof(UnwindRow) == 32, "a row's width is the table builder's mem
 // as the compact encoding would have for anything past its own widths.
 UnwindRule NarrowRule(const WideRule& w);
 
+// cfa = cfa_reg + cfa_offset, the frame register as it was, the return
+// address by ra_kind (EHP_RULE_CFA_OFFSET: at cfa + ra_offset; aarch64's
+// EHP_RULE_SAME: still in x30): the rules made from code, not CFI.
+UnwindRule RegisterCfaRule(uint8_t cfa_reg, int32_t cfa_offset, uint8_t ra_kind, int32_t ra_offset = 0);
+
 std::string FormatRule(const UnwindRule& rule, Arch arch = Arch::kX86_64);
 // "%016x " + FormatRule.
 std::string FormatRow(const UnwindRow& row, Arch arch = Arch::kX86_64);

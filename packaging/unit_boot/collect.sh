@@ -36,14 +36,19 @@ wait_named() {  # wait_named COUNT SECONDS (of the guest's clock)
 say "waiting for the agent's intervals"
 wait_named 3 480
 ls -ln "$cache" > "$res/cache-first.ls" 2>&1
-stat -c '%i %Y %n' "$cache"/*.ehpt > "$res/cache-first.stat" 2>&1
+stat -c '%i %.9Y %n' "$cache"/*.ehpt > "$res/cache-first.stat" 2>&1
 # Restarted, it loads the tables it stored instead of building them again:
-# the entries stay the same files.
+# the entries stay the same files, and each hit touches its entry. Waited
+# for as such: intervals alone may be the stopped agent's last ones,
+# delivered after the restart.
 before=$(named)
 systemctl restart ehprof-agent
 say "restarted the agent"
+end=$(($(date +%s) + 300))
+while [ -z "$(find "$cache" -name '*.ehpt' -newer "$res/cache-first.stat" -print -quit)" ] &&
+  [ "$(date +%s)" -lt "$end" ]; do sleep 2; done
 wait_named $((before + 2)) 300
-stat -c '%i %Y %n' "$cache"/*.ehpt > "$res/cache-second.stat" 2>&1
+stat -c '%i %.9Y %n' "$cache"/*.ehpt > "$res/cache-second.stat" 2>&1
 stat -c '%a %u %n' /var/cache/private/ehprof "$cache" "$cache"/*.ehpt > "$res/cache-modes" 2>&1
 
 mkdir -p "$res/profiles"
