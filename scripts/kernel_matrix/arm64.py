@@ -18,6 +18,10 @@ import subprocess
 import sys
 import time
 
+# Milliseconds a sleep's block may measure short of the sleep under TCG
+# (see the off-CPU check below).
+TCG_SLEEP_SLACK_MS = 2
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import a64_judge  # noqa: E402
@@ -163,12 +167,15 @@ def _problems(row, min_complete, min_agree, min_agree_fp):
     off = row.get("offcpu") or {}
     if row.get("offcpu_rc") != 0:
         out.append(f"arm64: ehprof record --off-cpu exited {row.get('offcpu_rc')}")
-    elif (off.get("mean_a_ms") or 0) < 100 or (off.get("mean_b_ms") or 0) < 300 or \
+    elif (off.get("mean_a_ms") or 0) < 100 - TCG_SLEEP_SLACK_MS or \
+            (off.get("mean_b_ms") or 0) < 300 - TCG_SLEEP_SLACK_MS or \
             abs((off.get("mean_diff_ms") or 0) - 200) > 25 or off.get("incomplete_ns"):
-        # As tests/record_offcpu_priv_test.cc asks on x86-64.
+        # As tests/record_offcpu_priv_test.cc asks on x86-64, but for the
+        # emulated CPU's time between arming the sleep's timer and leaving
+        # the CPU, where the block starts (6.1 under TCG: 99.6 ms of 100).
         out.append(f"arm64: off-CPU blocks of offcpu_sleep: means {off.get('mean_a_ms')} / "
-                   f"{off.get('mean_b_ms')} ms (want >= 100 / 300, 200 +- 25 apart, every block "
-                   f"to the bottom): {off}")
+                   f"{off.get('mean_b_ms')} ms (want >= {100 - TCG_SLEEP_SLACK_MS} / "
+                   f"{300 - TCG_SLEEP_SLACK_MS}, 200 +- 25 apart, every block to the bottom): {off}")
     if row.get("agent_rc") != 0 or (row.get("agent_files") or 0) < 2:
         out.append(f"arm64: ehprof agent exited {row.get('agent_rc')} with "
                    f"{row.get('agent_files')} interval files (want 0 and >= 2)")
