@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -55,10 +56,13 @@ constexpr size_t kJudgedFrom = 5;
 // A cached Debian root (scripts/debian_root.sh) as a podman image, imported
 // once; the image's name.
 std::string RootImage(const std::string& codename, const std::string& packages) {
-  const std::string tarball(absl::StripTrailingAsciiWhitespace(
+  // The path is the output's last line: ShellOutput takes stderr too, where
+  // the script says it is making the root (the first time on a machine).
+  const std::string out(absl::StripTrailingAsciiWhitespace(
       ShellOutput(absl::StrCat("EHPROF_ROOT_PACKAGES=", packages, " timeout 1800 bash ",
                                testing::SourcePath("scripts/debian_root.sh"), " --tarball ", codename))));
-  if (tarball.empty()) return "";
+  const std::string tarball = out.substr(out.find_last_of('\n') + 1);
+  if (tarball.empty() || !absl::EndsWith(tarball, ".tar") || access(tarball.c_str(), R_OK) != 0) return "";
   const std::string image =
       "localhost/ehprof-test-root:" + std::filesystem::path(tarball).stem().string();
   if (std::system(("podman image exists " + image).c_str()) != 0 &&
