@@ -55,7 +55,9 @@ TEST_P(EveryProgram, RowsAreSortedDistinctAndEndWithNone) {
   for (std::string suffix : {"", ".stripped"}) {
     UnwindTable t = Build(TestdataPath(std::string(GetParam()) + suffix));
     ExpectWellFormed(t);
-    EXPECT_EQ(t.source(), "eh_frame");
+    // "+init": rows of the program's .init/.fini code (glibc's crti
+    // has no CFI for it) over its .eh_frame's.
+    EXPECT_TRUE(t.source() == "eh_frame" || t.source() == "eh_frame+init") << t.source();
   }
 }
 

@@ -191,6 +191,30 @@ std::string UnwindTable::source() const {
   return s.empty() ? "none" : s;
 }
 
+// The rows of code the CFI does not cover, over the CFI's rows: aarch64's
+// PLT, .init/.fini, the entry point, Go's functions.
+static absl::Status AddSynthesizedRows(const ElfFile& elf, const TableBuildOptions& options, UnwindTable* table) {
+  EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> plt_rows, Aarch64PltRows(elf));
+  if (!plt_rows.empty()) table->rows = Overlay(table->rows, plt_rows, &table->plt_rows);
+  if (options.init_fini_rows && !table->rows.empty()) {  // a file without CFI is walked by frame pointers instead
+    EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> init_rows, InitFiniRows(elf));
+    if (!init_rows.empty()) table->rows = Overlay(table->rows, init_rows, &table->init_fini_rows);
+  }
+  if (options.entry_point_rows) {
+    std::vector<UnwindRow> entry_rows = EntryPointRows(elf, table->rows);
+    if (!entry_rows.empty()) table->rows = Overlay(table->rows, entry_rows, &table->entry_point_rows);
+  }
+  if (options.go_rows) {
+    EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> go, GoUnwindRows(elf, options.max_rows));
+    if (!go.empty()) table->rows = Overlay(table->rows, go, &table->go_rows);
+    if (table->rows.size() > options.max_rows) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "%s: more than %d unwind rows; not building a table this large", elf.path(), options.max_rows));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
                                              const TableBuildOptions& options) {
   UnwindTable table;
@@ -253,24 +277,7 @@ absl::StatusOr<UnwindTable> BuildUnwindTable(const ElfFile& elf,
     }
   }
   table.rows = dbg_rows.empty() ? std::move(eh_rows) : Overlay(eh_rows, dbg_rows, &table.from_debug_frame);
-  EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> plt_rows, Aarch64PltRows(elf));
-  if (!plt_rows.empty()) table.rows = Overlay(table.rows, plt_rows, &table.plt_rows);
-  if (options.init_fini_rows && !table.rows.empty()) {  // a file without CFI is walked by frame pointers instead
-    EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> init_rows, InitFiniRows(elf));
-    if (!init_rows.empty()) table.rows = Overlay(table.rows, init_rows, &table.init_fini_rows);
-  }
-  if (options.entry_point_rows) {
-    std::vector<UnwindRow> entry_rows = EntryPointRows(elf, table.rows);
-    if (!entry_rows.empty()) table.rows = Overlay(table.rows, entry_rows, &table.entry_point_rows);
-  }
-  if (options.go_rows) {
-    EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> go, GoUnwindRows(elf, options.max_rows));
-    if (!go.empty()) table.rows = Overlay(table.rows, go, &table.go_rows);
-    if (table.rows.size() > options.max_rows) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "%s: more than %d unwind rows; not building a table this large", elf.path(), options.max_rows));
-    }
-  }
+  EHP_RETURN_IF_ERROR(AddSynthesizedRows(elf, options, &table));
   return table;
 }
 
