@@ -48,6 +48,7 @@ ehprof_packages() {
       fi
       echo build-essential `# gcc builds the C test programs (testdata/); g++ builds ehprof too (scripts/build_gcc.sh)` \
         llvm git `# git: ehprof --version names the commit` \
+        ccache `# the three builds (clang, g++, arm64) of a clone reuse what another clone on the machine compiled (scripts/ccache_env.sh)` \
         libgtest-dev libgmock-dev libbenchmark-dev \
         "libclang-rt-$major-dev" `# libFuzzer (-fsanitize=fuzzer)` \
         elfutils binutils linux-perf libc6-dbg libgcrypt20 gdb \
