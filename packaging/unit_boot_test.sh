@@ -102,7 +102,8 @@ check "the cache directory is 0700 and its entries 0600, the agent's" \
   "$results/cache-modes"
 # Restarted, the agent took its tables from the cache: the entries it had
 # are the same files (a table built again would be stored anew: a new
-# inode), and a hit marks its entry used (a newer mtime).
+# inode), and a hit marks its entry used (a newer mtime than the 2001 that
+# collect.sh dated them).
 read -r kept reused < <(awk 'NR == FNR { first[$1 " " $3] = $2; next }
   ($1 " " $3) in first { kept++; if ($2 > first[$1 " " $3]) reused++ }
   END { print kept + 0, reused + 0 }' "$results/cache-first.stat" "$results/cache-second.stat")
