@@ -8,3 +8,8 @@
 # lines tests read. Settings the caller made win.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+# Root's builds (CI's among them) keep the cache beside the project's other
+# caches, whatever HOME the caller has.
+if [[ $(id -u) == 0 && -z ${CCACHE_DIR:-} ]]; then
+  export CCACHE_DIR=/var/cache/ehprof/ccache
+fi
