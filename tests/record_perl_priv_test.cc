@@ -54,10 +54,10 @@ bool NativeBetween(const SrclineSample& s, int from, int to, const std::string& 
   return false;
 }
 
-std::vector<SrclineSample> Record(double seconds) {
+std::vector<SrclineSample> Record(double seconds, const std::string& mode = "threads") {
   const std::string out = absl::StrCat(::testing::TempDir(), "/pl.", getpid(), ".txt"), log = out + ".err";
   const std::string cmd = absl::StrCat("timeout 120 ", testing::EhprofBinary(), " record -F 499 --srcline -o ", out,
-                                       " -- /usr/bin/perl ", testing::SourcePath(kScript), " threads ", seconds,
+                                       " -- /usr/bin/perl ", testing::SourcePath(kScript), " ", mode, " ", seconds,
                                        " >/dev/null 2>", log);
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << testing::ReadFile(log);
   auto samples = testing::ParseSrclinePerfScript(testing::ReadFile(out));
@@ -145,6 +145,34 @@ TEST(PerlFrames, Debian12Perl536) {
   EXPECT_EQ(c.trees_ok, c.trees) << "hot_tree recursion, at most 8 deep, under thread_one";
   EXPECT_GE(c.adds, 10u);
   EXPECT_GE(c.add_lines * 100, c.adds * 98) << "hot_add's samples on its loop's line";
+}
+
+// hot.pl deep: deep() 50 subs deep, the walk's run of like contexts
+// (taken by pl_scan, a loop of its own): every one of the 50 is main::deep,
+// each caller at the line of the recursive call, then the main program.
+TEST(PerlFrames, FiftySubsDeepEachNamedAtItsCall) {
+  if (!testing::RequireRootForBpf()) GTEST_SKIP();
+  if (access("/usr/bin/perl", X_OK) != 0) GTEST_SKIP() << "Debian 12's perl is not installed";
+  const int call_line = testing::SourceLineWith(kScript, "return deep($n - 1)");
+  size_t deep = 0, whole = 0;
+  std::string bad;
+  for (const SrclineSample& s : Record(2, "deep")) {
+    const SrclineFrame* leaf = LeafPerl(s);
+    if (!leaf || leaf->symbol != "main::deep") continue;
+    ++deep;
+    std::vector<const SrclineFrame*> perl;
+    for (const SrclineFrame& f : s.frames) {
+      if (IsPerl(f)) perl.push_back(&f);
+    }
+    bool ok = perl.size() == 51 && perl[50]->symbol != "main::deep";
+    for (size_t i = 0; ok && i < 50; ++i) ok = perl[i]->symbol == "main::deep" && (i == 0 || perl[i]->line == call_line);
+    whole += ok;
+    if (!ok && bad.empty()) {
+      for (const SrclineFrame* f : perl) absl::StrAppend(&bad, f->symbol, ":", f->line, " ");
+    }
+  }
+  ASSERT_GE(deep, 200u) << "too few samples to judge";
+  EXPECT_EQ(whole, deep) << "50 main::deep frames at line " << call_line << " but the leaf; one sample: " << bad;
 }
 
 }  // namespace

@@ -54,10 +54,10 @@ class RubyFrames : public ::testing::Test {
   // `prefix` runs the interpreter (a chroot for 3.3); script its path there.
   // ehprof's stderr in *err when given.
   std::vector<SrclineSample> Record(const std::string& prefix, const std::string& script, double seconds,
-                                    std::string* err = nullptr) {
+                                    std::string* err = nullptr, const std::string& mode = "hot") {
     const std::string out = absl::StrCat(::testing::TempDir(), "/rb.", getpid(), ".txt"), log = out + ".err";
     const std::string cmd = absl::StrCat("timeout 120 ", testing::EhprofBinary(), " record -F 499 --srcline -o ",
-                                         out, " -- ", prefix, " ", script, " hot ", seconds, " >/dev/null 2>", log);
+                                         out, " -- ", prefix, " ", script, " ", mode, " ", seconds, " >/dev/null 2>", log);
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << testing::ReadFile(log);
     auto samples = testing::ParseSrclinePerfScript(testing::ReadFile(out));
     if (err) *err = testing::ReadFile(log);
@@ -167,6 +167,36 @@ TEST_F(RubyFrames, Debian12Ruby31) {
   if (!testing::RequireRootForBpf()) GTEST_SKIP();
   if (access("/usr/bin/ruby3.1", X_OK) != 0) GTEST_SKIP() << "Debian 12's ruby3.1 is not installed";
   Judge(Record("/usr/bin/ruby3.1", testing::SourcePath("testdata/ruby/shapes.rb"), 4), "testdata/ruby/shapes.rb", false);
+}
+
+// testdata/ruby/deep.rb: deep() 50 frames deep, the walk's run of like
+// control frames (taken by rb_scan, a loop of its own): below spin, every
+// one of the 50 is deep, each caller at the line of the recursive call.
+TEST_F(RubyFrames, FiftyMethodsDeepEachNamedAtItsCall) {
+  if (!testing::RequireRootForBpf()) GTEST_SKIP();
+  if (access("/usr/bin/ruby3.1", X_OK) != 0) GTEST_SKIP() << "Debian 12's ruby3.1 is not installed";
+  constexpr char kDeep[] = "testdata/ruby/deep.rb";
+  const int call_line = testing::SourceLineWith(kDeep, "deep(n - 1, deadline) + 1");
+  size_t spins = 0, whole = 0;
+  std::string bad;
+  for (const SrclineSample& s : Record("/usr/bin/ruby3.1", testing::SourcePath(kDeep), 2, nullptr, "")) {
+    const SrclineFrame* leaf = LeafRubyCode(s);
+    if (!leaf || leaf->symbol != "spin") continue;
+    ++spins;
+    std::vector<const SrclineFrame*> ruby;
+    for (const SrclineFrame& f : s.frames) {
+      if (IsRubyCode(f)) ruby.push_back(&f);
+    }
+    bool ok = ruby.size() >= 51;
+    for (size_t i = 1; ok && i <= 50; ++i) ok = ruby[i]->symbol == "deep" && (i == 1 || ruby[i]->line == call_line);
+    ok = ok && (ruby.size() == 51 || ruby[51]->symbol != "deep");
+    whole += ok;
+    if (!ok && bad.empty()) {
+      for (const SrclineFrame* f : ruby) absl::StrAppend(&bad, f->symbol, ":", f->line, " ");
+    }
+  }
+  ASSERT_GE(spins, 200u) << "too few samples to judge";
+  EXPECT_EQ(whole, spins) << "50 deep frames at line " << call_line << " but the first; one sample: " << bad;
 }
 
 // Debian 13's ruby3.3, in a root of its own (cached by
