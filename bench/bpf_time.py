@@ -12,6 +12,17 @@ def bpf_us(stderr):
     return float(m.group(1))
 
 
+def bpf_p10_us(stderr):
+    """The BPF time per sample that a tenth of the run's samples take less
+    than, in microseconds: the walk's own cost with little of the VM's
+    noise (a sample only gains time from a busy host's cache misses,
+    interrupts and stolen cycles)."""
+    m = re.search(r"BPF time per sample: median [0-9.]+ us, p90 [0-9.]+ us, p99 [0-9.]+ us, p10 ([0-9.]+) us", stderr)
+    if not m:
+        raise RuntimeError("no BPF time p10 in ehprof's summary:\n" + stderr)
+    return float(m.group(1))
+
+
 def jvm_metadata(stderr):
     """{jvms, live_jvms, methods, total_kb, method_table_kb, line_tables_kb,
     method_caches_kb, scopes_kb} from the JVM metadata line, or {} (the

@@ -1,9 +1,23 @@
-"""What bench/php_cost.py and bench/ruby_cost.py share: one workload of an
-interpreter recorded with its runtime's frames and with --no-RUNTIME (the
-same process's native walk alone), runs interleaved, ehprof's own
-per-sample BPF time (bench/bpf_time.py) as the median over each run's
-samples, the runtime's frames per sample counted in the perf-script output
-by their script's suffix; medians over --reps."""
+"""What bench/perl_cost.py, bench/php_cost.py and bench/ruby_cost.py
+share: one workload of an interpreter recorded with its runtime's frames
+and with --no-RUNTIME (the same process's native walk alone), runs
+interleaved, ehprof's own per-sample BPF time (bench/bpf_time.py) over
+each run's samples, the runtime's frames per sample counted in the
+perf-script output by their script's suffix; medians over --reps, the
+walk's added time the median of each repetition's two runs' difference.
+Each run: the workload starts, after --warm seconds `ehprof record -p PID
+-F HZ -d SECONDS` records it. With --before EHPROF (another build, the
+change's base) each repetition also runs that build's pair, interleaved,
+as the result's before_* keys.
+
+Two figures a run: the median sample's time, and p10 (a tenth of the
+samples take less). On this 2-vCPU VM a run's median moves by 2-3x from
+one run to the next with the host's load (a sample only gains time from
+cache misses, interrupts and stolen cycles), while p10, the walk's own
+cost with the least of that, moves by a few percent: p10 is the figure a
+change is judged by, the median is said beside it. The workload runs on
+the last CPU and ehprof on the others (--no-pin: wherever they fall), so
+ehprof's user space does not evict the walk's data between samples."""
 import argparse
 import os
 import statistics
@@ -12,6 +26,7 @@ import tempfile
 import time
 
 import bpf_time
+import result_file
 
 
 def frames_per_sample(perf_script, suffix):
@@ -23,24 +38,35 @@ def frames_per_sample(perf_script, suffix):
     return statistics.median(counts) if counts else 0
 
 
+def pinned(args, argv, last):
+    """argv under taskset: on the last CPU (last) or the others, unless --no-pin."""
+    cpus = os.cpu_count() or 1
+    if args.no_pin or cpus < 2:
+        return argv
+    return ["taskset", "-c", str(cpus - 1) if last else f"0-{cpus - 2}"] + argv
+
+
 def run(args, argv, flags, suffix, tmp):
-    """One run: argv (the workload, ending in its duration) recorded with `flags`."""
-    work = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """One run: argv (the workload, ending in its duration) recorded with
+    `flags`: (median µs, p10 µs, frames a sample)."""
+    work = subprocess.Popen(pinned(args, argv, True), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(args.warm)
         out = os.path.join(tmp, "interp.perf")
-        err = subprocess.run([args.ehprof, "record", "-p", str(work.pid), "-F", str(args.hz), "-d", str(args.seconds),
-                              "-o", out] + flags, capture_output=True, text=True, check=True, timeout=120).stderr
+        record = [args.ehprof, "record", "-p", str(work.pid), "-F", str(args.hz), "-d", str(args.seconds), "-o", out]
+        err = subprocess.run(pinned(args, record + flags, False), capture_output=True, text=True, check=True,
+                             timeout=120).stderr
     finally:
         work.kill()
         work.wait()
-    return bpf_time.bpf_us(err), frames_per_sample(out, suffix)
+    return bpf_time.bpf_us(err), bpf_time.bpf_p10_us(err), frames_per_sample(out, suffix)
 
 
 def measure_all(args, argv, runtime, suffix):
-    """{"after": (on µs, native-only µs, frames a sample)} for --ehprof, and
-    "before" the same for --before when given; every binary's runs
-    interleave with the other's, so both meet the same load."""
+    """{who: {"on", "off", "on_p10", "off_p10", "frames"}}, medians over
+    --reps, for "after" (--ehprof) and, when --before is given, "before":
+    every binary's runs interleave with the other's, so both meet the same
+    load."""
     binaries = {"after": args.ehprof}
     if getattr(args, "before", None):
         binaries["before"] = args.before
@@ -54,33 +80,53 @@ def measure_all(args, argv, runtime, suffix):
                 run_args = argparse.Namespace(**{**vars(args), "ehprof": binaries[who]})
                 results[(who, name)].append(run(run_args, argv, flags, suffix, tmp))
     med = statistics.median
-    return {who: (med(r[0] for r in results[(who, "on")]), med(r[0] for r in results[(who, "off")]),
-                  med(r[1] for r in results[(who, "on")])) for who in binaries}
+    out = {}
+    for who in binaries:
+        on, off = results[(who, "on")], results[(who, "off")]
+        # What the walk adds: the median of each repetition's difference
+        # (its two runs side by side, so a drift of the host's load over
+        # the repetitions cancels), not the difference of the medians.
+        out[who] = {"on": med(r[0] for r in on), "off": med(r[0] for r in off), "on_p10": med(r[1] for r in on),
+                    "off_p10": med(r[1] for r in off), "frames": med(r[2] for r in on),
+                    "added": med(a[0] - b[0] for a, b in zip(on, off)),
+                    "added_p10": med(a[1] - b[1] for a, b in zip(on, off))}
+    return out
 
 
-def measure(args, argv, runtime, suffix):
-    """(with the runtime's frames µs, native-only µs, frames a sample), medians."""
-    return measure_all(args, argv, runtime, suffix)["after"]
+def report(args, argv, runtime, suffix, label):
+    """Measures, prints and (unless --no-result) writes bench/results/
+    RUNTIME_cost.json: RUNTIME_bpf_us, native_bpf_us (medians over the
+    repetitions), RUNTIME_added_us (the median of each repetition's
+    difference), the same with _p10 (RUNTIME_p10_us, native_p10_us,
+    RUNTIME_added_p10_us), RUNTIME_frames, and before_* of each when
+    --before is given."""
+    figs = measure_all(args, argv, runtime, suffix)
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {os.getloadavg()[0]:.2f}; "
+          f"median of {args.reps} interleaved runs, {args.hz} Hz, {'not pinned' if args.no_pin else 'pinned'}")
+    figures = {"hz": args.hz, "reps": args.reps, "pinned": int(not args.no_pin)}
+    for who, f in figs.items():
+        name = "" if who == "after" else f"before ({args.before}): "
+        print(f"{name}{label}, {runtime} frames ({f['frames']:.0f} a sample): p10 {f['on_p10']:.2f} us, native walk "
+              f"only {f['off_p10']:.2f} us, adds {f['added_p10']:.2f} us; median {f['on']:.2f} us, "
+              f"native walk only {f['off']:.2f} us, adds {f['added']:.2f} us")
+        pre = "" if who == "after" else "before_"
+        figures.update({f"{pre}{runtime}_bpf_us": round(f["on"], 2), f"{pre}native_bpf_us": round(f["off"], 2),
+                        f"{pre}{runtime}_added_us": round(f["added"], 2),
+                        f"{pre}{runtime}_p10_us": round(f["on_p10"], 2),
+                        f"{pre}native_p10_us": round(f["off_p10"], 2),
+                        f"{pre}{runtime}_added_p10_us": round(f["added_p10"], 2)})
+        if who == "after":
+            figures[f"{runtime}_frames"] = f["frames"]
+    if not args.no_result:
+        result_file.write(f"{runtime}_cost", figures, args.note, args.result)
 
 
-def before_figures(args, argv, runtime, suffix, key):
-    """measure_all's "after" figures, and when --before is given the
-    before binary's, printed and as result keys before_KEY_bpf_us,
-    before_native_bpf_us, before_KEY_added_us (as bench/ruby_cost.py's)."""
-    all_figs = measure_all(args, argv, runtime, suffix)
-    extra = {}
-    if "before" in all_figs:
-        on_us, native_us, frames = all_figs["before"]
-        print(f"before ({args.before}): {on_us:.2f} us with {frames:.0f} frames; native walk only: {native_us:.2f} us; "
-              f"adds {on_us - native_us:.2f} us")
-        extra = {f"before_{key}_bpf_us": round(on_us, 2), "before_native_bpf_us": round(native_us, 2),
-                 f"before_{key}_added_us": round(on_us - native_us, 2)}
-    return all_figs["after"], extra
-
-
-def add_arguments(ap, root):
+def add_arguments(ap, root, runtime):
     ap.add_argument("--ehprof", default=os.path.join(root, "build", "ehprof"))
+    ap.add_argument("--before", help="another ehprof build, measured interleaved with --ehprof's")
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--warm", type=float, default=1)
     ap.add_argument("--hz", type=int, default=499)
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--no-pin", action="store_true", help="do not pin the workload and ehprof to CPUs of their own")
+    result_file.add_argument(ap, f"{runtime}_cost")

@@ -116,7 +116,7 @@ def main():
             s1 = stackcheck(out, ref1, a.comm)
             s2 = stackcheck(out, ref2, a.comm)
             summary = " ".join(l for l in err.splitlines() if l.startswith("ehprof:"))
-            bpf = re.search(r"median ([\d.]+) us, p90 ([\d.]+) us, p99 ([\d.]+) us; (\d+) bytes", summary)
+            bpf = re.search(r"median ([\d.]+) us, p90 ([\d.]+) us, p99 ([\d.]+) us(?:, p10 [\d.]+ us)?; (\d+) bytes", summary)
             mean = re.search(r"mean ([\d.]+) us over", summary)
             cpu = re.search(r"own CPU time while recording ([\d.]+)%", summary)
             print(f"ehprof run {i}: samples={s1['samples']} complete={s1['complete_pct']}% "

@@ -96,9 +96,9 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
     std::sort(ns.begin(), ns.end());
     auto pct = [&](double p) { return ns[std::min(ns.size() - 1, size_t(p * ns.size()))] / 1e3; };
     std::fprintf(stderr,
-                 "ehprof: BPF time per sample: median %.2f us, p90 %.2f us, p99 %.2f us; "
+                 "ehprof: BPF time per sample: median %.2f us, p90 %.2f us, p99 %.2f us, p10 %.2f us; "
                  "%.0f bytes per sample through the ring buffer\n",
-                 pct(0.5), pct(0.9), pct(0.99), double(bytes) / s.samples);
+                 pct(0.5), pct(0.9), pct(0.99), pct(0.1), double(bytes) / s.samples);
   }
   if (s.prog.run_cnt) {
     std::fprintf(stderr, "ehprof: BPF run time per program run (kernel.bpf_stats_enabled): mean %.2f us over %llu runs\n",
