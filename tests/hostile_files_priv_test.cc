@@ -157,10 +157,10 @@ class HostileFiles : public ::testing::Test {
       args.push_back(absl::StrJoin(only, ","));
     }
     a.r = testing::RunEhprof(args, SIGINT, run_ms, [&](pid_t agent) {
-                               if (before_sigint) before_sigint();
-                               a.peak_rss_kb = PeakRssKb(agent);
-                               sigint = std::chrono::steady_clock::now();
-                             });
+      if (before_sigint) before_sigint();
+      a.peak_rss_kb = PeakRssKb(agent);
+      sigint = std::chrono::steady_clock::now();
+    });
     a.ended_after_sigint_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - sigint).count();
     return a;

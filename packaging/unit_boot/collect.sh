@@ -58,8 +58,12 @@ touched() {
   done
   return 1
 }
-until touched || [ "$(date +%s)" -ge "$end" ]; do sleep 2; done
-say "an entry of the cache was used: $(touched && echo yes || echo no)"
+used=no
+until [ "$(date +%s)" -ge "$end" ]; do
+  if touched; then used=yes; break; fi
+  sleep 2
+done
+say "an entry of the cache was used: $used"
 wait_named $((before + 2)) 300
 stat -c '%i %.9Y %n' "$cache"/*.ehpt > "$res/cache-second.stat" 2>&1
 stat -c '%a %u %n' /var/cache/private/ehprof "$cache" "$cache"/*.ehpt > "$res/cache-modes" 2>&1
