@@ -461,5 +461,56 @@ TEST_F(RecordDeferred, GarbageStackFromTheFirstSampleIsBounded) {
   EXPECT_LT(hwm_kb, 700 * 1024) << r.err;
 }
 
+// An unprivileged user's program spinning in code it placed in a fresh
+// RWX page, its rbp at a fake frame that leads to itself with a return
+// address in that page (testdata/jit_fp_loop.c): the walk through
+// anonymous executable memory (in_new_jit_code, then the entry's anonymous
+// mapping once the maps are read) steps by frame pointer back to where it
+// was. Each walk ends with a stop reason within the frame bound, ehprof
+// keeps sampling and says nothing went wrong.
+TEST_F(RecordDeferred, AFramePointerLoopThroughNewJitCodeEnds) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "x86-64 machine code in testdata/jit_fp_loop.c";
+#endif
+  if (!testing::RequireSetpriv()) GTEST_SKIP();
+  const std::string prog = dir_ + "/jit_fp_loop";
+  ::chmod(dir_.c_str(), 0755);
+  std::filesystem::copy_file(TestdataPath("jit_fp_loop"), prog);
+  ASSERT_EQ(::chown(prog.c_str(), testing::kNobody, testing::kNobody), 0);
+  const std::string out = dir_ + "/jit_fp_loop.perf";
+  RunResult r = RunEhprof({"record", "-a", "--comm", "jit_fp_loop", "-F", "999", "--show-stops", "--format",
+                           "perf-script", "-o", out},
+                          SIGINT, 2000, [&](pid_t) {
+                            const pid_t pid = fork();
+                            if (pid == 0) {
+                              if (!testing::BecomeUser()) _exit(2);
+                              alarm(30);
+                              execl(prog.c_str(), prog.c_str(), "1.5", nullptr);
+                              _exit(127);
+                            }
+                            int status = 0;
+                            ::waitpid(pid, &status, 0);
+                          });
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* bad : {"terminate", "internal error", "Sanitizer", "killed after"}) {
+    EXPECT_FALSE(absl::StrContains(r.err, bad)) << bad << "\n" << r.err;
+  }
+  size_t in_page = 0, longest = 0;
+  std::set<std::string> stops;
+  for (const Sample& s : ParseSamples(testing::ReadFile(out))) {
+    longest = std::max(longest, s.addrs.size());
+    if (s.symbols.empty() || s.symbols.front() != "[unknown]") continue;
+    ++in_page;
+    stops.insert(s.stop);
+    EXPECT_FALSE(s.stop.empty()) << Joined(s.symbols, 0);
+  }
+  std::printf("fp loop in new JIT code: %zu samples in the page, longest stack %zu frames, stops:", in_page,
+              longest);
+  for (const std::string& st : stops) std::printf(" [%s]", st.c_str());
+  std::printf("\n");
+  EXPECT_GT(in_page, 300u) << r.err;
+  EXPECT_LE(longest, static_cast<size_t>(EHP_MAX_USER_FRAMES));
+}
+
 }  // namespace
 }  // namespace ehprof
