@@ -84,6 +84,19 @@ long long SummaryCount(const std::string& err, const std::string& what) {
   return std::regex_search(err, m, re) ? std::stoll(m[1]) : -1;
 }
 
+// Runs prog ARG as the unprivileged user (30 s at most) and waits for it.
+void RunAsNobody(const std::string& prog, const char* arg) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!testing::BecomeUser()) _exit(2);
+    alarm(30);
+    execl(prog.c_str(), prog.c_str(), arg, nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+}
+
 std::string Joined(const std::vector<std::string>& v, size_t from) {
   std::string s;
   for (size_t i = from; i < v.size(); ++i) s += (i > from ? ";" : "") + v[i];
@@ -422,17 +435,7 @@ TEST_F(RecordDeferred, GarbageStackFromTheFirstSampleIsBounded) {
        "--show-stops", "--format",
        "perf-script", "-o", out},
       SIGINT, 2500, [&](pid_t ehprof) {
-        for (int run = 0; run < 6; ++run) {
-          const pid_t pid = fork();
-          if (pid == 0) {
-            if (!testing::BecomeUser()) _exit(2);
-            alarm(30);
-            execl(prog.c_str(), prog.c_str(), "0.3", nullptr);
-            _exit(127);
-          }
-          int status = 0;
-          ::waitpid(pid, &status, 0);
-        }
+        for (int run = 0; run < 6; ++run) RunAsNobody(prog, "0.3");
         std::ifstream in(absl::StrCat("/proc/", ehprof, "/status"));
         for (std::string line; std::getline(in, line);) {
           if (absl::StartsWith(line, "VmHWM:")) hwm_kb = std::stol(line.substr(6));
@@ -480,17 +483,7 @@ TEST_F(RecordDeferred, AFramePointerLoopThroughNewJitCodeEnds) {
   const std::string out = dir_ + "/jit_fp_loop.perf";
   RunResult r = RunEhprof({"record", "-a", "--comm", "jit_fp_loop", "-F", "999", "--show-stops", "--format",
                            "perf-script", "-o", out},
-                          SIGINT, 2000, [&](pid_t) {
-                            const pid_t pid = fork();
-                            if (pid == 0) {
-                              if (!testing::BecomeUser()) _exit(2);
-                              alarm(30);
-                              execl(prog.c_str(), prog.c_str(), "1.5", nullptr);
-                              _exit(127);
-                            }
-                            int status = 0;
-                            ::waitpid(pid, &status, 0);
-                          });
+                          SIGINT, 2000, [&](pid_t) { RunAsNobody(prog, "1.5"); });
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* bad : {"terminate", "internal error", "Sanitizer", "killed after"}) {
     EXPECT_FALSE(absl::StrContains(r.err, bad)) << bad << "\n" << r.err;
