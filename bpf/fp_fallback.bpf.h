@@ -29,13 +29,6 @@ static long anon_exec_vma(struct task_struct *task, struct vm_area_struct *vma, 
 }
 #endif
 
-/* Whether addr lies in the anonymous executable memory this walk found
- * (in_new_jit_code): the step after one into JIT code, at a pc in it. */
-EHP_INLINE int in_new_jit_range(struct scratch *s, __u64 addr)
-{
-	return addr >= s->new_jit[0] && addr < s->new_jit[1];
-}
-
 /* Whether addr, in no mapping of the process's entry, lies in anonymous
  * executable memory: JIT code made executable since user space read the
  * maps (a Chromium renderer's V8 makes its 512 MiB code range executable
@@ -45,14 +38,10 @@ EHP_INLINE int in_new_jit_range(struct scratch *s, __u64 addr)
  * walk's EHP_EVENT_UNKNOWN_PC has user space read the maps for its names.
  * Not in the tail-call build (no bpf_find_vma before 5.17: such samples are
  * finished late) nor in the replay, whose mappings are read after. The
- * mapping's lock taken (the process mapping memory now) counts as no.
- * Asked only of a frame pointer's return address: bpf_find_vma answers
- * once a sample, and a walk that stops at a pc in no mapping (a library
- * dlopen just mapped, a leaf in new JIT code) is finished late from a
- * copy that needs that answer for the stack's end (bpf/deferred.bpf.h). */
+ * mapping's lock taken (the process mapping memory now) counts as no. */
 EHP_INLINE int in_new_jit_code(struct scratch *s, __u64 addr)
 {
-	if (in_new_jit_range(s, addr))
+	if (addr >= s->new_jit[0] && addr < s->new_jit[1])
 		return 1;
 #if defined(__bpf__) && !defined(EHP_COMPAT)
 	__u64 range[2] = {0, 0};

@@ -467,9 +467,9 @@ TEST_F(RecordDeferred, GarbageStackFromTheFirstSampleIsBounded) {
 // An unprivileged user's program spinning in code it placed in a fresh
 // RWX page, its rbp at a fake frame that leads to itself with a return
 // address in that page (testdata/jit_fp_loop.c): the walk through
-// anonymous executable memory (finished late while the page is new, then
-// the entry's anonymous mapping once the maps are read) steps by frame
-// pointer back to where it was. Each walk ends with a stop reason within the frame bound, ehprof
+// anonymous executable memory (in_new_jit_code, then the entry's anonymous
+// mapping once the maps are read) steps by frame pointer back to where it
+// was. Each walk ends with a stop reason within the frame bound, ehprof
 // keeps sampling and says nothing went wrong.
 TEST_F(RecordDeferred, AFramePointerLoopThroughNewJitCodeEnds) {
 #if !defined(__x86_64__)
