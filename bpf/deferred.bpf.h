@@ -14,16 +14,7 @@
 #ifndef EHPROF_BPF_DEFERRED_BPF_H_
 #define EHPROF_BPF_DEFERRED_BPF_H_
 
-EHP_STACK_COPY_FN(copy_deferred_page, EHP_DEFERRED_COPY_MAX)
-
-#ifndef EHP_COMPAT
-/* bpf_find_vma's callback: the end of the mapping that holds the sp. */
-static long stack_vma_end(struct task_struct *task, struct vm_area_struct *vma, void *data)
-{
-	*(__u64 *)data = vma->vm_end;
-	return 0;
-}
-#endif
+EHP_STACK_COPY_FN(copy_deferred_page, EHP_DEFERRED_STACK_MAX)
 
 /* The bytes this CPU may copy now (refilled for the time since its last
  * copy, up to EHP_DEFERRED_BURST_S seconds' worth), or 0. */
@@ -98,29 +89,13 @@ static __noinline int defer_walk(struct scratch *s)
 	ds->d.pad = 0;
 	__u64 sp = s->regs[EHP_REG_RSP];
 	struct copy_ctx c = {.buf = ds->stack, .sp = sp,
-			     .limit = tokens < EHP_DEFERRED_COPY_MAX ? (__u32)tokens : EHP_DEFERRED_COPY_MAX};
-#ifndef EHP_COMPAT
-	/* The stack's mapping bounds the copy, which then goes on past pages
-	 * that fail to read: a big buffer's pages never touched (pkg-config's
-	 * 64 KiB line buffer, a compiler's) are not present, cannot be read
-	 * here, and hold zeros for anyone who reads them; the frames above
-	 * them are what the late walk needs. Without the mapping (its lock
-	 * busy, as when the process maps a library; the tail-call build's
-	 * kernels) the copy ends at the first page that fails. */
-	__u64 end = 0;
-	if ((s->valid & REG_BIT(EHP_REG_RSP)) &&
-	    bpf_find_vma(bpf_get_current_task_btf(), sp, stack_vma_end, &end, 0) == 0 && end > sp) {
-		if (end - sp < c.limit)
-			c.limit = (__u32)(end - sp);
-		c.holes = 1;
-	}
-#endif
+			     .limit = tokens < EHP_DEFERRED_STACK_MAX ? (__u32)tokens : EHP_DEFERRED_STACK_MAX};
 	if (s->valid & REG_BIT(EHP_REG_RSP))
-		EHP_COPY_PAGES(copy_deferred_page, EHP_DEFERRED_COPY_PAGES, &c);
-	__u32 len = c.len > EHP_DEFERRED_COPY_MAX ? EHP_DEFERRED_COPY_MAX : c.len;
+		EHP_COPY_PAGES(copy_deferred_page, EHP_DEFERRED_PAGES, &c);
+	__u32 len = c.len > EHP_DEFERRED_STACK_MAX ? EHP_DEFERRED_STACK_MAX : c.len;
 	ds->d.stack_len = len;
 	b->tokens -= len < b->tokens ? len : b->tokens;
-	__u64 size = copy_event_size(sizeof(ds->ev) + sizeof(ds->d), len, EHP_DEFERRED_COPY_MAX);
+	__u64 size = copy_event_size(sizeof(ds->ev) + sizeof(ds->d), len, EHP_DEFERRED_STACK_MAX);
 	if (bpf_ringbuf_output(&events, ds, size, 0)) {
 		count(EHP_STAT_EVENT_DROPS);
 		return 0;

@@ -785,13 +785,12 @@ EHP_ASSERT(sizeof(struct ehp_verify) == 8 * (EHP_REG_RIP + 1) + 8, "ehp_verify: 
  * which user space continues with the same walk (bpf/host/) once the table
  * exists (agent/deferred/). Each CPU's copies are bounded by a token bucket
  * of cfg.deferred_rate bytes a second. */
-/* 256 KiB: a compiler's main thread (clang's parser and Sema) stops 20-35
- * frames deep with more than 16 KiB of stack above it, and its deepest
- * stacks with more than 64 KiB (perf's copy, --verify's); pkg-config's
- * parser holds a 64 KiB buffer. A copy ends at the stack mapping's end (or
- * its first unreadable page), so a shallow stack pays for what it has.
- * The tail-call build copies at most 64 KiB (bpf/maps.bpf.h). */
-#define EHP_DEFERRED_STACK_MAX (256 * 1024)
+/* 64 KiB, as --verify copies: a compiler's main thread (clang's parser and
+ * Sema) stops 20-35 frames deep with more than 16 KiB of stack above it. A
+ * copy ends at the first unreadable page (the stack's top), so a shallow
+ * stack pays for what it has. */
+#define EHP_DEFERRED_STACK_MAX (64 * 1024)
+#define EHP_DEFERRED_PAGES (EHP_DEFERRED_STACK_MAX / 4096 + 1)
 /* The bucket holds this many seconds of cfg.deferred_rate. */
 #define EHP_DEFERRED_BURST_S 2
 /* Copies for EHP_STOP_NO_MAPPING and EHP_STOP_FP_RA_UNMAPPED a process may

@@ -194,20 +194,10 @@ struct {
  * state and up to EHP_DEFERRED_STACK_MAX bytes of stack, a page of slack
  * as verify_scratch has. Indexed by CPU like it; user space sizes it to
  * the possible CPUs when deferral is on. */
-/* The tail-call build (kernels 5.10 to 5.16) copies at most 64 KiB: its
- * copy loop is unrolled a page a turn, and with 256 KiB the 5.10 guest of
- * the kernel matrix hung in its first recording (cause not found); it has
- * no bpf_find_vma to copy past untouched pages either. */
-#ifdef EHP_COMPAT
-#define EHP_DEFERRED_COPY_MAX (64 * 1024)
-#else
-#define EHP_DEFERRED_COPY_MAX EHP_DEFERRED_STACK_MAX
-#endif
-#define EHP_DEFERRED_COPY_PAGES (EHP_DEFERRED_COPY_MAX / PAGE_SIZE_BYTES + 1)
 struct deferred_scratch {
 	struct ehp_event ev;
 	struct ehp_deferred d;
-	__u8 stack[EHP_DEFERRED_COPY_MAX + PAGE_SIZE_BYTES];
+	__u8 stack[EHP_DEFERRED_STACK_MAX + PAGE_SIZE_BYTES];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -15,12 +15,6 @@ struct copy_ctx {
 	__u64 sp;
 	__u32 len;
 	__u32 limit; /* <= the callback's cap */
-	/* 1: limit ends within the stack's own mapping, whose pages that fail
-	 * to read are ones never touched (or swapped out): zeros in the copy
-	 * (the helper zeroes what it could not read), and the copy goes on.
-	 * 0: the copy ends at the first page that fails (the stack's top). */
-	__u32 holes;
-	__u32 pad;
 };
 
 #ifdef EHP_COMPAT
@@ -47,7 +41,7 @@ struct copy_ctx {
 		EHP_CLAMP_UMAX(chunk, PAGE_SIZE_BYTES);                                            \
 		if (chunk == 0)                                                                    \
 			return 1;                                                                  \
-		if (bpf_probe_read_user(c->buf + off, chunk, (void *)addr) && !c->holes)           \
+		if (bpf_probe_read_user(c->buf + off, chunk, (void *)addr))                        \
 			return 1;                                                                  \
 		c->len = off + chunk;                                                              \
 		return 0;                                                                          \
