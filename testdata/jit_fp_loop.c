@@ -1,9 +1,10 @@
-/* A hostile program for the walk through anonymous executable memory
- * (bpf/fp_fallback.bpf.h, in_new_jit_code): it spins in code it placed
- * in a fresh RWX page, with rbp at a fake frame whose saved rbp is itself
- * and whose return address is that page again. Every step of a walk by
- * frame pointer leads back to where it was; the walk must end (a frame
- * that does not move up the stack, or the depth limit), not loop.
+/* A hostile program for the walk by frame pointer through anonymous
+ * executable memory (bpf/walk.bpf.h, and its replay for walks finished
+ * late): it spins in code it placed in a fresh RWX page, with rbp at a
+ * fake frame whose saved rbp is itself and whose return address is that
+ * page again. Every step of a walk by frame pointer leads back to where
+ * it was; the walk must end (a frame that does not move up the stack, or
+ * the depth limit), not loop.
  *   jit_fp_loop [SECONDS]   (x86-64) */
 #include <string.h>
 #include <sys/mman.h>
@@ -15,8 +16,8 @@ static const unsigned char kLoop[] = {0x55, 0x48, 0x89, 0xf5, 0x48, 0xff, 0xcf, 
 
 typedef void (*loop_fn)(unsigned long iterations, void *fake_frame);
 
+/* Built on x86-64 only (testdata/CMakeLists.txt). */
 int main(int argc, char **argv) {
-#if defined(__x86_64__)
   double end = td_now() + td_seconds(argc, argv, 1);
   unsigned char *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return 1;
@@ -27,9 +28,4 @@ int main(int argc, char **argv) {
   fake[1] = (unsigned long)mem + 5;
   while (td_now() < end) ((loop_fn)mem)(20000000ul, fake);
   return 0;
-#else
-  (void)argc;
-  (void)argv;
-  return 0;
-#endif
 }

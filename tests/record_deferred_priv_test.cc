@@ -83,17 +83,20 @@ long long SummaryCount(const std::string& err, const std::string& what) {
   return std::regex_search(err, m, re) ? std::stoll(m[1]) : -1;
 }
 
-// Runs prog ARG as the unprivileged user (30 s at most) and waits for it.
-void RunAsNobody(const std::string& prog, const char* arg) {
+// Runs prog with `args` as the unprivileged user (30 s at most) and waits
+// for it.
+void RunAsNobody(const std::string& prog, const std::vector<std::string>& args) {
+  std::vector<char*> argv = {const_cast<char*>(prog.c_str())};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
     if (!testing::BecomeUser()) _exit(2);
     alarm(30);
-    execl(prog.c_str(), prog.c_str(), arg, nullptr);
+    execv(prog.c_str(), argv.data());
     _exit(127);
   }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  ::waitpid(pid, nullptr, 0);
 }
 
 std::string Joined(const std::vector<std::string>& v, size_t from) {
@@ -104,6 +107,14 @@ std::string Joined(const std::vector<std::string>& v, size_t from) {
 
 class RecordDeferred : public testing::RecordingTest {
  protected:
+  // A copy of testdata's `program` as dir_/name, owned by the unprivileged
+  // user (dir_ opened to it); empty when it cannot be given away.
+  std::string NobodysCopy(const std::string& program, const std::string& name) {
+    const std::string path = dir_ + "/" + name;
+    ::chmod(dir_.c_str(), 0755);
+    std::filesystem::copy_file(TestdataPath(program), path);
+    return ::chown(path.c_str(), testing::kNobody, testing::kNobody) == 0 ? path : "";
+  }
   void TearDown() override {
     for (pid_t p : children_) {
       ::kill(p, SIGKILL);
@@ -346,10 +357,8 @@ TEST_P(RecordDeferredUnmapped, AProcessLeadingToUnmappedAddressesGetsFewCopies) 
   // A name of each mode's own (--comm): ctest runs the two side by side,
   // and each recording would count the other's copies too.
   const std::string name = fp ? "unmapped_fp" : "unmapped_ra";
-  const std::string prog = dir_ + "/" + name, out = dir_ + "/unmapped.perf";
-  ::chmod(dir_.c_str(), 0755);
-  std::filesystem::copy_file(TestdataPath("unmapped_ra"), prog);
-  ASSERT_EQ(::chown(prog.c_str(), testing::kNobody, testing::kNobody), 0);
+  const std::string prog = NobodysCopy("unmapped_ra", name), out = dir_ + "/unmapped.perf";
+  ASSERT_FALSE(prog.empty());
   // The same file under another name, run first: its table is loaded when
   // the measured run starts, so that run's copies are the capped kind only
   // (not its first samples', which wait for the table and are finished
@@ -357,21 +366,11 @@ TEST_P(RecordDeferredUnmapped, AProcessLeadingToUnmappedAddressesGetsFewCopies) 
   const std::string warm = dir_ + "/warm_" + name;
   ASSERT_EQ(::link(prog.c_str(), warm.c_str()), 0);
   const double seconds = 2;
-  const auto run_as_user = [&](const std::string& path, double s) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      if (!testing::BecomeUser()) _exit(2);
-      alarm(30);
-      execl(path.c_str(), path.c_str(), std::to_string(s).c_str(), GetParam(), nullptr);
-      _exit(127);
-    }
-    ::waitpid(pid, nullptr, 0);
-  };
   RunResult r = RunEhprof({"record", "-a", "--comm", name, "-F", "999", "--show-stops", "--format", "perf-script",
                            "-o", out},
                           SIGINT, 500, [&](pid_t) {
-                            run_as_user(warm, 1);
-                            run_as_user(prog, seconds);
+                            RunAsNobody(warm, {std::to_string(1.0), GetParam()});
+                            RunAsNobody(prog, {std::to_string(seconds), GetParam()});
                           });
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Its samples that came with a copy (the host's other processes' copies
@@ -395,10 +394,8 @@ INSTANTIATE_TEST_SUITE_P(ByCfiAndByFramePointer, RecordDeferredUnmapped, ::testi
 
 TEST_F(RecordDeferred, GarbageStackFromTheFirstSampleIsBounded) {
   if (!testing::RequireSetpriv()) GTEST_SKIP();
-  const std::string prog = dir_ + "/garbage_stack";
-  ::chmod(dir_.c_str(), 0755);
-  std::filesystem::copy_file(TestdataPath("garbage_stack"), prog);
-  ASSERT_EQ(::chown(prog.c_str(), testing::kNobody, testing::kNobody), 0);
+  const std::string prog = NobodysCopy("garbage_stack", "garbage_stack");
+  ASSERT_FALSE(prog.empty());
   const std::string out = dir_ + "/garbage.perf";
   long hwm_kb = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -409,7 +406,7 @@ TEST_F(RecordDeferred, GarbageStackFromTheFirstSampleIsBounded) {
        "--show-stops", "--format",
        "perf-script", "-o", out},
       SIGINT, 2500, [&](pid_t ehprof) {
-        for (int run = 0; run < 6; ++run) RunAsNobody(prog, "0.3");
+        for (int run = 0; run < 6; ++run) RunAsNobody(prog, {"0.3"});
         std::ifstream in(absl::StrCat("/proc/", ehprof, "/status"));
         for (std::string line; std::getline(in, line);) {
           if (absl::StartsWith(line, "VmHWM:")) hwm_kb = std::stol(line.substr(6));
@@ -440,24 +437,22 @@ TEST_F(RecordDeferred, GarbageStackFromTheFirstSampleIsBounded) {
 
 // An unprivileged user's program spinning in code it placed in a fresh
 // RWX page, its rbp at a fake frame that leads to itself with a return
-// address in that page (testdata/jit_fp_loop.c): the walk through
-// anonymous executable memory (in_new_jit_code, then the entry's anonymous
-// mapping once the maps are read) steps by frame pointer back to where it
-// was. Each walk ends with a stop reason within the frame bound, ehprof
+// address in that page (testdata/jit_fp_loop.c): the walk through that
+// anonymous executable memory (finished late while the page is unknown,
+// then by the entry's anonymous mapping once the maps are read) steps by
+// frame pointer back to where it was. Each walk ends with a stop reason within the frame bound, ehprof
 // keeps sampling and says nothing went wrong.
 TEST_F(RecordDeferred, AFramePointerLoopThroughNewJitCodeEnds) {
 #if !defined(__x86_64__)
   GTEST_SKIP() << "x86-64 machine code in testdata/jit_fp_loop.c";
 #endif
   if (!testing::RequireSetpriv()) GTEST_SKIP();
-  const std::string prog = dir_ + "/jit_fp_loop";
-  ::chmod(dir_.c_str(), 0755);
-  std::filesystem::copy_file(TestdataPath("jit_fp_loop"), prog);
-  ASSERT_EQ(::chown(prog.c_str(), testing::kNobody, testing::kNobody), 0);
+  const std::string prog = NobodysCopy("jit_fp_loop", "jit_fp_loop");
+  ASSERT_FALSE(prog.empty());
   const std::string out = dir_ + "/jit_fp_loop.perf";
   RunResult r = RunEhprof({"record", "-a", "--comm", "jit_fp_loop", "-F", "999", "--show-stops", "--format",
                            "perf-script", "-o", out},
-                          SIGINT, 2000, [&](pid_t) { RunAsNobody(prog, "1.5"); });
+                          SIGINT, 2000, [&](pid_t) { RunAsNobody(prog, {"1.5"}); });
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* bad : {"terminate", "internal error", "Sanitizer", "killed after"}) {
     EXPECT_FALSE(absl::StrContains(r.err, bad)) << bad << "\n" << r.err;
