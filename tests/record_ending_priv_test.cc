@@ -158,7 +158,9 @@ TEST(RecordLimits, FullTableMapsDegradePerFileAndSaySo) {
   if (!RequireRoot()) GTEST_SKIP();
   // 1 MB of table memory cannot hold fio's ~40 libraries: the big ones it
   // hardly uses are refused, each named once, and fio's own stacks still
-  // unwind (its binary and libc are built first).
+  // unwind (its binary, ld.so, then the libraries most of its closure
+  // needs, libc first, are loaded first; from the table cache too, where
+  // every table loads at once and the order alone decides).
   const std::string out =
       ::testing::TempDir() + "/limits." + std::to_string(getpid()) + ".folded";
   RunResult r = RunEhprof({"record", "-F", "499", "-q", "--table-memory", "1", "-o", out, "--",

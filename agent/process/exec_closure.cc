@@ -7,6 +7,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_replace.h"
@@ -82,7 +83,16 @@ std::string FindExecutable(const std::string& command) {
 std::vector<std::string> ExecClosure(const std::string& executable) {
   std::vector<std::string> out;
   std::set<std::string> seen;
+  // How many of the closure's files name each library in DT_NEEDED, by
+  // its canonical path (/lib and /usr/lib name the same files).
+  std::map<std::string, size_t> needed_by;
+  auto count = [&](const std::string& lib) {
+    std::error_code ec;
+    std::string real = std::filesystem::canonical(lib, ec).string();
+    if (!ec) ++needed_by[real];
+  };
   std::deque<std::string> todo = {executable};
+  size_t firsts = 1;  // the executable, then its interpreter: never reordered
   while (!todo.empty() && out.size() < kMaxFiles) {
     std::string path = todo.front();
     todo.pop_front();
@@ -93,10 +103,14 @@ std::vector<std::string> ExecClosure(const std::string& executable) {
     if (!elf.ok()) continue;
     out.push_back(real);
     Dynamic d = ReadDynamic(*elf);
-    if (!d.interp.empty()) todo.push_back(d.interp);
+    if (!d.interp.empty()) {
+      if (out.size() == 1) firsts = 2;
+      todo.push_back(d.interp);
+    }
     for (const std::string& lib : d.needed) {
       if (lib.empty()) continue;
       if (lib.find('/') != std::string::npos) {
+        count(lib);
         todo.push_back(lib);
         continue;
       }
@@ -105,11 +119,20 @@ std::vector<std::string> ExecClosure(const std::string& executable) {
       for (const std::string& dir : dirs) {
         std::string candidate = dir + "/" + lib;
         if (::access(candidate.c_str(), R_OK) == 0) {
+          count(candidate);
           todo.push_back(candidate);
           break;
         }
       }
     }
+  }
+  // The libraries most of the closure needs first (libc, libm before a
+  // plugin only the executable names): their tables are built and loaded
+  // in this order, so when the table maps are too small (--table-memory)
+  // the ones refused are those the fewest files call into.
+  if (out.size() > firsts) {
+    std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(firsts), out.end(),
+                     [&](const std::string& a, const std::string& b) { return needed_by[a] > needed_by[b]; });
   }
   return out;
 }

@@ -82,6 +82,11 @@ void Recorder::PrefetchCommandTables() {
     vdso = *key;
   }
   std::set<std::string> seen;
+  // Built in the closure's order (ExecClosure: the most needed libraries
+  // first), not as each is queued: a builder would take every file the
+  // moment it is queued, and tables from the cache load in an instant, so
+  // which file the maps refuse when full would be a race.
+  files_->HoldBuilds(true);
   for (const std::string& executable : executables) {
     for (const std::string& path : ExecClosure(executable)) {
       if (!seen.insert(path).second) continue;
@@ -93,6 +98,7 @@ void Recorder::PrefetchCommandTables() {
       prefetched_.push_back(*key);
     }
   }
+  files_->HoldBuilds(false);
   const uint64_t give_up = NowNs() + 3000000000ull;
   while (files_->pending() > 0 && NowNs() < give_up && !g_stop_signal.load()) {
     files_->CollectFinished();
