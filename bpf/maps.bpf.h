@@ -142,6 +142,12 @@ struct scratch {
 	/* The JVM's code cache of this sample's process, [lo, hi) (zeros:
 	 * none), where the walk calls jvm_step (bpf/hotspot.bpf.h). */
 	__u64 jvm_code[2];
+	/* Anonymous executable memory outside the entry's mappings that a
+	 * step of this walk found (bpf/fp_fallback.bpf.h), [lo, hi) (zeros:
+	 * none): the next step, at a pc in it, needs no bpf_find_vma, which
+	 * answers once a sample in an interrupt (its lock is let go after
+	 * the program, EBUSY till then). */
+	__u64 new_jit[2];
 	__u8 win[STACK_WINDOW];
 	/* The Ruby walk (bpf/ruby.bpf.h): vm_exec_core's range [begin, end)
 	 * (zeros: off) and whether the Ruby walk has steps of its own; read

@@ -169,6 +169,7 @@ EHP_INLINE void begin_user_walk(struct walk *w, struct leaf *leaf, __u32 pid, __
 {
 	struct scratch *s = w->s;
 	s->rb_jit = RB_JIT_NONE; /* ruby_begin says otherwise for a Ruby process */
+	s->new_jit[0] = s->new_jit[1] = 0;
 	leaf->rsp = s->regs[EHP_REG_RSP];
 	leaf->rbp = s->regs[EHP_REG_RBP];
 	leaf->pc = s->pc;

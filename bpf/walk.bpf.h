@@ -378,6 +378,8 @@ EHP_INLINE int dwarf_step_state(struct walk *w)
 			return 1;
 #endif
 		notify(EHP_EVENT_UNKNOWN_PC, w->pid, s->ev.tid, lookup);
+		if (in_new_jit_range(s, lookup)) /* bpf/fp_fallback.bpf.h */
+			return fp_step_state(w, EHP_FRAME_FP);
 		w->stop = EHP_STOP_NO_MAPPING;
 		return 0;
 	}
