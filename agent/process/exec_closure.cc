@@ -83,14 +83,9 @@ std::string FindExecutable(const std::string& command) {
 std::vector<std::string> ExecClosure(const std::string& executable) {
   std::vector<std::string> out;
   std::set<std::string> seen;
-  // How many of the closure's files name each library in DT_NEEDED, by
-  // its canonical path (/lib and /usr/lib name the same files).
+  // How many times each file was queued, by its canonical path (/lib and
+  // /usr/lib name the same files): once for each DT_NEEDED naming it.
   std::map<std::string, size_t> needed_by;
-  auto count = [&](const std::string& lib) {
-    std::error_code ec;
-    std::string real = std::filesystem::canonical(lib, ec).string();
-    if (!ec) ++needed_by[real];
-  };
   std::deque<std::string> todo = {executable};
   size_t firsts = 1;  // the executable, then its interpreter: never reordered
   while (!todo.empty() && out.size() < kMaxFiles) {
@@ -98,7 +93,9 @@ std::vector<std::string> ExecClosure(const std::string& executable) {
     todo.pop_front();
     std::error_code ec;
     std::string real = std::filesystem::canonical(path, ec).string();
-    if (ec || !seen.insert(real).second) continue;
+    if (ec) continue;
+    ++needed_by[real];
+    if (!seen.insert(real).second) continue;
     auto elf = ElfFile::Open(real);
     if (!elf.ok()) continue;
     out.push_back(real);
@@ -110,7 +107,6 @@ std::vector<std::string> ExecClosure(const std::string& executable) {
     for (const std::string& lib : d.needed) {
       if (lib.empty()) continue;
       if (lib.find('/') != std::string::npos) {
-        count(lib);
         todo.push_back(lib);
         continue;
       }
@@ -119,7 +115,6 @@ std::vector<std::string> ExecClosure(const std::string& executable) {
       for (const std::string& dir : dirs) {
         std::string candidate = dir + "/" + lib;
         if (::access(candidate.c_str(), R_OK) == 0) {
-          count(candidate);
           todo.push_back(candidate);
           break;
         }
