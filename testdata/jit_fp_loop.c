@@ -1,6 +1,7 @@
 /* A hostile program for the walk by frame pointer through anonymous
- * executable memory (bpf/walk.bpf.h, and its replay for walks finished
- * late): it spins in code it placed in a fresh RWX page, with rbp at a
+ * executable memory (bpf/walk.bpf.h; bpf/fp_fallback.bpf.h's
+ * in_new_jit_code while the maps have not the page yet; the replay for
+ * walks finished late): it spins in code it placed in a fresh RWX page, with rbp at a
  * fake frame whose saved rbp is itself and whose return address is that
  * page again. Every step of a walk by frame pointer leads back to where
  * it was; the walk must end (a frame that does not move up the stack, or

@@ -203,8 +203,8 @@ def main():
     ap.add_argument("--kernels", default=",".join(KERNELS), help="kernel lines, comma-separated")
     ap.add_argument("--freq", type=int, default=199)
     ap.add_argument("--timeout", type=int, default=900,
-                    help="seconds a guest may take (200 to 380 on an idle 2-vCPU machine, "
-                         "two guests at once)")
+                    help="seconds a guest may take (186 to 429 on an idle 2-vCPU machine, "
+                         "two guests at once; the newest kernel's the longest)")
     ap.add_argument("--jobs", type=int, default=1 if guest_vm.kvm_usable() else os.cpu_count() or 1,
                     help="guests run at once (default: one per CPU under TCG, whose guests "
                          "take one host thread each; one under KVM)")
