@@ -54,9 +54,12 @@ if [[ $check_rc == 0 ]]; then
     [[ ${EHPROF_PERF:-1} == 1 ]] || continue  # perf's references: the first kernel's guest
     step "perf record of Debian $rel's fio"
     t0=$(now_ms)
+    # -m 16M a CPU: with perf's default buffer, under emulation, its
+    # reader fell behind 64 KiB a sample and lost chunks, the forked job's
+    # COMM and MMAP events among them: its samples then had no user frame.
     # shellcheck disable=SC2086
-    timeout -s INT 300 ${PERF[$rel]} record -q -e cpu-clock -F "$F" --call-graph dwarf,65528 --user-regs="$PERF_REGS" \
-      -o /tmp/perf$rel.data -- ${FIO[$rel]} "${JOB[@]}" > "$R/perf$rel.txt" 2>&1
+    timeout -s INT 300 ${PERF[$rel]} record -q -m 16M -e cpu-clock -F "$F" --call-graph dwarf,65528 \
+      --user-regs="$PERF_REGS" -o /tmp/perf$rel.data -- ${FIO[$rel]} "${JOB[@]}" > "$R/perf$rel.txt" 2>&1
     rcs+="\"perf$rel\": $?, \"perf${rel}_ms\": $(($(now_ms) - t0)), "
     step "perf script of Debian $rel's fio"
     t0=$(now_ms)
