@@ -68,6 +68,7 @@ TableBuildOptions NoDebugFile() {
   // table_builder_test).
   o.entry_point_rows = false;
   o.init_fini_rows = false;
+  o.crt_rows = false;
   return o;
 }
 

@@ -127,6 +127,7 @@ size_t CompareWithLibdw(const std::string& path, size_t* rbx_saved = nullptr) {
   opts.find_debug_file = false;
   opts.entry_point_rows = false;  // rows of ours where the file has no CFI
   opts.init_fini_rows = false;
+  opts.crt_rows = false;
   auto table = BuildUnwindTableFromPath(path, opts);
   EXPECT_TRUE(table.ok()) << table.status();
   size_t checked = 0, failures = 0;

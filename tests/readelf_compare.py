@@ -305,6 +305,7 @@ class ReadelfChecker:
         self.skipping = False
         self.plt_ranges = []    # [start, end) of .plt where our rows come from the code (aarch64)
         self.init_ranges = []   # [start, end) of .init/.fini, likewise (x86-64)
+        self.text_ranges = []   # [start, end) of .text when crtbegin's functions got rows (x86-64)
         self.gopclntab = False  # our rows outside every FDE may come from Go's .gopclntab
         self.entry = None  # e_entry: an entry point without an FDE gets rows of ours
 
@@ -588,6 +589,12 @@ class ReadelfChecker:
                     # code (unwind_tables/init_fini_rows.cc), judged by
                     # tests/init_fini_rows_test.cc.
                     res["init_fini_rows"] = res.get("init_fini_rows", 0) + 1
+                elif rests[k] != "none" and any(a <= addrs[k] < b and min(s, b) - max(gap_start, a) <= 512
+                                                for a, b in self.text_ranges):
+                    # crtbegin's functions have no CFI: rows from their
+                    # code (unwind_tables/crt_rows.cc) in a gap of .text,
+                    # judged by tests/crt_rows_test.cc.
+                    res["crt_rows"] = res.get("crt_rows", 0) + 1
                 elif rests[k] != "none" and self.gopclntab:
                     # Go's functions have no FDE: their rows come from the
                     # pcsp tables of .gopclntab (unwind_tables/go_pclntab),
@@ -722,6 +729,8 @@ def check_file(path, ehprof, max_examples=10, timeout=600):
         checker.plt_ranges = plt_sections(path, env)
     if re.search(r" rows from \S*\+init\b", first):
         checker.init_ranges = plt_sections(path, env, r"\.init|\.fini")
+    if re.search(r" rows from \S*\+crt\b", first):
+        checker.text_ranges = plt_sections(path, env, r"\.text")
     checker.gopclntab = bool(re.search(r" rows from \S*\+gopclntab\b", first))
     checker.entry = elf_entry(path)
     for line in relf.stdout:

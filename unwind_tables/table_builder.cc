@@ -11,6 +11,7 @@
 #include "base/byte_reader.h"
 #include "unwind_tables/a64_plt.h"
 #include "unwind_tables/entry_point_rows.h"
+#include "unwind_tables/crt_rows.h"
 #include "unwind_tables/init_fini_rows.h"
 #include "unwind_tables/cfa_program.h"
 #include "unwind_tables/cfi_records.h"
@@ -188,6 +189,7 @@ std::string UnwindTable::source() const {
   if (plt_rows) s += s.empty() ? "plt" : "+plt";
   if (go_rows) s += s.empty() ? "gopclntab" : "+gopclntab";
   if (init_fini_rows) s += s.empty() ? "init" : "+init";
+  if (crt_rows) s += s.empty() ? "crt" : "+crt";
   return s.empty() ? "none" : s;
 }
 
@@ -203,6 +205,12 @@ static absl::Status AddSynthesizedRows(const ElfFile& elf, const TableBuildOptio
   if (options.entry_point_rows) {
     std::vector<UnwindRow> entry_rows = EntryPointRows(elf, table->rows);
     if (!entry_rows.empty()) table->rows = Overlay(table->rows, entry_rows, &table->entry_point_rows);
+  }
+  // After the entry point's rows: a program's entry point without CFI
+  // (ld.so's _start) stays the bottom of the stack.
+  if (options.crt_rows && !table->rows.empty()) {
+    std::vector<UnwindRow> crt_rows = CrtRows(elf, table->rows);
+    if (!crt_rows.empty()) table->rows = Overlay(table->rows, crt_rows, &table->crt_rows);
   }
   if (options.go_rows) {
     EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> go, GoUnwindRows(elf, options.max_rows));

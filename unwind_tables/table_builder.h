@@ -41,6 +41,9 @@ struct TableBuildOptions {
   // Rows for x86-64's .init and .fini from crti/crtn's code
   // (init_fini_rows.h). Off only to compare against the CFI alone.
   bool init_fini_rows = true;
+  // Rows for crtstuff's functions at the start of x86-64's .text, read
+  // from their code (crt_rows.h). Off only to compare against the CFI alone.
+  bool crt_rows = true;
 };
 
 struct UnwindTable {
@@ -55,6 +58,7 @@ struct UnwindTable {
   bool go_rows = false;   // rows from Go's pclntab are used
   bool entry_point_rows = false;  // e_entry had no CFI: marked the bottom (entry_point_rows.h)
   bool init_fini_rows = false;    // x86-64: rows made for .init/.fini, which have no CFI (init_fini_rows.h)
+  bool crt_rows = false;          // x86-64: rows made for crtstuff's functions, which have no CFI (crt_rows.h)
   Arch arch = Arch::kX86_64;
   std::string debug_file;  // the separate debug file used, if any
   // Problems that did not stop the build (overlapping FDEs, a separate debug
