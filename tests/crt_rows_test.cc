@@ -136,5 +136,27 @@ TEST(CrtRows, OtherCodeGetsNone) {
   ::unlink(path.c_str());
 }
 
+// Code without CFI that a call did not enter gets none, though each of its
+// instructions is one crtbegin's functions use: unmapped_ra's
+// unmapped_fp_spin, a loop main jumps to with a frame record of its own
+// making (`call unmapped_fp_check; jmp 1b`, never returning). Its return
+// address is not at rsp; a frame-pointer walk is right there.
+TEST(CrtRows, ALoopNoCallEnteredGetsNone) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "x86-64 rows and files";
+#endif
+  const std::string path = testing::TestdataPath("unmapped_ra");
+  auto elf = ElfFile::Open(path);
+  ASSERT_TRUE(elf.ok()) << elf.status();
+  uint64_t spin = 0;
+  ForEachDefinedSymbol(*elf, ".symtab", ".strtab", [&](const ElfSymbol& s) {
+    if (s.name == "unmapped_fp_spin") spin = s.value;
+  });
+  ASSERT_NE(spin, 0u);
+  auto t = BuildUnwindTableFromPath(path);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(LookupPlainRow(t->rows, spin).is_none()) << FormatRule(LookupPlainRow(t->rows, spin));
+}
+
 }  // namespace
 }  // namespace ehprof

@@ -124,6 +124,50 @@ std::optional<Insn> Decode(Bytes b) {
   return std::nullopt;
 }
 
+// The frame after an instruction of kind k runs in *f (known); false when
+// k cannot run there. *leaves: it left as a called function does.
+bool Apply(Kind k, std::optional<Frame>* f, std::vector<bool>::reference leaves) {
+  switch (k) {
+    case Kind::kNop: case Kind::kPlain: case Kind::kJcc: return true;
+    case Kind::kPushRbp:
+      if (**f != Frame::kEntry) return false;
+      *f = Frame::kPushed;
+      return true;
+    case Kind::kMovRspRbp:
+      if (**f != Frame::kPushed) return false;
+      *f = Frame::kFramed;
+      return true;
+    case Kind::kPopRbp:
+      if (**f == Frame::kEntry) return false;
+      *f = Frame::kEntry;
+      return true;
+    case Kind::kLeave:
+      if (**f != Frame::kFramed) return false;
+      *f = Frame::kEntry;
+      return true;
+    case Kind::kRet: case Kind::kJmpIndirect:
+      if (**f != Frame::kEntry) return false;
+      leaves = true;
+      *f = std::nullopt;
+      return true;
+    case Kind::kJmp:
+      *f = std::nullopt;
+      return true;
+  }
+  return false;
+}
+
+// Whether every function (from its start) leaves as a called function
+// does, a jump to another function's start (a tail call) counted too.
+bool EveryFunctionLeaves(const std::vector<uint64_t>& starts, std::vector<bool> leaves,
+                         const std::vector<std::pair<size_t, uint64_t>>& inner_jumps) {
+  for (const auto& [function, target] : inner_jumps) {
+    auto it = std::find(starts.begin(), starts.end(), target);
+    if (it != starts.end() && static_cast<size_t>(it - starts.begin()) != function) leaves[function] = true;
+  }
+  return std::find(leaves.begin(), leaves.end(), false) == leaves.end();
+}
+
 // The frame before each instruction of code (at lo), or nullopt when the
 // code is not that shape: an unknown instruction, a frame operation out of
 // order, a jump landing between instructions or where the frame differs,
@@ -135,7 +179,14 @@ std::optional<std::vector<std::pair<uint64_t, Frame>>> Trace(Bytes code, uint64_
   std::vector<std::pair<uint64_t, Frame>> steps;
   std::map<uint64_t, Frame> ahead;                   // jumps' targets not reached yet
   std::vector<std::pair<uint64_t, Frame>> behind;    // jumps back, checked at the end
-  std::optional<Frame> f = Frame::kEntry;            // nullopt: after a return or jump
+  std::optional<Frame> f;                            // nullopt: at the start, after a return or jump
+  // Each function's start and whether it leaves as a called function does
+  // (ret, an indirect or outside jump, a jump to another function): code
+  // that only loops or runs off the gap was not entered by a call (a
+  // hand-made frame's loop), and its return address is not at rsp.
+  std::vector<uint64_t> starts;
+  std::vector<bool> leaves;
+  std::vector<std::pair<size_t, uint64_t>> inner_jumps;  // (function, target) of jumps within the gap
   bool code_seen = false;
   for (size_t at = 0; at < code.size();) {
     const uint64_t addr = lo + at;
@@ -152,50 +203,32 @@ std::optional<std::vector<std::pair<uint64_t, Frame>>> Trace(Bytes code, uint64_
       at += in->len;
       continue;
     }
-    if (!f) f = Frame::kEntry;  // nothing jumps here: a function's start
+    if (!f) {  // nothing jumps here: a function's start
+      f = Frame::kEntry;
+      starts.push_back(addr);
+      leaves.push_back(false);
+    }
     steps.push_back({addr, *f});
     const uint64_t next = addr + in->len;
     code_seen = true;
     if (in->kind == Kind::kJmp || in->kind == Kind::kJcc) {
       const uint64_t target = next + in->rel;
+      if (in->kind == Kind::kJmp) inner_jumps.push_back({starts.size() - 1, target});
       if (target < lo || target >= hi) {
         if (*f != Frame::kEntry) return std::nullopt;  // only a tail jump leaves the gap
+        if (in->kind == Kind::kJmp) leaves.back() = true;
       } else if (target > addr) {
         if (!ahead.emplace(target, *f).second && ahead[target] != *f) return std::nullopt;
       } else {
         behind.push_back({target, *f});
       }
     }
-    switch (in->kind) {
-      case Kind::kNop: case Kind::kPlain: case Kind::kJcc: break;  // kNop: taken above
-      case Kind::kPushRbp:
-        if (*f != Frame::kEntry) return std::nullopt;
-        f = Frame::kPushed;
-        break;
-      case Kind::kMovRspRbp:
-        if (*f != Frame::kPushed) return std::nullopt;
-        f = Frame::kFramed;
-        break;
-      case Kind::kPopRbp:
-        if (*f == Frame::kEntry) return std::nullopt;
-        f = Frame::kEntry;
-        break;
-      case Kind::kLeave:
-        if (*f != Frame::kFramed) return std::nullopt;
-        f = Frame::kEntry;
-        break;
-      case Kind::kRet: case Kind::kJmpIndirect:
-        if (*f != Frame::kEntry) return std::nullopt;
-        f = std::nullopt;
-        break;
-      case Kind::kJmp:
-        f = std::nullopt;
-        break;
-    }
+    if (!Apply(in->kind, &f, leaves.back())) return std::nullopt;
     at += in->len;
   }
   // A target between instructions was never reached.
   if ((f && *f != Frame::kEntry) || !ahead.empty() || !code_seen) return std::nullopt;
+  if (!EveryFunctionLeaves(starts, leaves, inner_jumps)) return std::nullopt;
   for (const auto& [target, frame] : behind) {
     auto it = std::lower_bound(steps.begin(), steps.end(), std::make_pair(target, Frame::kEntry),
                                [](const auto& a, const auto& b) { return a.first < b.first; });
