@@ -187,7 +187,6 @@ std::optional<std::vector<std::pair<uint64_t, Frame>>> Trace(Bytes code, uint64_
   std::vector<uint64_t> starts;
   std::vector<bool> leaves;
   std::vector<std::pair<size_t, uint64_t>> inner_jumps;  // (function, target) of jumps within the gap
-  bool code_seen = false;
   for (size_t at = 0; at < code.size();) {
     const uint64_t addr = lo + at;
     std::optional<Insn> in = Decode(code.subspan(at));
@@ -210,7 +209,6 @@ std::optional<std::vector<std::pair<uint64_t, Frame>>> Trace(Bytes code, uint64_
     }
     steps.push_back({addr, *f});
     const uint64_t next = addr + in->len;
-    code_seen = true;
     if (in->kind == Kind::kJmp || in->kind == Kind::kJcc) {
       const uint64_t target = next + in->rel;
       if (in->kind == Kind::kJmp) inner_jumps.push_back({starts.size() - 1, target});
@@ -227,7 +225,8 @@ std::optional<std::vector<std::pair<uint64_t, Frame>>> Trace(Bytes code, uint64_
     at += in->len;
   }
   // A target between instructions was never reached.
-  if ((f && *f != Frame::kEntry) || !ahead.empty() || !code_seen) return std::nullopt;
+  // No function start: nothing but padding.
+  if ((f && *f != Frame::kEntry) || !ahead.empty() || starts.empty()) return std::nullopt;
   if (!EveryFunctionLeaves(starts, leaves, inner_jumps)) return std::nullopt;
   for (const auto& [target, frame] : behind) {
     auto it = std::lower_bound(steps.begin(), steps.end(), std::make_pair(target, Frame::kEntry),

@@ -194,7 +194,7 @@ std::string UnwindTable::source() const {
 }
 
 // The rows of code the CFI does not cover, over the CFI's rows: aarch64's
-// PLT, .init/.fini, the entry point, Go's functions.
+// PLT, .init/.fini, the entry point, crtbegin's functions, Go's functions.
 static absl::Status AddSynthesizedRows(const ElfFile& elf, const TableBuildOptions& options, UnwindTable* table) {
   EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> plt_rows, Aarch64PltRows(elf));
   if (!plt_rows.empty()) table->rows = Overlay(table->rows, plt_rows, &table->plt_rows);
