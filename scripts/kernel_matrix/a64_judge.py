@@ -5,6 +5,7 @@ Call sites (stackcheck.py's check reads x86-64 call instructions): a frame above
 prints its return address - 1, so the instruction at ra - 4 must be a
 branch with link: BL, BLR, or one of the PAC forms BLRAA/BLRAB/BLRAAZ/
 BLRABZ. A wrong unwind rarely lands after one."""
+import collections
 import re
 import struct
 
@@ -107,6 +108,18 @@ def drop_exit_samples(dump):
     with open(dump, "w") as f:
         f.write("\n\n".join(b.strip("\n") for b in keep) + "\n")
     return len(blocks) - len(keep)
+
+
+def outermost_frames(dump, n=3):
+    """The n most common outermost user frames of a dump's samples, as
+    "COUNT x PATH+0xADDR" (no user frame: "COUNT x -"): where walks that
+    failed a check stopped, said in its message (a CI run's guest is gone
+    with its dumps by the time anyone reads it)."""
+    counts = collections.Counter()
+    for b in _blocks(dump):
+        frames = _user_frames(b)
+        counts[f"{frames[-1][0]}+{frames[-1][1]:#x}" if frames else "-"] += 1
+    return [f"{c} x {where}" for where, c in counts.most_common(n)]
 
 
 def callsite_pct(dump):

@@ -49,6 +49,8 @@ def judge_dump(dump, rootdir, work):
     job = out.get("job", {})
     if job.get("tid"):
         job["path"] = os.path.join(work, f"job-{job['tid']}.perf-script")
+        job["outermost"] = a64_judge.outermost_frames(
+            os.path.join(work, f"job-{job['tid']}-steady.perf-script"))
         job["callsite"] = a64_judge.callsite_pct(job["path"])  # stackcheck's is x86's
     out["exit_samples"] = exiting
     return out
@@ -137,7 +139,8 @@ def _problems(row, min_complete, min_agree, min_agree_fp):
             continue
         if (job.get("complete") or 0) < min_complete:
             out.append(f"arm64: {what}: the job thread {job.get('complete')}% complete after "
-                       f"start-up (< {min_complete}%)")
+                       f"start-up (< {min_complete}%); its walks ended most at "
+                       f"{', '.join(job.get('outermost') or [])}; ehprof said: {fio.get('summary')}")
         if (job.get("callsite") or 0) < 95:
             out.append(f"arm64: {what}: the job thread's call sites {job.get('callsite')}% (< 95%)")
         # Agreement is asked where perf's own stacks are complete: perf
