@@ -1,7 +1,7 @@
 // Rows for crtbegin's functions (no CFI), made from their code: on a
 // program of testdata (its symbols say where each function is; its
-// stripped copy gets the same rows) and a Debian library, and refused for
-// code of any other shape.
+// stripped copy gets the same rows), a Debian library, a library without
+// CFI and code after a zero fill, and refused for code of any other shape.
 #include "unwind_tables/crt_rows.h"
 
 #include <unistd.h>
@@ -102,6 +102,57 @@ TEST(CrtRows, ADebianLibraryGetsThem) {
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_TRUE(t->crt_rows);
   EXPECT_NE(t->source().find("crt"), std::string::npos) << t->source();
+}
+
+// A data-only library (ICU's libicudata) has no CFI and no function of
+// its own: its .text is crtbegin's alone, whose __do_global_dtors_aux
+// __cxa_finalize runs at exit. Its table is their rows and .init/.fini's,
+// not the frame-pointer walk a file without CFI gets.
+TEST(CrtRows, ADataOnlyLibraryWithoutCfiGetsThem) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "x86-64 rows and files";
+#endif
+  const std::string path = testing::TestdataPath("libdata_only.so");
+  const std::map<std::string, uint64_t> syms = CrtSymbols(path);
+  ASSERT_EQ(syms.size(), 4u) << "crtbegin's functions in " << path;
+  auto t = BuildUnwindTableFromPath(path);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->crt_rows);
+  EXPECT_TRUE(t->init_fini_rows);
+  EXPECT_EQ(t->source(), "init+crt");
+  for (const auto& [name, addr] : syms) {
+    SCOPED_TRACE(name);
+    ExpectEntry(LookupPlainRow(t->rows, addr));
+  }
+}
+
+// Code without CFI after zero bytes a linker filled to a 16-byte boundary
+// behind a function whose FDE ends at a call that does not return
+// (libLLVM-14's crtbegin code): the gap's code starts past the fill.
+// testdata's crt_fill.S: td_fill_dtors, __do_global_dtors_aux's shape,
+// after td_fill_fail's `call abort`.
+TEST(CrtRows, CodeAfterAZeroFillGetsThem) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "x86-64 rows and files";
+#endif
+  const std::string path = testing::TestdataPath("libcrt_fill.so");
+  auto elf = ElfFile::Open(path);
+  ASSERT_TRUE(elf.ok()) << elf.status();
+  uint64_t dtors = 0, fail = 0;
+  ForEachDefinedSymbol(*elf, ".symtab", ".strtab", [&](const ElfSymbol& s) {
+    if (s.name == "td_fill_dtors") dtors = s.value;
+    if (s.name == "td_fill_fail") fail = s.value;
+  });
+  ASSERT_NE(dtors, 0u);
+  ASSERT_LT(fail, dtors);
+  auto t = BuildUnwindTableFromPath(path);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ExpectEntry(LookupPlainRow(t->rows, dtors));
+  const uint64_t push = Find(*elf, dtors, "\x55"), mov = Find(*elf, dtors, "\x48\x89\xe5");
+  ASSERT_NE(push, 0u);
+  EXPECT_EQ(LookupPlainRow(t->rows, push + 1).cfa_offset, 16);
+  EXPECT_EQ(LookupPlainRow(t->rows, mov + 3).cfa_reg, EHP_REG_RBP);
+  EXPECT_TRUE(LookupPlainRow(t->rows, dtors - 1).is_none()) << "the fill is no code";
 }
 
 // The file is the user's: one instruction the functions are not made of

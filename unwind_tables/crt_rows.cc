@@ -253,6 +253,10 @@ std::vector<std::pair<uint64_t, uint64_t>> Gaps(const std::vector<UnwindRow>& ro
     end = std::min(end, text_end);
     if (start < end && end - start <= kCrtGapMax) out.push_back({start, end});
   };
+  if (rows.empty()) {  // a file without CFI: its .text is the gap
+    add(text, text_end);
+    return out;
+  }
   if (text < rows.front().addr) add(text, rows.front().addr);
   for (size_t k = 0; k + 1 < rows.size(); ++k) {
     if (rows[k].rule.is_none()) add(rows[k].addr, rows[k + 1].addr);
@@ -260,16 +264,27 @@ std::vector<std::pair<uint64_t, uint64_t>> Gaps(const std::vector<UnwindRow>& ro
   return out;
 }
 
+// Where a gap's code starts: past zero bytes up to the next 16-byte
+// boundary, a linker's fill after a function whose FDE ends at a call
+// that does not return (libLLVM's crtbegin code follows one); start
+// itself when the gap does not begin so.
+uint64_t PastZeroFill(Bytes text, uint64_t text_addr, uint64_t start, uint64_t end) {
+  uint64_t at = start;
+  while (at < end && at % 16 != 0 && text[at - text_addr] == 0) ++at;
+  return at % 16 == 0 && at < end ? at : start;
+}
+
 }  // namespace
 
 std::vector<UnwindRow> CrtRows(const ElfFile& elf, const std::vector<UnwindRow>& rows) {
   std::vector<UnwindRow> out;
-  if (elf.arch() != Arch::kX86_64 || rows.empty()) return out;
+  if (elf.arch() != Arch::kX86_64) return out;
   auto text = elf.Section(".text");
   if (!text.ok() || !text->has_value()) return out;
   const ElfSection& s = **text;
   if (s.type != SHT_PROGBITS || s.addr == 0 || s.data.size() != s.size) return out;
-  for (const auto& [start, end] : Gaps(rows, s.addr, s.addr + s.size)) {
+  for (auto [start, end] : Gaps(rows, s.addr, s.addr + s.size)) {
+    start = PastZeroFill(s.data, s.addr, start, end);
     auto steps = Trace(s.data.subspan(start - s.addr, end - start), start);
     if (!steps) continue;
     for (const auto& [addr, frame] : *steps) {

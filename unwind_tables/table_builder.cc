@@ -198,7 +198,11 @@ std::string UnwindTable::source() const {
 static absl::Status AddSynthesizedRows(const ElfFile& elf, const TableBuildOptions& options, UnwindTable* table) {
   EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> plt_rows, Aarch64PltRows(elf));
   if (!plt_rows.empty()) table->rows = Overlay(table->rows, plt_rows, &table->plt_rows);
-  if (options.init_fini_rows && !table->rows.empty()) {  // a file without CFI is walked by frame pointers instead
+  // A file without CFI is walked by frame pointers instead, unless its code
+  // is crtbegin's alone (a data-only library, libicudata: __cxa_finalize
+  // runs its __do_global_dtors_aux at exit).
+  const bool with_rows = !table->rows.empty() || (options.crt_rows && !CrtRows(elf, {}).empty());
+  if (options.init_fini_rows && with_rows) {
     EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> init_rows, InitFiniRows(elf));
     if (!init_rows.empty()) table->rows = Overlay(table->rows, init_rows, &table->init_fini_rows);
   }
@@ -208,7 +212,7 @@ static absl::Status AddSynthesizedRows(const ElfFile& elf, const TableBuildOptio
   }
   // After the entry point's rows: a program's entry point without CFI
   // (ld.so's _start) stays the bottom of the stack.
-  if (options.crt_rows && !table->rows.empty()) {
+  if (options.crt_rows && with_rows) {
     std::vector<UnwindRow> crt_rows = CrtRows(elf, table->rows);
     if (!crt_rows.empty()) table->rows = Overlay(table->rows, crt_rows, &table->crt_rows);
   }
