@@ -3,6 +3,7 @@
 // text, which must fail with the source and line, never crash.
 #include "agent/process/proc_maps.h"
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -183,6 +184,42 @@ TEST(ProcMapsTest, ExitedProcessIsNotFound) {
   // No pid reaches INT_MAX (pid_max is at most 2^22).
   EXPECT_TRUE(absl::IsNotFound(ReadProcMaps(INT_MAX).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(ReadProcMaps(0).status()));
+}
+
+// Inside a SharedProcMaps every reader of its pid gets the scope's one
+// read: a mapping made after it is not in what a later reader gets, but
+// is once the scope is gone; another pid's reads are their own.
+TEST(ProcMapsTest, SharedScopeReadsOnce) {
+  const int self = static_cast<int>(::getpid());
+  auto holds = [](const std::vector<MapsEntry>& maps, uintptr_t at) {
+    for (const MapsEntry& e : maps) {
+      if (e.start <= at && at < e.end) return true;
+    }
+    return false;
+  };
+  void* region = nullptr;
+  {
+    const SharedProcMaps scope(self);
+    auto first = ReadProcMaps(self);
+    ASSERT_TRUE(first.ok()) << first.status();
+    region = ::mmap(nullptr, 3 * 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(region, MAP_FAILED);
+    auto second = ReadProcMaps(self);
+    ASSERT_TRUE(second.ok()) << second.status();
+    EXPECT_EQ(second->size(), first->size());
+    EXPECT_FALSE(holds(*second, reinterpret_cast<uintptr_t>(region)));
+    {
+      const SharedProcMaps other(INT_MAX);
+      EXPECT_TRUE(absl::IsNotFound(ReadProcMaps(INT_MAX).status()));
+      EXPECT_TRUE(ReadProcMaps(self).ok());  // the outer scope's
+      EXPECT_EQ(other.reads(), 1);
+    }
+    EXPECT_EQ(scope.reads(), 1);
+  }
+  auto after = ReadProcMaps(self);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE(holds(*after, reinterpret_cast<uintptr_t>(region)));
+  ::munmap(region, 3 * 4096);
 }
 
 }  // namespace

@@ -157,7 +157,29 @@ absl::StatusOr<std::vector<MapsEntry>> ParseProcMaps(std::string_view text,
   return entries;
 }
 
+namespace {
+thread_local SharedProcMaps* innermost_shared = nullptr;
+absl::StatusOr<std::vector<MapsEntry>> ReadProcMapsNow(int pid);
+}  // namespace
+
+SharedProcMaps::SharedProcMaps(int pid) : pid_(pid), outer_(innermost_shared) { innermost_shared = this; }
+
+SharedProcMaps::~SharedProcMaps() { innermost_shared = outer_; }
+
 absl::StatusOr<std::vector<MapsEntry>> ReadProcMaps(int pid) {
+  SharedProcMaps* scope = innermost_shared;
+  while (scope && scope->pid_ != pid) scope = scope->outer_;
+  if (!scope) return ReadProcMapsNow(pid);
+  if (!scope->read_) {
+    scope->read_ = ReadProcMapsNow(pid);
+    ++scope->reads_;
+  }
+  return *scope->read_;
+}
+
+namespace {
+
+absl::StatusOr<std::vector<MapsEntry>> ReadProcMapsNow(int pid) {
   const std::string path = absl::StrCat("/proc/", pid, "/maps");
   if (pid <= 0) return absl::InvalidArgumentError(absl::StrCat(path, ": bad pid"));
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -185,6 +207,8 @@ absl::StatusOr<std::vector<MapsEntry>> ReadProcMaps(int pid) {
   }
   return ParseProcMaps(text, path);
 }
+
+}  // namespace
 
 char ProcState(uint32_t pid) {
   char buf[512];

@@ -4,6 +4,7 @@
 #define EHPROF_AGENT_PROCESS_PROC_MAPS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,8 +43,34 @@ absl::StatusOr<std::vector<MapsEntry>> ParseProcMaps(std::string_view text,
 // Reads and parses /proc/PID/maps. NotFound when the process does not exist
 // (any more), so callers can tell "exited" from real failures;
 // PermissionDenied without ptrace access. A kernel thread, or a zombie,
-// has no address space and yields an empty vector.
+// has no address space and yields an empty vector. Within a SharedProcMaps
+// for pid on this thread, every call after the first returns the first's
+// result.
 absl::StatusOr<std::vector<MapsEntry>> ReadProcMaps(int pid);
+
+// One read of a process's maps for every reader of one look at it: the
+// process tracker and each runtime's tracker (JVM, V8, Python, PHP, Ruby,
+// Perl) read the maps of a process that just changed, seven reads within a
+// millisecond otherwise (a ranlib with libLLVM loaded maps 300 files), and
+// the event loop's latency is the cold window's length. Scopes nest; the
+// innermost one for its pid applies.
+class SharedProcMaps {
+ public:
+  explicit SharedProcMaps(int pid);
+  ~SharedProcMaps();
+  SharedProcMaps(const SharedProcMaps&) = delete;
+  SharedProcMaps& operator=(const SharedProcMaps&) = delete;
+
+  // How many reads this scope made (0 or 1), for tests.
+  int reads() const { return reads_; }
+
+ private:
+  friend absl::StatusOr<std::vector<MapsEntry>> ReadProcMaps(int pid);
+  int pid_;
+  int reads_ = 0;
+  SharedProcMaps* outer_;
+  std::optional<absl::StatusOr<std::vector<MapsEntry>>> read_;
+};
 // The state letter of /proc/PID/stat ('R', 'S', 'Z', ...); 0 when the
 // process is gone.
 char ProcState(uint32_t pid);

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "agent/process/proc_maps.h"
 #include "agent/record/event_decoder.h"
 #include "agent/record/run_control.h"
 #include "base/guarded.h"
@@ -11,6 +12,7 @@ namespace ehprof {
 absl::Status TrackProcess(ProcessTracker* tracker, const RuntimeTrackers& runtimes, uint32_t pid,
                           uint64_t now_ns) {
   return Guarded("reading a process", "that process is not tracked this time", [&] {
+    const SharedProcMaps one_read(static_cast<int>(pid));  // the tracker's and every runtime's
     absl::Status st = tracker->Refresh(pid, now_ns);
     if (st.ok()) {
       runtimes.ForEach([&](auto& runtime) {
@@ -24,7 +26,10 @@ absl::Status TrackProcess(ProcessTracker* tracker, const RuntimeTrackers& runtim
 
 void EventHandler::HandleSample(RawSample&& s, size_t size) {
   if (hooks_.accept && !hooks_.accept(s)) return;
-  runtimes_.ForEach([&](auto& runtime) { runtime.NameFrames(s.pid, s.time_ns, &s.user); });
+  {
+    const SharedProcMaps one_read(static_cast<int>(s.pid));  // runtimes that look at it again
+    runtimes_.ForEach([&](auto& runtime) { runtime.NameFrames(s.pid, s.time_ns, &s.user); });
+  }
   if (s.stop_reason == EHP_STOP_NO_PROC) to_refresh_.insert(s.pid);
   if (sink_->ResolvesLater()) sampled_.insert(s.pid);
   if (deferred_ && deferred_->Hold(s, size)) {

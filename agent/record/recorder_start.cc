@@ -62,6 +62,7 @@ void Recorder::ReadInitialProcesses(std::vector<uint32_t> pids, uint64_t now_ns)
     load_tables();
   }
   for (uint32_t pid : read) {
+    const SharedProcMaps one_read(static_cast<int>(pid));  // every runtime's
     runtimes.ForEach([&](auto& runtime) {
       (void)Guarded("reading a process", "its runtime's frames are not named", [&] {
         runtime.Notice(pid, now_ns);
