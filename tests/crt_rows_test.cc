@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -22,18 +23,21 @@ namespace {
 constexpr const char* kCrtFunctions[] = {"deregister_tm_clones", "register_tm_clones", "__do_global_dtors_aux",
                                         "frame_dummy"};
 
-std::map<std::string, uint64_t> CrtSymbols(const std::string& path) {
+// The addresses of the symbols of path's .symtab named in `names`.
+std::map<std::string, uint64_t> Symbols(const std::string& path, std::span<const char* const> names) {
   std::map<std::string, uint64_t> out;
   auto elf = ElfFile::Open(path);
   EXPECT_TRUE(elf.ok()) << elf.status();
   if (!elf.ok()) return out;
   ForEachDefinedSymbol(*elf, ".symtab", ".strtab", [&](const ElfSymbol& s) {
-    for (const char* name : kCrtFunctions) {
+    for (const char* name : names) {
       if (s.name == name) out[name] = s.value;
     }
   });
   return out;
 }
+
+std::map<std::string, uint64_t> CrtSymbols(const std::string& path) { return Symbols(path, kCrtFunctions); }
 
 // Where in the function at addr (its code in the file's .text) the byte
 // sequence `what` first is, 0 if not within its first 64 bytes.
@@ -116,11 +120,9 @@ TEST(CrtRows, CodeAfterAZeroFillGetsThem) {
   const std::string path = testing::TestdataPath("libcrt_fill.so");
   auto elf = ElfFile::Open(path);
   ASSERT_TRUE(elf.ok()) << elf.status();
-  uint64_t dtors = 0, fail = 0;
-  ForEachDefinedSymbol(*elf, ".symtab", ".strtab", [&](const ElfSymbol& s) {
-    if (s.name == "td_fill_dtors") dtors = s.value;
-    if (s.name == "td_fill_fail") fail = s.value;
-  });
+  constexpr const char* kFill[] = {"td_fill_dtors", "td_fill_fail"};
+  std::map<std::string, uint64_t> syms = Symbols(path, kFill);
+  const uint64_t dtors = syms["td_fill_dtors"], fail = syms["td_fill_fail"];
   ASSERT_NE(dtors, 0u);
   ASSERT_LT(fail, dtors);
   auto t = BuildUnwindTableFromPath(path);

@@ -203,8 +203,7 @@ static absl::Status AddSynthesizedRows(const ElfFile& elf, const TableBuildOptio
   // table for it is one more to load, and under a full table memory a
   // late file's load evicts a parked one (libc's, prefetched for a
   // command: RecordLimits.FullTableMapsDegradePerFileAndSaySo).
-  const bool with_rows = !table->rows.empty();
-  if (options.init_fini_rows && with_rows) {
+  if (options.init_fini_rows && !table->rows.empty()) {
     EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> init_rows, InitFiniRows(elf));
     if (!init_rows.empty()) table->rows = Overlay(table->rows, init_rows, &table->init_fini_rows);
   }
@@ -214,7 +213,7 @@ static absl::Status AddSynthesizedRows(const ElfFile& elf, const TableBuildOptio
   }
   // After the entry point's rows: a program's entry point without CFI
   // (ld.so's _start) stays the bottom of the stack.
-  if (options.crt_rows && with_rows) {
+  if (options.crt_rows && !table->rows.empty()) {
     std::vector<UnwindRow> crt_rows = CrtRows(elf, table->rows);
     if (!crt_rows.empty()) table->rows = Overlay(table->rows, crt_rows, &table->crt_rows);
   }

@@ -71,6 +71,7 @@ class SharedProcMaps {
   SharedProcMaps* outer_;
   std::optional<absl::StatusOr<std::vector<MapsEntry>>> read_;
 };
+
 // The state letter of /proc/PID/stat ('R', 'S', 'Z', ...); 0 when the
 // process is gone.
 char ProcState(uint32_t pid);
