@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "tests/test_support.h"
+#include "agent/process/vdso_file.h"
 #include "elf/elf_file.h"
 
 namespace ehprof {
@@ -86,6 +87,34 @@ TEST(CaptureTables, ACompletedCaptureReplaysFromItsEntries) {
   EXPECT_EQ(stored->stop, whole->stop);
   EXPECT_EQ(stored->libdwfl, whole->libdwfl);
   EXPECT_GE(stored->frames.size(), 1u);
+}
+
+// The vDSO has no file: its table is built from this process's own image
+// (every process's on the machine), under the same build-id check.
+TEST(CaptureTables, TheVdsoGetsTheTableOfThisMachinesImage) {
+  std::vector<uint8_t> image = ReadOwnVdso();
+  if (image.empty()) GTEST_SKIP() << "no [vdso] mapped in this process";
+  auto elf = ElfFile::FromBytes("[vdso]", image);
+  ASSERT_TRUE(elf.ok()) << elf.status();
+  Capture c = PltSpinOnly();
+  CaptureMapping vdso;
+  vdso.start = 0x10000;  // below every frame
+  vdso.end = vdso.start + image.size();
+  vdso.bias = vdso.start;
+  vdso.path = "[vdso]";
+  vdso.build_id = elf->BuildId();
+  c.mappings.push_back(vdso);
+  CaptureTables tables;
+  std::vector<std::string> notes;
+  ASSERT_TRUE(tables.Assign(&c, &notes).ok());
+  EXPECT_TRUE(notes.empty());
+  EXPECT_TRUE(c.mappings.back().table_id);
+
+  c.mappings.back().build_id = "00112233";
+  ASSERT_TRUE(tables.Assign(&c, &notes).ok());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(notes[0], "[vdso]: build-id ")) << notes[0];
+  EXPECT_FALSE(c.mappings.back().table_id);
 }
 
 }  // namespace

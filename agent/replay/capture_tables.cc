@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/process/vdso_file.h"
 #include "agent/tables/map_writer.h"
 #include "agent/tables/table_store.h"
 #include "agent/verify/dwfl_unwinder.h"
@@ -114,12 +115,40 @@ absl::StatusOr<uint32_t> CaptureTables::Table(const std::string& file, const Cap
   return *id;
 }
 
+absl::StatusOr<uint32_t> CaptureTables::VdsoTable(const CaptureMapping& m) {
+  if (!vdso_table_) {
+    std::vector<uint8_t> image = ReadOwnVdso();
+    if (image.empty()) return absl::FailedPreconditionError("the capture maps [vdso], and this process has none");
+    auto file = std::make_unique<VdsoFile>(image);
+    EHP_ASSIGN_OR_RETURN(ElfFile elf, ElfFile::FromBytes("[vdso]", std::move(image)));
+    build_ids_["[vdso]"] = elf.BuildId();
+    auto built = BuildCompactTable(elf, TableBuildOptions{}, "[vdso]");
+    if (!built.ok()) return absl::Status(built.status().code(), absl::StrCat("table of [vdso]: ", built.status().message()));
+    EHP_ASSIGN_OR_RETURN(vdso_table_, store_->Load(built->compact, "[vdso]"));
+    vdso_file_ = std::move(file);
+  }
+  // Another machine's (or kernel's) vDSO: its return addresses are not
+  // this image's.
+  const std::string& have = build_ids_["[vdso]"];
+  if (have != m.build_id) {
+    return absl::FailedPreconditionError(absl::StrCat("[vdso]: build-id ", have.empty() ? "(none)" : have, " here, ",
+                                                      m.build_id.empty() ? "(none)" : m.build_id,
+                                                      " in the capture"));
+  }
+  return *vdso_table_;
+}
+
+std::string CaptureTables::DwflPath(const CaptureMapping& m) const {
+  if (m.path == "[vdso]") return vdso_file_ ? vdso_file_->path() : "";
+  return CaptureFilePath(m.path);
+}
+
 absl::Status CaptureTables::Assign(Capture* c, std::vector<std::string>* notes) {
   for (CaptureMapping& m : c->mappings) {
     m.table_id.reset();
     const std::string file = CaptureFilePath(m.path);
-    if (file.empty()) continue;
-    auto id = Table(file, m);
+    if (file.empty() && m.path != "[vdso]") continue;
+    auto id = file.empty() ? VdsoTable(m) : Table(file, m);
     if (id.ok()) {
       m.table_id = *id;
     } else if (!absl::IsFailedPrecondition(id.status()) || HoldsAFrame(*c, m)) {
@@ -141,7 +170,7 @@ absl::StatusOr<ReplayResult> CaptureTables::Replay(const Capture& c) {
   }
   std::vector<DwflMapping> files;
   for (const CaptureMapping& m : c.mappings) {
-    if (m.table_id) files.push_back({m.start, m.end, m.bias, CaptureFilePath(m.path)});
+    if (m.table_id) files.push_back({m.start, m.end, m.bias, DwflPath(m)});
   }
   DwflUnwinder dwfl(std::move(files));
   StackCapture sc;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,11 @@
 namespace ehprof {
 
 class TableStore;
+class VdsoFile;
 
 // The file a capture's mapping path names here ("" for [vdso], anonymous
-// code and other pseudo-paths: no table, the walk uses frame pointers).
+// code and other pseudo-paths: no file; the vDSO's table is built from this
+// process's own image, which is every process's on the machine).
 std::string CaptureFilePath(const std::string& path);
 
 // Keeps each file's table (and build-id check) for the next capture that
@@ -50,11 +53,18 @@ class CaptureTables {
 
  private:
   absl::StatusOr<uint32_t> Table(const std::string& file, const CaptureMapping& m);
+  // The vDSO's table, from the image ReadOwnVdso gives, kept in a memfd
+  // (vdso_file_) for libdwfl.
+  absl::StatusOr<uint32_t> VdsoTable(const CaptureMapping& m);
+  // The file libdwfl reads for m ("" when none).
+  std::string DwflPath(const CaptureMapping& m) const;
 
   HostMaps maps_;
   std::unique_ptr<TableStore> store_;
   std::map<std::string, uint32_t> tables_;        // file -> table id
   std::map<std::string, std::string> build_ids_;  // file -> its build-id here
+  std::optional<uint32_t> vdso_table_;
+  std::unique_ptr<VdsoFile> vdso_file_;
 };
 
 // Assign, Replay, the stack trimmed to what the walks need, the libdwfl
