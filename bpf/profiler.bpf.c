@@ -183,13 +183,13 @@ EHP_INLINE __u64 lifecycle_wakeup(__u32 kind)
 	return kind == EHP_EVENT_EXEC ? BPF_RB_FORCE_WAKEUP : sample_wakeup();
 }
 
-EHP_INLINE void lifecycle_event(__u32 kind, struct task_struct *p, __u64 addr)
+EHP_INLINE void lifecycle_event(__u32 kind, struct task_struct *p, __u64 addr, __u64 time_ns)
 {
 	struct ehp_event ev = {};
 	ev.kind = kind;
 	ev.pid = p->tgid;
 	ev.tid = p->pid;
-	ev.time_ns = bpf_ktime_get_ns();
+	ev.time_ns = time_ns;
 	ev.addr = addr;
 	bpf_probe_read_kernel_str(ev.comm, sizeof(ev.comm), p->comm);
 	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), lifecycle_wakeup(kind)))
@@ -211,13 +211,18 @@ int BPF_PROG(ehprof_fork, struct task_struct *parent, struct task_struct *child)
 	struct ehp_proc *parent_entry = cfg.learn_maps ? bpf_map_lookup_elem(&procs, &ppid) : 0;
 	if (parent_entry)
 		bpf_map_update_elem(&procs, &cpid, parent_entry, BPF_ANY);
-	lifecycle_event(EHP_EVENT_FORK, parent, cpid);
+	lifecycle_event(EHP_EVENT_FORK, parent, cpid, bpf_ktime_get_ns());
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(ehprof_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	/* The new image's time begins before anything here: a sample taken
+	 * while this program runs (the NMI interrupting it, the user registers
+	 * already the new image's entry, the process's entry deleted below) is
+	 * finished late and named with the new image's mappings, not the old. */
+	__u64 now = bpf_ktime_get_ns();
 	__u32 pid = p->tgid;
 	if (!followed(pid))
 		return 0;
@@ -227,7 +232,7 @@ int BPF_PROG(ehprof_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	/* The new image's first unknown pc is news at once, whatever the old
 	 * one asked for a moment ago. */
 	bpf_map_delete_elem(&notified, &pid);
-	lifecycle_event(EHP_EVENT_EXEC, p, 0);
+	lifecycle_event(EHP_EVENT_EXEC, p, 0, now);
 	if (cfg.learn_maps)
 		learn_exec(p, pid);
 	return 0;
@@ -280,7 +285,7 @@ int BPF_PROG(ehprof_exit, struct task_struct *p)
 	 * ring buffer must not leave a stale entry for a reused pid. */
 	bpf_map_delete_elem(&procs, &pid);
 	bpf_map_delete_elem(&notified, &pid);
-	lifecycle_event(EHP_EVENT_EXIT, p, 0);
+	lifecycle_event(EHP_EVENT_EXIT, p, 0, bpf_ktime_get_ns());
 	if (cfg.filter_pids)
 		bpf_map_delete_elem(&targets, &pid);
 	return 0;
