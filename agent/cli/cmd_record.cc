@@ -58,7 +58,8 @@ void AddTargetOptions(CLI::App& app, RecordOptions* o) {
   app.add_option("-d,--duration", o->duration_s, "stop after this long")->type_name("SECONDS")->check(
       Positive());
   app.add_option("-D,--delay", o->delay_ms,
-                 "leave out the first MS milliseconds (a command's start-up, say)")
+                 "sample from MS milliseconds after the start (a command's start-up, say), as perf record -D: "
+                 "no sampling interrupts before it")
       ->type_name("MS")
       ->check(InRange(0.0, 1e9));
   app.add_option("-t,--tid", o->tids, "profile these threads")

@@ -153,13 +153,19 @@ absl::Status Recorder::Run() {
   // -D only: a sample stamped before now is still the recording's (an
   // off-CPU block is stamped when it began, maybe before the release
   // returned here).
-  if (options_.delay_ms > 0) record_from_ns_ = NowNs() + static_cast<uint64_t>(options_.delay_ms * 1e6);
+  if (options_.delay_ms > 0) {
+    record_from_ns_ = NowNs() + static_cast<uint64_t>(options_.delay_ms * 1e6);
+    sampler_held_ = options_.sample_cpu;
+  }
 
   summary_.setup_cpu_ns = CpuTimeNs();
   const uint64_t deadline = options_.duration_s > 0
                                 ? start + static_cast<uint64_t>(options_.duration_s * 1e9)
                                 : UINT64_MAX;
   Loop(**events, start, deadline);
+  // The recording is over: no more sampling interrupts on any CPU while
+  // it is resolved and written.
+  if (absl::Status s = session_->SetSampling(false); !s.ok()) warnings_->Add(std::string(s.message()));
   // Samples still in the ring buffer belong to the recording.
   (*events)->Drain();
   ProcessPending(NowNs());
@@ -247,8 +253,17 @@ void Recorder::Loop(EventSource& events, uint64_t start, uint64_t deadline) {
       const uint64_t now = NowNs();
       timeout_ms = due <= now ? 0 : static_cast<int>(std::min<uint64_t>(100, (due - now) / 1000000 + 1));
     }
+    if (sampler_held_) {
+      const uint64_t now = NowNs();
+      timeout_ms = std::min<int>(timeout_ms, now >= record_from_ns_ ? 0 : (record_from_ns_ - now) / 1000000 + 1);
+    }
     const int n = events.Poll(timeout_ms);
     const uint64_t now = NowNs();
+    if (sampler_held_ && now >= record_from_ns_) {
+      // -D over: the sampling events count from here.
+      sampler_held_ = false;
+      if (absl::Status s = session_->SetSampling(true); !s.ok()) warnings_->Add(std::string(s.message()));
+    }
     summary_.seconds = (now - start) / 1e9;
     if (n < 0 && n != -EINTR) {
       warnings_->Add(absl::StrCat("ring buffer poll: ", std::strerror(-n)));

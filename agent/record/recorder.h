@@ -336,6 +336,7 @@ class Recorder {
   uint64_t complete_ = 0;    // samples whose user walk reached the bottom
   uint64_t sample_count_ = 0;
   uint64_t record_from_ns_ = 0;  // -D: earlier samples are left out
+  bool sampler_held_ = false;    // -D: the sampler counts from record_from_ns_
   std::mt19937_64 reservoir_rng_{12345};
   uint64_t last_status_ns_ = 0;
 };

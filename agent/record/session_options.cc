@@ -31,6 +31,7 @@ absl::StatusOr<SessionOptions> SessionOptionsFor(const RecordOptions& o) {
   so.config.learn_maps = o.kernel_maps;
   so.config.python = o.python;
   so.sample_cpu = o.sample_cpu;
+  so.hold_sampler = o.sample_cpu && o.delay_ms > 0;
   so.probes = o.probes;
   so.cpus = o.cpus;
   so.config.filter_cpus = !o.cpus.empty();

@@ -56,6 +56,11 @@ class SamplingSession {
   // Sums of the per-CPU counters (enum ehp_stat), EHP_STAT_COUNT of them.
   virtual std::vector<uint64_t> ReadStats() const = 0;
   virtual ProgStats SampleProgStats() const = 0;
+  // Starts (on) or stops the sampling events: a session started with them
+  // held (SessionOptions::hold_sampler; -D) samples from SetSampling(true);
+  // a recording that has ended stops them before it resolves and writes,
+  // which at -F max would otherwise crawl under the timer interrupts.
+  virtual absl::Status SetSampling(bool on) = 0;
 };
 
 // Loads and attaches what `options` asks for; errors name what failed.

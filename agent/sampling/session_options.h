@@ -37,6 +37,10 @@ struct SessionOptions {
   std::string bpf_object_path;
   // Attach the sampling event (off for --off-cpu alone).
   bool sample_cpu = true;
+  // Attached but not counting until ReleaseSampler (-D, as perf's: the
+  // command's first moments cost no interrupts, at -F max none of its
+  // start-up crawls under 100,000 timer interrupts a second per CPU).
+  bool hold_sampler = false;
   // Attach the off-CPU programs (config.offcpu_* say which blocks count).
   bool off_cpu = false;
   // Attach the mmap program (bpf/proc_learn.bpf.h): libraries of loaded

@@ -3,6 +3,7 @@
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -164,9 +165,25 @@ absl::Status BpfSession::AttachSampler(const SessionOptions& o) {
       return PermissionHint(err, absl::StrCat("attaching the sampler on CPU ", cpu));
     }
     links_.push_back(std::move(link));
+    sampler_fds_.push_back(fd);
+    // libbpf enabled it on attaching; held, it counts from SetSampling.
+    if (o.hold_sampler && ::ioctl(fd, PERF_EVENT_IOC_DISABLE, 0) != 0) {
+      return absl::InternalError(absl::StrCat("holding the sampler on CPU ", cpu, ": ", std::strerror(errno)));
+    }
     ++num_cpus_;
   }
   return absl::OkStatus();
+}
+
+absl::Status BpfSession::SetSampling(bool on) {
+  absl::Status status;
+  for (int fd : sampler_fds_) {
+    if (::ioctl(fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0) != 0 && status.ok()) {
+      status = absl::InternalError(
+          absl::StrCat(on ? "starting" : "stopping", " the sampling events: ", std::strerror(errno)));
+    }
+  }
+  return status;
 }
 
 }  // namespace ehprof

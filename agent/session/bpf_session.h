@@ -77,6 +77,7 @@ class BpfSession : public SamplingSession {
   absl::StatusOr<std::unique_ptr<EventSource>> OpenEvents(EventSource::Handler handler) const override;
   std::vector<uint64_t> ReadStats() const override;
   ProgStats SampleProgStats() const override;
+  absl::Status SetSampling(bool on) override;
   int num_cpus() const { return num_cpus_; }
 
   // What the verifier and the JIT made of each program (`ehprof check`).
@@ -111,6 +112,8 @@ class BpfSession : public SamplingSession {
   // close their perf event fds) go before the programs they attach.
   ScopedHandle<ehprof_bpf, DestroySkeleton> skel_;
   std::vector<BpfLinkPtr> links_;
+  // The sampling events' fds, owned by their links_ (SetSampling).
+  std::vector<int> sampler_fds_;
   int num_cpus_ = 0;
   MapFds maps_;
   std::vector<ProgramInfo> verifier_;  // from the load logs
