@@ -446,11 +446,15 @@ class GoPprof : public ::testing::Test {
     if (!dir_.empty()) RunCommand("rm -rf '" + dir_ + "'");
   }
 
-  // A private HOME and Go caches (nothing outside the temp dir is touched),
-  // GOPROXY=off (pprof on a local file needs no network), and a timeout so
-  // a hung tool fails the test instead of the ctest run.
+  // A private HOME and GOPATH, the build directory's Go cache (as
+  // testing::GoToolPprof's: Go 1.24 and later build pprof on its first use,
+  // a minute under load, then take it from there), GOPROXY=off (pprof on a
+  // local file needs no network), and a timeout so a hung tool fails the
+  // test instead of the ctest run.
   CommandResult Pprof(const std::string& args) {
-    return RunCommand("env HOME='" + dir_ + "' GOCACHE='" + dir_ + "/gocache' GOPATH='" + dir_ +
+    const std::string bin = testing::EhprofBinary();
+    const std::string cache = bin.substr(0, bin.rfind('/')) + "/gocache";
+    return RunCommand("env HOME='" + dir_ + "' GOCACHE='" + cache + "' GOPATH='" + dir_ +
                       "/gopath' PPROF_TMPDIR='" + dir_ +
                       "' GOPROXY=off GOFLAGS= timeout 120 go tool pprof " + args + " '" + file_ +
                       "'");
