@@ -85,16 +85,26 @@ CaptureTables::CaptureTables() {
 
 CaptureTables::~CaptureTables() = default;
 
+absl::StatusOr<ElfFile> CaptureTables::OpenElf(const std::string& file) {
+  if (file != kVdso) return ElfFile::Open(file);
+  std::vector<uint8_t> image = ReadOwnVdso();
+  if (image.empty()) return absl::NotFoundError("this process maps no [vdso]");
+  if (!vdso_file_) vdso_file_ = std::make_unique<VdsoFile>(image);
+  return ElfFile::FromBytes(kVdso, std::move(image));
+}
+
 absl::StatusOr<uint32_t> CaptureTables::Table(const std::string& file, const CaptureMapping& m) {
   auto known = build_ids_.find(file);
   if (known == build_ids_.end()) {
-    auto elf = ElfFile::Open(file);
+    auto elf = OpenElf(file);
     if (!elf.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "the capture maps ", m.path, ", which this machine cannot read: ", elf.status().message()));
     }
     known = build_ids_.emplace(file, elf->BuildId()).first;
   }
+  // Another build (for the vDSO: another machine's or kernel's): the
+  // stack's return addresses are not this file's.
   const std::string& have = known->second;
   if (have != m.build_id) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -105,7 +115,8 @@ absl::StatusOr<uint32_t> CaptureTables::Table(const std::string& file, const Cap
   auto it = tables_.find(file);
   if (it != tables_.end()) return it->second;
   auto id = [&]() -> absl::StatusOr<uint32_t> {
-    EHP_ASSIGN_OR_RETURN(CompactBuild built, BuildCompactTableFromPath(file, TableBuildOptions{}));
+    EHP_ASSIGN_OR_RETURN(ElfFile elf, OpenElf(file));
+    EHP_ASSIGN_OR_RETURN(CompactBuild built, BuildCompactTable(elf, TableBuildOptions{}, file));
     return store_->Load(built.compact, file);
   }();
   if (!id.ok()) {
@@ -115,40 +126,21 @@ absl::StatusOr<uint32_t> CaptureTables::Table(const std::string& file, const Cap
   return *id;
 }
 
-absl::StatusOr<uint32_t> CaptureTables::VdsoTable(const CaptureMapping& m) {
-  if (!vdso_table_) {
-    std::vector<uint8_t> image = ReadOwnVdso();
-    if (image.empty()) return absl::FailedPreconditionError("the capture maps [vdso], and this process has none");
-    auto file = std::make_unique<VdsoFile>(image);
-    EHP_ASSIGN_OR_RETURN(ElfFile elf, ElfFile::FromBytes("[vdso]", std::move(image)));
-    build_ids_["[vdso]"] = elf.BuildId();
-    auto built = BuildCompactTable(elf, TableBuildOptions{}, "[vdso]");
-    if (!built.ok()) return absl::Status(built.status().code(), absl::StrCat("table of [vdso]: ", built.status().message()));
-    EHP_ASSIGN_OR_RETURN(vdso_table_, store_->Load(built->compact, "[vdso]"));
-    vdso_file_ = std::move(file);
-  }
-  // Another machine's (or kernel's) vDSO: its return addresses are not
-  // this image's.
-  const std::string& have = build_ids_["[vdso]"];
-  if (have != m.build_id) {
-    return absl::FailedPreconditionError(absl::StrCat("[vdso]: build-id ", have.empty() ? "(none)" : have, " here, ",
-                                                      m.build_id.empty() ? "(none)" : m.build_id,
-                                                      " in the capture"));
-  }
-  return *vdso_table_;
+std::string CaptureTables::TableFile(const CaptureMapping& m) const {
+  return m.path == kVdso ? kVdso : CaptureFilePath(m.path);
 }
 
 std::string CaptureTables::DwflPath(const CaptureMapping& m) const {
-  if (m.path == "[vdso]") return vdso_file_ ? vdso_file_->path() : "";
+  if (m.path == kVdso) return vdso_file_ ? vdso_file_->path() : "";
   return CaptureFilePath(m.path);
 }
 
 absl::Status CaptureTables::Assign(Capture* c, std::vector<std::string>* notes) {
   for (CaptureMapping& m : c->mappings) {
     m.table_id.reset();
-    const std::string file = CaptureFilePath(m.path);
-    if (file.empty() && m.path != "[vdso]") continue;
-    auto id = file.empty() ? VdsoTable(m) : Table(file, m);
+    const std::string file = TableFile(m);
+    if (file.empty()) continue;
+    auto id = Table(file, m);
     if (id.ok()) {
       m.table_id = *id;
     } else if (!absl::IsFailedPrecondition(id.status()) || HoldsAFrame(*c, m)) {

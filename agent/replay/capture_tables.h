@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +18,7 @@
 #include "bpf/host/capture.h"
 #include "bpf/host/host_maps.h"
 #include "bpf/host/replay.h"
+#include "elf/elf_file.h"
 
 namespace ehprof {
 
@@ -52,10 +52,14 @@ class CaptureTables {
   std::vector<CaptureEntry> Entries() const;
 
  private:
+  // "[vdso]" names this process's vDSO image (ReadOwnVdso), also kept in a
+  // memfd (vdso_file_) for libdwfl.
+  static constexpr const char* kVdso = "[vdso]";
+  absl::StatusOr<ElfFile> OpenElf(const std::string& file);
+  // file: a path here or kVdso.
   absl::StatusOr<uint32_t> Table(const std::string& file, const CaptureMapping& m);
-  // The vDSO's table, from the image ReadOwnVdso gives, kept in a memfd
-  // (vdso_file_) for libdwfl.
-  absl::StatusOr<uint32_t> VdsoTable(const CaptureMapping& m);
+  // The file m's table is built from ("" when none: anonymous code).
+  std::string TableFile(const CaptureMapping& m) const;
   // The file libdwfl reads for m ("" when none).
   std::string DwflPath(const CaptureMapping& m) const;
 
@@ -63,7 +67,6 @@ class CaptureTables {
   std::unique_ptr<TableStore> store_;
   std::map<std::string, uint32_t> tables_;        // file -> table id
   std::map<std::string, std::string> build_ids_;  // file -> its build-id here
-  std::optional<uint32_t> vdso_table_;
   std::unique_ptr<VdsoFile> vdso_file_;
 };
 

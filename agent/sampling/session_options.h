@@ -37,7 +37,7 @@ struct SessionOptions {
   std::string bpf_object_path;
   // Attach the sampling event (off for --off-cpu alone).
   bool sample_cpu = true;
-  // Attached but not counting until ReleaseSampler (-D, as perf's: the
+  // Attached but not counting until SetSampling(true) (-D, as perf's: the
   // command's first moments cost no interrupts, at -F max none of its
   // start-up crawls under 100,000 timer interrupts a second per CPU).
   bool hold_sampler = false;
