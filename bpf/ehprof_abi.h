@@ -722,13 +722,17 @@ EHP_ASSERT(sizeof(struct ehp_file_key) == 16, "ehp_file_key is 16 bytes");
 #define EHP_VDSO_KEY_DEV 0
 #define EHP_VDSO_KEY_INO 1
 
-/* What the exec and mmap programs need to map a file's loaded table into a
- * process without a round trip to user space (file_tables[key]). User
- * space writes it when the table is loaded and deletes it before the table
- * is unloaded. ELF addresses are page-aligned as the loader maps them. */
+/* What the exec and mmap programs need to map a file into a process
+ * without a round trip to user space (file_tables[key]). User space writes
+ * it when it first sees the file, whatever its table's state, rewrites it
+ * when that changes, and deletes it before it forgets the file or unloads
+ * its table: a process mapping a file whose table is still being built
+ * gets a PENDING mapping (its walk is finished late), one of a file
+ * without CFI a frame-pointer one, and user space hears of both. ELF
+ * addresses are page-aligned as the loader maps them. */
 struct ehp_file_info {
-	ehp_u32 table_id;
-	ehp_u32 pad;
+	ehp_u32 table_id; /* with EHP_MAPPING_HAS_TABLE */
+	ehp_u32 flags;	  /* enum ehp_mapping_flags: a mapping of the file's */
 	ehp_u64 size;	     /* i_size: a reused inode number is another file */
 	ehp_u64 entry;	     /* e_entry: an executable's bias is AT_ENTRY - entry */
 	ehp_u64 first_vaddr; /* the first PT_LOAD's vaddr: an interpreter's bias is AT_BASE - this */
@@ -761,6 +765,10 @@ enum ehp_event_kind {
 	EHP_EVENT_VERIFY = 7, /* registers + stack copy of the sample before it */
 	EHP_EVENT_MAPPING = 8, /* struct ehp_mapping_event */
 	EHP_EVENT_DEFERRED = 9, /* struct ehp_deferred: the sample after it, to finish later */
+	/* A followed process mapped a file's code that file_tables does not
+	 * hold (addr: where): user space has not met the file, and a plugin
+	 * dlopen'd and closed in a millisecond is only seen in the maps now. */
+	EHP_EVENT_NEW_FILE = 10,
 };
 
 /* --verify: every cfg.verify_every-th sample is followed by a VERIFY event

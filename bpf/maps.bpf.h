@@ -29,7 +29,7 @@ struct {
 	__type(value, struct ehp_proc);
 } procs SEC(".maps");
 
-/* Files whose tables are loaded, by kernel identity: the exec and mmap
+/* Files user space has met, by kernel identity: the exec and mmap
  * programs add mappings of them to process entries (bpf/proc_learn.bpf.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

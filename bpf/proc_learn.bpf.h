@@ -6,10 +6,11 @@
  *  - at mmap (syscalls:sys_exit_mmap) of a file's executable segment:
  *    the libraries ld.so and dlopen map.
  * Files are matched by kernel identity (dev, inode) in file_tables, which
- * user space fills as tables load. Each mapping added is also sent as an
+ * user space fills as it meets files (their tables loaded, being built, or
+ * none). Each mapping added is also sent as an
  * EHP_EVENT_MAPPING so user space can resolve its addresses. /proc stays
  * the source of truth: user space's next full entry replaces all this.
- * Included after bpf/maps.bpf.h. */
+ * Included after bpf/lookup.bpf.h (notify). */
 #ifndef EHPROF_BPF_PROC_LEARN_BPF_H_
 #define EHPROF_BPF_PROC_LEARN_BPF_H_
 
@@ -47,7 +48,7 @@ EHP_INLINE void add_kernel_mapping(struct ehp_proc *proc, __u32 pid, __u64 begin
 	struct ehp_mapping *m = &proc->kernel[slot];
 	m->bias = bias;
 	m->table_id = info->table_id;
-	m->flags = EHP_MAPPING_HAS_TABLE;
+	m->flags = info->flags & (EHP_MAPPING_HAS_TABLE | EHP_MAPPING_PENDING);
 	m->begin = begin;
 	m->end = end;
 
@@ -81,7 +82,7 @@ EHP_INLINE void read_auxv(struct mm_struct *mm, __u64 *entry, __u64 *base)
 	}
 }
 
-/* The vDSO, at mm->context.vdso (x86), when its table is loaded. */
+/* The vDSO, at mm->context.vdso (x86), once user space has published it. */
 EHP_INLINE void learn_vdso(struct ehp_proc *proc, __u32 pid, struct mm_struct *mm)
 {
 	struct ehp_file_key key = {EHP_VDSO_KEY_DEV, EHP_VDSO_KEY_INO};
@@ -95,7 +96,7 @@ EHP_INLINE void learn_vdso(struct ehp_proc *proc, __u32 pid, struct mm_struct *m
 }
 
 /* At exec (the new image is in place): an entry with the executable and
- * its interpreter when the executable's table is loaded. */
+ * its interpreter when user space has published the executable. */
 EHP_INLINE void learn_exec(struct task_struct *p, __u32 pid)
 {
 	struct mm_struct *mm = p->mm;
@@ -145,7 +146,8 @@ EHP_INLINE struct file *fd_file(struct task_struct *task, __u64 fd)
 }
 
 /* After an mmap that made a file's executable segment executable: the
- * segment into the caller's entry, when it has one and the file a table. */
+ * segment into the caller's entry, when it has one and user space has
+ * published the file. */
 EHP_INLINE void learn_mmap(__s64 ret)
 {
 	if (ret < 0 && ret >= -EHP_MAX_ERRNO)
@@ -167,8 +169,11 @@ EHP_INLINE void learn_mmap(__s64 ret)
 		return;
 	struct ehp_file_key key;
 	struct ehp_file_info *found = file_info_of(BPF_CORE_READ(f, f_inode), &key);
-	if (!found)
+	if (!found) {
+		/* Rate-limited per process (bpf/lookup.bpf.h), as unknown pcs. */
+		notify(EHP_EVENT_NEW_FILE, pid, (__u32)bpf_get_current_pid_tgid(), (__u64)ret);
 		return;
+	}
 	struct ehp_file_info info = *found;
 	if (EHP_MMAP_OFF(&regs) != info.x_offset)
 		return; /* not where the loader maps the text */

@@ -281,12 +281,14 @@ int BPF_PROG(ehprof_exit, struct task_struct *p)
 	 * which need not be the group leader. */
 	if (p->signal->live.counter != 0 || !followed(pid))
 		return 0;
-	/* Cleared here, not only by user space: an EXIT event lost to a full
-	 * ring buffer must not leave a stale entry for a reused pid. */
-	bpf_map_delete_elem(&procs, &pid);
-	bpf_map_delete_elem(&notified, &pid);
 	lifecycle_event(EHP_EVENT_EXIT, p, 0, bpf_ktime_get_ns());
+	/* Cleared here, not only by user space: an EXIT event lost to a full
+	 * ring buffer must not leave a stale entry for a reused pid. The entry
+	 * last: a sample taken while this program runs (its user stack is all
+	 * there, the mm not yet torn down) is walked with it. */
+	bpf_map_delete_elem(&notified, &pid);
 	if (cfg.filter_pids)
 		bpf_map_delete_elem(&targets, &pid);
+	bpf_map_delete_elem(&procs, &pid);
 	return 0;
 }

@@ -142,6 +142,30 @@ TEST_F(EventHandlerReplay, UnknownPcsOfOneProcessAskForAReadEvery50MsAtMost) {
   EXPECT_EQ(h.to_refresh(), (std::set<uint32_t>{kB, kChild}));
 }
 
+// A process mapping code of a file user space has not met is read at once,
+// while the file is mapped (a plugin loaded and closed in a millisecond);
+// one mapping unknown files for ever, 20 times a second at most.
+TEST_F(EventHandlerReplay, NewFilesAskForAReadAtOnceTwentyTimesASecondAtMost) {
+  EventHandler h(&tracker_, &list_, {}, &warnings_, Hooks());
+  Replay({Plain(EHP_EVENT_NEW_FILE, kB, 10 * kMs, 0x7f0000000000)}, h);
+  EXPECT_EQ(h.to_refresh(), std::set<uint32_t>{kB});
+  EXPECT_EQ(h.next_followup_ns(), UINT64_MAX) << "read now, not later";
+  h.ProcessPending(11 * kMs);
+  // The kernel's event every 2 ms, for 200 ms: 19 more reads, then none.
+  size_t reads = 0;
+  for (uint64_t t = 12 * kMs; t < 212 * kMs; t += 2 * kMs) {
+    Replay({Plain(EHP_EVENT_NEW_FILE, kB, t, 0x7f0000000000)}, h);
+    reads += h.to_refresh().count(kB);
+    h.ProcessPending(t + 1);
+  }
+  EXPECT_EQ(reads, 19u);
+  // The next second's window reads again; another process has its own.
+  Replay({Plain(EHP_EVENT_NEW_FILE, kB, 1011 * kMs, 0x7f0000000000),
+          Plain(EHP_EVENT_NEW_FILE, kChild, 1011 * kMs, 0x7f0000000000)},
+         h);
+  EXPECT_EQ(h.to_refresh(), (std::set<uint32_t>{kB, kChild}));
+}
+
 TEST_F(EventHandlerReplay, ExitsForgetImagesNoSampleCameFromAndTheSweepFindsTheRest) {
   EventHandler h(&tracker_, &list_, {}, &warnings_, Hooks());
   Replay({Sample(kA, 0, 100, 0x401000), Plain(EHP_EVENT_EXIT, kA, 150), Plain(EHP_EVENT_EXIT, kB, 160)}, h);

@@ -165,6 +165,56 @@ TEST_F(KernelFileIndexTest, PublishesOnceWithTheInterpreterAndUnpublishesBeforeU
   EXPECT_NE(InMap(kInterp), nullptr);
 }
 
+// Published as soon as met, whatever its table's state, and told again
+// when that changes, with no process mapping it (a plugin loaded and closed
+// before its table was); a file without CFI is published for frame
+// pointers, and unpublished when forgotten.
+TEST_F(KernelFileIndexTest, PublishesEveryStateAndEachChangeUntilTheFileIsForgotten) {
+  files_->HoldBuilds(true);
+  const std::string path = TestdataPath("deep_recursion.stripped");
+  auto key = files_->Register(path, path);
+  ASSERT_TRUE(key.ok()) << key.status();
+  files_->AddRef(*key);
+  ASSERT_EQ(files_->Find(*key)->state, FileInfo::State::kPending);
+  index_->Publish(kExe, *key, *files_->Find(*key));
+  ASSERT_NE(InMap(kExe), nullptr);
+  EXPECT_EQ(InMap(kExe)->flags, uint32_t{EHP_MAPPING_PENDING});
+  EXPECT_EQ(InMap(kExe)->table_id, 0u);
+  files_->Release(*key);  // its process is gone before the build ends
+  files_->HoldBuilds(false);
+  std::vector<FileKey> changed;
+  for (int i = 0; i < 500 && changed.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    changed = files_->CollectFinished();
+  }
+  for (const FileKey& k : changed) index_->Refresh(k, *files_->Find(k));
+  const FileInfo* f = files_->Find(*key);
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->state, FileInfo::State::kReady);
+  EXPECT_EQ(InMap(kExe)->flags, uint32_t{EHP_MAPPING_HAS_TABLE});
+  EXPECT_EQ(InMap(kExe)->table_id, f->table_id);
+
+  const std::string nocfi = TestdataPath("libdlwork_fp.so");
+  auto nkey = files_->Register(nocfi, nocfi);
+  ASSERT_TRUE(nkey.ok()) << nkey.status();
+  files_->AddRef(*nkey);
+  for (int i = 0; i < 500 && files_->Find(*nkey)->state == FileInfo::State::kPending; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    files_->CollectFinished();
+  }
+  ASSERT_EQ(files_->Find(*nkey)->state, FileInfo::State::kNoCfi);
+  index_->Publish(kInterp, *nkey, *files_->Find(*nkey));
+  ASSERT_NE(InMap(kInterp), nullptr);
+  EXPECT_EQ(InMap(kInterp)->flags, 0u) << "frame pointers there";
+  // Unused past its time: forgotten, and gone from the kernel's index.
+  files_->Release(*nkey);
+  now_ += std::chrono::seconds(FileTables::kUnusedTableSeconds + 1);
+  files_->CollectFinished();
+  EXPECT_EQ(files_->Find(*nkey), nullptr);
+  EXPECT_EQ(InMap(kInterp), nullptr);
+  EXPECT_FALSE(index_->Find(kInterp).has_value());
+}
+
 TEST_F(KernelFileIndexTest, TrackerResolvesWhatTheKernelMappedBeforeAnyRead) {
   const FileKey exe = Ready("deep_recursion.stripped");
   index_->Publish(kExe, exe, *files_->Find(exe));

@@ -116,9 +116,7 @@ void ProcessTracker::WriteEntry(uint32_t pid) {
   for (const TrackedMapping* m : chosen) {
     const FileInfo* f = m->file ? files_->Find(*m->file) : nullptr;
     proc->mappings[n++] = EntryMapping(*m, f);
-    if (f && f->state == FileInfo::State::kReady && kernel_index_) {
-      kernel_index_->Publish(m->kernel_file, *m->file, *f);
-    }
+    if (f && kernel_index_) kernel_index_->Publish(m->kernel_file, *m->file, *f);
   }
   proc->n_mappings = static_cast<uint32_t>(n);
   CarryKernelSlots(pid, chosen, proc.get());

@@ -296,6 +296,14 @@ bool ProcessTracker::Covers(uint32_t pid, uint64_t addr) const {
 
 void ProcessTracker::TablesChanged(const std::vector<FileKey>& keys) {
   if (keys.empty()) return;
+  // Said to the kernel side even when no live process maps the file now: a
+  // library loaded and unloaded (dlclose, or its process's exit) before its
+  // table was, is mapped again by the next process (a compiler's plugins).
+  if (kernel_index_) {
+    for (const FileKey& key : keys) {
+      if (const FileInfo* f = files_->Find(key)) kernel_index_->Refresh(key, *f);
+    }
+  }
   for (uint32_t pid : live_) {
     const Snapshot& snap = history_[pid].snaps.back();
     bool affected = false;

@@ -93,6 +93,12 @@ void ProcessTracker::AddKernelMapping(uint32_t pid, uint64_t time_ns, const ehp_
     files_->AddRef(*key);
     ReleaseFiles(insert(hist.snaps.back().mappings));
     hist.snaps.back().from_kernel = true;
+    // The kernel mapped it PENDING, and its table was loaded since (the
+    // file's entry said so after): the entry gets the table now.
+    if ((km.flags & EHP_MAPPING_PENDING) && f->state != FileInfo::State::kPending) {
+      WriteEntry(pid);
+      return;
+    }
     RewriteIfLost(pid, time_ns, km);
     return;
   }

@@ -90,6 +90,7 @@ DecodedEvent DecodeEvent(const void* data, size_t size) {
           {EHP_EVENT_FORK, Kind::kFork},
           {EHP_EVENT_UNKNOWN_PID, Kind::kUnknownPid},
           {EHP_EVENT_UNKNOWN_PC, Kind::kUnknownPc},
+          {EHP_EVENT_NEW_FILE, Kind::kNewFile},
       };
       out.kind = Kind::kOther;
       for (const auto& [raw, kind] : kHeaderOnly) {

@@ -23,6 +23,7 @@ struct DecodedEvent {
     kFork,        // header.pid forked header.addr
     kUnknownPid,  // a sampled process user space has no entry for
     kUnknownPc,   // header.addr outside every mapping the entry has
+    kNewFile,     // header.pid mapped code of a file not published at header.addr
     kMapping,     // mapping: one the kernel side added
     kDeferred,    // deferred: the walk state of the sample sent after it
     kOther,       // a kind this build does not know: ignored

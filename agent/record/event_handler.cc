@@ -109,6 +109,11 @@ void EventHandler::HandleRecord(const void* data, size_t size) {
     case DecodedEvent::Kind::kUnknownPid:
       to_refresh_.insert(ev.pid);
       break;
+    case DecodedEvent::Kind::kNewFile:
+      // Read now, while the file is still mapped: once met, it is published
+      // and the kernel side maps it into every process itself.
+      if (NewFileReadDue(ev.pid, ev.time_ns)) to_refresh_.insert(ev.pid);
+      break;
     case DecodedEvent::Kind::kFork:
       tracker_->Forked(ev.pid, static_cast<uint32_t>(ev.addr), ev.time_ns);
       to_refresh_.insert(static_cast<uint32_t>(ev.addr));
@@ -140,6 +145,15 @@ bool EventHandler::UnknownPcReadDue(uint32_t pid, uint64_t time_ns) {
   return false;
 }
 
+bool EventHandler::NewFileReadDue(uint32_t pid, uint64_t time_ns) {
+  NewFileReads& r = new_file_reads_[pid];
+  if (time_ns - r.window_ns >= kNewFileWindowNs) {
+    r.window_ns = time_ns;
+    r.reads = 0;
+  }
+  return r.reads++ < kNewFileReadsPerWindow;
+}
+
 void EventHandler::ProcessPending(uint64_t now_ns) {
   while (!followups_.empty() && followups_.begin()->first <= now_ns) {
     to_refresh_.insert(followups_.begin()->second);
@@ -167,6 +181,7 @@ void EventHandler::ProcessPending(uint64_t now_ns) {
     if (deferred_ && deferred_->Holds(pid) && !sink_->ResolvesLater()) exited_held_.insert(pid);
     runtimes_.ForEach([pid = pid](auto& runtime) { runtime.Exit(pid); });
     unknown_pc_reads_.erase(pid);
+    new_file_reads_.erase(pid);
     if (hooks_.exited) hooks_.exited(pid);
   }
   to_exit_.clear();

@@ -113,6 +113,19 @@ class EventHandler {
     bool scheduled = false;  // a read at next_ns is in followups_
   };
 
+  // Whether an EHP_EVENT_NEW_FILE of pid may have its maps read (counting
+  // it): the kernel sends one every 2 ms at most while a process maps files
+  // user space has not met (ld.so's libraries, plugins dlopen'd in a loop);
+  // a process mapping unknown files for ever gets kNewFileReadsPerWindow
+  // reads a window, not 500 a second.
+  bool NewFileReadDue(uint32_t pid, uint64_t time_ns);
+  static constexpr uint64_t kNewFileWindowNs = 1'000'000'000;
+  static constexpr uint32_t kNewFileReadsPerWindow = 20;
+  struct NewFileReads {
+    uint64_t window_ns = 0;  // when the current window began
+    uint32_t reads = 0;      // reads in it
+  };
+
   ProcessTracker* tracker_;
   SampleSink* sink_;
   RuntimeTrackers runtimes_;
@@ -121,6 +134,7 @@ class EventHandler {
   DeferredWalks* deferred_ = nullptr;
   std::set<uint32_t> to_refresh_;
   std::unordered_map<uint32_t, UnknownPcReads> unknown_pc_reads_;
+  std::unordered_map<uint32_t, NewFileReads> new_file_reads_;
   std::map<uint32_t, uint64_t> to_exit_;  // pid -> exit time
   std::unordered_set<uint32_t> sampled_;  // pids with samples since their last exit
   std::unordered_set<uint32_t> exited_held_;  // pids exited with samples held (agent/deferred)

@@ -114,7 +114,7 @@ void FileTables::Release(const FileKey& key) {
     // then one no process waits for is dropped. A stream of distinct
     // short-lived binaries would otherwise queue builds faster than they
     // are made, each holding its file open.
-    if (DropQueuedBuild(key)) files_.erase(it);  // else parked when its build ends
+    if (DropQueuedBuild(key)) Forget(it);  // else parked when its build ends
     return;
   }
   Park(it);
@@ -132,7 +132,7 @@ void FileTables::Park(std::map<FileKey, FileInfo>::iterator it) {
       retry_no_space_ = true;
       break;
     case FileInfo::State::kNoSpace:
-      files_.erase(it);  // the next process mapping it tries again
+      Forget(it);  // the next process mapping it tries again
       break;
     case FileInfo::State::kFailed:
     case FileInfo::State::kNoCfi:
@@ -180,6 +180,11 @@ bool FileTables::DropQueuedBuild(const FileKey& key) {
   priority_.erase(key);
   ++dropped_builds_;
   return true;
+}
+
+void FileTables::Forget(std::map<FileKey, FileInfo>::iterator it) {
+  if (on_unload_) on_unload_(it->first);
+  files_.erase(it);
 }
 
 bool FileTables::EvictOne() {
@@ -393,7 +398,7 @@ uint64_t FileTables::Expire(std::list<FileKey>* list, std::chrono::steady_clock:
       EvictOne();
     } else {
       list->pop_back();
-      if (it != files_.end()) files_.erase(it);
+      if (it != files_.end()) Forget(it);
     }
     ++n;
   }

@@ -97,8 +97,9 @@ class FileTables {
   // move time on with their own.
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
   void SetClock(Clock now) { now_ = std::move(now); }
-  // Called with a ready file's key just before its table leaves the maps,
-  // so nothing in the kernel can still pick its table id up.
+  // Called with a file's key just before its table leaves the maps or the
+  // file is forgotten, so nothing in the kernel can still pick its table id
+  // up, or map a file no longer tracked.
   void SetUnloadHook(std::function<void(const FileKey&)> hook) { on_unload_ = std::move(hook); }
   // While held, the builders start no build: tests queue several and see
   // the order the builders take them in, whatever the machine's load.
@@ -167,6 +168,8 @@ class FileTables {
   // unused_ (evictable), a failed or CFI-less file to idle_, one refused
   // for room forgotten (the next process mapping it tries again).
   void Park(std::map<FileKey, FileInfo>::iterator it);
+  // Erases a file with no table loaded, after the unload hook.
+  void Forget(std::map<FileKey, FileInfo>::iterator it);
   // A build's end: f's table loaded, or why not (its state).
   void Finish(Done& d, FileInfo& f);
   // Takes key's build out of a queue of at least kBusyQueue; false when it

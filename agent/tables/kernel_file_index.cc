@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -25,7 +26,13 @@ std::optional<ehp_file_info> KernelFileInfo(const FileInfo& f, uint64_t size) {
   }
   if (!text || f.loads.empty()) return std::nullopt;
   ehp_file_info info{};
-  info.table_id = f.table_id;
+  // As a process entry's mapping of it would be (EntryMapping).
+  if (f.state == FileInfo::State::kReady) {
+    info.flags = EHP_MAPPING_HAS_TABLE;
+    info.table_id = f.table_id;
+  } else if (f.state == FileInfo::State::kPending) {
+    info.flags = EHP_MAPPING_PENDING;
+  }
   info.size = size;
   info.entry = f.entry;
   info.first_vaddr = f.loads.front().vaddr & ~kPageMask;
@@ -40,13 +47,14 @@ void KernelFileIndex::Write(const KernelFileKey& kkey, const Entry& e) {
 }
 
 void KernelFileIndex::Publish(const KernelFileKey& kkey, const FileKey& key, const FileInfo& f) {
-  if (!kkey.known() || f.state != FileInfo::State::kReady) return;
-  auto it = by_kernel_.find(kkey);
-  if (it != by_kernel_.end() && it->second.key == key && it->second.info.table_id == f.table_id) {
-    return;
-  }
+  if (!kkey.known()) return;
   std::optional<ehp_file_info> info = KernelFileInfo(f, key.size);
   if (!info) return;
+  auto it = by_kernel_.find(kkey);
+  if (it != by_kernel_.end() && it->second.key == key && it->second.info.table_id == info->table_id &&
+      it->second.info.flags == info->flags) {
+    return;
+  }
   Entry e{key, *info};
   if (auto p = pending_interp_.find(kkey); p != pending_interp_.end()) {
     e.info.interp = ToBpf(p->second);
@@ -56,6 +64,14 @@ void KernelFileIndex::Publish(const KernelFileKey& kkey, const FileKey& key, con
   }
   by_kernel_[kkey] = e;
   Write(kkey, e);
+}
+
+void KernelFileIndex::Refresh(const FileKey& key, const FileInfo& f) {
+  std::vector<KernelFileKey> kkeys;
+  for (const auto& [kkey, e] : by_kernel_) {
+    if (e.key == key) kkeys.push_back(kkey);
+  }
+  for (const KernelFileKey& kkey : kkeys) Publish(kkey, key, f);
 }
 
 void KernelFileIndex::SetInterpreter(const KernelFileKey& exe, const KernelFileKey& interp) {

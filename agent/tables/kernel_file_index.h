@@ -1,9 +1,14 @@
-// Tells the BPF programs which file each loaded table belongs to, by the
-// kernel's own identity of the file (superblock dev_t, inode), so the exec
-// and mmap programs (bpf/proc_learn.bpf.h) can add a mapping of it to a
-// process entry at once, before user space has read /proc/PID/maps.
-// Entries are written when a process maps a file whose table is ready and
-// removed before the table is unloaded, so the kernel never picks up a
+// Tells the BPF programs the files user space has met and the state of
+// each one's table, by the kernel's own identity of the file (superblock
+// dev_t, inode), so the exec and mmap programs (bpf/proc_learn.bpf.h) can
+// add a mapping of it to a process entry at once, before user space has
+// read /proc/PID/maps: with its table when loaded, PENDING while it is
+// built (the walk stops there and is finished late, user space knowing the
+// mapping from its event), frame pointers for a file without one.
+// Entries are written when a process's entry maps a file and whenever the
+// file's table changes state (a build ending while no process maps it: the
+// next one to map it must not find it unknown), and removed before the
+// table is unloaded or the file forgotten, so the kernel never picks up a
 // table id that is gone.
 #ifndef EHPROF_AGENT_TABLES_KERNEL_FILE_INDEX_H_
 #define EHPROF_AGENT_TABLES_KERNEL_FILE_INDEX_H_
@@ -45,13 +50,17 @@ class KernelFileIndex {
  public:
   explicit KernelFileIndex(std::unique_ptr<FileIndexMap> map) : map_(std::move(map)) {}
 
-  // The ready file `key` is known to the kernel as `kkey`. Cheap when
-  // already published with the same table.
+  // The file `key` is known to the kernel as `kkey`. Cheap when already
+  // published in the same state.
   void Publish(const KernelFileKey& kkey, const FileKey& key, const FileInfo& info);
+  // `key`'s table changed state: every kernel key it was published under
+  // says so.
+  void Refresh(const FileKey& key, const FileInfo& info);
   // `exe` ran with the interpreter `interp` (ld.so): an exec of `exe` adds
   // both. Remembered until exe is published if it is not yet.
   void SetInterpreter(const KernelFileKey& exe, const KernelFileKey& interp);
-  // The file's table is about to be unloaded: every kernel key of it goes.
+  // The file's table is about to be unloaded, or the file forgotten: every
+  // kernel key of it goes.
   void Unpublish(const FileKey& key);
   // The file a kernel-added mapping named; nullopt when not published.
   std::optional<FileKey> Find(const KernelFileKey& kkey) const;
