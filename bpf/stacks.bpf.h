@@ -19,22 +19,24 @@ EHP_INLINE int user_regs_loaded(struct scratch *s, int exact)
 	return s->pc != 0;
 }
 
-/* Whether task's address space is one exec is still building: its
- * mm_struct's arg_end is set by create_elf_tables, at the ELF loader's
- * end (arg_start is set before, by setup_arg_pages, and the loader maps
- * the program, ld.so and the vDSO after that), while from exec_mmap on
- * (begin_new_exec, which then tears the old address space down) the
- * task's saved registers are still the old program's, whose stack is
- * gone: reading it only faults. */
+/* Whether task's address space is one exec is still building: from
+ * exec_mmap on (begin_new_exec, which then tears the old address space
+ * down) until start_thread, the task's saved registers are still the old
+ * program's, whose stack is gone: reading it only faults. The ELF loader
+ * sets the new mm_struct's arg_end in create_elf_tables (arg_start before,
+ * by setup_arg_pages, and the loader maps the program, ld.so and the vDSO
+ * after that) and end_code after create_elf_tables, just before
+ * start_thread: create_elf_tables's own reads of the new argv and envp
+ * (strnlen_user) are in the window too. */
 #ifndef EHP_COMPAT
 EHP_INLINE int exec_replacing_mm(struct task_struct *task)
 {
-	return task->mm->arg_end == 0;
+	return task->mm->arg_end == 0 || task->mm->end_code == 0;
 }
 #else
 EHP_INLINE int exec_replacing_mm(struct task_struct *task)
 {
-	return BPF_CORE_READ(task, mm, arg_end) == 0;
+	return BPF_CORE_READ(task, mm, arg_end) == 0 || BPF_CORE_READ(task, mm, end_code) == 0;
 }
 #endif
 

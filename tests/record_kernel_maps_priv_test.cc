@@ -155,31 +155,21 @@ TEST_F(RecordKernelMaps, ExecdChildrenAndTheirLibrariesUnwindFromTheFirstSample)
 namespace ehprof {
 namespace {
 
-// A program that execs itself from a 256 MiB address space: exec tears
-// the old one down (begin_new_exec's exit_mmap) after the task has its
-// new, empty mm and while its saved registers are still the old
-// program's. Such samples have no user stack left: no user frames (as a
-// kernel thread's), never the old pc with "stack read fault". (Earlier in
-// begin_new_exec, before the new mm, the old stack is whole and walked.
-// Not covered: the ELF loader's last steps, from create_elf_tables's
-// arg_end to start_thread, a few microseconds.)
-TEST(RecordExec, SamplesWhileExecReplacesTheAddressSpaceHaveNoUserStack) {
-  if (!RequireRootForBpf()) GTEST_SKIP();
-  const std::string out = ::testing::TempDir() + "/exec_big." + std::to_string(getpid()) + ".txt";
-  auto r = RunEhprof({"record", "-F", "999", "--show-stops", "--format", "perf-script", "-o", out, "--",
-                      TestdataPath("exec_big"), "12"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string text = testing::ReadFile(out);
-  std::filesystem::remove(out);
-  size_t in_exec = 0, without_user = 0, stopped = 0, samples = 0;
-  std::string shown;
-  std::istringstream in(text);
-  std::string block, line;
+// Samples of a dump whose kernel frames name every one of `markers`
+// (where exec is), by whether their user walk gave frames and stopped.
+struct ExecWindow {
+  size_t samples = 0, in_window = 0, without_user = 0, stopped = 0;
+  std::string shown;  // some of those that stopped
+};
+ExecWindow JudgeExecWindow(const std::string& text, const std::vector<std::string>& markers) {
+  ExecWindow w;
   auto judge = [&](const std::string& b) {
     if (b.empty()) return;
-    ++samples;
-    if (b.find("begin_new_exec") == std::string::npos) return;
-    ++in_exec;
+    ++w.samples;
+    for (const std::string& m : markers) {
+      if (b.find(m) == std::string::npos) return;
+    }
+    ++w.in_window;
     // User frames: lines that are neither kernel frames nor the header.
     std::istringstream lines(b);
     std::string l;
@@ -189,10 +179,12 @@ TEST(RecordExec, SamplesWhileExecReplacesTheAddressSpaceHaveNoUserStack) {
       stop |= l.find("[stop") != std::string::npos;
       user |= !stop && l.find("[kernel") == std::string::npos;
     }
-    without_user += !user;
-    stopped += user && stop;
-    if (user && stop && shown.size() < 3000) shown += b + "\n";
+    w.without_user += !user;
+    w.stopped += user && stop;
+    if (user && stop && w.shown.size() < 3000) w.shown += b + "\n";
   };
+  std::istringstream in(text);
+  std::string block, line;
   while (std::getline(in, line)) {
     if (line.empty()) {
       judge(block);
@@ -202,10 +194,52 @@ TEST(RecordExec, SamplesWhileExecReplacesTheAddressSpaceHaveNoUserStack) {
     }
   }
   judge(block);
-  std::printf("%zu samples, %zu in begin_new_exec: %zu without user frames, %zu whose user walk stopped\n", samples,
-              in_exec, without_user, stopped);
-  EXPECT_GE(without_user, 10u) << r.err;
-  EXPECT_EQ(stopped, 0u) << shown;
+  return w;
+}
+
+// A program that execs itself from a 256 MiB address space: exec tears
+// the old one down (begin_new_exec's exit_mmap) after the task has its
+// new, empty mm and while its saved registers are still the old
+// program's. Such samples have no user stack left: no user frames (as a
+// kernel thread's), never the old pc with "stack read fault". (Earlier in
+// begin_new_exec, before the new mm, the old stack is whole and walked.)
+TEST(RecordExec, SamplesWhileExecReplacesTheAddressSpaceHaveNoUserStack) {
+  if (!RequireRootForBpf()) GTEST_SKIP();
+  const std::string out = ::testing::TempDir() + "/exec_big." + std::to_string(getpid()) + ".txt";
+  auto r = RunEhprof({"record", "-F", "999", "--show-stops", "--format", "perf-script", "-o", out, "--",
+                      TestdataPath("exec_big"), "12"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const ExecWindow w = JudgeExecWindow(testing::ReadFile(out), {"begin_new_exec"});
+  std::filesystem::remove(out);
+  std::printf("%zu samples, %zu in begin_new_exec: %zu without user frames, %zu whose user walk stopped\n",
+              w.samples, w.in_window, w.without_user, w.stopped);
+  EXPECT_GE(w.without_user, 10u) << r.err;
+  EXPECT_EQ(w.stopped, 0u) << w.shown;
+}
+
+// The ELF loader's last steps, in the new address space with the old
+// program's registers: create_elf_tables (inlined in load_elf_binary) reads
+// each argv and environment string the new stack holds (strnlen_user), and
+// the mm_struct's end_code is set only after it. With 30,000 environment
+// strings that takes milliseconds an exec; those samples have no user
+// stack either (they stopped at "stack read fault" in the old execve).
+TEST(RecordExec, SamplesWhileTheLoaderCountsAHugeEnvironmentHaveNoUserStack) {
+  if (!RequireRootForBpf()) GTEST_SKIP();
+  const std::string dir = ::testing::TempDir() + "/exec_env." + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string script = dir + "/run.sh";
+  std::ofstream(script) << "#!/bin/sh\ni=0\nwhile [ $i -lt 30000 ]; do export EHPV$i=x; i=$((i+1)); done\n"
+                        << "exec " << TestdataPath("exec_big") << " 120 8\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const std::string out = dir + "/out.txt";
+  auto r = RunEhprof({"record", "-F", "999", "--show-stops", "--format", "perf-script", "-o", out, "--", script});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const ExecWindow w = JudgeExecWindow(testing::ReadFile(out), {"strnlen_user", "load_elf_binary"});
+  std::filesystem::remove_all(dir);
+  std::printf("%zu samples, %zu counting the new stack's strings: %zu without user frames, %zu whose user walk stopped\n",
+              w.samples, w.in_window, w.without_user, w.stopped);
+  EXPECT_GE(w.without_user, 10u) << r.err;
+  EXPECT_EQ(w.stopped, 0u) << w.shown;
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ struct ehp_shim_thread {
 	__u64 fsbase;
 };
 struct mm_struct {
-	unsigned long arg_end; /* 0 while exec builds the address space */
+	unsigned long arg_end;  /* 0 while exec builds the address space */
+	unsigned long end_code; /* 0 until the ELF loader has built it */
 };
 struct task_struct {
 	unsigned int flags;

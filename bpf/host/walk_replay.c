@@ -138,6 +138,7 @@ int ehp_replay_walk(struct ehp_replay_env *env, const ehp_u64 regs[EHP_REG_RIP +
 	env->read_end = 0;
 	memset(&replay_task, 0, sizeof(replay_task));
 	replay_mm.arg_end = 1;
+	replay_mm.end_code = 1;
 	replay_task.mm = &replay_mm; /* a user task, not in exec */
 	struct pt_regs *r = &replay_regs;
 	memset(r, 0, sizeof(*r));
