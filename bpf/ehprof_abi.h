@@ -957,6 +957,8 @@ enum ehp_target {
 #define EHP_DEFAULT_RINGBUF_BYTES (16 << 20)
 #define EHP_MAX_TARGETS 65536
 #define EHP_NOTIFIED_ENTRIES 4096
+/* Threads sampled between an exec's start_thread and its exec event. */
+#define EHP_EXEC_START_ENTRIES 1024
 /* CPUs -C can name (the cpu_filter map's size). */
 #define EHP_MAX_FILTER_CPUS 4096
 /* Threads switched out at once whose off-CPU time and stacks are kept. */

@@ -256,6 +256,20 @@ struct {
 	__type(value, struct cpu_budget);
 } cpu_budget SEC(".maps");
 
+/* A sample taken between the ELF loader's start_thread and ehprof_exec
+ * (bpf/stacks.bpf.h exec_regs_stale): its time, which ehprof_exec gives
+ * its exec event, and the mm it was taken in, by thread. */
+struct ehp_exec_start {
+	__u64 mm;
+	__u64 time_ns;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, EHP_EXEC_START_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct ehp_exec_start);
+} exec_starts SEC(".maps");
+
 /* Last time an UNKNOWN_PID / UNKNOWN_PC event went out for a pid. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

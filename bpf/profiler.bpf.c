@@ -221,9 +221,18 @@ int BPF_PROG(ehprof_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	/* The new image's time begins before anything here: a sample taken
 	 * while this program runs (the NMI interrupting it, the user registers
 	 * already the new image's entry, the process's entry deleted below) is
-	 * finished late and named with the new image's mappings, not the old. */
+	 * finished late and named with the new image's mappings, not the old
+	 * (user space takes a sample timed at an exec as the new image's). */
 	__u64 now = bpf_ktime_get_ns();
-	__u32 pid = p->tgid;
+	__u32 pid = p->tgid, tid = p->pid;
+	/* Earlier still: a sample taken after start_thread, before this
+	 * program (bpf/stacks.bpf.h exec_regs_stale). */
+	struct ehp_exec_start *start = bpf_map_lookup_elem(&exec_starts, &tid);
+	if (start) {
+		if (start->mm == (__u64)p->mm && start->time_ns < now)
+			now = start->time_ns;
+		bpf_map_delete_elem(&exec_starts, &tid);
+	}
 	if (!followed(pid))
 		return 0;
 	/* The entry describes the old image: walking the new one with it

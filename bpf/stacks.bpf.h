@@ -40,6 +40,38 @@ EHP_INLINE int exec_replacing_mm(struct task_struct *task)
 }
 #endif
 
+/* Whether a sample in kernel mode inside execve has registers that do
+ * not belong to the task's mm, whose stack is gone, so it has no user
+ * stack: from exec_mmap until start_thread the saved registers are the old
+ * program's (exec_replacing_mm covers the start of that; the brk's
+ * randomization and the rest of load_elf_binary after end_code are
+ * caught here, by the old sp's unreadable stack). A sample whose saved sp
+ * is the new mm's start_stack is one between start_thread and the
+ * sched_process_exec programs: the registers are the new image's (its
+ * entry point), but ehprof_exec has not run, so its exec event would be
+ * timed after this sample and user space would name the sample in the old
+ * image. Its time is kept for that event (exec_starts), with the mm, which
+ * ehprof_exec checks. The replay build has no exec. */
+EHP_INLINE int exec_regs_stale(struct task_struct *task, struct scratch *s)
+{
+#ifdef __bpf__
+	if (!bpf_core_field_exists(task->in_execve) || !BPF_CORE_READ_BITFIELD_PROBED(task, in_execve))
+		return 0;
+	__u64 mm = (__u64)BPF_CORE_READ(task, mm);
+	__u64 start_stack = BPF_CORE_READ(task, mm, start_stack);
+	if (start_stack && s->regs[EHP_REG_RSP] == start_stack) {
+		struct ehp_exec_start v = {mm, s->ev.time_ns};
+		__u32 tid = s->ev.tid;
+		bpf_map_update_elem(&exec_starts, &tid, &v, BPF_NOEXIST);
+		return 0;
+	}
+	__u64 word;
+	return bpf_probe_read_user(&word, sizeof(word), (const void *)s->regs[EHP_REG_RSP]) != 0;
+#else
+	return 0;
+#endif
+}
+
 #ifndef EHP_COMPAT
 /* Loads the user registers of the current task into s. On x86-64 every
  * entry from user mode (syscall, interrupt, the sampling timer's or an NMI,
@@ -59,6 +91,8 @@ EHP_INLINE int load_user_regs(void *ctx, struct scratch *s, int user_mode)
 	if (!r)
 		return 0;
 	EHP_LOAD_GPRS(s->regs, r);
+	if (!user_mode && exec_regs_stale(task, s))
+		return 0;
 	/* Inside a syscall (orig_ax holds its number, not -1) the user pc is
 	 * the instruction after `syscall`, which may lie past the end of its
 	 * function's FDE (__restore_rt's rt_sigreturn): look it up at pc - 1
@@ -90,6 +124,8 @@ EHP_INLINE int load_user_regs(void *ctx, struct scratch *s, int user_mode)
 		return 0;
 	const struct ehp_user_regs *r = (const void *)&s->sig;
 	EHP_LOAD_GPRS(s->regs, r);
+	if (exec_regs_stale(task, s))
+		return 0;
 	return user_regs_loaded(s, EHP_NOT_IN_SYSCALL(r));
 }
 #endif /* EHP_COMPAT */
