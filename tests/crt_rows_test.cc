@@ -1,7 +1,7 @@
 // Rows for crtbegin's functions (no CFI), made from their code: on a
 // program of testdata (its symbols say where each function is; its
-// stripped copy gets the same rows), a Debian library, a library without
-// CFI and code after a zero fill, and refused for code of any other shape.
+// stripped copy gets the same rows), a Debian library and code after a
+// zero fill, and refused for code of any other shape.
 #include "unwind_tables/crt_rows.h"
 
 #include <unistd.h>
@@ -106,28 +106,6 @@ TEST(CrtRows, ADebianLibraryGetsThem) {
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_TRUE(t->crt_rows);
   EXPECT_NE(t->source().find("crt"), std::string::npos) << t->source();
-}
-
-// A data-only library (ICU's libicudata) has no CFI and no function of
-// its own: its .text is crtbegin's alone, whose __do_global_dtors_aux
-// __cxa_finalize runs at exit. Its table is their rows and .init/.fini's,
-// not the frame-pointer walk a file without CFI gets.
-TEST(CrtRows, ADataOnlyLibraryWithoutCfiGetsThem) {
-#if !defined(__x86_64__)
-  GTEST_SKIP() << "x86-64 rows and files";
-#endif
-  const std::string path = testing::TestdataPath("libdata_only.so");
-  const std::map<std::string, uint64_t> syms = CrtSymbols(path);
-  ASSERT_EQ(syms.size(), 4u) << "crtbegin's functions in " << path;
-  auto t = BuildUnwindTableFromPath(path);
-  ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_TRUE(t->crt_rows);
-  EXPECT_TRUE(t->init_fini_rows);
-  EXPECT_EQ(t->source(), "init+crt");
-  for (const auto& [name, addr] : syms) {
-    SCOPED_TRACE(name);
-    ExpectEntry(LookupPlainRow(t->rows, addr));
-  }
 }
 
 // Code without CFI after zero bytes a linker filled to a 16-byte boundary

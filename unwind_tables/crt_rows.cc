@@ -253,10 +253,6 @@ std::vector<std::pair<uint64_t, uint64_t>> Gaps(const std::vector<UnwindRow>& ro
     end = std::min(end, text_end);
     if (start < end && end - start <= kCrtGapMax) out.push_back({start, end});
   };
-  if (rows.empty()) {  // a file without CFI: its .text is the gap
-    add(text, text_end);
-    return out;
-  }
   if (text < rows.front().addr) add(text, rows.front().addr);
   for (size_t k = 0; k + 1 < rows.size(); ++k) {
     if (rows[k].rule.is_none()) add(rows[k].addr, rows[k + 1].addr);
@@ -278,7 +274,7 @@ uint64_t PastZeroFill(Bytes text, uint64_t text_addr, uint64_t start, uint64_t e
 
 std::vector<UnwindRow> CrtRows(const ElfFile& elf, const std::vector<UnwindRow>& rows) {
   std::vector<UnwindRow> out;
-  if (elf.arch() != Arch::kX86_64) return out;
+  if (elf.arch() != Arch::kX86_64 || rows.empty()) return out;
   auto text = elf.Section(".text");
   if (!text.ok() || !text->has_value()) return out;
   const ElfSection& s = **text;

@@ -27,8 +27,8 @@ inline constexpr uint64_t kCrtGapMax = 512;
 
 // Sorted rows over each CFI gap of `rows` (the file's CFI, sorted, gaps
 // as none rows) in .text whose code is that shape, each closed by a none
-// row; empty for other architectures and other code. A file without CFI
-// (no rows) is one gap: a data-only library's .text is crtbegin's alone.
+// row; empty for other architectures, other code, and a file without CFI
+// (walked by frame pointers instead).
 std::vector<UnwindRow> CrtRows(const ElfFile& elf, const std::vector<UnwindRow>& rows);
 
 }  // namespace ehprof

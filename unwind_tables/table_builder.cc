@@ -198,11 +198,12 @@ std::string UnwindTable::source() const {
 static absl::Status AddSynthesizedRows(const ElfFile& elf, const TableBuildOptions& options, UnwindTable* table) {
   EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> plt_rows, Aarch64PltRows(elf));
   if (!plt_rows.empty()) table->rows = Overlay(table->rows, plt_rows, &table->plt_rows);
-  // A file without CFI is walked by frame pointers instead, unless its code
-  // is crtbegin's alone (a data-only library, libicudata: __cxa_finalize
-  // runs its __do_global_dtors_aux at exit).
-  const bool with_rows = !table->rows.empty() || (options.crt_rows && !CrtRows(elf, {}).empty());
-  if (options.init_fini_rows && with_rows) {
+  // A file without CFI is walked by frame pointers instead: even a
+  // data-only library's (libicudata, whose .text is crtbegin's alone). A
+  // table for it is one more to load, and under a full table memory a
+  // late file's load evicts a parked one (libc's, prefetched for a
+  // command: RecordLimits.FullTableMapsDegradePerFileAndSaySo).
+  if (options.init_fini_rows && !table->rows.empty()) {
     EHP_ASSIGN_OR_RETURN(std::vector<UnwindRow> init_rows, InitFiniRows(elf));
     if (!init_rows.empty()) table->rows = Overlay(table->rows, init_rows, &table->init_fini_rows);
   }

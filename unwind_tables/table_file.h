@@ -34,7 +34,7 @@ struct StoredTable {
 
 // Bumped whenever what a build produces for the same file changes (the CFI
 // interpreter, the encoder): older entries are then rebuilt.
-inline constexpr uint32_t kTableBuilderVersion = 10;  // 2: Go pclntab rows; 3: entry-point rows; 4: from e_entry - 1; 5: ra in a register; 6: rbx tracked; 7: .init/.fini rows; 8: crtbegin rows; 9: crtbegin rows past a zero fill; 10: files whose code is crtbegin's alone
+inline constexpr uint32_t kTableBuilderVersion = 9;  // 2: Go pclntab rows; 3: entry-point rows; 4: from e_entry - 1; 5: ra in a register; 6: rbx tracked; 7: .init/.fini rows; 8: crtbegin rows; 9: crtbegin rows past a zero fill
 
 std::string SerializeTable(const TableFileKey& key, const StoredTable& t);
 
