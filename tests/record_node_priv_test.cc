@@ -40,7 +40,12 @@ TEST_F(RecordNode, JsStacksRunThroughTheBuiltinsToStart) {
     const std::string stack = ";" + line.substr(0, sp) + ";";
     total += n;
     bool hot = false;
-    for (const char* js_frame : {";JS:*hotA ", ";JS:*hotB ", ";JS:~hotA ", ";JS:~hotB "}) {
+    // Named from the perf map, or from V8's own memory: TurboFan may
+    // inline hotA and hotB into the script's on-stack-replaced top-level
+    // code, whose perf map entry is "JS:* nodework.js:1:1", while V8's
+    // walk names the inlined function (a fifth of the samples on
+    // 2026-12-02).
+    for (const char* js_frame : {";JS:*hotA ", ";JS:*hotB ", ";JS:~hotA ", ";JS:~hotB ", ";hotA;", ";hotB;"}) {
       hot = hot || stack.find(js_frame) != std::string::npos;
     }
     if (!hot) continue;
