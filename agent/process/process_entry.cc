@@ -49,12 +49,9 @@ ehp_mapping EntryMapping(const TrackedMapping& m, const FileInfo* f) {
   out.begin = m.start;
   out.end = m.end;
   out.bias = m.bias;
-  if (f && f->state == FileInfo::State::kReady) {
-    out.flags = EHP_MAPPING_HAS_TABLE;
-    out.table_id = f->table_id;
-  } else if (f && f->state == FileInfo::State::kPending) {
-    out.flags = EHP_MAPPING_PENDING;
-  } else if (m.path == "//anon") {
+  out.flags = f ? TableStateFlags(*f) : 0;
+  if (out.flags & EHP_MAPPING_HAS_TABLE) out.table_id = f->table_id;
+  if (out.flags == 0 && m.path == "//anon") {
     out.flags = EHP_MAPPING_ANON;  // JIT code: a runtime's walk may know it
   }
   return out;

@@ -17,6 +17,17 @@ ehp_file_key ToBpf(const KernelFileKey& k) { return ehp_file_key{k.dev, k.ino}; 
 
 }  // namespace
 
+uint32_t TableStateFlags(const FileInfo& f) {
+  switch (f.state) {
+    case FileInfo::State::kReady:
+      return EHP_MAPPING_HAS_TABLE;
+    case FileInfo::State::kPending:
+      return EHP_MAPPING_PENDING;
+    default:
+      return 0;
+  }
+}
+
 std::optional<ehp_file_info> KernelFileInfo(const FileInfo& f, uint64_t size) {
   const ElfSegment* text = nullptr;
   for (const ElfSegment& s : f.loads) {
@@ -26,13 +37,8 @@ std::optional<ehp_file_info> KernelFileInfo(const FileInfo& f, uint64_t size) {
   }
   if (!text || f.loads.empty()) return std::nullopt;
   ehp_file_info info{};
-  // As a process entry's mapping of it would be (EntryMapping).
-  if (f.state == FileInfo::State::kReady) {
-    info.flags = EHP_MAPPING_HAS_TABLE;
-    info.table_id = f.table_id;
-  } else if (f.state == FileInfo::State::kPending) {
-    info.flags = EHP_MAPPING_PENDING;
-  }
+  info.flags = TableStateFlags(f);
+  if (info.flags & EHP_MAPPING_HAS_TABLE) info.table_id = f.table_id;
   info.size = size;
   info.entry = f.entry;
   info.first_vaddr = f.loads.front().vaddr & ~kPageMask;

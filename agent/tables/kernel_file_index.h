@@ -42,6 +42,12 @@ class FileIndexMap {
   virtual void Remove(const ehp_file_key& key) = 0;
 };
 
+// The flags (enum ehp_mapping_flags) a mapping of f gets from its table's
+// state, in a process entry or from the kernel side: HAS_TABLE (its id
+// f.table_id) when loaded, PENDING while it is built (the walk stops
+// there, to be finished late), 0 otherwise (frame pointers).
+uint32_t TableStateFlags(const FileInfo& f);
+
 // What the kernel needs of a file to map its table (page-aligned like the
 // loader's mappings); nullopt for a file with no executable PT_LOAD.
 std::optional<ehp_file_info> KernelFileInfo(const FileInfo& f, uint64_t size);
