@@ -23,6 +23,19 @@ def bpf_p10_us(stderr):
     return float(m.group(1))
 
 
+def alternate(stderr):
+    """With --alternate-interp-walks: {on, on_p10, off, off_p10} in
+    microseconds, the median and p10 of the samples that walked the
+    interpreters' frames and of those (every other one) that did not."""
+    on = re.search(r"BPF time per sample: median ([0-9.]+) us, p90 [0-9.]+ us, p99 [0-9.]+ us, p10 ([0-9.]+) us",
+                   stderr)
+    off = re.search(r"the \d+ without them: median ([0-9.]+) us, p10 ([0-9.]+) us", stderr)
+    if not on or not off:
+        raise RuntimeError("no --alternate-interp-walks times in ehprof's summary:\n" + stderr)
+    return {"on": float(on.group(1)), "on_p10": float(on.group(2)), "off": float(off.group(1)),
+            "off_p10": float(off.group(2))}
+
+
 def jvm_metadata(stderr):
     """{jvms, live_jvms, methods, total_kb, method_table_kb, line_tables_kb,
     method_caches_kb, scopes_kb} from the JVM metadata line, or {} (the

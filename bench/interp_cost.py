@@ -8,7 +8,10 @@ walk's added time the median of each repetition's two runs' difference.
 Each run: the workload starts, after --warm seconds `ehprof record -p PID
 -F HZ -d SECONDS` records it. With --before EHPROF (another build, the
 change's base) each repetition also runs that build's pair, interleaved,
-as the result's before_* keys.
+as the result's before_* keys. With --alternate each repetition is one
+run of each build with --alternate-interp-walks: every other sample of a
+CPU walks native frames only, so the two halves meet the same load sample
+by sample and the added time is their difference within the run.
 
 Two figures a run: the median sample's time, and p10 (a tenth of the
 samples take less). On this 2-vCPU VM a run's median moves by 2-3x from
@@ -30,12 +33,15 @@ import bpf_time
 import result_file
 
 
-def frames_per_sample(perf_script, suffix):
-    """Median frames whose dso ends in `suffix` (".php", ".rb") per sample."""
+def frames_per_sample(perf_script, suffix, with_any=False):
+    """Median frames whose dso ends in `suffix` (".php", ".rb") per sample
+    (with_any: per sample that has one)."""
     counts = []
     for block in open(perf_script).read().split("\n\n"):
         if block.strip():
             counts.append(sum(1 for line in block.split("\n")[1:] if line.rstrip().endswith(suffix + ")")))
+    if with_any:
+        counts = [c for c in counts if c]
     return statistics.median(counts) if counts else 0
 
 
@@ -49,7 +55,9 @@ def pinned(args, argv, last):
 
 def run(args, argv, flags, suffix, tmp):
     """One run: argv (the workload, ending in its duration) recorded with
-    `flags`: (median µs, p10 µs, frames a sample)."""
+    `flags`: (median µs, p10 µs, frames a sample), and with
+    --alternate-interp-walks among them the native-only half's (median µs,
+    p10 µs) after those."""
     work = subprocess.Popen(pinned(args, argv, True), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(args.warm)
@@ -60,6 +68,9 @@ def run(args, argv, flags, suffix, tmp):
     finally:
         work.kill()
         work.wait()
+    if "--alternate-interp-walks" in flags:
+        a = bpf_time.alternate(err)
+        return a["on"], a["on_p10"], frames_per_sample(out, suffix, True), a["off"], a["off_p10"]
     return bpf_time.bpf_us(err), bpf_time.bpf_p10_us(err), frames_per_sample(out, suffix)
 
 
@@ -71,19 +82,24 @@ def measure_all(args, argv, runtime, suffix):
     binaries = {"after": args.ehprof}
     if getattr(args, "before", None):
         binaries["before"] = args.before
-    runs = [(who, name) for who in binaries for name in ("on", "off")]
+    names = ("alternate",) if args.alternate else ("on", "off")
+    runs = [(who, name) for who in binaries for name in names]
     results = {run_key: [] for run_key in runs}
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.reps):
             order = runs if rep % 2 == 0 else list(reversed(runs))
             for who, name in order:
-                flags = [] if name == "on" else [f"--no-{runtime}"]
+                flags = {"on": [], "off": [f"--no-{runtime}"], "alternate": ["--alternate-interp-walks"]}[name]
                 run_args = argparse.Namespace(**{**vars(args), "ehprof": binaries[who]})
                 results[(who, name)].append(run(run_args, argv, flags, suffix, tmp))
     med = statistics.median
     out = {}
     for who in binaries:
-        on, off = results[(who, "on")], results[(who, "off")]
+        if args.alternate:  # each run's two halves side by side
+            alt = results[(who, "alternate")]
+            on, off = alt, [(r[3], r[4]) for r in alt]
+        else:
+            on, off = results[(who, "on")], results[(who, "off")]
         # What the walk adds: the median of each repetition's difference
         # (its two runs side by side, so a drift of the host's load over
         # the repetitions cancels), not the difference of the medians.
@@ -103,8 +119,9 @@ def report(args, argv, runtime, suffix, label):
     --before is given."""
     figs = measure_all(args, argv, runtime, suffix)
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {os.getloadavg()[0]:.2f}; "
-          f"median of {args.reps} interleaved runs, {args.hz} Hz, {'not pinned' if args.no_pin else 'pinned'}")
-    figures = {"hz": args.hz, "reps": args.reps, "pinned": int(not args.no_pin)}
+          f"median of {args.reps} interleaved runs, {args.hz} Hz, {'not pinned' if args.no_pin else 'pinned'}"
+          f"{', halves of each run (--alternate)' if args.alternate else ''}")
+    figures = {"hz": args.hz, "reps": args.reps, "pinned": int(not args.no_pin), "alternate": int(args.alternate)}
     for who, f in figs.items():
         name = "" if who == "after" else f"before ({args.before}): "
         print(f"{name}{label}, {runtime} frames ({f['frames']:.0f} a sample): p10 {f['on_p10']:.2f} us, native walk "
@@ -130,4 +147,7 @@ def add_arguments(ap, root, runtime):
     ap.add_argument("--hz", type=int, default=499)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--no-pin", action="store_true", help="do not pin the workload and ehprof to CPUs of their own")
+    ap.add_argument("--alternate", action="store_true",
+                    help="one run a repetition with --alternate-interp-walks: the native-only walk is every "
+                         "other sample of the same run, not a run of its own")
     result_file.add_argument(ap, f"{runtime}_cost")

@@ -831,6 +831,9 @@ enum ehp_sample_flags {
 	/* Set by user space, never by BPF: the user walk was finished after
 	 * the sample, from its EHP_EVENT_DEFERRED copy (agent/deferred/). */
 	EHP_SAMPLE_FINISHED_LATE = 8,
+	/* cfg.interp_alternate: this sample's walk left the interpreters'
+	 * frames out (Python, Ruby, PHP, Perl: native frames only). */
+	EHP_SAMPLE_INTERP_OFF = 16,
 };
 
 /* Which switched-out tasks off-CPU time is charged for, by the state they
@@ -928,7 +931,10 @@ struct ehp_config {
 	/* Bytes a second each CPU may copy for walks to finish later
 	 * (EHP_EVENT_DEFERRED); 0: none. */
 	ehp_u32 deferred_rate;
-	ehp_u32 pad_deferred;
+	/* --alternate-interp-walks: every other sample of a CPU walks no
+	 * interpreter's frames (EHP_SAMPLE_INTERP_OFF), so the walks' cost is
+	 * the two halves' difference within one run; 0: every sample. */
+	ehp_u32 interp_alternate;
 };
 EHP_ASSERT(sizeof(struct ehp_config) == 104, "ehp_config is 104 bytes");
 EHP_ASSERT(EHP_OFFSET(struct ehp_config, deferred_rate) == 96, "ehp_config.deferred_rate at 96");

@@ -167,7 +167,9 @@ struct scratch {
 	 * and whether a run loop call still has frames for the next step. */
 	__u64 pl_vm[2];
 	__u32 pl_busy;
-	__u32 pl_pad;
+	/* cfg.interp_alternate: this CPU's samples so far, whose parity says
+	 * whether the next walks the interpreters' frames. */
+	__u32 interp_turn;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

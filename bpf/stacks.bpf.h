@@ -200,10 +200,22 @@ EHP_INLINE __u32 begin_stacks(void *ctx, struct scratch *s, int user_mode, int *
 	return nk;
 }
 
+/* The pid the interpreter walks look their process up by: 0 (no
+ * interpreter's process) for every other sample with cfg.interp_alternate,
+ * which flags those samples. */
+EHP_INLINE __u32 interp_pid(struct scratch *s, __u32 pid)
+{
+	if (!cfg.interp_alternate || (++s->interp_turn & 1))
+		return pid;
+	s->ev.flags |= EHP_SAMPLE_INTERP_OFF;
+	return 0;
+}
+
 /* The user walk's first frame, the leaf in s's registers (kept in leaf for
  * the second walk of --unwinder both, and for --verify), and the process
- * entry the CFI walk needs (w->stop set when there is none). */
-EHP_INLINE void begin_user_walk(struct walk *w, struct leaf *leaf, __u32 pid, __u32 tid)
+ * entry the CFI walk needs (w->stop set when there is none); ipid, the pid
+ * of the interpreter walks (interp_pid). */
+EHP_INLINE void begin_user_walk(struct walk *w, struct leaf *leaf, __u32 pid, __u32 tid, __u32 ipid)
 {
 	struct scratch *s = w->s;
 	s->rb_jit = RB_JIT_NONE; /* ruby_begin says otherwise for a Ruby process */
@@ -217,7 +229,7 @@ EHP_INLINE void begin_user_walk(struct walk *w, struct leaf *leaf, __u32 pid, __
 		s->leaf_exact = s->exact;
 	}
 	push_frame(w, s->pc | EHP_FRAME_EXACT);
-	php_begin(s, pid); /* bpf/php.bpf.h */
+	php_begin(s, ipid); /* bpf/php.bpf.h */
 	if (cfg.unwinder != EHP_UNWINDER_FP) {
 		w->proc = bpf_map_lookup_elem(&procs, &pid);
 		if (!w->proc) {
@@ -263,17 +275,18 @@ EHP_INLINE __u64 collect_stacks(void *ctx, struct scratch *s, int user_mode)
 	__u32 nu = 0, nfp = 0;
 	if (walk) {
 		struct leaf leaf;
-		begin_user_walk(&w, &leaf, pid, tid);
+		__u32 ipid = interp_pid(s, pid);
+		begin_user_walk(&w, &leaf, pid, tid, ipid);
 		if (cfg.unwinder == EHP_UNWINDER_FP) {
 			bpf_loop(EHP_MAX_USER_FRAMES, fp_step, &w, 0);
 		} else if (w.proc) {
-			w.python = python_begin(s, pid);
+			w.python = python_begin(s, ipid);
 			w.v8 = v8_begin(pid);
 #ifdef EHP_JVM_WALK
 			jvm_begin(s, pid);
 #endif
-			ruby_begin(s, pid);
-			perl_begin(s, pid);
+			ruby_begin(s, ipid);
+			perl_begin(s, ipid);
 			bpf_loop(EHP_MAX_USER_FRAMES, pl_dwarf_step, &w, 0);
 		}
 		nu = w.n;

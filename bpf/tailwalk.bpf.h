@@ -124,7 +124,7 @@ EHP_INLINE void tail_walk_start(void *ctx, struct scratch *s, int user_mode, __u
 	st->n = 0;
 	if (walk) {
 		struct walk w = {.s = s, .base = nk, .pid = s->ev.pid};
-		begin_user_walk(&w, &st->leaf, s->ev.pid, s->ev.tid);
+		begin_user_walk(&w, &st->leaf, s->ev.pid, s->ev.tid, s->ev.pid);
 		st->n = w.n;
 		if (!w.stop)
 			bpf_tail_call(ctx, progs, 0);

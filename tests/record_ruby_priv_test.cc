@@ -52,12 +52,13 @@ const SrclineFrame* LeafRubyCode(const SrclineSample& s) {
 class RubyFrames : public ::testing::Test {
  protected:
   // `prefix` runs the interpreter (a chroot for 3.3); script its path there.
-  // ehprof's stderr in *err when given.
+  // ehprof's stderr in *err when given; flags, more of record's.
   std::vector<SrclineSample> Record(const std::string& prefix, const std::string& script, double seconds,
-                                    std::string* err = nullptr, const std::string& mode = "hot") {
+                                    std::string* err = nullptr, const std::string& mode = "hot",
+                                    const std::string& flags = "") {
     const std::string out = absl::StrCat(::testing::TempDir(), "/rb.", getpid(), ".txt"), log = out + ".err";
-    const std::string cmd = absl::StrCat("timeout 120 ", testing::EhprofBinary(), " record -F 499 --srcline -o ",
-                                         out, " -- ", prefix, " ", script, " ", mode, " ", seconds, " >/dev/null 2>", log);
+    const std::string cmd = absl::StrCat("timeout 120 ", testing::EhprofBinary(), " record -F 499 --srcline ", flags,
+                                         " -o ", out, " -- ", prefix, " ", script, " ", mode, " ", seconds, " >/dev/null 2>", log);
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << testing::ReadFile(log);
     auto samples = testing::ParseSrclinePerfScript(testing::ReadFile(out));
     if (err) *err = testing::ReadFile(log);
@@ -197,6 +198,40 @@ TEST_F(RubyFrames, FiftyMethodsDeepEachNamedAtItsCall) {
   }
   ASSERT_GE(spins, 200u) << "too few samples to judge";
   EXPECT_EQ(whole, spins) << "50 deep frames at line " << call_line << " but the first; one sample: " << bad;
+}
+
+// --alternate-interp-walks (bench/interp_cost.py --alternate): every other
+// sample of a CPU walks native frames only and is timed apart; the other
+// half keeps all 52 Ruby frames.
+TEST_F(RubyFrames, AlternateWalksLeaveEveryOtherSampleNativeOnly) {
+  if (!testing::RequireRootForBpf()) GTEST_SKIP();
+  if (access("/usr/bin/ruby3.1", X_OK) != 0) GTEST_SKIP() << "Debian 12's ruby3.1 is not installed";
+  std::string err;
+  size_t in_ruby = 0, walked = 0, spins = 0, whole = 0;
+  for (const SrclineSample& s : Record("/usr/bin/ruby3.1", testing::SourcePath("testdata/ruby/deep.rb"), 2, &err, "",
+                                       "--alternate-interp-walks")) {
+    bool vm = false;  // the spin's samples, in the VM loop
+    for (const SrclineFrame& f : s.frames) vm = vm || InLibruby(f);
+    if (!vm) continue;
+    ++in_ruby;
+    size_t ruby = 0;
+    for (const SrclineFrame& f : s.frames) ruby += IsRubyCode(f);
+    walked += ruby > 0;
+    const SrclineFrame* leaf = LeafRubyCode(s);
+    spins += leaf && leaf->symbol == "spin";
+    whole += leaf && leaf->symbol == "spin" && ruby >= 52;
+  }
+  ASSERT_GE(in_ruby, 200u) << "too few samples to judge\n" << err;
+  EXPECT_EQ(whole, spins) << "the spin's samples that walked Ruby's frames, all 52 of them";
+  EXPECT_NEAR(double(walked) / in_ruby, 0.5, 0.1) << walked << " of " << in_ruby << " walked Ruby's frames";
+  const std::string line = "--alternate-interp-walks: the ";
+  ASSERT_TRUE(absl::StrContains(err, line)) << err;
+  size_t on = 0, off = 0;
+  ASSERT_EQ(std::sscanf(err.c_str() + err.find(line) + line.size(),
+                        "%zu samples above walked the interpreters' frames; the %zu without them", &on, &off),
+            2)
+      << err;
+  EXPECT_NEAR(double(on) / (on + off), 0.5, 0.1) << on << " and " << off << " samples timed";
 }
 
 // Debian 13's ruby3.3, in a root of its own (cached by

@@ -103,6 +103,10 @@ void AddWalkOptions(CLI::App& app, RecordOptions* o, RecordFlags* f, RecordOutpu
       ->expected(0, 1)
       ->default_str("10")  // what --verify alone means
       ->check(Positive());
+  app.add_flag("--alternate-interp-walks", o->alternate_interp_walks,
+               "every other sample walks native frames only, no interpreter's (Python, Ruby, PHP, "
+               "Perl), and the summary gives the BPF time of each half: what those walks cost, "
+               "measured within one run (bench/interp_cost.py)");
   app.add_option("--verify-report", out->verify_path, "write that report to FILE (default: stderr)")
       ->type_name("FILE");
   app.add_option("--save-captures", out->captures_dir,

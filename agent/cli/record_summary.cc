@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,16 @@ namespace ehprof {
 namespace {
 
 // What the recording kept of the JVMs it read (bench/jvm_node_cost.py reads it).
+// The sorted copy of per-sample BPF times, read by percentile in µs.
+class Percentiles {
+ public:
+  explicit Percentiles(std::vector<uint32_t> ns) : ns_(std::move(ns)) { std::sort(ns_.begin(), ns_.end()); }
+  double Us(double p) const { return ns_[std::min(ns_.size() - 1, size_t(p * ns_.size()))] / 1e3; }
+
+ private:
+  std::vector<uint32_t> ns_;  // not empty
+};
+
 void PrintJvmMemory(const JvmMemory& j) {
   std::fprintf(stderr,
                "ehprof: JVM metadata: %zu JVMs (%zu running), %zu methods named, %.1f KB (method table %.1f KB, "
@@ -91,14 +102,20 @@ void PrintSummary(const Recorder& rec, const std::string& output) {
   }
   PrintDeferred(s);
   if (!s.bpf_ns.empty()) {
-    std::vector<uint32_t> ns = s.bpf_ns;
-    const uint64_t bytes = s.ring_bytes;
-    std::sort(ns.begin(), ns.end());
-    auto pct = [&](double p) { return ns[std::min(ns.size() - 1, size_t(p * ns.size()))] / 1e3; };
+    const Percentiles on(s.bpf_ns);
     std::fprintf(stderr,
                  "ehprof: BPF time per sample: median %.2f us, p90 %.2f us, p99 %.2f us, p10 %.2f us; "
                  "%.0f bytes per sample through the ring buffer\n",
-                 pct(0.5), pct(0.9), pct(0.99), pct(0.1), double(bytes) / s.samples);
+                 on.Us(0.5), on.Us(0.9), on.Us(0.99), on.Us(0.1), double(s.ring_bytes) / s.samples);
+    if (!s.bpf_ns_interp_off.empty()) {
+      const Percentiles off(s.bpf_ns_interp_off);
+      std::fprintf(stderr,
+                   "ehprof: --alternate-interp-walks: the %zu samples above walked the interpreters' "
+                   "frames; the %zu without them: median %.2f us, p10 %.2f us (added: median %+.2f us, "
+                   "p10 %+.2f us)\n",
+                   s.bpf_ns.size(), s.bpf_ns_interp_off.size(), off.Us(0.5), off.Us(0.1),
+                   on.Us(0.5) - off.Us(0.5), on.Us(0.1) - off.Us(0.1));
+    }
   }
   if (s.prog.run_cnt) {
     std::fprintf(stderr, "ehprof: BPF run time per program run (kernel.bpf_stats_enabled): mean %.2f us over %llu runs\n",

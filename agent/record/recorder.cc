@@ -78,11 +78,15 @@ void Recorder::CountSample(const RawSample& s, size_t size) {
     ++summary_.stop_reasons[s.stop_reason];
   }
   summary_.ring_bytes += size;
-  if (summary_.bpf_ns.size() < RecordSummary::kBpfNsReservoir) {
-    summary_.bpf_ns.push_back(s.bpf_ns);
-  } else if (uint64_t j = reservoir_rng_() % (sample_count_ + 1); j < RecordSummary::kBpfNsReservoir) {
-    summary_.bpf_ns[j] = s.bpf_ns;
+  const bool interp_off = s.flags & EHP_SAMPLE_INTERP_OFF;
+  std::vector<uint32_t>& ns = interp_off ? summary_.bpf_ns_interp_off : summary_.bpf_ns;
+  const uint64_t seen = interp_off ? interp_off_count_ : sample_count_ - interp_off_count_;
+  if (ns.size() < RecordSummary::kBpfNsReservoir) {
+    ns.push_back(s.bpf_ns);
+  } else if (uint64_t j = reservoir_rng_() % (seen + 1); j < RecordSummary::kBpfNsReservoir) {
+    ns[j] = s.bpf_ns;
   }
+  interp_off_count_ += interp_off;
   ++sample_count_;
 }
 

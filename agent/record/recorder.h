@@ -59,6 +59,9 @@ struct RecordOptions {
   MapSizes sizes;
   bool live_status = false;           // a one-line status on stderr
   uint32_t verify_every = 0;          // --verify: capture every Nth sample
+  // --alternate-interp-walks: every other sample of a CPU walks no
+  // interpreter's frames, and the summary times the two halves apart.
+  bool alternate_interp_walks = false;
   // Walks stopped for want of a table or a process entry are finished
   // later from a copy of their stack (bpf/deferred.bpf.h, agent/deferred/):
   // each CPU may copy this many KiB a second (--defer-budget); 0: off.
@@ -171,6 +174,9 @@ struct RecordSummary {
   std::map<unsigned, uint64_t> stop_reasons;
   uint64_t user_walked = 0;
   std::vector<uint32_t> bpf_ns;
+  // --alternate-interp-walks: the samples that walked no interpreter's
+  // frames (EHP_SAMPLE_INTERP_OFF) here, not in bpf_ns.
+  std::vector<uint32_t> bpf_ns_interp_off;
   uint64_t ring_bytes = 0;
 };
 
@@ -335,6 +341,7 @@ class Recorder {
   UniqueFd child_error_fd_;  // the child writes errno here if exec fails
   uint64_t complete_ = 0;    // samples whose user walk reached the bottom
   uint64_t sample_count_ = 0;
+  uint64_t interp_off_count_ = 0;  // of them, EHP_SAMPLE_INTERP_OFF
   uint64_t record_from_ns_ = 0;  // -D: earlier samples are left out
   bool sampler_held_ = false;    // -D: the sampler counts from record_from_ns_
   std::mt19937_64 reservoir_rng_{12345};

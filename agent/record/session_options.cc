@@ -20,6 +20,7 @@ absl::StatusOr<SessionOptions> SessionOptionsFor(const RecordOptions& o) {
   so.config.max_frames = EHP_MAX_USER_FRAMES;
   so.config.self_pid = static_cast<uint32_t>(getpid());
   so.config.verify_every = o.verify_every;
+  so.config.interp_alternate = o.alternate_interp_walks;
   // Deferred walks finish the DWARF walk only, and only for timer samples.
   so.config.deferred_rate =
       o.unwinder == EHP_UNWINDER_DWARF && o.user && o.sample_cpu ? o.deferred_kib_per_s * 1024 : 0;
