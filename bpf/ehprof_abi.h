@@ -481,6 +481,22 @@ EHP_ASSERT(EHP_INTERP_KIND_SHIFT + 2 == 59, "the kind below the marker bit");
  * Object 0: the Ruby walk stopped, aux an enum ehp_ruby_stop. */
 #define EHP_RUBY_AUX_METHOD (EHP_INTERP_AUX_UNKNOWN - 1)
 #define EHP_RUBY_PC_MOD EHP_RUBY_AUX_METHOD
+/* (pc >> 3) % EHP_RUBY_PC_MOD without a division, which BPF's JIT makes
+ * the CPU's divide (tens of cycles, once a frame): 2^13 is 2 modulo 8190,
+ * so a word's bits from 13 up, doubled, added to its low 13 bits keep its
+ * residue; five such folds take 61 bits to at most 8195, one subtraction the
+ * rest of the way. */
+EHP_ASSERT(EHP_RUBY_PC_MOD == 8190, "ehp_ruby_pc_aux folds by 2^13 = 2 (mod 8190)");
+static inline ehp_u64 ehp_ruby_pc_aux(ehp_u64 pc)
+{
+	ehp_u64 x = pc >> 3;
+	x = ((x >> 13) << 1) + (x & 8191);
+	x = ((x >> 13) << 1) + (x & 8191);
+	x = ((x >> 13) << 1) + (x & 8191);
+	x = ((x >> 13) << 1) + (x & 8191);
+	x = ((x >> 13) << 1) + (x & 8191);
+	return x >= EHP_RUBY_PC_MOD ? x - EHP_RUBY_PC_MOD : x;
+}
 enum ehp_ruby_stop {
 	EHP_RUBY_STOP_NO_EC = 1,      /* the thread's execution context unreadable */
 	EHP_RUBY_STOP_READ_FAULT = 2, /* a control frame or its env unreadable */
@@ -606,10 +622,14 @@ struct ehp_perl_proc {
 	ehp_u16 cx_retop;     /* blk_sub.retop: 0 when C code called the sub */
 	ehp_u16 cx_cv;        /* blk_sub.cv */
 	ehp_u16 cop_line;     /* COP's cop_line, a u32 */
-	ehp_u16 pad[2];
+	/* 0 from user space; the walk writes the distance below the thread
+	 * pointer of the PL_current_context slot when libperl's TLS block is
+	 * static (as ehp_ruby_proc.tls_back), so later walks skip the DTV. */
+	ehp_u32 tls_back;
 };
 EHP_ASSERT(sizeof(struct ehp_perl_proc) == 56, "ehp_perl_proc is 56 bytes");
 EHP_ASSERT(EHP_OFFSET(struct ehp_perl_proc, cop_line) == 50, "ehp_perl_proc.cop_line at 50");
+EHP_ASSERT(EHP_OFFSET(struct ehp_perl_proc, tls_back) == 52, "ehp_perl_proc.tls_back at 52");
 #define EHP_PERL_PROCS 1024
 /* The bytes of a stackinfo and of a context the walk reads: every field it
  * takes lies below (user space checks the offsets against them). */

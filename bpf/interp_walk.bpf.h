@@ -52,6 +52,33 @@ EHP_INLINE int interp_push(struct py_out *out, struct scratch *s, __u64 value)
 	return 1;
 }
 
+/* The farthest below the thread pointer a static TLS block is taken to
+ * lie (glibc's static TLS: the modules loaded at start, and a surplus). */
+#define INTERP_STATIC_TLS_MAX (1u << 20)
+
+/* The address of a library's TLS variable (its module id and offset in
+ * the module's block) in the thread at fsbase: fsbase - back once learned,
+ * else through glibc's DTV (fsbase + 8: the DTV; its dtv_t {val, to_free}
+ * at 16 * module: the block). w: three words off the stack (rb_step and
+ * pl_step have none to spare under 6.1's 512 bytes of a call chain); w[0]
+ * then holds the distance to learn, nonzero when the DTV says the block is
+ * static TLS (to_free 0) just below the thread pointer, the same distance
+ * for every thread of the process. 0 when unreadable. */
+EHP_INLINE __u64 interp_tls_slot(__u64 fsbase, __u64 module, __u64 offset, __u32 back, __u64 *w)
+{
+	w[0] = 0;
+	if (back)
+		return fsbase - back;
+	if (bpf_probe_read_user(&w[0], 8, (void *)(fsbase + 8)) ||
+	    bpf_probe_read_user(&w[1], 16, (void *)(w[0] + module * 16))) {
+		w[0] = 0;
+		return 0;
+	}
+	__u64 slot = w[1] + offset;
+	w[0] = !w[2] && slot < fsbase && fsbase - slot <= INTERP_STATIC_TLS_MAX && !(slot & 7) ? fsbase - slot : 0;
+	return slot;
+}
+
 /* The step's result (see PY_STEP_NATIVE) for a step that began at slot
  * at; native_next: its interpreter call is done. */
 EHP_INLINE int interp_step_result(struct py_out *out, __u32 at, __u8 native_next)

@@ -49,6 +49,7 @@ EHP_INLINE void perl_begin(struct scratch *s, __u32 pid)
 	if (proc) {
 		buf->proc = *proc;
 		buf->fsbase = bpf_get_current_task_btf()->thread.fsbase;
+		buf->pid = pid;
 		buf->started = 0;
 		buf->looked = 0;
 		buf->bare = 0;
@@ -61,18 +62,43 @@ EHP_INLINE void perl_begin(struct scratch *s, __u32 pid)
 #endif
 }
 
-/* The thread's interpreter: its current stackinfo and statement. */
+/* The address of the thread's PL_current_context slot (interp_tls_slot),
+ * and the distance learned for the process's later walks. */
+EHP_INLINE __u64 pl_context_slot(struct pl_buf *buf)
+{
+	struct ehp_perl_proc *p = &buf->proc;
+	__u64 slot = interp_tls_slot(buf->fsbase, p->tls_module, p->tls_offset, p->tls_back, buf->tls_words);
+	if (buf->tls_words[0]) {
+		struct ehp_perl_proc *live = bpf_map_lookup_elem(&perl_procs, &buf->pid);
+		if (live && live->tls_module == p->tls_module && live->tls_offset == p->tls_offset)
+			live->tls_back = (__u32)buf->tls_words[0];
+	}
+	return slot;
+}
+
+/* The thread's interpreter: its current stackinfo and statement, in one
+ * read where they lie within PL_INTERP_READ bytes of each other, a whole
+ * number of words apart (into the window, which is read anew after). */
 EHP_INLINE int pl_find_interp(struct pl_buf *buf)
 {
 	struct ehp_perl_proc *p = &buf->proc;
-	__u64 dtv = 0, block = 0, interp = 0, si = 0;
+	__u64 slot = pl_context_slot(buf), interp = 0, si = 0;
 	buf->cop = 0;
-	if (bpf_probe_read_user(&dtv, 8, (void *)(buf->fsbase + 8)) ||
-	    bpf_probe_read_user(&block, 8, (void *)(dtv + p->tls_module * 16)) ||
-	    bpf_probe_read_user(&interp, 8, (void *)(block + p->tls_offset)) || !interp ||
-	    bpf_probe_read_user(&si, 8, (void *)(interp + p->i_curstackinfo)) ||
-	    bpf_probe_read_user(&buf->cop, 8, (void *)(interp + p->i_curcop)))
+	if (!slot || bpf_probe_read_user(&interp, 8, (void *)slot) || !interp)
 		return 0;
+	__u32 lo = p->i_curstackinfo < p->i_curcop ? p->i_curstackinfo : p->i_curcop;
+	__u32 si_at = p->i_curstackinfo - lo, cop_at = p->i_curcop - lo;
+	if (si_at <= PL_INTERP_READ - 8 && cop_at <= PL_INTERP_READ - 8 && !((si_at | cop_at) & 7)) {
+		__u32 size = (si_at > cop_at ? si_at : cop_at) + 8;
+		EHP_CLAMP_UMAX(size, PL_INTERP_READ);
+		if (bpf_probe_read_user(buf->win, size, (void *)(interp + lo)))
+			return 0;
+		si = *(__u64 *)(buf->win + (si_at & (PL_INTERP_READ - 8)));
+		buf->cop = *(__u64 *)(buf->win + (cop_at & (PL_INTERP_READ - 8)));
+	} else if (bpf_probe_read_user(&si, 8, (void *)(interp + p->i_curstackinfo)) ||
+		   bpf_probe_read_user(&buf->cop, 8, (void *)(interp + p->i_curcop))) {
+		return 0;
+	}
 	return pl_load_si(buf, si);
 }
 

@@ -16,6 +16,9 @@
  * body nests a few; more is memory no interpreter made, and reading it
  * would spend the walk's time budget. */
 #define PL_MAX_BARE 64
+/* The bytes of the interpreter read at once for PL_curstackinfo and
+ * PL_curcop where they lie that close. */
+#define PL_INTERP_READ 256
 
 /* cop.h: a context's type in the low 4 bits of its first byte. */
 #define PL_CXTYPEMASK 0xf
@@ -49,7 +52,7 @@ struct pl_buf {
 	__s32 cxix;	 /* the next context's index */
 	__u32 looked;	 /* contexts looked at in this sample */
 	__u32 bare;	 /* contexts in a row that gave no frame */
-	__u32 pad3;
+	__u32 pid;
 	__u8 state;	 /* enum pl_walk_state */
 	__u8 native_next; /* the run loop call is done: its native step follows */
 	__u8 started;	 /* the interpreter was read */
@@ -58,6 +61,7 @@ struct pl_buf {
 	__u32 win_len;
 	__u32 pad2;
 	__u64 si_words[EHP_PERL_SI_READ / 8];
+	__u64 tls_words[3]; /* interp_tls_slot's */
 	__u8 win[PL_WIN];
 };
 struct {

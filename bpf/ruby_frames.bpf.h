@@ -59,7 +59,7 @@ EHP_INLINE int rb_put_frame(struct rb_buf *buf, struct scratch *s, __u64 *env, _
 		return !me || rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, me, EHP_INTERP_AUX_UNKNOWN));
 	if ((flags & RB_FRAME_FLAG_CFRAME) || !iseq || !pc)
 		return 1;
-	__u64 aux = (pc >> 3) % EHP_RUBY_PC_MOD;
+	__u64 aux = ehp_ruby_pc_aux(pc);
 	if ((flags & RB_ENV_FLAG_LOCAL) && magic == RB_FRAME_MAGIC_METHOD && me)
 		return rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, me, aux));
 	if (!rb_push(buf, s, EHP_INTERP_FRAME(EHP_INTERP_RUBY, iseq, aux)))
@@ -93,6 +93,55 @@ EHP_INLINE int rb_jit_call_done(struct rb_buf *buf, __u64 off, __u32 len)
 		return 1;
 	buf->jit_taken = 1;
 	return 0;
+}
+
+/* After a step's RB_FRAMES_MAX frames, a run of plain method frames (a
+ * method's own env, not C's, not FINISH: recursion, a chain of calls)
+ * whose control frames and envs the windows already hold, each the word
+ * rb_put_frame gives it, in a loop with one way out (the verifier walks
+ * each of its turns once) and its state in registers: about a third of
+ * the general loop's instructions a frame. Any other frame, or the end of
+ * a window, is the next step's general loop's. */
+EHP_INLINE void rb_scan(struct rb_buf *buf, struct scratch *s)
+{
+	struct ehp_ruby_proc *p = &buf->proc;
+	if (buf->jit)
+		return; /* a JIT frame's frames end at the first with no jit_return */
+	__u64 cfp = buf->cfp, win_lo = buf->win_lo, val_lo = buf->val_lo;
+	__u32 win_len = buf->win_len, val_len = buf->val_len, len = p->cfp_size;
+	__u32 f_pc = p->cfp_pc & RB_CFP_FIELD_MASK, f_iseq = p->cfp_iseq & RB_CFP_FIELD_MASK;
+	__u32 f_ep = p->cfp_ep & RB_CFP_FIELD_MASK;
+	__u32 k = buf->out.k, room = buf->out.room, at = buf->out.at, looked = buf->looked;
+#pragma clang loop unroll(disable)
+	for (int i = 0; i < RB_SCAN_MAX; i++) {
+		__u64 off = cfp - win_lo, slot = (__u64)at + k;
+		if (off > RB_WIN || off + len > win_len || k >= room || slot >= EHP_MAX_EVENT_FRAMES ||
+		    looked >= RB_CFP_MAX)
+			break;
+		EHP_CLAMP_UMAX(off, RB_WIN);
+		__u64 pc = *(__u64 *)(buf->b + off + f_pc);
+		__u64 iseq = *(__u64 *)(buf->b + off + f_iseq);
+		__u64 ep = *(__u64 *)(buf->b + off + f_ep);
+		__u64 eoff = ep - 16 - val_lo;
+		if ((ep & 7) || eoff > RB_WIN - 24 || eoff + 24 > val_len)
+			break;
+		EHP_CLAMP_UMAX(eoff, RB_WIN - 24);
+		__u64 *env = (__u64 *)(buf->val + eoff);
+		__u64 me = env[0];
+		__u32 flags = (__u32)env[2];
+		if ((flags & (RB_FRAME_MAGIC_MASK | RB_ENV_FLAG_LOCAL | RB_FRAME_FLAG_FINISH | RB_FRAME_FLAG_CFRAME)) !=
+			    (RB_FRAME_MAGIC_METHOD | RB_ENV_FLAG_LOCAL) ||
+		    !me || !iseq || !pc)
+			break;
+		EHP_CLAMP_UMAX(slot, EHP_MAX_EVENT_FRAMES - 1);
+		s->frames[slot] = EHP_INTERP_FRAME(EHP_INTERP_RUBY, me, ehp_ruby_pc_aux(pc));
+		k++;
+		looked++;
+		cfp += len;
+	}
+	buf->cfp = cfp;
+	buf->out.k = k;
+	buf->looked = looked;
 }
 
 /* The current VM call's next control frames (up to RB_FRAMES_MAX). The
@@ -140,16 +189,24 @@ EHP_INLINE void rb_frames(struct rb_buf *buf, struct scratch *s)
 		if (!rb_put_frame(buf, s, env, iseq, pc))
 			break; /* the depth limit: this frame is taken again by no one */
 		cfp += len;
-		if ((flags & RB_FRAME_FLAG_FINISH) && !rb_not_entered(buf, buf->looked, iseq, pc)) {
+		if (flags & RB_FRAME_FLAG_FINISH) {
 			end = 1;
+			buf->fin_iseq = iseq;
+			buf->fin_pc = pc;
 			break;
 		}
 	}
 	buf->cfp = cfp;
+	/* Out of the loop, whose every turn the verifier walks anew: a first
+	 * frame not entered yet goes on to the next step's frames. */
+	if (end && buf->looked == 1 && rb_not_entered(buf, 1, buf->fin_iseq, buf->fin_pc))
+		end = 0;
 	if (why)
 		rb_stop(buf, s, why);
 	else if (end)
 		rb_end_vm(buf, s, RB_IDLE);
+	else if (!buf->out.full)
+		rb_scan(buf, s);
 }
 
 

@@ -12,14 +12,13 @@
  * 64-byte frames), or of the value stack, read at once: bench/ruby_cost.py's
  * 52 frames in one read of each. */
 #define RB_FRAMES_MAX 16
+/* Plain method frames per step after those (rb_scan). */
+#define RB_SCAN_MAX 32
 #define RB_WIN 4096
 /* Control frames of one thread the walk looks at, at most. */
 #define RB_CFP_MAX 4096
 /* Envs a block's env leads through to its method's, at most. */
 #define RB_EP_HOPS 4
-/* The farthest below the thread pointer a static TLS block is taken to
- * lie (glibc's static TLS: the modules loaded at start, and a surplus). */
-#define RB_STATIC_TLS_MAX (1u << 20)
 /* The largest control frame the walk takes (3.1's is 64 bytes); the
  * offsets in it, multiples of 8 below it (agent/ruby/ruby_binary.cc). */
 #define RB_CFP_READ_MAX 128
@@ -72,6 +71,8 @@ struct rb_buf {
 	__u8 pad[2];
 	struct py_out out;
 	__u64 env[3];	 /* ep[-2], ep[-1], ep[0] of an env off the VM stack */
+	__u64 fin_iseq;	 /* the iseq and pc of the FINISH frame a step ended at */
+	__u64 fin_pc;
 	__u8 b[RB_WIN + RB_CFP_READ_MAX];
 	__u8 val[RB_WIN];
 };
@@ -110,25 +111,16 @@ EHP_INLINE void rb_stop(struct rb_buf *buf, struct scratch *s, __u32 why)
 	rb_end_vm(buf, s, RB_OFF);
 }
 
-/* The address of the thread's ruby_current_ec slot: fsbase - tls_back
- * once learned, else through the DTV. The distance is learned when the
- * DTV says libruby's block is static TLS (glibc's dtv_t {val, to_free}:
- * to_free 0) lying just below the thread pointer: then it is the same for
- * every thread of the process. */
+/* The address of the thread's ruby_current_ec slot (interp_tls_slot),
+ * and the distance learned for the process's later walks. */
 EHP_INLINE __u64 rb_ec_slot(struct rb_buf *buf)
 {
 	struct ehp_ruby_proc *p = &buf->proc;
-	__u64 *dtv = &buf->env[0], *entry = &buf->env[1];
-	if (p->tls_back)
-		return buf->fsbase - p->tls_back;
-	if (!rb_read_u64(buf->fsbase + 8, dtv) ||
-	    bpf_probe_read_user(entry, 2 * sizeof(*entry), (void *)(*dtv + p->tls_module * 16)))
-		return 0;
-	__u64 slot = entry[0] + p->tls_offset;
-	if (!entry[1] && slot < buf->fsbase && buf->fsbase - slot <= RB_STATIC_TLS_MAX && !(slot & 7)) {
+	__u64 slot = interp_tls_slot(buf->fsbase, p->tls_module, p->tls_offset, p->tls_back, buf->env);
+	if (buf->env[0]) {
 		struct ehp_ruby_proc *live = bpf_map_lookup_elem(&ruby_procs, &buf->pid);
 		if (live && live->tls_module == p->tls_module && live->tls_offset == p->tls_offset)
-			live->tls_back = (__u32)(buf->fsbase - slot);
+			live->tls_back = (__u32)buf->env[0];
 	}
 	return slot;
 }

@@ -90,6 +90,25 @@ TEST(RubySuccIndex, ImmediateAndBlockRanks) {
   EXPECT_EQ(SuccIndexLookup(t, 54 + 512), std::nullopt);  // past the bytes
 }
 
+// The walk's division-free (pc >> 3) % EHP_RUBY_PC_MOD (bpf/ehprof_abi.h),
+// which the tracker undoes with %: equal at the folds' edges, over the
+// whole 64-bit range and along a run of pcs.
+TEST(RubyPcAux, EqualsTheResidueTheTrackerUndoes) {
+  std::vector<uint64_t> pcs = {0, 8, 8189 * 8, 8190 * 8, 8191 * 8, 8192 * 8, ~0ull, ~0ull - 7, 1ull << 63,
+                               0x7fffffffffffull, 0x7f0123456780ull};
+  for (int bit = 0; bit < 64; ++bit) {
+    pcs.push_back(1ull << bit);
+    pcs.push_back((1ull << bit) - 1);
+  }
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 100000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift64
+    pcs.push_back(x);
+    pcs.push_back(0x560000000000ull + i * 8);
+  }
+  for (uint64_t pc : pcs) ASSERT_EQ(ehp_ruby_pc_aux(pc), (pc >> 3) % EHP_RUBY_PC_MOD) << std::hex << pc;
+}
+
 TEST(RubyClass, QualifiesLabelsAsRubyDoes) {
   const RubyClassName foo{"Foo::Bar", false}, single{"Foo", true}, none{"", false};
   EXPECT_EQ(QualifiedLabel("run", "run", foo), "Foo::Bar#run");
@@ -171,7 +190,7 @@ std::vector<uint64_t> WalkControlFrames(const ProcessMemory& mem, const ehp_ruby
       break;
     }
     const uint32_t flags = static_cast<uint32_t>(env[2]), magic = flags & 0x7fff0001;
-    const uint64_t aux = (pc >> 3) % EHP_RUBY_PC_MOD;
+    const uint64_t aux = ehp_ruby_pc_aux(pc);
     uint64_t method = 0;
     if (magic == 0x55550001) {
       words.push_back(EHP_INTERP_FRAME(EHP_INTERP_RUBY, env[0], EHP_INTERP_AUX_UNKNOWN));
