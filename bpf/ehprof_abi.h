@@ -485,9 +485,10 @@ EHP_ASSERT(EHP_INTERP_KIND_SHIFT + 2 == 59, "the kind below the marker bit");
  * the CPU's divide (tens of cycles, once a frame): 2^13 is 2 modulo 8190,
  * so a word's bits from 13 up, doubled, added to its low 13 bits keep its
  * residue; five such folds take 61 bits to at most 8195, one subtraction the
- * rest of the way. */
+ * rest of the way. Always inlined: a BPF subprogram of its own would be a
+ * fourth call in the sampler's chain, past 6.1's 512 bytes of stack. */
 EHP_ASSERT(EHP_RUBY_PC_MOD == 8190, "ehp_ruby_pc_aux folds by 2^13 = 2 (mod 8190)");
-static inline ehp_u64 ehp_ruby_pc_aux(ehp_u64 pc)
+static inline __attribute__((always_inline)) ehp_u64 ehp_ruby_pc_aux(ehp_u64 pc)
 {
 	ehp_u64 x = pc >> 3;
 	x = ((x >> 13) << 1) + (x & 8191);

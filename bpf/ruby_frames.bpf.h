@@ -99,31 +99,33 @@ EHP_INLINE int rb_jit_call_done(struct rb_buf *buf, __u64 off, __u32 len)
  * method's own env, not C's, not FINISH: recursion, a chain of calls)
  * whose control frames and envs the windows already hold, each the word
  * rb_put_frame gives it, in a loop with one way out (the verifier walks
- * each of its turns once) and its state in registers: about a third of
- * the general loop's instructions a frame. Any other frame, or the end of
- * a window, is the next step's general loop's. */
+ * each of its turns once): about half the general loop's instructions a
+ * frame. Any other frame, or the end of a window, is the next step's
+ * general loop's. The fields at 3.1's and 3.3's offsets (pc, sp, iseq,
+ * self, ep) and the rest read from buf each turn: fewer values in
+ * registers, so rb_step's stack stays within 6.1's 512 bytes for the call
+ * chain: the sampler's 208 bytes, the walk callback's 144 and rb_step's,
+ * each rounded up to 32, leave rb_step 128 (with the windows' fields in
+ * registers it took 136, and 6.1 refused the sampler). */
 EHP_INLINE void rb_scan(struct rb_buf *buf, struct scratch *s)
 {
 	struct ehp_ruby_proc *p = &buf->proc;
-	if (buf->jit)
+	if (buf->jit || p->cfp_pc != 0 || p->cfp_iseq != 16 || p->cfp_ep != 32)
 		return; /* a JIT frame's frames end at the first with no jit_return */
-	__u64 cfp = buf->cfp, win_lo = buf->win_lo, val_lo = buf->val_lo;
-	__u32 win_len = buf->win_len, val_len = buf->val_len, len = p->cfp_size;
-	__u32 f_pc = p->cfp_pc & RB_CFP_FIELD_MASK, f_iseq = p->cfp_iseq & RB_CFP_FIELD_MASK;
-	__u32 f_ep = p->cfp_ep & RB_CFP_FIELD_MASK;
-	__u32 k = buf->out.k, room = buf->out.room, at = buf->out.at, looked = buf->looked;
+	__u64 cfp = buf->cfp;
+	__u32 len = p->cfp_size;
 #pragma clang loop unroll(disable)
 	for (int i = 0; i < RB_SCAN_MAX; i++) {
-		__u64 off = cfp - win_lo, slot = (__u64)at + k;
-		if (off > RB_WIN || off + len > win_len || k >= room || slot >= EHP_MAX_EVENT_FRAMES ||
-		    looked >= RB_CFP_MAX)
+		__u32 k = buf->out.k;
+		__u64 off = cfp - buf->win_lo, slot = (__u64)buf->out.at + k;
+		if (off > RB_WIN || off + len > buf->win_len || k >= buf->out.room || slot >= EHP_MAX_EVENT_FRAMES ||
+		    buf->looked >= RB_CFP_MAX)
 			break;
 		EHP_CLAMP_UMAX(off, RB_WIN);
-		__u64 pc = *(__u64 *)(buf->b + off + f_pc);
-		__u64 iseq = *(__u64 *)(buf->b + off + f_iseq);
-		__u64 ep = *(__u64 *)(buf->b + off + f_ep);
-		__u64 eoff = ep - 16 - val_lo;
-		if ((ep & 7) || eoff > RB_WIN - 24 || eoff + 24 > val_len)
+		__u64 *f = (__u64 *)(buf->b + off);
+		__u64 pc = f[0], iseq = f[2], ep = f[4];
+		__u64 eoff = ep - 16 - buf->val_lo;
+		if ((ep & 7) || eoff > RB_WIN - 24 || eoff + 24 > buf->val_len)
 			break;
 		EHP_CLAMP_UMAX(eoff, RB_WIN - 24);
 		__u64 *env = (__u64 *)(buf->val + eoff);
@@ -135,13 +137,11 @@ EHP_INLINE void rb_scan(struct rb_buf *buf, struct scratch *s)
 			break;
 		EHP_CLAMP_UMAX(slot, EHP_MAX_EVENT_FRAMES - 1);
 		s->frames[slot] = EHP_INTERP_FRAME(EHP_INTERP_RUBY, me, ehp_ruby_pc_aux(pc));
-		k++;
-		looked++;
+		buf->out.k = k + 1;
+		buf->looked++;
 		cfp += len;
 	}
 	buf->cfp = cfp;
-	buf->out.k = k;
-	buf->looked = looked;
 }
 
 /* The current VM call's next control frames (up to RB_FRAMES_MAX). The
