@@ -185,19 +185,26 @@ absl::StatusOr<bool> PythonTracker::Attach(uint32_t pid) {
     proc.state = Proc::kUnknown;
     return false;
   }
-  auto fields = ReadCodeFields(mem, b.code_type + bias, b.minor, b.ascii_header);
-  if (!fields.ok()) return refuse(absl::StrCat(e.path, ": ", fields.status().message()));
-  if (FramesHoldCode(mem, p, interp, fields->code_type) == false) {
+  // A check that fails may have read too early: PyCode_Type before the
+  // loader relocated it (a dlopen'd libpython is met at its first mmap), a
+  // frame mid-push. Looked at again at the next sample, at most
+  // kFrameCheckTries times kFrameCheckSpacingNs apart, then refused.
+  auto look_again = [&] {
     if (const uint64_t now = MonotonicNs();
         proc.frame_check_failures == 0 || now - proc.frame_check_failed_ns >= kFrameCheckSpacingNs) {
       ++proc.frame_check_failures;
       proc.frame_check_failed_ns = now;
     }
-    if (proc.frame_check_failures < kFrameCheckTries) {
-      proc.state = Proc::kUnknown;  // read mid-push, maybe: look again at the next sample
-      return false;
-    }
+    if (proc.frame_check_failures >= kFrameCheckTries) return false;
+    proc.state = Proc::kUnknown;
+    return true;
+  };
+  auto fields = ReadCodeFields(mem, b.code_type + bias, b.minor, b.ascii_header);
+  if (!fields.ok()) {
+    if (look_again()) return false;
+    return refuse(absl::StrCat(e.path, ": ", fields.status().message()));
   }
+  if (FramesHoldCode(mem, p, interp, fields->code_type) == false && look_again()) return false;
   if (proc.frame_check_failures >= kFrameCheckTries) {
     return refuse(absl::StrCat(e.path, ": Python ", b.major, ".", b.minor,
                                " frames do not hold code objects at the offsets ehprof knows"));

@@ -102,8 +102,10 @@ class PythonTracker {
   struct Proc {
     enum State { kUnknown, kNotPython, kPython, kRefused } state = kUnknown;
     LookAgain look;
-    // Frame checks that found no code object: refused at kFrameCheckTries
-    // (a frame read while the process pushes it can fail once), counted at
+    // Checks that found no code object or no readable PyCode_Type: refused
+    // at kFrameCheckTries (a frame read while the process pushes it can
+    // fail once; a libpython met at its dlopen's first mmap is not yet
+    // relocated), counted at
     // most one per kFrameCheckSpacingNs (CLOCK_MONOTONIC of the last one
     // counted): samples milliseconds apart while the interpreter starts
     // all meet its frames in flux.
