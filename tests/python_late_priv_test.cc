@@ -72,14 +72,16 @@ TEST(PythonLate, AProcessAttachedToThatLoadsPythonLaterGetsItsFramesNamed) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    execl(prog.c_str(), prog.c_str(), "4", static_cast<char*>(nullptr));
+    execl(prog.c_str(), prog.c_str(), "6", static_cast<char*>(nullptr));
     _exit(127);
   }
-  // Attached while it still runs native code: its first looks find no
-  // Python, and nothing exec's or re-reads it on a clock afterwards.
+  // Attached while it still runs native code (3 s of it: ehprof's start
+  // beside another test took most of 2 s once, leaving no native sample):
+  // its first looks find no Python, and nothing exec's or re-reads it on a
+  // clock afterwards.
   usleep(300 * 1000);
   const std::string out = absl::StrCat(::testing::TempDir(), "/late_python_p.", getpid(), ".txt");
-  const std::string cmd = absl::StrCat("timeout 60 ", testing::EhprofBinary(), " record -F 499 -q -d 3.2 -p ", child,
+  const std::string cmd = absl::StrCat("timeout 60 ", testing::EhprofBinary(), " record -F 499 -q -d 5.2 -p ", child,
                                        " -o ", out, " 2>/dev/null");
   const int rc = std::system(cmd.c_str());
   int status = 0;
