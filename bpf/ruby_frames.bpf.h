@@ -7,18 +7,18 @@
 
 #include "bpf/ruby_window.bpf.h"
 
-/* Whether the thread's current control frame (looked is 1), flagged
- * FINISH, is one C code pushed for a block or method it calls and whose
+/* Whether the thread's current control frame (the first the walk looked
+ * at: the caller tests that), flagged FINISH, is one C code pushed for a block or method it calls and whose
  * rb_vm_exec has not started yet (rb_yield's setup): its pc still at the
  * iseq's first instruction, which the VM loop steps past as it starts one,
  * and the sample not taken in the VM loop itself (which may be just
  * starting it). Its frames then belong to the VM call below it, not to one
  * of their own. Not so in JIT code, which runs the frame from its first pc
  * on. */
-EHP_INLINE int rb_not_entered(struct rb_buf *buf, __u32 looked, __u64 iseq, __u64 pc)
+EHP_INLINE int rb_not_entered(struct rb_buf *buf, __u64 iseq, __u64 pc)
 {
 	__u64 *body = &buf->env[0], *encoded = &buf->env[1]; /* not on the stack, as rb_find_cfp's */
-	if (looked != 1 || buf->vm_leaf || buf->jit || !iseq || !pc)
+	if (buf->vm_leaf || buf->jit || !iseq || !pc)
 		return 0;
 	return rb_read_u64(iseq + buf->proc.iseq_body, body) &&
 	       rb_read_u64(*body + buf->proc.body_encoded, encoded) && pc == *encoded;
@@ -199,7 +199,7 @@ EHP_INLINE void rb_frames(struct rb_buf *buf, struct scratch *s)
 	buf->cfp = cfp;
 	/* Out of the loop, whose every turn the verifier walks anew: a first
 	 * frame not entered yet goes on to the next step's frames. */
-	if (end && buf->looked == 1 && rb_not_entered(buf, 1, buf->fin_iseq, buf->fin_pc))
+	if (end && buf->looked == 1 && rb_not_entered(buf, buf->fin_iseq, buf->fin_pc))
 		end = 0;
 	if (why)
 		rb_stop(buf, s, why);
