@@ -10,10 +10,16 @@
 
 /* Control frames per rb_step; and bytes of control frames (64 of 3.1's
  * 64-byte frames), or of the value stack, read at once: bench/ruby_cost.py's
- * 52 frames in one read of each. */
-#define RB_FRAMES_MAX 16
+ * 52 frames in one read of each. Few general frames a step and many of
+ * rb_scan's, whose loop costs about half the instructions a frame: runs
+ * of method calls are most of a deep stack (ruby_cost.py, interleaved with
+ * 16 and 32: p10 +2.12 against +2.93 us); 8 and 48 also keep the
+ * verifier's work below 16 and 32's on 6.18 (220K against 230K) and 6.1's
+ * limit of 8,192 branches pending (64 a step went past it, as did a
+ * general loop handing runs to rb_scan as soon as it met one). */
+#define RB_FRAMES_MAX 8
 /* Plain method frames per step after those (rb_scan). */
-#define RB_SCAN_MAX 32
+#define RB_SCAN_MAX 48
 #define RB_WIN 4096
 /* Control frames of one thread the walk looks at, at most. */
 #define RB_CFP_MAX 4096
