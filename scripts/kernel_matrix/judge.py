@@ -61,6 +61,13 @@ def in_startup(block):
     return bool(frames) and "/ld-linux" in frames[-1]
 
 
+def in_own_program(block, comm):
+    """Whether a sample has a frame in the executable its thread is named
+    after (perf-script's "(/usr/bin/fio)" for comm fio)."""
+    tail = f"/{comm})"
+    return any(l.rstrip().endswith(tail) for l in block.split("\n")[1:])
+
+
 RE_FRAME = re.compile(r"^\s*([0-9a-f]+) .*\((/[^()]*)\)\s*$")
 RE_FDE = re.compile(r" FDE cie=([0-9a-f]+) pc=([0-9a-f]+)\.\.([0-9a-f]+)")
 RE_CIE = re.compile(r"^([0-9a-f]+) [0-9a-f]+ [0-9a-f]+ CIE ")
@@ -139,11 +146,18 @@ def judge_record(dump, workdir, skip_first=False):
     if not blocks:
         return {"samples": 0}
     tool = find_stackcheck()
-    # The job process is the thread with most samples past ld.so's start-up
-    # (outermost frame not in ld.so): on a guest whose 9p reads are slow
-    # (5.10) the parent's library loading can outweigh the 4 s job.
+    # The job process is the thread with most samples in the program's own
+    # code past ld.so's start-up (outermost frame not in ld.so): on a guest
+    # whose 9p reads are slow (5.10) the parent's library loading can
+    # outweigh the 4 s job, and its samples in libraries' constructors whose
+    # stacks could not be read do not end in ld.so.
     candidates = list(blocks.items())[1:] if skip_first and len(blocks) > 1 else blocks.items()
-    (comm, tid), job = max(candidates, key=lambda kv: sum(1 for b in kv[1] if not in_startup(b)))
+
+    def job_weight(kv):
+        (comm_, _), blocks_ = kv
+        steady_ = [b for b in blocks_ if not in_startup(b)]
+        return (sum(1 for b in steady_ if in_own_program(b, comm_)), len(steady_))
+    (comm, tid), job = max(candidates, key=job_weight)
     # The job thread's first samples can beat user space's first read of
     # its maps ("process not yet known": slow under TCG, slower on a busy
     # host); its steady state is judged on the samples after the first
