@@ -151,3 +151,19 @@ def add_arguments(ap, root, runtime):
                     help="one run a repetition with --alternate-interp-walks: the native-only walk is every "
                          "other sample of the same run, not a run of its own")
     result_file.add_argument(ap, f"{runtime}_cost")
+
+
+def bench_main(doc, runtime, suffix, interp, script, label, **defaults):
+    """A runtime's cost bench (bench/ruby_cost.py and the others): argument
+    parsing with --interp (default `interp`), and its workload: the
+    interpreter running testdata/SCRIPT[0]/SCRIPT[1] with SCRIPT[2:] and a
+    duration past the recording's. `defaults` override the arguments'."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    add_arguments(ap, root, runtime)
+    ap.add_argument("--interp", default=interp)
+    ap.set_defaults(**defaults)
+    args = ap.parse_args()
+    argv = ([args.interp, os.path.join(root, "testdata", script[0], script[1])] + list(script[2:]) +
+            [str(args.warm + args.seconds + 5)])
+    report(args, argv, runtime, suffix, label)

@@ -8,24 +8,12 @@ run is made and judged, and --before: bench/interp_cost.py. Needs root and
 /usr/bin/perl. Writes bench/results/perl_cost.json.
   python3 bench/perl_cost.py [--reps 5] [--seconds 3] [--before BASE/ehprof]
 """
-import argparse
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import interp_cost  # noqa: E402
 
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    interp_cost.add_arguments(ap, ROOT, "perl")
-    ap.add_argument("--interp", default="/usr/bin/perl")
-    args = ap.parse_args()
-    argv = [args.interp, os.path.join(ROOT, "testdata", "perl", "hot.pl"), "deep"] + [str(args.warm + args.seconds + 5)]
-    interp_cost.report(args, argv, "perl", ".pl", "perl 5.36 deep")
-
-
 if __name__ == "__main__":
-    main()
+    interp_cost.bench_main(__doc__, "perl", ".pl", "/usr/bin/perl", ("perl", "hot.pl", "deep"), "perl 5.36 deep")

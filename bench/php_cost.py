@@ -8,24 +8,12 @@ run is made and judged, and --before: bench/interp_cost.py. Needs root and
 /usr/bin/php8.2. Writes bench/results/php_cost.json.
   python3 bench/php_cost.py [--reps 5] [--seconds 3] [--before BASE/ehprof]
 """
-import argparse
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import interp_cost  # noqa: E402
 
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    interp_cost.add_arguments(ap, ROOT, "php")
-    ap.add_argument("--interp", default="/usr/bin/php8.2")
-    args = ap.parse_args()
-    argv = [args.interp, os.path.join(ROOT, "testdata", "php", "mix.php"), "deep"] + [str(args.warm + args.seconds + 5)]
-    interp_cost.report(args, argv, "php", ".php", "php8.2 deep")
-
-
 if __name__ == "__main__":
-    main()
+    interp_cost.bench_main(__doc__, "php", ".php", "/usr/bin/php8.2", ("php", "mix.php", "deep"), "php8.2 deep")

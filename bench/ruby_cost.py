@@ -9,24 +9,12 @@ bench/interp_cost.py. Needs root and /usr/bin/ruby3.1. Writes
 bench/results/ruby_cost.json.
   python3 bench/ruby_cost.py [--reps 5] [--seconds 3] [--before BASE/ehprof]
 """
-import argparse
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import interp_cost  # noqa: E402
 
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    interp_cost.add_arguments(ap, ROOT, "ruby")
-    ap.add_argument("--interp", default="/usr/bin/ruby3.1")
-    args = ap.parse_args()
-    argv = [args.interp, os.path.join(ROOT, "testdata", "ruby", "deep.rb")] + [str(args.warm + args.seconds + 5)]
-    interp_cost.report(args, argv, "ruby", ".rb", "ruby3.1 deep")
-
-
 if __name__ == "__main__":
-    main()
+    interp_cost.bench_main(__doc__, "ruby", ".rb", "/usr/bin/ruby3.1", ("ruby", "deep.rb"), "ruby3.1 deep")
