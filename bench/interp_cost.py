@@ -112,7 +112,7 @@ def measure_all(args, argv, runtime, suffix):
 
 def report(args, argv, runtime, suffix, label):
     """Measures, prints and (unless --no-result) writes bench/results/
-    RUNTIME_cost.json: RUNTIME_bpf_us, native_bpf_us (medians over the
+    NAME.json (add_arguments): RUNTIME_bpf_us, native_bpf_us (medians over the
     repetitions), RUNTIME_added_us (the median of each repetition's
     difference), the same with _p10 (RUNTIME_p10_us, native_p10_us,
     RUNTIME_added_p10_us), RUNTIME_frames, and before_* of each when
@@ -136,10 +136,14 @@ def report(args, argv, runtime, suffix, label):
         if who == "after":
             figures[f"{runtime}_frames"] = f["frames"]
     if not args.no_result:
-        result_file.write(f"{runtime}_cost", figures, args.note, args.result)
+        result_file.write(args.bench_name, figures, args.note, args.result)
 
 
-def add_arguments(ap, root, runtime):
+def add_arguments(ap, root, runtime, name=None):
+    """The benches' arguments; `name` (default RUNTIME_cost) is the result's:
+    bench/results/NAME.json, its "bench" field."""
+    name = name or f"{runtime}_cost"
+    ap.set_defaults(bench_name=name)
     ap.add_argument("--ehprof", default=os.path.join(root, "build", "ehprof"))
     ap.add_argument("--before", help="another ehprof build, measured interleaved with --ehprof's")
     ap.add_argument("--seconds", type=float, default=3)
@@ -150,17 +154,18 @@ def add_arguments(ap, root, runtime):
     ap.add_argument("--alternate", action="store_true",
                     help="one run a repetition with --alternate-interp-walks: the native-only walk is every "
                          "other sample of the same run, not a run of its own")
-    result_file.add_argument(ap, f"{runtime}_cost")
+    result_file.add_argument(ap, name)
 
 
-def bench_main(doc, runtime, suffix, interp, script, label, **defaults):
+def bench_main(doc, runtime, suffix, interp, script, label, name=None, **defaults):
     """A runtime's cost bench (bench/ruby_cost.py and the others): argument
     parsing with --interp (default `interp`), and its workload: the
     interpreter running testdata/SCRIPT[0]/SCRIPT[1] with SCRIPT[2:] and a
-    duration past the recording's. `defaults` override the arguments'."""
+    duration past the recording's; `name` as add_arguments'. `defaults`
+    override the arguments'."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    add_arguments(ap, root, runtime)
+    add_arguments(ap, root, runtime, name)
     ap.add_argument("--interp", default=interp)
     ap.set_defaults(**defaults)
     args = ap.parse_args()

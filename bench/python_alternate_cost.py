@@ -19,5 +19,5 @@ import interp_cost  # noqa: E402
 
 if __name__ == "__main__":
     interp_cost.bench_main(__doc__, "python", ".py", "/root/.pyenv/versions/3.12.1/bin/python3.12",
-                           ("python", "shapes.py", "deep"), "python3.12 deep", alternate=True,
-                           result=os.path.join(HERE, "results", "python_alternate_cost.json"))
+                           ("python", "shapes.py", "deep"), "python3.12 deep", name="python_alternate_cost",
+                           alternate=True)
