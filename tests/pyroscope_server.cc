@@ -37,6 +37,10 @@ std::vector<std::string> CommonArgs(const std::string& bin, int http, int grpc, 
 PyroscopeServer::PyroscopeServer() {
   char tmpl[] = "/tmp/ehprof-pyroscope-XXXXXX";
   if (mkdtemp(tmpl)) dir_ = tmpl;
+  PickPorts();
+}
+
+void PyroscopeServer::PickPorts() {
   for (int* port : {&http_port_, &grpc_port_, &memberlist_port_, &tls_http_port_, &tls_grpc_port_,
                     &tls_memberlist_port_}) {
     *port = FreeLoopbackPort();
@@ -82,6 +86,19 @@ bool PyroscopeServer::Launch(std::vector<std::string> args, const std::string& l
 }
 
 bool PyroscopeServer::Start(std::string* error) {
+  for (int tries = 1;; ++tries) {
+    if (StartOnce(error)) {
+      started_ = true;
+      return true;
+    }
+    if (started_ || tries == kStartTries || error->find("address already in use") == std::string::npos) {
+      return false;
+    }
+    PickPorts();
+  }
+}
+
+bool PyroscopeServer::StartOnce(std::string* error) {
   const std::string bin = Binary();
   if (bin.empty()) {
     *error = "the Pyroscope server is not installed (bash scripts/install_pyroscope.sh)";

@@ -33,7 +33,11 @@ class PyroscopeServer {
   // From the next Start: the HTTPS distributor too, with this certificate
   // and key (PEM files), its /ready asked trusting ca_file.
   void UseTls(std::string ca_file, std::string cert_file, std::string key_file);
-  // Starts it and waits up to 60 s for /ready; false with the reason.
+  // Starts it and waits up to 60 s for /ready; false with the reason. Until
+  // it has once started, a port another process took first (the ports are
+  // found free, then bound by the server: ctest -j runs other servers) is
+  // tried again on new ports, at most kStartTries times in all; after that,
+  // on the same ports as before (an outage's restart).
   bool Start(std::string* error);
   void Stop();
   // Where to push: https://... with TLS.
@@ -44,6 +48,9 @@ class PyroscopeServer {
   std::string Get(const std::string& path_and_query) const;
 
  private:
+  static constexpr int kStartTries = 3;
+  void PickPorts();
+  bool StartOnce(std::string* error);
   // One process with `args` after the common ones, logging to `log`,
   // ready when `ready_cmd` prints "ready".
   bool Launch(std::vector<std::string> args, const std::string& log, const std::string& ready_cmd,
@@ -54,6 +61,7 @@ class PyroscopeServer {
   int tls_http_port_ = 0, tls_grpc_port_ = 0, tls_memberlist_port_ = 0;
   std::string ca_, cert_, key_;
   pid_t pid_ = -1, tls_pid_ = -1;
+  bool started_ = false;
 };
 
 }  // namespace ehprof::testing
