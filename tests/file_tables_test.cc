@@ -199,6 +199,31 @@ TEST_F(FileTablesTest, BuildsGoByDemandNotByArrival) {
   EXPECT_EQ(files_->stats().hurried, 1u);
 }
 
+// Builds that finished together load in the order they were taken, not the
+// order they finished: with room for two tables, the first two queued get
+// it, although the large first one (ehprof itself) finishes after the
+// small ones a second builder takes meanwhile.
+TEST_F(FileTablesTest, ABatchLoadsInTheOrderItsBuildsWereTaken) {
+  MakeTables(2, /*builders=*/2);
+  files_->HoldBuilds(true);
+  const std::string large = testing::EhprofBinary();
+  auto first = files_->Register(large, large);
+  ASSERT_TRUE(first.ok()) << first.status();
+  files_->AddRef(*first);
+  const FileKey second = Map("realign.stripped");
+  const FileKey third = Map("asm_cfi.stripped");
+  const FileKey fourth = Map("deep_recursion.stripped");
+  files_->HoldBuilds(false);
+  for (int i = 0; i < 3000 && files_->building() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(files_->building(), 0u);
+  const std::vector<FileKey> ready = files_->CollectFinished();
+  EXPECT_EQ(StateOf(*first), FileInfo::State::kReady);
+  EXPECT_EQ(StateOf(second), FileInfo::State::kReady);
+  EXPECT_EQ(StateOf(third), FileInfo::State::kNoSpace);
+  EXPECT_EQ(StateOf(fourth), FileInfo::State::kNoSpace);
+  EXPECT_EQ(ready, (std::vector<FileKey>{*first, second, third, fourth}));
+}
+
 // Files without a table are remembered as long as unused tables are, then
 // forgotten: a long run keeps no entry for every file it ever saw.
 TEST_F(FileTablesTest, FilesWithoutATableAreForgottenWhenUnused) {

@@ -226,6 +226,7 @@ void FileTables::HoldBuilds(bool hold) {
 void FileTables::WorkerLoop() {
   for (;;) {
     Job job;
+    uint64_t taken = 0;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || (!jobs_.empty() && !held_); });
@@ -235,6 +236,7 @@ void FileTables::WorkerLoop() {
       jobs_.erase(next);
       priority_.erase(job.key);
       ++in_flight_;
+      taken = ++taken_;
     }
     // An exception in one file's build fails that file (as an unreadable
     // one would), not the worker.
@@ -246,6 +248,7 @@ void FileTables::WorkerLoop() {
         !st.ok()) {
       done.table = std::move(st);
     }
+    done.taken = taken;
     std::lock_guard<std::mutex> lock(mu_);
     if (done.from_cache) ++from_cache_;
     done_.push_back(std::move(done));
@@ -316,6 +319,7 @@ std::vector<FileKey> FileTables::CollectFinished() {
     std::lock_guard<std::mutex> lock(mu_);
     done.swap(done_);
   }
+  std::sort(done.begin(), done.end(), [](const Done& a, const Done& b) { return a.taken < b.taken; });
   std::vector<FileKey> ready;
   const auto now = now_();
   stats_.expired += Expire(&unused_, now);
@@ -408,6 +412,11 @@ uint64_t FileTables::Expire(std::list<FileKey>* list, std::chrono::steady_clock:
 size_t FileTables::pending() const {
   std::lock_guard<std::mutex> lock(mu_);
   return jobs_.size() + in_flight_ + done_.size();
+}
+
+size_t FileTables::building() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return jobs_.size() + in_flight_;
 }
 
 }  // namespace ehprof

@@ -120,8 +120,13 @@ class FileTables {
 
   // Loads finished builds into the BPF maps; returns the keys that became
   // ready (their processes' entries need rewriting). Main thread only.
+  // A batch loads in the order the builders took its jobs (by priority),
+  // not the order they finished: when the maps fill, which file is
+  // refused must not be a race between a large table and small ones.
   std::vector<FileKey> CollectFinished();
   size_t pending() const;
+  // Builds queued or under way (pending() without the finished ones).
+  size_t building() const;
 
   struct Stats {
     uint64_t loaded = 0;        // tables placed in the maps
@@ -155,6 +160,7 @@ class FileTables {
     absl::StatusOr<CompactTable> table;
     uint64_t rows = 0;
     bool from_cache = false;
+    uint64_t taken = 0;  // the order builders took the jobs in
   };
   // The table of a job: from the cache when it has it, else built (and
   // stored there).
@@ -203,6 +209,7 @@ class FileTables {
   std::deque<Job> jobs_;
   std::vector<Done> done_;
   size_t in_flight_ = 0;
+  uint64_t taken_ = 0;  // jobs the builders took so far
   bool stop_ = false;
   bool held_ = false;
   std::vector<std::thread> workers_;
