@@ -57,14 +57,16 @@ class HostileRubyJit : public ::testing::Test {
 };
 
 TEST_F(HostileRubyJit, FakeJitCodeGetsAStopReasonNotAWrongName) {
-  // hidden exits mid-recording (its own thread kills it, 5 s in); called
-  // outlives it.
-  const pid_t hidden = AsNobody("hidden", 5), called = AsNobody("called", 20);
+  // hidden exits mid-recording (its own thread kills it, 8 s in); called
+  // outlives it. Long enough for 20 samples of each on a loaded machine
+  // (5 s and a 4 s recording gave 16 in CI once: the rest of the ready
+  // time went to the agent's start and to other tests).
+  const pid_t hidden = AsNobody("hidden", 8), called = AsNobody("called", 20);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   const std::string out = dir_ + "/fake.txt";
   const auto start = std::chrono::steady_clock::now();
   testing::RunResult r = testing::RunEhprof(
-      {"record", "-p", absl::StrCat(hidden, ",", called), "-F", "199", "-d", "4", "--srcline", "-o", out});
+      {"record", "-p", absl::StrCat(hidden, ",", called), "-F", "199", "-d", "7", "--srcline", "-o", out});
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* bad : {"terminate", "internal error", "Sanitizer", "killed after"}) {
