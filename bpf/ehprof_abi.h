@@ -485,7 +485,9 @@ EHP_ASSERT(EHP_INTERP_KIND_SHIFT + 2 == 59, "the kind below the marker bit");
  * the CPU's divide (tens of cycles, once a frame): 2^13 is 2 modulo 8190,
  * so a word's bits from 13 up, doubled, added to its low 13 bits keep its
  * residue; five such folds take 61 bits to at most 8195, one subtraction the
- * rest of the way. Always inlined: a BPF subprogram of its own would be a
+ * rest of the way, without a branch (x + 2 reaches 2^13 from 8190 up, as
+ * far as 16381): a branch would double the verifier's paths through a
+ * loop that takes frames. Always inlined: a BPF subprogram of its own would be a
  * fourth call in the sampler's chain, past 6.1's 512 bytes of stack. */
 EHP_ASSERT(EHP_RUBY_PC_MOD == 8190, "ehp_ruby_pc_aux folds by 2^13 = 2 (mod 8190)");
 static inline __attribute__((always_inline)) ehp_u64 ehp_ruby_pc_aux(ehp_u64 pc)
@@ -496,7 +498,7 @@ static inline __attribute__((always_inline)) ehp_u64 ehp_ruby_pc_aux(ehp_u64 pc)
 	x = ((x >> 13) << 1) + (x & 8191);
 	x = ((x >> 13) << 1) + (x & 8191);
 	x = ((x >> 13) << 1) + (x & 8191);
-	return x >= EHP_RUBY_PC_MOD ? x - EHP_RUBY_PC_MOD : x;
+	return x - ((x + 2) >> 13) * EHP_RUBY_PC_MOD;
 }
 enum ehp_ruby_stop {
 	EHP_RUBY_STOP_NO_EC = 1,      /* the thread's execution context unreadable */

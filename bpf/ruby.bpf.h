@@ -58,6 +58,10 @@ EHP_INLINE __u8 ruby_begin(struct scratch *s, __u32 pid)
 	return buf->state;
 }
 
+/* rb_step's result when rb_scan_step is to go on with the step: an act
+ * no step result has. */
+#define RB_STEP_SCAN (0xff << 16)
+
 /* The Ruby side of a walk step whose next frame slot is at, n frames
  * into the walk, at lookup address pc: as py_step, PY_STEP_NATIVE or
  * (PY_ACT_* << 16) | (1 + frames added). */
@@ -98,7 +102,24 @@ __noinline int rb_step(__u32 at, __u32 n, __u64 pc, __u32 jit)
 	s->rb_busy = buf->state == RB_FRAMES;
 	if (buf->state == RB_OFF)
 		s->rb_vm[0] = s->rb_vm[1] = 0;
+	if (buf->scan) {
+		buf->scan = 0;
+		return RB_STEP_SCAN;
+	}
 	return r;
+}
+
+/* The rest of a step whose rb_step returned RB_STEP_SCAN (at: that step's):
+ * its plain method frames (rb_scan), and the step's result. */
+__noinline int rb_scan_step(__u32 at)
+{
+	__u32 zero = 0;
+	struct rb_buf *buf = bpf_map_lookup_elem(&rb_buf, &zero);
+	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!buf || !s)
+		return PY_STEP_NATIVE; /* never: both are arrays' slot 0 */
+	rb_scan(buf, s);
+	return interp_step_result(&buf->out, at, 0);
 }
 
 /* A step of the user walk that knows Ruby, then Python's (py_dwarf_step:
@@ -115,7 +136,10 @@ static long rb_dwarf_step(__u32 i, void *data)
 		if (jit)
 			s->rb_jit = RB_JIT_UNWIND;
 		if (s->rb_busy || jit || (w->n && interp_in(pc, s->rb_vm[0], s->rb_vm[1]))) {
-			long r = interp_apply(w, rb_step(w->base + w->n, w->n, pc, jit));
+			int step = rb_step(w->base + w->n, w->n, pc, jit);
+			if (step == RB_STEP_SCAN)
+				step = rb_scan_step(w->base + w->n);
+			long r = interp_apply(w, step);
 			if (r >= 0)
 				return r;
 		}

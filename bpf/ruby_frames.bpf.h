@@ -98,36 +98,51 @@ EHP_INLINE int rb_jit_call_done(struct rb_buf *buf, __u64 off, __u32 len)
 /* After a step's RB_FRAMES_MAX frames, a run of plain method frames (a
  * method's own env, not C's, not FINISH: recursion, a chain of calls)
  * whose control frames and envs the windows already hold, each the word
- * rb_put_frame gives it, in a loop with one way out (the verifier walks
- * each of its turns once): about half the general loop's instructions a
- * frame. Any other frame, or the end of a window, is the next step's
- * general loop's. The fields at 3.1's and 3.3's offsets (pc, sp, iseq,
- * self, ep) and the rest read from buf each turn: fewer values in
- * registers, so rb_step's stack stays within 6.1's 512 bytes for the call
- * chain: the sampler's 208 bytes, the walk callback's 144 and rb_step's,
- * each rounded up to 32, leave rb_step 128 (with the windows' fields in
- * registers it took 136, and 6.1 refused the sampler). */
+ * rb_put_frame gives it. In rb_scan_step (bpf/ruby.bpf.h), a global
+ * function of its own, so the verifier walks this loop once, not once for
+ * every way through rb_frames (in rb_step, 6.1 refused a loop this tight:
+ * "the sequence of 8193 jumps is too complex"). How many frames the
+ * windows, the sample and RB_CFP_MAX leave room for is worked out before
+ * the loop, whose turns then check only the frame: its env in the value
+ * window and its flags. The fields at 3.1's and 3.3's offsets (pc, iseq,
+ * ep at 0, 16, 32). */
 EHP_INLINE void rb_scan(struct rb_buf *buf, struct scratch *s)
 {
 	struct ehp_ruby_proc *p = &buf->proc;
 	if (buf->jit || p->cfp_pc != 0 || p->cfp_iseq != 16 || p->cfp_ep != 32)
 		return; /* a JIT frame's frames end at the first with no jit_return */
-	__u64 cfp = buf->cfp;
-	__u32 len = p->cfp_size;
+	__u64 len = p->cfp_size, cfp = buf->cfp, off = cfp - buf->win_lo;
+	__u32 k = buf->out.k, looked = buf->looked, win_len = buf->win_len;
+	__u64 slot = (__u64)buf->out.at + k, val_lo = buf->val_lo, val_len = buf->val_len;
+	if (len < 40 || len > RB_CFP_READ_MAX || off > RB_WIN || off + len > win_len || k >= buf->out.room ||
+	    slot >= EHP_MAX_EVENT_FRAMES || looked >= RB_CFP_MAX || val_len < 24 || val_len > RB_WIN)
+		return;
+	/* Frames that fit: in the window, the sample, the look limit. */
+	__u64 n = (win_len - off) / len, room = buf->out.room - k;
+	if (n > room)
+		n = room;
+	if (n > EHP_MAX_EVENT_FRAMES - slot)
+		n = EHP_MAX_EVENT_FRAMES - slot;
+	if (n > RB_CFP_MAX - looked)
+		n = RB_CFP_MAX - looked;
+	/* Nothing carried from turn to turn but i (o and at are made anew
+	 * each turn), and no branch but the loop's ways out: the bounds above
+	 * already hold o, eoff and at where the verifier wants them, which it
+	 * cannot see; clamping them would give it a state for each way
+	 * through the clamps. */
+	__u64 env_max = val_len - 24, i;
 #pragma clang loop unroll(disable)
-	for (int i = 0; i < RB_SCAN_MAX; i++) {
-		__u32 k = buf->out.k;
-		__u64 off = cfp - buf->win_lo, slot = (__u64)buf->out.at + k;
-		if (off > RB_WIN || off + len > buf->win_len || k >= buf->out.room || slot >= EHP_MAX_EVENT_FRAMES ||
-		    buf->looked >= RB_CFP_MAX)
+	for (i = 0; i < RB_SCAN_MAX; i++) {
+		__u64 turn = i;
+		EHP_LAUNDER(turn); /* or the compiler carries o, adding len */
+		__u64 o = off + turn * len, at = slot + turn;
+		__u64 *f = (__u64 *)(buf->b + o);
+		if (i >= n || o > RB_WIN || at >= EHP_MAX_EVENT_FRAMES)
 			break;
-		EHP_CLAMP_UMAX(off, RB_WIN);
-		__u64 *f = (__u64 *)(buf->b + off);
 		__u64 pc = f[0], iseq = f[2], ep = f[4];
-		__u64 eoff = ep - 16 - buf->val_lo;
-		if ((ep & 7) || eoff > RB_WIN - 24 || eoff + 24 > buf->val_len)
+		__u64 eoff = ep - 16 - val_lo;
+		if ((ep & 7) || eoff > env_max || eoff > RB_WIN - 24)
 			break;
-		EHP_CLAMP_UMAX(eoff, RB_WIN - 24);
 		__u64 *env = (__u64 *)(buf->val + eoff);
 		__u64 me = env[0];
 		__u32 flags = (__u32)env[2];
@@ -135,13 +150,11 @@ EHP_INLINE void rb_scan(struct rb_buf *buf, struct scratch *s)
 			    (RB_FRAME_MAGIC_METHOD | RB_ENV_FLAG_LOCAL) ||
 		    !me || !iseq || !pc)
 			break;
-		EHP_CLAMP_UMAX(slot, EHP_MAX_EVENT_FRAMES - 1);
-		s->frames[slot] = EHP_INTERP_FRAME(EHP_INTERP_RUBY, me, ehp_ruby_pc_aux(pc));
-		buf->out.k = k + 1;
-		buf->looked++;
-		cfp += len;
+		s->frames[at] = EHP_INTERP_FRAME(EHP_INTERP_RUBY, me, ehp_ruby_pc_aux(pc));
 	}
-	buf->cfp = cfp;
+	buf->out.k = k + (__u32)i;
+	buf->looked = looked + (__u32)i;
+	buf->cfp = cfp + i * len;
 }
 
 /* The current VM call's next control frames (up to RB_FRAMES_MAX). The
@@ -206,7 +219,7 @@ EHP_INLINE void rb_frames(struct rb_buf *buf, struct scratch *s)
 	else if (end)
 		rb_end_vm(buf, s, RB_IDLE);
 	else if (!buf->out.full)
-		rb_scan(buf, s);
+		buf->scan = 1; /* rb_scan_step's, after this step */
 }
 
 

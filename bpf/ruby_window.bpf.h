@@ -74,7 +74,8 @@ struct rb_buf {
 	__u8 vm_leaf;	 /* the first VM loop reached was the sample's leaf frame */
 	__u8 jit;	 /* this call's frames are a JIT frame's (bpf/ruby_yjit.bpf.h) */
 	__u8 jit_taken;	 /* ... and one of them is pushed */
-	__u8 pad[2];
+	__u8 scan;	 /* rb_scan_step goes on from this step's frames */
+	__u8 pad[1];
 	struct py_out out;
 	__u64 env[3];	 /* ep[-2], ep[-1], ep[0] of an env off the VM stack */
 	__u64 fin_iseq;	 /* the iseq and pc of the FINISH frame a step ended at */
